@@ -1,0 +1,41 @@
+// Playwright drives Debian's Chromium (never a downloaded browser) against a
+// real countersign server with the demo data, started by `webServer` below.
+// scripts/test.sh sets COUNTERSIGN_BIN, E2E_PORT and E2E_DATA_DIR.
+import { defineConfig } from '@playwright/test';
+
+const port = process.env.E2E_PORT || '3917';
+const bin = process.env.COUNTERSIGN_BIN || '../target/debug/countersign';
+const dataDir = process.env.E2E_DATA_DIR || 'artifacts/data';
+
+export default defineConfig({
+  testDir: './tests',
+  outputDir: './artifacts/test-results',
+  timeout: 60_000,
+  workers: 1,
+  reporter: [['list']],
+  use: {
+    baseURL: `http://localhost:${port}`,
+    screenshot: 'only-on-failure',
+    trace: 'off',
+    launchOptions: {
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      args: [
+        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      ],
+    },
+  },
+  webServer: {
+    command: `${bin} --data-dir ${dataDir} serve --demo --listen 127.0.0.1:${port}`,
+    cwd: '..',
+    url: `http://127.0.0.1:${port}/readyz`,
+    timeout: 60_000,
+    reuseExistingServer: false,
+    stdout: 'ignore',
+    stderr: 'pipe',
+    env: {
+      COUNTERSIGN_PUBLIC_URL: `http://localhost:${port}`,
+      COUNTERSIGN_LOG: 'warn',
+    },
+  },
+});

@@ -1,0 +1,7 @@
+# Shared environment for the project's scripts. Source it, don't run it.
+# One target directory outside the checkout, shared by every clone on this
+# machine, so a fresh clone rebuilds only the workspace crates.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/countersign/target}"
+export PATH="$HOME/.cargo/bin:$PWD/e2e/node_modules/.bin:$PATH"
+# The flags cargo-leptos builds with; tests use the same so nothing is built twice.
+export LEPTOS_OUTPUT_NAME=countersign

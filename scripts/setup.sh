@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what building and testing Countersign needs, skipping whatever is
+# already there. Safe to re-run. `--browser` also installs Debian's Chromium
+# (browser tests only). Everything comes from package registries: no
+# prebuilt binary is downloaded from elsewhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+want_browser=0
+[ "${1:-}" = "--browser" ] && want_browser=1
+
+step() { printf '\n==> %s\n' "$*"; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null; then
+  step "installing Debian's chromium (browser tests)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  step "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if ! cargo leptos --version 2>/dev/null | grep -q '0\.3\.10'; then
+  step "building cargo-leptos 0.3.10 from crates.io (about 12 minutes on 2 cores, once)"
+  cargo install cargo-leptos --version 0.3.10 --locked
+fi
+
+if ! wasm-bindgen --version 2>/dev/null | grep -q '0\.2\.130'; then
+  step "building wasm-bindgen-cli 0.2.130 from crates.io (about 2 minutes, once)"
+  # Not --locked: its lockfile names a crate version the index no longer has.
+  cargo install wasm-bindgen-cli --version 0.2.130
+fi
+
+if [ ! -f e2e/node_modules/.package-lock.json ] || [ e2e/package-lock.json -nt e2e/node_modules/.package-lock.json ]; then
+  step "installing npm packages for the browser tests and wasm-opt"
+  (cd e2e && npm ci --no-audit --no-fund)
+fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Sets up what is missing, then runs every test: formatting and lints, Rust
+# unit and integration tests (real server processes), and the browser tests
+# (Playwright + Debian's Chromium against a real server). Safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+scripts/setup.sh --browser
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "building the console (server + hydrate wasm, debug)"
+cargo leptos build
+
+step "cargo clippy -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+step "cargo test (unit, property and black-box integration tests)"
+cargo test
+
+step "browser tests (Playwright driving /usr/bin/chromium)"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+data_dir=$(mktemp -d)/data
+rm -rf e2e/artifacts && mkdir -p e2e/artifacts
+(cd e2e && COUNTERSIGN_BIN="$CARGO_TARGET_DIR/debug/countersign" E2E_PORT="$port" E2E_DATA_DIR="$data_dir" \
+  npx playwright test)
+echo "screenshots: e2e/artifacts/"

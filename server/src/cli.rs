@@ -1,0 +1,262 @@
+//! The `countersign` command line. Thin: parse arguments, load settings,
+//! call one function, print the result.
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::config::{Overrides, Settings};
+use crate::store::Db;
+
+#[derive(Parser, Debug)]
+#[command(name = "countersign", version, about = "Human approval console for AI agents that move money")]
+pub struct Cli {
+    /// TOML configuration file (also COUNTERSIGN_CONFIG).
+    #[arg(long, global = true, env = "COUNTERSIGN_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Data directory: database, signing keys (overrides `data_dir`).
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the console and the agent API.
+    Serve {
+        /// Address to listen on, e.g. 127.0.0.1:8080 (port 0 picks a free one).
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+        /// Load the demo tenant when the database is empty.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Create the database if needed and apply migrations.
+    Migrate,
+    /// Create or update tenants, users, agents, payees and budgets from a TOML file.
+    Apply { file: PathBuf },
+    /// Tenants.
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// Console users (reviewers, approvers, admins).
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Agents and their bearer keys.
+    Agent {
+        #[command(subcommand)]
+        command: AgentCommand,
+    },
+    /// The payee registry.
+    Payee {
+        #[command(subcommand)]
+        command: PayeeCommand,
+    },
+    /// Load the demo tenant, users, agents, payees and sample proposals.
+    Demo,
+    /// The audit trail.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TenantCommand {
+    /// Add (or rename) a tenant.
+    Add(TenantAdd),
+}
+
+#[derive(Args, Debug)]
+pub struct TenantAdd {
+    #[arg(long)]
+    pub id: String,
+    #[arg(long)]
+    pub name: String,
+    /// Daily budget per currency in minor units, e.g. --budget USD=5000000 (repeatable).
+    #[arg(long = "budget", value_parser = parse_currency_amount)]
+    pub budgets: Vec<(String, u64)>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UserCommand {
+    /// Add or update a user. The password is read from COUNTERSIGN_USER_PASSWORD or, if unset, stdin.
+    Add(UserAdd),
+}
+
+#[derive(Args, Debug)]
+pub struct UserAdd {
+    #[arg(long)]
+    pub tenant: String,
+    #[arg(long)]
+    pub username: String,
+    /// viewer, approver or admin (repeatable).
+    #[arg(long = "role", required = true)]
+    pub roles: Vec<String>,
+    /// Approval limit per currency in minor units, e.g. --limit USD=500000 (repeatable).
+    #[arg(long = "limit", value_parser = parse_currency_amount)]
+    pub limits: Vec<(String, u64)>,
+    #[arg(long)]
+    pub slack_user_id: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AgentCommand {
+    /// Add an agent; prints its bearer key once (only its SHA-256 is stored).
+    Add(AgentAdd),
+}
+
+#[derive(Args, Debug)]
+pub struct AgentAdd {
+    #[arg(long)]
+    pub tenant: String,
+    #[arg(long)]
+    pub id: String,
+    /// Username of the human this agent acts for (they can never approve its proposals).
+    #[arg(long)]
+    pub acts_for: String,
+    /// Source account the agent may pay from (repeatable).
+    #[arg(long = "source-account", required = true)]
+    pub source_accounts: Vec<String>,
+    /// Purpose code the agent may use (repeatable).
+    #[arg(long = "purpose", required = true)]
+    pub purposes: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PayeeCommand {
+    /// Add or update a payee.
+    Add(PayeeAdd),
+}
+
+#[derive(Args, Debug)]
+pub struct PayeeAdd {
+    #[arg(long)]
+    pub tenant: String,
+    #[arg(long)]
+    pub id: String,
+    #[arg(long)]
+    pub legal_name: String,
+    /// Small payments to trusted payees may be approved by policy alone.
+    #[arg(long)]
+    pub trusted: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Check the whole hash chain; exits 1 and names the first broken entry.
+    Verify,
+}
+
+fn parse_currency_amount(s: &str) -> Result<(String, u64), String> {
+    let (code, amount) = s.split_once('=').ok_or("expected CURRENCY=AMOUNT_MINOR, e.g. USD=500000")?;
+    let amount = amount.replace('_', "").parse::<u64>().map_err(|_| format!("`{amount}` is not a whole number"))?;
+    Ok((code.trim().to_ascii_uppercase(), amount))
+}
+
+fn to_map(pairs: &[(String, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().cloned().collect()
+}
+
+/// Runs the command line; the returned code is the process exit code.
+pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+    let listen = match &cli.command {
+        Command::Serve { listen, .. } => *listen,
+        _ => None,
+    };
+    let overrides = Overrides { listen, data_dir: cli.data_dir.clone() };
+    let settings = Settings::load(cli.config.as_deref(), &overrides)?;
+    crate::telemetry::init(settings.log_format);
+
+    match cli.command {
+        Command::Serve { demo, .. } => {
+            crate::startup::serve(settings, demo).await?;
+        }
+        Command::Migrate => {
+            let db = Db::open(&settings.data_dir).await?;
+            db.close().await;
+            println!("database {} is up to date", settings.database_path().display());
+        }
+        Command::Apply { file } => {
+            let db = Db::open(&settings.data_dir).await?;
+            let summary = crate::provision::apply_file(&db, &settings, &file).await?;
+            println!("{summary}");
+        }
+        Command::Tenant { command: TenantCommand::Add(a) } => {
+            let db = Db::open(&settings.data_dir).await?;
+            crate::provision::add_tenant(&db, &settings, &a.id, &a.name, &to_map(&a.budgets)).await?;
+            println!("tenant {} saved", a.id);
+        }
+        Command::User { command: UserCommand::Add(a) } => {
+            let password = match std::env::var("COUNTERSIGN_USER_PASSWORD") {
+                Ok(p) => p,
+                Err(_) => {
+                    let mut p = String::new();
+                    std::io::stdin().read_to_string(&mut p).context("reading the password from stdin")?;
+                    p.trim_end_matches(['\r', '\n']).to_owned()
+                }
+            };
+            let db = Db::open(&settings.data_dir).await?;
+            let id = crate::provision::add_user(
+                &db,
+                &settings,
+                crate::provision::NewUser {
+                    tenant: a.tenant,
+                    username: a.username.clone(),
+                    password,
+                    roles: a.roles,
+                    limits: to_map(&a.limits),
+                    slack_user_id: a.slack_user_id,
+                },
+            )
+            .await?;
+            println!("user {} saved as {id}", a.username);
+        }
+        Command::Agent { command: AgentCommand::Add(a) } => {
+            let db = Db::open(&settings.data_dir).await?;
+            let key = crate::provision::add_agent(
+                &db,
+                &settings,
+                crate::provision::NewAgent {
+                    tenant: a.tenant,
+                    id: a.id.clone(),
+                    acts_for: a.acts_for,
+                    source_accounts: a.source_accounts,
+                    purposes: a.purposes,
+                },
+            )
+            .await?;
+            println!("agent {} saved. Its bearer key, shown only this once:\n{key}", a.id);
+        }
+        Command::Payee { command: PayeeCommand::Add(a) } => {
+            let db = Db::open(&settings.data_dir).await?;
+            crate::provision::add_payee(&db, &a.tenant, &a.id, &a.legal_name, a.trusted).await?;
+            println!("payee {} saved", crate::domain::mask_account(&a.id));
+        }
+        Command::Demo => {
+            let db = Db::open(&settings.data_dir).await?;
+            let summary = crate::demo::load(&db, &settings).await?;
+            println!("{summary}");
+        }
+        Command::Audit { command: AuditCommand::Verify } => {
+            let db = Db::open(&settings.data_dir).await?;
+            match crate::store::audit::verify(&db.read).await? {
+                crate::store::audit::Verification::Intact { entries } => {
+                    println!("audit trail intact: {entries} entries verified");
+                }
+                crate::store::audit::Verification::Broken { seq, problem } => {
+                    eprintln!("audit trail BROKEN at entry {seq}: {problem}");
+                    return Ok(1);
+                }
+            }
+        }
+    }
+    Ok(0)
+}

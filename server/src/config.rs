@@ -1,0 +1,254 @@
+//! Typed settings: built-in defaults, then a TOML file, then `COUNTERSIGN_*`
+//! environment variables (nested keys joined by `__`, e.g.
+//! `COUNTERSIGN_PROPOSALS__TTL_SECS=600`), then command-line flags.
+//! Secrets are `SecretString`s: they never print, not even in `Debug`.
+
+use figment::{
+    providers::{Env, Format, Serialized, Toml},
+    Figment,
+};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::domain::{Currency, CurrencyRules};
+use crate::policy::PolicyConfig;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Address the console and API listen on.
+    pub listen: SocketAddr,
+    /// Where the database, signing keys and other state live (mode 0700).
+    pub data_dir: PathBuf,
+    /// The console's public URL: token issuer, links in messages, cookie `Secure` flag.
+    pub public_url: String,
+    /// Where the built console assets (`pkg/`) are served from.
+    pub site_root: PathBuf,
+    /// `text` or `json` log lines.
+    pub log_format: LogFormat,
+    pub proposals: ProposalSettings,
+    pub idempotency: IdempotencySettings,
+    /// The currencies this deployment accepts (ISO 4217, upper case).
+    pub currencies: Vec<String>,
+    /// The hard cap of each accepted currency, in minor units.
+    pub currency_caps_minor: BTreeMap<String, u64>,
+    pub policy: PolicyConfig,
+    pub slack: SlackSettings,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProposalSettings {
+    /// How long a proposal may wait for a decision before it expires.
+    pub ttl_secs: u64,
+    /// How often the expiry sweep runs.
+    pub expiry_sweep_secs: u64,
+}
+
+impl Default for ProposalSettings {
+    fn default() -> Self {
+        ProposalSettings { ttl_secs: 24 * 3600, expiry_sweep_secs: 5 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IdempotencySettings {
+    /// How long `Idempotency-Key`s are remembered; always longer than the
+    /// rail's own 24 h key window.
+    pub retention_hours: u64,
+}
+
+impl Default for IdempotencySettings {
+    fn default() -> Self {
+        IdempotencySettings { retention_hours: 7 * 24 }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SlackSettings {
+    #[serde(skip_serializing)]
+    pub webhook_url: Option<SecretString>,
+    #[serde(skip_serializing)]
+    pub signing_secrets: Vec<SecretString>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let caps = CurrencyRules::defaults();
+        Settings {
+            listen: "127.0.0.1:8080".parse().expect("a valid default address"),
+            data_dir: PathBuf::from("data"),
+            public_url: "http://localhost:8080".into(),
+            site_root: PathBuf::from("target/site"),
+            log_format: LogFormat::Text,
+            proposals: ProposalSettings::default(),
+            idempotency: IdempotencySettings::default(),
+            currencies: caps.allowed().map(|c| c.code().to_owned()).collect(),
+            currency_caps_minor: caps
+                .allowed()
+                .map(|c| (c.code().to_owned(), caps.cap(c).expect("allowed")))
+                .collect(),
+            policy: PolicyConfig::default(),
+            slack: SlackSettings::default(),
+        }
+    }
+}
+
+/// Command-line values that override every other source.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+}
+
+/// A configuration problem, reported as one line naming the key.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration error: {0}")]
+pub struct ConfigError(String);
+
+impl Settings {
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError(format!("config file {} does not exist", path.display())));
+            }
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        figment = figment.merge(Env::prefixed("COUNTERSIGN_").split("__").ignore(&["config", "failpoint", "user_password", "log"]));
+        if let Some(listen) = overrides.listen {
+            figment = figment.merge(("listen", listen.to_string()));
+        }
+        if let Some(dir) = &overrides.data_dir {
+            figment = figment.merge(("data_dir", dir));
+        }
+        let settings: Settings = figment.extract().map_err(|e| ConfigError(one_line(&e)))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
+        if !(self.public_url.starts_with("http://") || self.public_url.starts_with("https://")) {
+            return bad("public_url", "must start with http:// or https://");
+        }
+        if self.proposals.ttl_secs == 0 {
+            return bad("proposals.ttl_secs", "must be greater than zero");
+        }
+        if self.proposals.expiry_sweep_secs == 0 {
+            return bad("proposals.expiry_sweep_secs", "must be greater than zero");
+        }
+        if self.idempotency.retention_hours <= 24 {
+            return bad("idempotency.retention_hours", "must be more than 24 (the rail's key window)");
+        }
+        if self.currencies.is_empty() {
+            return bad("currencies", "must allow at least one currency");
+        }
+        for code in &self.currencies {
+            if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
+                return bad("currencies", &format!("`{code}` is not an upper-case ISO 4217 code"));
+            }
+            if !self.currency_caps_minor.contains_key(code) {
+                return bad(&format!("currency_caps_minor.{code}"), "is missing: every accepted currency needs a cap");
+            }
+        }
+        for (code, cap) in &self.currency_caps_minor {
+            if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
+                return bad(&format!("currency_caps_minor.{code}"), "is not an upper-case ISO 4217 code");
+            }
+            if *cap == 0 {
+                return bad(&format!("currency_caps_minor.{code}"), "must be greater than zero");
+            }
+        }
+        self.policy
+            .validate()
+            .map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
+    }
+
+    pub fn currency_rules(&self) -> CurrencyRules {
+        CurrencyRules::new(
+            self.currencies
+                .iter()
+                .filter_map(|code| {
+                    let cap = *self.currency_caps_minor.get(code)?;
+                    Currency::parse(code).ok().map(|c| (c, cap))
+                })
+                .collect(),
+        )
+    }
+
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("countersign.db")
+    }
+
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url.starts_with("https://")
+    }
+}
+
+fn one_line(e: &figment::Error) -> String {
+    // figment names the key path and the source; keep it on one line.
+    let mut parts = Vec::new();
+    for err in e.clone() {
+        let key = err.path.join(".");
+        let source = err.metadata.as_ref().map(|m| m.name.to_string()).unwrap_or_default();
+        let mut line = if key.is_empty() { err.kind.to_string() } else { format!("key `{key}`: {}", err.kind) };
+        if !source.is_empty() {
+            line.push_str(&format!(" (from {source})"));
+        }
+        parts.push(line);
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::ExposeSecret;
+
+    #[test]
+    fn defaults_validate() {
+        Settings::default().validate().unwrap();
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let mut s = Settings::default();
+        s.slack.signing_secrets = vec![SecretString::from("shh-very-secret".to_owned())];
+        s.slack.webhook_url = Some(SecretString::from("https://hooks.example/T0/B0/XYZ".to_owned()));
+        let printed = format!("{s:?}");
+        assert!(!printed.contains("shh-very-secret"));
+        assert!(!printed.contains("XYZ"));
+        assert_eq!(s.slack.signing_secrets[0].expose_secret(), "shh-very-secret");
+    }
+
+    #[test]
+    fn file_errors_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "[proposals]\nttl_secs = \"soon\"\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("proposals.ttl_secs"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+
+        std::fs::write(&path, "listen_address = \"x\"\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("listen_address"), "{err}");
+
+        std::fs::write(&path, "[currency_caps_minor]\nusd = 5\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("currency_caps_minor.usd"), "{err}");
+    }
+}

@@ -1,0 +1,322 @@
+//! The boundary values of a proposal, each a type that only holds valid data.
+//!
+//! Account identifiers mask themselves in `Display` and `Debug`
+//! (`acct_…9f3a`), so a log line or an error message can never carry a full
+//! account number by accident; the full value is reached only through
+//! `expose()`, which stands out in review.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
+#[error("{0}")]
+pub struct FieldRule(pub &'static str);
+
+fn all_chars(s: &str, ok: impl Fn(char) -> bool) -> bool {
+    s.chars().all(ok)
+}
+
+fn alnum(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+}
+
+/// `acct_…9f3a`: the prefix, an ellipsis and the last four characters.
+pub fn mask_account(id: &str) -> String {
+    let prefix_end = id.find('_').map(|i| i + 1).unwrap_or(0);
+    let body = &id[prefix_end..];
+    let tail: String = body.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("{}…{}", &id[..prefix_end], tail)
+}
+
+macro_rules! account_type {
+    ($(#[$doc:meta])* $name:ident, $check:expr, $rule:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(s: &str) -> Result<Self, FieldRule> {
+                let check: fn(&str) -> bool = $check;
+                if check(s) { Ok($name(s.to_owned())) } else { Err(FieldRule($rule)) }
+            }
+            /// The full identifier. Never log it; `Display` masks.
+            pub fn expose(&self) -> &str {
+                &self.0
+            }
+            pub fn masked(&self) -> String {
+                mask_account(&self.0)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.masked())
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.masked())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $name::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+account_type!(
+    /// A source account: `^acct_[A-Za-z0-9]{16}$`.
+    SourceAccount,
+    |s| s.len() == 21 && s.starts_with("acct_") && all_chars(&s[5..], alnum),
+    "must match ^acct_[A-Za-z0-9]{16}$"
+);
+
+account_type!(
+    /// A payee / destination: `^(acct_|card_|ba_)[A-Za-z0-9]{1,64}$`.
+    PayeeId,
+    |s| {
+        ["acct_", "card_", "ba_"].iter().any(|p| {
+            s.strip_prefix(p)
+                .is_some_and(|rest| (1..=64).contains(&rest.len()) && all_chars(rest, alnum))
+        })
+    },
+    "must match ^(acct_|card_|ba_)[A-Za-z0-9]{1,64}$"
+);
+
+macro_rules! plain_id {
+    ($(#[$doc:meta])* $name:ident, $check:expr, $rule:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(s: &str) -> Result<Self, FieldRule> {
+                let check: fn(&str) -> bool = $check;
+                if check(s) { Ok($name(s.to_owned())) } else { Err(FieldRule($rule)) }
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $name::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+plain_id!(
+    /// The agent run a proposal belongs to: 1–128 of `[A-Za-z0-9_.:-]`.
+    RunId,
+    |s| (1..=128).contains(&s.len()) && all_chars(s, |c| alnum(c) || "_.:-".contains(c)),
+    "must be 1-128 characters of [A-Za-z0-9_.:-]"
+);
+
+plain_id!(
+    /// An invoice number: `^[A-Za-z0-9_-]{1,64}$`.
+    InvoiceId,
+    |s| (1..=64).contains(&s.len()) && all_chars(s, |c| alnum(c) || c == '_' || c == '-'),
+    "must match ^[A-Za-z0-9_-]{1,64}$"
+);
+
+plain_id!(
+    /// The transfer a reversal names: a proposal id (`prop_…`) or a rail
+    /// transfer reference (`tr_…`).
+    TransferRef,
+    |s| {
+        ["prop_", "tr_"].iter().any(|p| {
+            s.strip_prefix(p)
+                .is_some_and(|rest| (1..=64).contains(&rest.len()) && all_chars(rest, alnum))
+        })
+    },
+    "must be a proposal id (prop_…) or a rail transfer id (tr_…)"
+);
+
+/// Free text from the agent, shown to humans as untrusted data: at most 140
+/// characters, no control characters and no bidirectional-override or
+/// zero-width formatting characters (they can make text read differently
+/// from what it is).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize)]
+#[serde(transparent)]
+pub struct Reference(String);
+
+fn is_deceptive_format_char(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+impl Reference {
+    pub const MAX_CHARS: usize = 140;
+
+    pub fn parse(s: &str) -> Result<Self, FieldRule> {
+        if s.chars().count() > Self::MAX_CHARS {
+            return Err(FieldRule("must be at most 140 characters"));
+        }
+        if s.chars().any(|c| c.is_control() || is_deceptive_format_char(c)) {
+            return Err(FieldRule("must not contain control or bidirectional formatting characters"));
+        }
+        Ok(Reference(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Reference {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Reference::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+macro_rules! closed_set {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }, $rule:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn parse(s: &str) -> Result<Self, FieldRule> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(FieldRule($rule)),
+                }
+            }
+
+            pub fn as_str(&self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+closed_set!(
+    /// Why money moves.
+    PurposeCode { Payroll = "payroll", Refund = "refund", Vendor = "vendor", Disbursement = "disbursement" },
+    "must be one of payroll, refund, vendor, disbursement"
+);
+
+closed_set!(
+    /// What a proposal asks for.
+    ProposalKind { Transfer = "transfer", Reversal = "reversal" },
+    "must be transfer or reversal"
+);
+
+closed_set!(
+    /// Why a transfer is reversed.
+    ReasonCode { Duplicate = "duplicate", Fraudulent = "fraudulent", RequestedByCustomer = "requested_by_customer", Error = "error" },
+    "must be one of duplicate, fraudulent, requested_by_customer, error"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn source_accounts() {
+        assert!(SourceAccount::parse("acct_0123456789abcdef").is_ok());
+        assert!(SourceAccount::parse("acct_0123456789abcde").is_err());
+        assert!(SourceAccount::parse("acct_0123456789abcdefg").is_err());
+        assert!(SourceAccount::parse("acct_0123456789abcd-f").is_err());
+        assert!(SourceAccount::parse("card_0123456789abcdef").is_err());
+        assert!(SourceAccount::parse("acct_0123456789abcdé").is_err());
+    }
+
+    #[test]
+    fn payee_ids() {
+        for ok in ["acct_a", "card_Z9", "ba_123", &format!("acct_{}", "a".repeat(64))] {
+            assert!(PayeeId::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in ["acct_", "ba_", "iban_1", "acct_a-b", &format!("acct_{}", "a".repeat(65)), "ACCT_a"] {
+            assert!(PayeeId::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn accounts_mask_in_display_and_debug() {
+        let a = SourceAccount::parse("acct_0123456789ab9f3a").unwrap();
+        assert_eq!(a.to_string(), "acct_…9f3a");
+        assert_eq!(format!("{a:?}"), "SourceAccount(acct_…9f3a)");
+        assert_eq!(PayeeId::parse("ba_12").unwrap().to_string(), "ba_…12");
+        assert!(!format!("{a:?}").contains("0123456789"));
+    }
+
+    #[test]
+    fn run_and_invoice_ids() {
+        assert!(RunId::parse("run-42:step.3_a").is_ok());
+        assert!(RunId::parse("").is_err());
+        assert!(RunId::parse(&"r".repeat(129)).is_err());
+        assert!(RunId::parse("run 42").is_err());
+        assert!(InvoiceId::parse("INV-1842_a").is_ok());
+        assert!(InvoiceId::parse("INV.1842").is_err());
+        assert!(InvoiceId::parse(&"1".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn references() {
+        assert!(Reference::parse("Invoice 1842 — thank you").is_ok());
+        assert!(Reference::parse(&"é".repeat(140)).is_ok());
+        assert!(Reference::parse(&"é".repeat(141)).is_err());
+        assert!(Reference::parse("line\nbreak").is_err());
+        assert!(Reference::parse("tab\there").is_err());
+        assert!(Reference::parse("bidi \u{202E}txt").is_err());
+        assert!(Reference::parse("zero\u{200B}width").is_err());
+    }
+
+    #[test]
+    fn closed_sets() {
+        assert_eq!(PurposeCode::parse("vendor").unwrap(), PurposeCode::Vendor);
+        assert!(PurposeCode::parse("Vendor").is_err());
+        assert_eq!(ReasonCode::parse("requested_by_customer").unwrap().as_str(), "requested_by_customer");
+        assert!(ProposalKind::parse("refund").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn reference_never_holds_control_chars_or_too_many(s in "\\PC*|.*") {
+            if let Ok(r) = Reference::parse(&s) {
+                prop_assert!(r.as_str().chars().count() <= 140);
+                prop_assert!(!r.as_str().chars().any(char::is_control));
+            }
+        }
+
+        #[test]
+        fn masked_account_never_shows_more_than_four_body_chars(body in "[A-Za-z0-9]{16}") {
+            let a = SourceAccount::parse(&format!("acct_{body}")).unwrap();
+            let shown = a.to_string();
+            prop_assert!(shown.ends_with(&body[12..]));
+            prop_assert!(!shown.contains(&body[..12]));
+        }
+
+        #[test]
+        fn run_id_accepts_exactly_its_pattern(s in "[A-Za-z0-9_.:-]{1,128}") {
+            prop_assert!(RunId::parse(&s).is_ok());
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! The agent API (SPEC §9): thin handlers that parse, call one use case in
+//! `crate::proposals`, and map the result.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::time::Duration as StdDuration;
+
+use super::error::ApiError;
+use super::extract::{AgentAuth, JsonBody};
+use crate::domain::{jcs, FieldError, ProposalStatus};
+use crate::proposals::{self, ActionError, AgentPrincipal, ProposeError, Proposed, ProposalView};
+use crate::state::Shared;
+use crate::store::{self, idempotency::Claim};
+
+/// The longest `?wait=` a status poll may hold.
+pub const MAX_WAIT_SECS: u64 = 60;
+
+impl From<ProposeError> for ApiError {
+    fn from(e: ProposeError) -> Self {
+        match e {
+            ProposeError::Validation(fields) => ApiError::Validation(fields),
+            ProposeError::UnknownDestination(masked) => ApiError::UnknownDestination(masked),
+            ProposeError::Denied(decision) => ApiError::PolicyDenied(decision),
+            ProposeError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<ActionError> for ApiError {
+    fn from(e: ActionError) -> Self {
+        match e {
+            ActionError::NotFound => ApiError::NotFound,
+            ActionError::InvalidState(s) => ApiError::InvalidState(s),
+            ActionError::Store(e) => e.into(),
+        }
+    }
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn proposal_response(status: StatusCode, view: &ProposalView) -> Response {
+    let mut response = json_response(status, serde_json::to_string(view).expect("views serialize"));
+    if let Ok(etag) = HeaderValue::from_str(&view.etag()) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
+
+/// A valid `Idempotency-Key`: 1–255 printable ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(raw) = headers.get("idempotency-key") else { return Ok(None) };
+    let key = raw.to_str().ok().filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| (0x20..0x7f).contains(&b)));
+    match key {
+        Some(k) => Ok(Some(k.to_owned())),
+        None => Err(ApiError::Validation(vec![FieldError::new(
+            "Idempotency-Key",
+            "invalid_value",
+            "must be 1-255 printable ASCII characters",
+        )])),
+    }
+}
+
+/// `POST /api/v1/proposals`
+pub async fn create(
+    State(state): State<Shared>,
+    AgentAuth(agent): AgentAuth,
+    headers: HeaderMap,
+    JsonBody { value }: JsonBody,
+) -> Result<Response, ApiError> {
+    let Some(key) = idempotency_key(&headers)? else {
+        return propose_response(&state, &agent, &value).await.map(|(s, b)| json_response(s, b));
+    };
+    // The fingerprint is the canonical form of the body: whitespace and member
+    // order do not make a "different request".
+    let canonical_body = jcs::to_vec(&value).unwrap_or_else(|_| value.to_string().into_bytes());
+    let fingerprint = hex::encode(Sha256::digest(&canonical_body));
+    let scope = store::idempotency::Scope { tenant_id: &agent.tenant_id, agent_id: &agent.agent_id, key: &key };
+    let retention = Duration::hours(state.settings.idempotency.retention_hours as i64);
+    match store::idempotency::claim(&state.db.write, &scope, &fingerprint, Utc::now(), retention).await? {
+        Claim::Replay { status, body } => {
+            let mut response = json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body);
+            response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+            Ok(response)
+        }
+        Claim::Mismatch => Err(ApiError::IdempotencyKeyReused),
+        Claim::InFlight => Err(ApiError::IdempotencyKeyInUse),
+        Claim::Fresh => match propose_response(&state, &agent, &value).await {
+            Ok((status, body)) => {
+                store::idempotency::complete(&state.db.write, &scope, status.as_u16(), &body).await?;
+                Ok(json_response(status, body))
+            }
+            // A policy decision is a result of execution: it is kept and replayed.
+            Err(e @ ApiError::PolicyDenied(_)) => {
+                let body = e.body().to_string();
+                store::idempotency::complete(&state.db.write, &scope, e.status().as_u16(), &body).await?;
+                Ok(json_response(e.status(), body))
+            }
+            // Bad input never started executing; a server fault may be retried.
+            Err(e) => {
+                store::idempotency::release(&state.db.write, &scope).await?;
+                Err(e)
+            }
+        },
+    }
+}
+
+async fn propose_response(state: &Shared, agent: &AgentPrincipal, body: &Value) -> Result<(StatusCode, String), ApiError> {
+    let (status, view) = match proposals::propose(state, agent, body, Utc::now()).await? {
+        Proposed::Created(view) => (StatusCode::CREATED, view),
+        Proposed::Existing(view) => (StatusCode::OK, view),
+    };
+    Ok((status, serde_json::to_string(&view).expect("views serialize")))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitParams {
+    wait: Option<u64>,
+}
+
+fn query_error(e: impl std::fmt::Display) -> ApiError {
+    ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())])
+}
+
+/// `GET /api/v1/proposals/{id}` with `ETag`, `If-None-Match` and `?wait=N` long-polling.
+pub async fn get(
+    State(state): State<Shared>,
+    AgentAuth(agent): AgentAuth,
+    Path(id): Path<String>,
+    params: Result<Query<WaitParams>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Query(params) = params.map_err(query_error)?;
+    let wait = params.wait.unwrap_or(0);
+    if wait > MAX_WAIT_SECS {
+        return Err(ApiError::Validation(vec![FieldError::new("wait", "invalid_value", "must be at most 60 seconds")]));
+    }
+    let known = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
+
+    // Subscribe before reading, so a change between the read and the wait is not missed.
+    let notify = state.changes.subscribe(&id);
+    let changed = notify.notified();
+    tokio::pin!(changed);
+    changed.as_mut().enable();
+
+    let view = proposals::for_agent(&state, &agent, &id).await?;
+    if known.as_deref() != Some(view.etag().as_str()) {
+        return Ok(proposal_response(StatusCode::OK, &view));
+    }
+    let deadline = tokio::time::Instant::now() + StdDuration::from_secs(wait);
+    loop {
+        tokio::select! {
+            _ = &mut changed => {
+                changed.set(notify.notified());
+                changed.as_mut().enable();
+                let view = proposals::for_agent(&state, &agent, &id).await?;
+                if known.as_deref() != Some(view.etag().as_str()) {
+                    return Ok(proposal_response(StatusCode::OK, &view));
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => break,
+            _ = state.shutdown.wait() => break,
+        }
+    }
+    let mut response = StatusCode::NOT_MODIFIED.into_response();
+    if let Ok(etag) = HeaderValue::from_str(&view.etag()) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    Ok(response)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    status: Option<String>,
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// `GET /api/v1/proposals?status=&limit=&cursor=` — the agent's own, newest first.
+pub async fn list(
+    State(state): State<Shared>,
+    AgentAuth(agent): AgentAuth,
+    params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Page<ProposalView>>, ApiError> {
+    let Query(params) = params.map_err(query_error)?;
+    let mut errors = Vec::new();
+    let status = match params.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => {
+            let parsed = ProposalStatus::parse(s);
+            if parsed.is_none() {
+                errors.push(FieldError::new("status", "invalid_value", "is not a proposal status"));
+            }
+            parsed
+        }
+    };
+    let limit = params.limit.unwrap_or(50);
+    if !(1..=100).contains(&limit) {
+        errors.push(FieldError::new("limit", "invalid_value", "must be between 1 and 100"));
+    }
+    let cursor = params.cursor.filter(|c| !c.is_empty());
+    if cursor.as_deref().is_some_and(|c| !c.starts_with("prop_") || c.len() > 64) {
+        errors.push(FieldError::new("cursor", "invalid_value", "is not a cursor from a previous page"));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let listing = store::proposals::Listing {
+        tenant_id: &agent.tenant_id,
+        agent_id: Some(&agent.agent_id),
+        status,
+        oldest_first: false,
+        limit,
+        cursor: cursor.as_deref(),
+    };
+    let (rows, more) = store::proposals::list(&state.db.read, &listing).await?;
+    let next_cursor = if more { rows.last().map(|r| r.id.clone()) } else { None };
+    let data = proposals::views(&state, rows).await?;
+    Ok(Json(Page { data, next_cursor }))
+}
+
+/// `POST /api/v1/proposals/{id}/cancel`
+pub async fn cancel(
+    State(state): State<Shared>,
+    AgentAuth(agent): AgentAuth,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let view = proposals::cancel(&state, &agent, &id, Utc::now()).await?;
+    Ok(proposal_response(StatusCode::OK, &view))
+}

@@ -1,0 +1,151 @@
+//! Request extractors: the agent credential, and a strict JSON body.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{header, request::Parts};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+use super::error::ApiError;
+use crate::proposals::AgentPrincipal;
+use crate::state::Shared;
+use crate::store;
+
+/// Bodies above this are refused with 413 before they are parsed.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The agent behind `Authorization: Bearer <key>`. Keys are looked up by
+/// their SHA-256, so the stored value is useless to a database thief.
+pub struct AgentAuth(pub AgentPrincipal);
+
+impl FromRequestParts<Shared> for AgentAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, Self::Rejection> {
+        let key = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|k| !k.is_empty() && k.len() <= 256)
+            .ok_or(ApiError::Unauthenticated)?;
+        let digest = hex::encode(Sha256::digest(key.as_bytes()));
+        let agent = store::directory::agent_by_key_hash(&state.db.read, &digest)
+            .await?
+            .ok_or(ApiError::Unauthenticated)?;
+        Ok(AgentAuth(agent.into()))
+    }
+}
+
+/// A JSON body: `application/json`, at most 64 KiB, well-formed, and with no
+/// duplicate member names (two parsers must never see two different requests).
+pub struct JsonBody {
+    pub value: Value,
+}
+
+impl FromRequest<Shared> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &Shared) -> Result<Self, Self::Rejection> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
+        if !is_json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let bytes: Bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge)?;
+        let value = parse_strict(&bytes).map_err(ApiError::InvalidJson)?;
+        Ok(JsonBody { value })
+    }
+}
+
+/// Parses JSON, refusing duplicate object member names.
+pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let StrictValue(value) = StrictValue::deserialize(&mut de).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+struct StrictValue(Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!("duplicate member `{key}`")));
+            }
+            let StrictValue(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_parsing() {
+        assert_eq!(parse_strict(br#"{"a": [1, 2.5, "x", null, true]}"#).unwrap()["a"][1], serde_json::json!(2.5));
+        assert!(parse_strict(br#"{"a": 1, "a": 2}"#).unwrap_err().contains("duplicate member `a`"));
+        assert!(parse_strict(br#"{"o": {"b": 1, "b": 1}}"#).is_err());
+        assert!(parse_strict(b"{").is_err());
+        assert!(parse_strict(b"{} x").is_err());
+        assert!(parse_strict(br#"{"amount_minor": 2500.0}"#).unwrap()["amount_minor"].is_f64());
+    }
+}

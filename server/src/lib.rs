@@ -1,0 +1,22 @@
+//! Countersign: a human approval console for AI agents that move money.
+//!
+//! See `docs/ARCHITECTURE.md` for the map. Dependencies point inward:
+//! `http`, `store` and the CLI depend on `domain` and `policy`, never the
+//! other way round.
+
+pub mod changes;
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod domain;
+pub mod expiry;
+pub mod http;
+pub mod password;
+pub mod policy;
+pub mod proposals;
+pub mod provision;
+pub mod shutdown;
+pub mod startup;
+pub mod state;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,274 @@
+//! Policy: rules as data (the `[policy]` section of the config), evaluated in
+//! code. Every decision lists the rules that fired with a human-readable
+//! reason. The hard cap per currency is not here: it is part of parsing
+//! (`domain::request`), before anything else.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::domain::{Currency, ProposalKind, PurposeCode, SourceAccount};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    /// Transfers strictly below this amount to a `trusted` payee are approved
+    /// by policy alone. A currency not listed never auto-approves.
+    pub auto_approve_below_minor: BTreeMap<String, u64>,
+    /// Transfers at or above this amount need two distinct approvers.
+    pub dual_approval_at_minor: BTreeMap<String, u64>,
+    /// Refunds at or above this amount always need manual review.
+    pub refund_review_at_minor: BTreeMap<String, u64>,
+}
+
+fn per_currency(entries: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    entries.iter().map(|(c, v)| (c.to_string(), *v)).collect()
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            // 100.00 in the two-decimal currencies, about the same in JPY and VND.
+            auto_approve_below_minor: per_currency(&[
+                ("USD", 10_000), ("EUR", 10_000), ("GBP", 10_000), ("JPY", 15_000), ("VND", 2_500_000),
+            ]),
+            // 10,000.00 and equivalents.
+            dual_approval_at_minor: per_currency(&[
+                ("USD", 1_000_000), ("EUR", 1_000_000), ("GBP", 1_000_000), ("JPY", 1_500_000), ("VND", 250_000_000),
+            ]),
+            // 99,000.00 and equivalents.
+            refund_review_at_minor: per_currency(&[
+                ("USD", 9_900_000), ("EUR", 9_900_000), ("GBP", 9_900_000), ("JPY", 15_000_000), ("VND", 2_500_000_000),
+            ]),
+        }
+    }
+}
+
+impl PolicyConfig {
+    /// Checks every currency named is an upper-case ISO 4217 code. Thresholds
+    /// for currencies the deployment does not accept are simply never used.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        for (name, map) in [
+            ("auto_approve_below_minor", &self.auto_approve_below_minor),
+            ("dual_approval_at_minor", &self.dual_approval_at_minor),
+            ("refund_review_at_minor", &self.refund_review_at_minor),
+        ] {
+            for code in map.keys() {
+                if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
+                    return Err((format!("{name}.{code}"), "is not an upper-case ISO 4217 code".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn threshold(map: &BTreeMap<String, u64>, currency: Currency) -> Option<u64> {
+        map.get(currency.code()).copied()
+    }
+}
+
+/// What an agent is allowed to do, from its registry entry.
+#[derive(Debug, Clone)]
+pub struct AgentScope {
+    pub agent_id: String,
+    pub source_accounts: Vec<String>,
+    pub purposes: Vec<PurposeCode>,
+}
+
+/// The facts a decision is made on.
+#[derive(Debug, Clone)]
+pub struct PolicyInput<'a> {
+    pub kind: ProposalKind,
+    pub amount_minor: u64,
+    pub currency: Currency,
+    pub purpose: PurposeCode,
+    pub source_account: &'a SourceAccount,
+    pub payee_trusted: bool,
+    pub agent: &'a AgentScope,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    AutoApproved,
+    NeedsApproval,
+    Denied,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    pub rule: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub required_approvals: u8,
+    pub reasons: Vec<Reason>,
+}
+
+pub const RULE_AUTO_APPROVE: &str = "auto_approve_trusted_payee";
+
+impl Decision {
+    /// The rule id an auto-approval is attributed to (`policy:<rule>`).
+    pub fn auto_approver(&self) -> Option<String> {
+        (self.outcome == Outcome::AutoApproved).then(|| format!("policy:{RULE_AUTO_APPROVE}"))
+    }
+}
+
+/// Evaluates the policy. Pure: the same input always gives the same decision.
+pub fn evaluate(config: &PolicyConfig, input: &PolicyInput<'_>) -> Decision {
+    let mut reasons = Vec::new();
+    let mut reason = |rule: &str, message: String| reasons.push(Reason { rule: rule.into(), message });
+    let amount = input.currency.format_minor(input.amount_minor);
+
+    let mut denied = false;
+    if !input.agent.source_accounts.iter().any(|a| a == input.source_account.expose()) {
+        denied = true;
+        reason(
+            "source_account_not_allowed",
+            format!("Source account {} is not configured for agent {}.", input.source_account, input.agent.agent_id),
+        );
+    }
+    if !input.agent.purposes.contains(&input.purpose) {
+        denied = true;
+        reason(
+            "purpose_not_allowed",
+            format!("Purpose `{}` is not allowed for agent {}.", input.purpose, input.agent.agent_id),
+        );
+    }
+    if denied {
+        return Decision { outcome: Outcome::Denied, required_approvals: 0, reasons };
+    }
+
+    let mut manual_only = false;
+    if input.kind == ProposalKind::Reversal {
+        manual_only = true;
+        reason("reversal_manual_review", "Reversals always need a human approval.".into());
+    }
+    if input.purpose == PurposeCode::Refund {
+        if let Some(t) = PolicyConfig::threshold(&config.refund_review_at_minor, input.currency) {
+            if input.amount_minor >= t {
+                manual_only = true;
+                reason(
+                    "refund_manual_review",
+                    format!("Refund of {amount} is at or above {}: manual review required.", input.currency.format_minor(t)),
+                );
+            }
+        }
+    }
+    let mut required = 1;
+    if let Some(t) = PolicyConfig::threshold(&config.dual_approval_at_minor, input.currency) {
+        if input.amount_minor >= t {
+            required = 2;
+            reason(
+                "dual_approval",
+                format!("{amount} is at or above {}: two distinct approvers required.", input.currency.format_minor(t)),
+            );
+        }
+    }
+    if !manual_only && required == 1 && input.payee_trusted {
+        if let Some(t) = PolicyConfig::threshold(&config.auto_approve_below_minor, input.currency) {
+            if input.amount_minor < t {
+                reason(
+                    RULE_AUTO_APPROVE,
+                    format!("{amount} to a trusted payee is below {}: approved by policy.", input.currency.format_minor(t)),
+                );
+                return Decision { outcome: Outcome::AutoApproved, required_approvals: 0, reasons };
+            }
+        }
+    }
+    if required == 1 {
+        reason("single_approval", format!("{amount} needs one human approval."));
+    }
+    Decision { outcome: Outcome::NeedsApproval, required_approvals: required, reasons }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn scope() -> AgentScope {
+        AgentScope {
+            agent_id: "payout-bot".into(),
+            source_accounts: vec!["acct_0123456789abcdef".into()],
+            purposes: vec![PurposeCode::Vendor, PurposeCode::Refund],
+        }
+    }
+
+    fn decide(amount: u64, purpose: PurposeCode, trusted: bool, source: &str) -> Decision {
+        let agent = scope();
+        let source = SourceAccount::parse(source).unwrap();
+        evaluate(
+            &PolicyConfig::default(),
+            &PolicyInput {
+                kind: ProposalKind::Transfer,
+                amount_minor: amount,
+                currency: Currency::parse("USD").unwrap(),
+                purpose,
+                source_account: &source,
+                payee_trusted: trusted,
+                agent: &agent,
+            },
+        )
+    }
+
+    const SRC: &str = "acct_0123456789abcdef";
+
+    fn rules(d: &Decision) -> Vec<&str> {
+        d.reasons.iter().map(|r| r.rule.as_str()).collect()
+    }
+
+    #[test]
+    fn small_trusted_payments_auto_approve() {
+        let d = decide(9_999, PurposeCode::Vendor, true, SRC);
+        assert_eq!(d.outcome, Outcome::AutoApproved);
+        assert_eq!(d.required_approvals, 0);
+        assert_eq!(d.auto_approver().unwrap(), "policy:auto_approve_trusted_payee");
+    }
+
+    #[test]
+    fn untrusted_or_at_threshold_needs_a_human() {
+        assert_eq!(decide(9_999, PurposeCode::Vendor, false, SRC).outcome, Outcome::NeedsApproval);
+        let d = decide(10_000, PurposeCode::Vendor, true, SRC);
+        assert_eq!((d.outcome, d.required_approvals), (Outcome::NeedsApproval, 1));
+        assert_eq!(rules(&d), ["single_approval"]);
+    }
+
+    #[test]
+    fn dual_approval_at_threshold() {
+        let d = decide(1_000_000, PurposeCode::Vendor, true, SRC);
+        assert_eq!((d.outcome, d.required_approvals), (Outcome::NeedsApproval, 2));
+        assert_eq!(rules(&d), ["dual_approval"]);
+        assert_eq!(decide(999_999, PurposeCode::Vendor, false, SRC).required_approvals, 1);
+    }
+
+    #[test]
+    fn large_refunds_need_manual_review() {
+        let d = decide(9_900_000, PurposeCode::Refund, true, SRC);
+        assert_eq!(d.outcome, Outcome::NeedsApproval);
+        assert_eq!(rules(&d), ["refund_manual_review", "dual_approval"]);
+    }
+
+    #[test]
+    fn agent_scope_is_enforced() {
+        let d = decide(100, PurposeCode::Payroll, true, "acct_ffffffffffffffff");
+        assert_eq!(d.outcome, Outcome::Denied);
+        assert_eq!(rules(&d), ["source_account_not_allowed", "purpose_not_allowed"]);
+        assert!(!d.reasons[0].message.contains("ffffffffffff"), "masked: {}", d.reasons[0].message);
+    }
+
+    proptest! {
+        #[test]
+        fn every_decision_has_a_reason_and_consistent_counts(amount in 1u64..200_000_000, trusted: bool, p in 0usize..4) {
+            let d = decide(amount, PurposeCode::ALL[p], trusted, SRC);
+            prop_assert!(!d.reasons.is_empty());
+            match d.outcome {
+                Outcome::AutoApproved => prop_assert!(d.required_approvals == 0 && trusted && amount < 10_000),
+                Outcome::NeedsApproval => prop_assert!(d.required_approvals == if amount >= 1_000_000 { 2 } else { 1 }),
+                Outcome::Denied => prop_assert!(!matches!(PurposeCode::ALL[p], PurposeCode::Vendor | PurposeCode::Refund)),
+            }
+        }
+    }
+}

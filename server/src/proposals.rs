@@ -1,0 +1,456 @@
+//! The proposal use cases: propose, read, list, cancel, expire. Handlers and
+//! the CLI call these; these call `domain`, `policy` and `store`.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::domain::{
+    mask_account, CanonicalPayee, CanonicalRequest, FieldError, PayeeId, ProposalKind,
+    ProposalRequest, ProposalStatus, PurposeCode, RequestHash, ReversalRequest,
+    TransferRequest, CANONICAL_VERSION,
+};
+use crate::policy::{self, AgentScope, Decision, Outcome, PolicyInput};
+use crate::state::AppState;
+use crate::store::{self, audit::AuditEntry, directory::Agent, proposals::ProposalRow};
+
+/// An authenticated agent: identity comes from the credential, never the body.
+#[derive(Debug, Clone)]
+pub struct AgentPrincipal {
+    pub tenant_id: String,
+    pub agent_id: String,
+    /// The user id of the human the agent acts for.
+    pub acts_for: String,
+    pub scope: AgentScope,
+}
+
+impl From<Agent> for AgentPrincipal {
+    fn from(a: Agent) -> Self {
+        AgentPrincipal {
+            scope: AgentScope {
+                agent_id: a.id.clone(),
+                source_accounts: a.source_accounts,
+                purposes: a.purposes.iter().filter_map(|p| PurposeCode::parse(p).ok()).collect(),
+            },
+            tenant_id: a.tenant_id,
+            agent_id: a.id,
+            acts_for: a.acts_for,
+        }
+    }
+}
+
+impl AgentPrincipal {
+    pub fn actor(&self) -> String {
+        format!("agent:{}", self.agent_id)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProposeError {
+    #[error("the request is invalid")]
+    Validation(Vec<FieldError>),
+    #[error("destination {0} is not in the payee registry")]
+    UnknownDestination(String),
+    #[error("denied by policy")]
+    Denied(Decision),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("no such proposal")]
+    NotFound,
+    #[error("the proposal is {0}")]
+    InvalidState(ProposalStatus),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// The proposal object of the API (SPEC §9).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProposalView {
+    pub id: String,
+    pub status: ProposalStatus,
+    pub kind: String,
+    pub run_id: String,
+    pub request_hash: String,
+    pub canonical_request: Value,
+    pub payee: PayeeView,
+    pub policy: Decision,
+    pub approvals: Vec<ApprovalView>,
+    pub approval_token: Option<String>,
+    pub approval_expires_at: Option<String>,
+    pub operation: Option<Value>,
+    pub approval_url: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub expires_at: String,
+    #[serde(skip)]
+    pub version: i64,
+}
+
+impl ProposalView {
+    /// Changes whenever the proposal changes; used as the `ETag`.
+    pub fn etag(&self) -> String {
+        format!("\"{}.{}\"", self.id, self.version)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PayeeView {
+    pub id: String,
+    pub legal_name: String,
+    pub masked_account: String,
+    pub trusted: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalView {
+    pub approver_id: String,
+    pub decision: String,
+    pub reason: Option<String>,
+    pub via: String,
+    pub at: String,
+}
+
+pub enum Proposed {
+    Created(ProposalView),
+    Existing(ProposalView),
+}
+
+/// Parses, canonicalizes, hashes and evaluates a proposal, then stores it
+/// (or returns the identical one already in this run).
+pub async fn propose(state: &AppState, agent: &AgentPrincipal, body: &Value, now: DateTime<Utc>) -> Result<Proposed, ProposeError> {
+    let request = ProposalRequest::parse(body, &state.currencies).map_err(ProposeError::Validation)?;
+    let canonical = match &request {
+        ProposalRequest::Transfer(t) => canonical_transfer(state, agent, t).await?,
+        ProposalRequest::Reversal(r) => canonical_reversal(state, agent, r).await?,
+    };
+    let hash = canonical.hash();
+    let payee_trusted = match canonical.kind {
+        ProposalKind::Transfer => store::directory::payee(&state.db.read, &agent.tenant_id, canonical.destination.id.expose())
+            .await?
+            .is_some_and(|p| p.trusted),
+        ProposalKind::Reversal => false,
+    };
+    let decision = policy::evaluate(
+        &state.settings.policy,
+        &PolicyInput {
+            kind: canonical.kind,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency,
+            purpose: canonical.purpose_code,
+            source_account: &canonical.source_account,
+            payee_trusted,
+            agent: &agent.scope,
+        },
+    );
+    let summary = audit_summary(&canonical, request.run_id().as_str(), &decision);
+
+    let mut tx = state.db.write.begin().await?;
+    if decision.outcome == Outcome::Denied {
+        store::audit::append(
+            &mut tx,
+            &AuditEntry {
+                tenant_id: Some(agent.tenant_id.clone()),
+                actor: agent.actor(),
+                action: "proposal.denied".into(),
+                proposal_id: None,
+                request_hash: Some(hash.to_string()),
+                data: summary,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        return Err(ProposeError::Denied(decision));
+    }
+    let run_id = request.run_id().as_str();
+    if let Some(existing) =
+        store::proposals::find_duplicate(&mut tx, &agent.tenant_id, &agent.agent_id, run_id, hash.as_str()).await?
+    {
+        tx.rollback().await?;
+        let view = load_view(state, &agent.tenant_id, &existing).await?.ok_or(sqlx::Error::RowNotFound)?;
+        return Ok(Proposed::Existing(view));
+    }
+    let id = store::new_id("prop", now);
+    insert_new(&mut tx, agent, &canonical, &hash, run_id, &decision, &id, now, state.settings.proposals.ttl_secs, summary).await?;
+    tx.commit().await?;
+    state.changes.publish(&id);
+    let view = load_view(state, &agent.tenant_id, &id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    Ok(Proposed::Created(view))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn insert_new(
+    tx: &mut sqlx::SqliteConnection,
+    agent: &AgentPrincipal,
+    canonical: &CanonicalRequest,
+    hash: &RequestHash,
+    run_id: &str,
+    decision: &Decision,
+    id: &str,
+    now: DateTime<Utc>,
+    ttl_secs: u64,
+    summary: Value,
+) -> sqlx::Result<()> {
+    let status = match decision.outcome {
+        Outcome::AutoApproved => ProposalStatus::Approved,
+        _ => ProposalStatus::PendingApproval,
+    };
+    let canonical_json = canonical.to_value().to_string();
+    let policy_json = serde_json::to_string(decision).expect("decision serializes");
+    store::proposals::insert(
+        tx,
+        &store::proposals::NewProposal {
+            id,
+            tenant_id: &agent.tenant_id,
+            agent_id: &agent.agent_id,
+            run_id,
+            kind: canonical.kind.as_str(),
+            status,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency.code(),
+            payee_id: canonical.destination.id.expose(),
+            canonical_request: &canonical_json,
+            request_hash: hash.as_str(),
+            policy: &policy_json,
+            required_approvals: decision.required_approvals,
+            now,
+            expires_at: now + Duration::seconds(ttl_secs as i64),
+        },
+    )
+    .await?;
+    let entry = |actor: String, action: &str, data: Value| AuditEntry {
+        tenant_id: Some(agent.tenant_id.clone()),
+        actor,
+        action: action.into(),
+        proposal_id: Some(id.to_owned()),
+        request_hash: Some(hash.to_string()),
+        data,
+    };
+    store::audit::append(tx, &entry(agent.actor(), "proposal.created", summary)).await?;
+    if let Some(approver) = decision.auto_approver() {
+        store::proposals::insert_approval(
+            tx,
+            &store::proposals::ApprovalRow {
+                proposal_id: id.to_owned(),
+                approver_id: approver.clone(),
+                decision: "approve".into(),
+                reason: None,
+                via: "policy".into(),
+                amr: "policy".into(),
+                at: store::ts(now),
+            },
+        )
+        .await?;
+        store::audit::append(
+            tx,
+            &entry(approver, "proposal.approved", json!({"from": "pending_approval", "to": "approved", "via": "policy"})),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// What the audit trail keeps of a request: amounts, ids, masked accounts.
+fn audit_summary(c: &CanonicalRequest, run_id: &str, decision: &Decision) -> Value {
+    json!({
+        "run_id": run_id,
+        "kind": c.kind,
+        "amount_minor": c.amount_minor,
+        "currency": c.currency,
+        "source_account": c.source_account.masked(),
+        "destination": c.destination.id.masked(),
+        "purpose_code": c.purpose_code,
+        "policy": decision,
+    })
+}
+
+async fn resolve_payee(state: &AppState, tenant: &str, destination: &PayeeId) -> Result<CanonicalPayee, ProposeError> {
+    let payee = store::directory::payee(&state.db.read, tenant, destination.expose())
+        .await?
+        .ok_or_else(|| ProposeError::UnknownDestination(destination.masked()))?;
+    Ok(CanonicalPayee { id: destination.clone(), legal_name: payee.legal_name, masked_account: destination.masked() })
+}
+
+async fn canonical_transfer(state: &AppState, agent: &AgentPrincipal, t: &TransferRequest) -> Result<CanonicalRequest, ProposeError> {
+    Ok(CanonicalRequest {
+        v: CANONICAL_VERSION,
+        tenant_id: agent.tenant_id.clone(),
+        agent_id: agent.agent_id.clone(),
+        kind: ProposalKind::Transfer,
+        amount_minor: t.amount.get(),
+        currency: t.currency,
+        source_account: t.source_account.clone(),
+        destination: resolve_payee(state, &agent.tenant_id, &t.destination).await?,
+        reference: t.reference.clone(),
+        purpose_code: t.purpose,
+        invoice_id: t.invoice_id.clone(),
+        transfer_id: None,
+        reason_code: None,
+    })
+}
+
+/// A reversal restates the succeeded transfer it names, in this tenant.
+async fn canonical_reversal(state: &AppState, agent: &AgentPrincipal, r: &ReversalRequest) -> Result<CanonicalRequest, ProposeError> {
+    let invalid = |message: &str| ProposeError::Validation(vec![FieldError::new("transfer_id", "invalid_value", message)]);
+    let original = store::proposals::get(&state.db.read, &agent.tenant_id, r.transfer.as_str())
+        .await?
+        .filter(|p| p.kind == ProposalKind::Transfer.as_str())
+        .ok_or_else(|| invalid("names no transfer of this tenant"))?;
+    if original.status != ProposalStatus::Succeeded {
+        return Err(invalid("names a transfer that has not succeeded"));
+    }
+    let base: CanonicalRequest = serde_json::from_str(&original.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let amount = r.amount_minor.unwrap_or(base.amount_minor);
+    if amount > base.amount_minor {
+        return Err(ProposeError::Validation(vec![FieldError::new(
+            "amount_minor",
+            "invalid_value",
+            "must not exceed the amount of the transfer being reversed",
+        )]));
+    }
+    Ok(CanonicalRequest {
+        agent_id: agent.agent_id.clone(),
+        kind: ProposalKind::Reversal,
+        amount_minor: amount,
+        reference: r.reference.clone(),
+        transfer_id: Some(r.transfer.clone()),
+        reason_code: Some(r.reason),
+        ..base
+    })
+}
+
+/// Builds the API view of proposal rows (approvals loaded in one query).
+pub async fn views(state: &AppState, rows: Vec<ProposalRow>) -> sqlx::Result<Vec<ProposalView>> {
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let approvals = store::proposals::approvals_of(&state.db.read, &ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let mine = approvals
+                .iter()
+                .filter(|a| a.proposal_id == row.id)
+                .map(|a| ApprovalView {
+                    approver_id: a.approver_id.clone(),
+                    decision: a.decision.clone(),
+                    reason: a.reason.clone(),
+                    via: a.via.clone(),
+                    at: a.at.clone(),
+                })
+                .collect();
+            to_view(state, row, mine)
+        })
+        .collect())
+}
+
+fn to_view(state: &AppState, row: ProposalRow, approvals: Vec<ApprovalView>) -> ProposalView {
+    let canonical: Value = serde_json::from_str(&row.canonical_request).unwrap_or(Value::Null);
+    let destination = &canonical["destination"];
+    let payee = PayeeView {
+        id: row.payee_id.clone(),
+        legal_name: destination["legal_name"].as_str().unwrap_or_default().to_owned(),
+        masked_account: mask_account(&row.payee_id),
+        trusted: row.payee_trusted,
+    };
+    let policy: Decision = serde_json::from_str(&row.policy).unwrap_or(Decision {
+        outcome: Outcome::NeedsApproval,
+        required_approvals: row.required_approvals,
+        reasons: Vec::new(),
+    });
+    ProposalView {
+        approval_url: format!("{}/proposals/{}", state.settings.public_url.trim_end_matches('/'), row.id),
+        id: row.id,
+        status: row.status,
+        kind: row.kind,
+        run_id: row.run_id,
+        request_hash: row.request_hash,
+        canonical_request: canonical,
+        payee,
+        policy,
+        approvals,
+        approval_token: None,
+        approval_expires_at: None,
+        operation: None,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        expires_at: row.expires_at,
+        version: row.version,
+    }
+}
+
+/// One proposal of `tenant`, as the API shows it.
+pub async fn load_view(state: &AppState, tenant: &str, id: &str) -> sqlx::Result<Option<ProposalView>> {
+    let Some(row) = store::proposals::get(&state.db.read, tenant, id).await? else {
+        return Ok(None);
+    };
+    Ok(views(state, vec![row]).await?.pop())
+}
+
+/// One of the agent's own proposals; another agent's or tenant's is "not found".
+pub async fn for_agent(state: &AppState, agent: &AgentPrincipal, id: &str) -> Result<ProposalView, ActionError> {
+    let row = store::proposals::get(&state.db.read, &agent.tenant_id, id)
+        .await?
+        .filter(|r| r.agent_id == agent.agent_id)
+        .ok_or(ActionError::NotFound)?;
+    Ok(views(state, vec![row]).await?.pop().expect("one row in, one view out"))
+}
+
+/// The agent withdraws its proposal while it is still waiting or approved.
+pub async fn cancel(state: &AppState, agent: &AgentPrincipal, id: &str, now: DateTime<Utc>) -> Result<ProposalView, ActionError> {
+    use ProposalStatus::*;
+    let current = for_agent(state, agent, id).await?;
+    let from = [PendingApproval, Approved, ApprovalExpired];
+    let mut tx = state.db.write.begin().await?;
+    if !store::proposals::transition(&mut tx, id, &from, Cancelled, now).await? {
+        tx.rollback().await?;
+        let latest = for_agent(state, agent, id).await?;
+        return Err(ActionError::InvalidState(latest.status));
+    }
+    store::audit::append(
+        &mut tx,
+        &AuditEntry {
+            tenant_id: Some(agent.tenant_id.clone()),
+            actor: agent.actor(),
+            action: "proposal.cancelled".into(),
+            proposal_id: Some(id.to_owned()),
+            request_hash: Some(current.request_hash.clone()),
+            data: json!({"from": current.status, "to": Cancelled}),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    state.changes.publish(id);
+    for_agent(state, agent, id).await
+}
+
+/// Moves pending proposals past their deadline to `expired`; returns how many.
+pub async fn expire_due(state: &AppState, now: DateTime<Utc>) -> sqlx::Result<usize> {
+    use ProposalStatus::*;
+    let mut tx = state.db.write.begin().await?;
+    let due = store::proposals::due_for_expiry(&mut tx, now).await?;
+    let mut expired = Vec::new();
+    for (id, tenant, hash) in due {
+        if store::proposals::transition(&mut tx, &id, &[PendingApproval], Expired, now).await? {
+            store::audit::append(
+                &mut tx,
+                &AuditEntry {
+                    tenant_id: Some(tenant),
+                    actor: "system:expiry".into(),
+                    action: "proposal.expired".into(),
+                    proposal_id: Some(id.clone()),
+                    request_hash: Some(hash),
+                    data: json!({"from": PendingApproval, "to": Expired}),
+                },
+            )
+            .await?;
+            expired.push(id);
+        }
+    }
+    tx.commit().await?;
+    for id in &expired {
+        state.changes.publish(id);
+    }
+    Ok(expired.len())
+}

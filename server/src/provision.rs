@@ -1,0 +1,1913 @@
+//! Declarative provisioning (SPEC §14): `countersign apply FILE.toml` and the
+//! `tenant | user | agent | payee add` commands.
+//!
+//! Both paths run the same three steps, so they share every rule:
+//!
+//! 1. **Validate.** Every value is parsed into its domain type; every problem
+//!    is collected with the file, line and key it came from
+//!    (`acme.toml:12: key `agent[0].acts_for`: …`). The `add` commands build
+//!    the very entry structs the file deserializes into (with empty spans).
+//! 2. **Check references**, inside the write transaction and before any
+//!    write: the tenant of every user, agent and payee, and the user every
+//!    agent acts for, must be defined in the file or the database.
+//! 3. **Apply** with the idempotent upserts of [`store::directory`], appending
+//!    an audit entry for everything created or updated, in that same
+//!    transaction.
+//!
+//! Nothing is applied unless every step succeeds, and nothing the input does
+//! not name is deleted. Applying the same file twice changes nothing the
+//! second time. Passwords, password hashes, agent keys and key hashes never
+//! appear in an error, a log line or the audit trail.
+//!
+//! [`store::directory`]: crate::store::directory
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use sqlx::{Row, SqliteConnection};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+use crate::config::Settings;
+use crate::domain::{Currency, CurrencyRules, PayeeId, PurposeCode, SourceAccount};
+use crate::password;
+use crate::store::audit::{self, AuditEntry};
+use crate::store::directory::{self, AgentSpec, Payee, Role, Upsert, UserSpec};
+use crate::store::{is_unique_violation, Db};
+
+// ---------------------------------------------------------------------------
+// Public API
+// ---------------------------------------------------------------------------
+
+/// A user for `countersign user add`. The password is hashed (argon2id)
+/// before it is stored; it never prints, not even in `Debug`.
+pub struct NewUser {
+    pub tenant: String,
+    pub username: String,
+    pub password: String,
+    pub roles: Vec<String>,
+    /// Approval limit per currency, in minor units.
+    pub limits: BTreeMap<String, u64>,
+    pub slack_user_id: Option<String>,
+}
+
+impl fmt::Debug for NewUser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewUser")
+            .field("tenant", &self.tenant)
+            .field("username", &self.username)
+            .field("password", &"[redacted]")
+            .field("roles", &self.roles)
+            .field("limits", &self.limits)
+            .field("slack_user_id", &self.slack_user_id)
+            .finish()
+    }
+}
+
+/// An agent for `countersign agent add`; its bearer key is generated.
+#[derive(Debug, Clone)]
+pub struct NewAgent {
+    pub tenant: String,
+    pub id: String,
+    /// The username of the human this agent acts for (they can never approve its proposals).
+    pub acts_for: String,
+    pub source_accounts: Vec<String>,
+    pub purposes: Vec<String>,
+}
+
+/// One invalid value, named by where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file the value came from; `None` for a command-line value.
+    pub file: Option<String>,
+    /// 1-based line of the value in `file`.
+    pub line: Option<usize>,
+    /// The key path, e.g. `agent[0].acts_for`; `None` for a TOML syntax error.
+    pub key: Option<String>,
+    /// Why the value was refused. Never contains a secret.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{file}:{line}: ")?,
+            (Some(file), None) => write!(f, "{file}: ")?,
+            _ => {}
+        }
+        if let Some(key) = &self.key {
+            write!(f, "key `{key}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Why provisioning failed. In every case nothing was applied. No variant
+/// ever holds a password, a key or a hash of either.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The input was refused: one line per problem.
+    #[error("{}", lines(.0))]
+    Invalid(Vec<Problem>),
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+    #[error("password hashing was interrupted")]
+    Hashing,
+}
+
+fn lines(problems: &[Problem]) -> String {
+    problems.iter().map(Problem::to_string).collect::<Vec<_>>().join("\n")
+}
+
+/// How many objects of one kind were created, updated or left unchanged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub created: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+}
+
+impl Counts {
+    fn by_outcome(self) -> [(usize, &'static str); 3] {
+        [(self.created, "created"), (self.updated, "updated"), (self.unchanged, "unchanged")]
+    }
+
+    fn add(&mut self, outcome: Upsert) {
+        match outcome {
+            Upsert::Created => self.created += 1,
+            Upsert::Updated => self.updated += 1,
+            Upsert::Unchanged => self.unchanged += 1,
+        }
+    }
+}
+
+/// What an apply did, e.g. `applied acme.toml: 1 tenant created, 2 users
+/// created, 1 agent unchanged`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplySummary {
+    /// The file (or name) that was applied.
+    pub source: String,
+    pub tenants: Counts,
+    pub budgets: Counts,
+    pub users: Counts,
+    pub agents: Counts,
+    pub payees: Counts,
+}
+
+impl ApplySummary {
+    fn kinds(&self) -> [(&'static str, Counts); 5] {
+        [
+            ("tenant", self.tenants),
+            ("budget", self.budgets),
+            ("user", self.users),
+            ("agent", self.agents),
+            ("payee", self.payees),
+        ]
+    }
+
+    /// How many objects were created or updated (0 on a repeated apply).
+    pub fn changed(&self) -> usize {
+        self.kinds().iter().map(|(_, c)| c.created + c.updated).sum()
+    }
+}
+
+impl fmt::Display for ApplySummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        for (noun, counts) in self.kinds() {
+            for (n, verb) in counts.by_outcome() {
+                if n > 0 {
+                    let plural = if n == 1 { "" } else { "s" };
+                    parts.push(format!("{n} {noun}{plural} {verb}"));
+                }
+            }
+        }
+        if parts.is_empty() {
+            write!(f, "applied {}: nothing to apply", self.source)
+        } else {
+            write!(f, "applied {}: {}", self.source, parts.join(", "))
+        }
+    }
+}
+
+/// `countersign apply FILE.toml`: creates or updates everything the file
+/// names, or nothing at all if anything in it is invalid.
+pub async fn apply_file(db: &Db, settings: &Settings, path: &Path) -> Result<ApplySummary, ApplyError> {
+    let name = path.display().to_string();
+    let text =
+        tokio::fs::read_to_string(path).await.map_err(|source| ApplyError::Read { path: name.clone(), source })?;
+    apply_toml(db, settings, &name, &text).await
+}
+
+/// Applies provisioning TOML held in memory; `name` is the file name used in
+/// error messages and the summary.
+pub async fn apply_toml(db: &Db, settings: &Settings, name: &str, text: &str) -> Result<ApplySummary, ApplyError> {
+    let source = Source::file(name, text);
+    let file = parse_file(&source)?;
+    let plan = validate_file(&source, &file, &settings.currency_rules())?;
+    warn_development_secrets(&plan);
+    let applied = execute(db, &source, &plan).await?;
+    Ok(ApplySummary { source: name.to_owned(), ..applied.summary })
+}
+
+/// `countersign tenant add`: creates the tenant or renames it, and sets the
+/// daily budgets given (other currencies' budgets are left as they are).
+pub async fn add_tenant(
+    db: &Db,
+    settings: &Settings,
+    id: &str,
+    name: &str,
+    budgets: &BTreeMap<String, u64>,
+) -> Result<(), ApplyError> {
+    let entry = TenantEntry {
+        id: cli(id.to_owned()),
+        name: cli(name.to_owned()),
+        daily_budget_minor: Some(cli_amounts(budgets)),
+    };
+    let rules = settings.currency_rules();
+    add_one(db, |c| Plan {
+        tenants: validate_tenant(c, "tenant", &cli(entry), &rules).into_iter().collect(),
+        ..Plan::default()
+    })
+    .await
+    .map(drop)
+}
+
+/// `countersign user add`: creates the user or updates the one with that
+/// username (in the same tenant). Returns the user id.
+pub async fn add_user(db: &Db, settings: &Settings, u: NewUser) -> Result<String, ApplyError> {
+    let entry = UserEntry {
+        tenant: cli(u.tenant),
+        username: cli(u.username),
+        password: Some(cli(SecretString::from(u.password))),
+        password_hash: None,
+        roles: cli(u.roles.into_iter().map(cli).collect()),
+        approval_limit_minor: Some(cli_amounts(&u.limits)),
+        slack_user_id: u.slack_user_id.map(cli),
+    };
+    let rules = settings.currency_rules();
+    let applied = add_one(db, |c| Plan {
+        users: validate_user(c, "user", &cli(entry), &rules).into_iter().collect(),
+        ..Plan::default()
+    })
+    .await?;
+    Ok(applied.user_ids.into_values().next().expect("the plan held exactly one user"))
+}
+
+/// `countersign agent add`: creates the agent (or updates it, rotating its
+/// key) with a freshly generated live key, of which only the SHA-256 is
+/// stored. Returns the key, to be shown once.
+pub async fn add_agent(db: &Db, _settings: &Settings, a: NewAgent) -> Result<String, ApplyError> {
+    let key = generate_agent_key(true);
+    let entry = AgentEntry {
+        tenant: cli(a.tenant),
+        id: cli(a.id),
+        key_sha256: Some(cli(key_sha256(&key))),
+        key: None,
+        acts_for: cli(a.acts_for),
+        source_accounts: cli(a.source_accounts.into_iter().map(cli).collect()),
+        purposes: cli(a.purposes.into_iter().map(cli).collect()),
+    };
+    add_one(db, |c| Plan { agents: validate_agent(c, "agent", &cli(entry)).into_iter().collect(), ..Plan::default() })
+        .await?;
+    Ok(key)
+}
+
+/// `countersign payee add`: creates the payee or updates its legal name and
+/// trust.
+pub async fn add_payee(db: &Db, tenant: &str, id: &str, legal_name: &str, trusted: bool) -> Result<(), ApplyError> {
+    let entry = PayeeEntry {
+        tenant: cli(tenant.to_owned()),
+        id: cli(id.to_owned()),
+        legal_name: cli(legal_name.to_owned()),
+        trusted: Some(cli(trusted)),
+    };
+    add_one(db, |c| Plan { payees: validate_payee(c, "payee", &cli(entry)).into_iter().collect(), ..Plan::default() })
+        .await
+        .map(drop)
+}
+
+/// The `add` commands: validates one command-line entry into a plan (with
+/// the same rules as a file) and applies it.
+async fn add_one(db: &Db, plan: impl FnOnce(&mut Checker<'_>) -> Plan) -> Result<Applied, ApplyError> {
+    let source = Source::cli();
+    let mut checker = Checker::new(&source);
+    let plan = plan(&mut checker);
+    let plan = checker.finish(plan)?;
+    execute(db, &source, &plan).await
+}
+
+/// A new agent bearer key: `cs_live_` (or `cs_test_`) and 32 random base62
+/// characters from the operating system's generator (about 190 bits).
+pub fn generate_agent_key(live: bool) -> String {
+    use rand::{distributions::Alphanumeric, rngs::OsRng, Rng};
+    let body: String = OsRng.sample_iter(&Alphanumeric).take(32).map(char::from).collect();
+    format!("{}{body}", if live { "cs_live_" } else { "cs_test_" })
+}
+
+/// Lowercase hex SHA-256 of a key: the only form in which keys are stored.
+pub fn key_sha256(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+// ---------------------------------------------------------------------------
+// The file format (SPEC §14)
+// ---------------------------------------------------------------------------
+
+/// Amounts per currency: `{ USD = 5_000_000 }`.
+type Amounts = BTreeMap<Spanned<String>, Spanned<u64>>;
+type TextList = Spanned<Vec<Spanned<String>>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProvisionFile {
+    #[serde(default)]
+    tenant: Vec<Spanned<TenantEntry>>,
+    #[serde(default)]
+    user: Vec<Spanned<UserEntry>>,
+    #[serde(default)]
+    agent: Vec<Spanned<AgentEntry>>,
+    #[serde(default)]
+    payee: Vec<Spanned<PayeeEntry>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TenantEntry {
+    id: Spanned<String>,
+    name: Spanned<String>,
+    daily_budget_minor: Option<Spanned<Amounts>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserEntry {
+    tenant: Spanned<String>,
+    username: Spanned<String>,
+    /// Development only: hashed before it is stored.
+    password: Option<Spanned<SecretString>>,
+    password_hash: Option<Spanned<String>>,
+    roles: TextList,
+    approval_limit_minor: Option<Spanned<Amounts>>,
+    slack_user_id: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentEntry {
+    tenant: Spanned<String>,
+    id: Spanned<String>,
+    key_sha256: Option<Spanned<String>>,
+    /// Development only: only its SHA-256 is stored.
+    key: Option<Spanned<SecretString>>,
+    acts_for: Spanned<String>,
+    source_accounts: TextList,
+    purposes: TextList,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PayeeEntry {
+    tenant: Spanned<String>,
+    id: Spanned<String>,
+    legal_name: Spanned<String>,
+    trusted: Option<Spanned<bool>>,
+}
+
+/// A command-line value: it has no place in a file.
+fn cli<T>(value: T) -> Spanned<T> {
+    Spanned::new(0..0, value)
+}
+
+fn cli_amounts(amounts: &BTreeMap<String, u64>) -> Spanned<Amounts> {
+    cli(amounts.iter().map(|(code, n)| (cli(code.clone()), cli(*n))).collect())
+}
+
+// ---------------------------------------------------------------------------
+// Where values come from
+// ---------------------------------------------------------------------------
+
+/// The origin of the values being applied: a named file (whose text gives
+/// line numbers) or the command line.
+struct Source<'a> {
+    name: Option<&'a str>,
+    text: &'a str,
+}
+
+impl<'a> Source<'a> {
+    fn file(name: &'a str, text: &'a str) -> Self {
+        Source { name: Some(name), text }
+    }
+
+    fn cli() -> Source<'static> {
+        Source { name: None, text: "" }
+    }
+
+    fn loc(&self, key: String, span: &Range<usize>) -> Loc {
+        Loc { file: self.name.map(str::to_owned), line: self.name.map(|_| line_of(self.text, span.start)), key }
+    }
+
+    /// Where a referenced tenant or user was looked for.
+    fn defined_where(&self) -> &'static str {
+        if self.name.is_some() {
+            "in this file or the database"
+        } else {
+            "in the database"
+        }
+    }
+}
+
+/// The 1-based line holding byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+/// `prefix.name`, or just `name` at the top level.
+fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+/// Where one value was written: what a [`Problem`] about it names.
+#[derive(Debug, Clone)]
+struct Loc {
+    file: Option<String>,
+    line: Option<usize>,
+    key: String,
+}
+
+impl Loc {
+    fn problem(&self, message: impl Into<String>) -> Problem {
+        Problem { file: self.file.clone(), line: self.line, key: Some(self.key.clone()), message: message.into() }
+    }
+}
+
+/// A validated value with where it was written, for problems found later.
+#[derive(Debug, Clone)]
+struct Located<T> {
+    value: T,
+    at: Loc,
+}
+
+// ---------------------------------------------------------------------------
+// Parsing: TOML into the entry structs, errors named by line and key
+// ---------------------------------------------------------------------------
+
+fn parse_file(source: &Source<'_>) -> Result<ProvisionFile, ApplyError> {
+    toml::from_str(source.text).map_err(|e| ApplyError::Invalid(vec![toml_problem(source, &e)]))
+}
+
+/// A TOML or schema error (syntax, unknown key, wrong type, missing key)
+/// as a [`Problem`]: the span gives the line, [`locate`] the key.
+fn toml_problem(source: &Source<'_>, e: &toml::de::Error) -> Problem {
+    let span = e.span();
+    let mut key = span.as_ref().and_then(|s| locate::key_at(source.text, s.start));
+    if let Some(field) = e.message().strip_prefix("missing field `").and_then(|m| m.strip_suffix('`')) {
+        key = Some(join(key.as_deref().unwrap_or(""), field));
+    }
+    Problem {
+        file: source.name.map(str::to_owned),
+        line: span.map(|s| line_of(source.text, s.start)),
+        key,
+        message: e.message().trim().replace('\n', "; "),
+    }
+}
+
+/// Finds the key path (`agent[0].acts_for`) at a byte offset of a TOML
+/// document. Serde reports where an error is, not which key it is about.
+mod locate {
+    use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+    use std::ops::Range;
+    use toml::Spanned;
+
+    /// The path of the smallest key or value containing `offset`, if the
+    /// document is valid TOML.
+    pub(super) fn key_at(text: &str, offset: usize) -> Option<String> {
+        let root: Node = toml::from_str(text).ok()?;
+        let mut best = None;
+        root.visit("", offset, &mut best);
+        best.map(|(path, _)| path).filter(|path: &String| !path.is_empty())
+    }
+
+    /// A TOML value with its span, and the spans of its keys and items.
+    /// A value the deserializer will not span (a date-time's internals) is an
+    /// opaque leaf: the locator never fails on valid TOML.
+    struct Node {
+        span: Option<Range<usize>>,
+        kind: Kind,
+    }
+
+    enum Kind {
+        Leaf,
+        Table(Vec<(Option<Spanned<String>>, Node)>),
+        Array(Vec<Node>),
+    }
+
+    type Best = Option<(String, usize)>;
+
+    impl Node {
+        fn visit(&self, path: &str, offset: usize, best: &mut Best) {
+            consider(path, self.span.as_ref(), offset, best);
+            match &self.kind {
+                Kind::Leaf => {}
+                Kind::Table(entries) => {
+                    for (key, node) in entries {
+                        let Some(key) = key else { continue };
+                        let path = super::join(path, key.get_ref());
+                        consider(&path, Some(&key.span()), offset, best);
+                        node.visit(&path, offset, best);
+                    }
+                }
+                Kind::Array(items) => {
+                    for (i, node) in items.iter().enumerate() {
+                        node.visit(&format!("{path}[{i}]"), offset, best);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps `path` if its span holds `offset` and is no wider than the best
+    /// so far (ties go to the deeper path, visited later).
+    fn consider(path: &str, span: Option<&Range<usize>>, offset: usize, best: &mut Best) {
+        let Some(span) = span.filter(|s| s.contains(&offset)) else { return };
+        if best.as_ref().is_none_or(|(_, width)| span.len() <= *width) {
+            *best = Some((path.to_owned(), span.len()));
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Node {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            Ok(match Spanned::<Kind>::deserialize(d) {
+                Ok(s) => Node { span: Some(s.span()), kind: s.into_inner() },
+                Err(_) => Node { span: None, kind: Kind::Leaf },
+            })
+        }
+    }
+
+    /// A key with its span, when the deserializer gives one.
+    struct Key(Option<Spanned<String>>);
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            Ok(Key(Spanned::<String>::deserialize(d).ok()))
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Kind {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(KindVisitor)
+        }
+    }
+
+    struct KindVisitor;
+
+    impl<'de> Visitor<'de> for KindVisitor {
+        type Value = Kind;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any TOML value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
+            Ok(Kind::Leaf)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
+            Ok(Kind::Leaf)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
+            Ok(Kind::Leaf)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
+            Ok(Kind::Leaf)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
+            Ok(Kind::Leaf)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kind, A::Error> {
+            let mut items = Vec::new();
+            while let Some(node) = seq.next_element::<Node>()? {
+                items.push(node);
+            }
+            Ok(Kind::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Kind, A::Error> {
+            let mut entries = Vec::new();
+            while let Some(Key(key)) = map.next_key::<Key>()? {
+                entries.push((key, map.next_value::<Node>()?));
+            }
+            Ok(Kind::Table(entries))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Validation: entries into a plan of typed values, every problem collected
+// ---------------------------------------------------------------------------
+
+/// Everything to apply, validated; references not yet checked.
+#[derive(Default)]
+struct Plan {
+    tenants: Vec<TenantPlan>,
+    users: Vec<UserPlan>,
+    agents: Vec<AgentPlan>,
+    payees: Vec<PayeePlan>,
+}
+
+struct TenantPlan {
+    id: Located<String>,
+    name: String,
+    /// Daily budget per currency code, in minor units.
+    budgets: BTreeMap<String, u64>,
+}
+
+struct UserPlan {
+    entry: Loc,
+    tenant: Located<String>,
+    username: Located<String>,
+    credential: Credential,
+    roles: Vec<Role>,
+    limits: BTreeMap<String, u64>,
+    slack_user_id: Option<Located<String>>,
+}
+
+/// How a user's password is given.
+enum Credential {
+    /// An argon2id PHC string, stored as is.
+    Hash(String),
+    /// A plain password (the `add` command, or a development file), hashed on apply.
+    Plain { password: SecretString, at: Loc },
+}
+
+struct AgentPlan {
+    entry: Loc,
+    tenant: Located<String>,
+    id: Located<String>,
+    key_sha256: Located<String>,
+    /// Where a plain development key was given instead of its hash.
+    plain_key_at: Option<Loc>,
+    acts_for: Located<String>,
+    source_accounts: Vec<SourceAccount>,
+    purposes: Vec<PurposeCode>,
+}
+
+struct PayeePlan {
+    entry: Loc,
+    tenant: Located<String>,
+    id: Located<PayeeId>,
+    legal_name: String,
+    trusted: bool,
+}
+
+/// Parses values, recording a [`Problem`] for each one refused.
+struct Checker<'s> {
+    source: &'s Source<'s>,
+    problems: Vec<Problem>,
+}
+
+impl<'s> Checker<'s> {
+    fn new(source: &'s Source<'s>) -> Self {
+        Checker { source, problems: Vec::new() }
+    }
+
+    fn loc<T>(&self, key: &str, value: &Spanned<T>) -> Loc {
+        self.source.loc(key.to_owned(), &value.span())
+    }
+
+    fn fail<T>(&mut self, key: &str, value: &Spanned<T>, why: impl fmt::Display) {
+        let problem = self.loc(key, value).problem(why.to_string());
+        self.problems.push(problem);
+    }
+
+    /// `rule(value)`, or `None` with a problem recorded under `key`.
+    fn parse<T, U, E: fmt::Display>(
+        &mut self,
+        key: &str,
+        value: &Spanned<T>,
+        rule: impl FnOnce(&T) -> Result<U, E>,
+    ) -> Option<U> {
+        rule(value.get_ref()).map_err(|why| self.fail(key, value, why)).ok()
+    }
+
+    /// Like [`Checker::parse`], remembering where the value was written.
+    fn parse_located<T, U, E: fmt::Display>(
+        &mut self,
+        key: &str,
+        value: &Spanned<T>,
+        rule: impl FnOnce(&T) -> Result<U, E>,
+    ) -> Option<Located<U>> {
+        let at = self.loc(key, value);
+        self.parse(key, value, rule).map(|value| Located { value, at })
+    }
+
+    /// An optional value: `Some(None)` when absent, `None` when refused.
+    fn parse_optional<T, U, E: fmt::Display>(
+        &mut self,
+        key: &str,
+        value: Option<&Spanned<T>>,
+        rule: impl FnOnce(&T) -> Result<U, E>,
+    ) -> Option<Option<Located<U>>> {
+        match value {
+            None => Some(None),
+            Some(value) => self.parse_located(key, value, rule).map(Some),
+        }
+    }
+
+    /// A non-empty list, each item parsed by `rule`; sorted and deduplicated
+    /// so that the stored form does not depend on the order written.
+    fn list<U: Ord, E: fmt::Display>(
+        &mut self,
+        key: &str,
+        values: &TextList,
+        rule: impl Fn(&str) -> Result<U, E>,
+    ) -> Option<Vec<U>> {
+        if values.get_ref().is_empty() {
+            self.fail(key, values, "must list at least one value");
+            return None;
+        }
+        let parsed: Vec<Option<U>> = values
+            .get_ref()
+            .iter()
+            .enumerate()
+            .map(|(i, item)| self.parse(&format!("{key}[{i}]"), item, |s| rule(s)))
+            .collect();
+        let mut items: Vec<U> = parsed.into_iter().collect::<Option<_>>()?;
+        items.sort();
+        items.dedup();
+        Some(items)
+    }
+
+    /// Amounts per currency: upper-case codes the deployment accepts,
+    /// amounts that fit the database.
+    fn amounts(
+        &mut self,
+        key: &str,
+        amounts: Option<&Spanned<Amounts>>,
+        rules: &CurrencyRules,
+    ) -> Option<BTreeMap<String, u64>> {
+        let Some(amounts) = amounts else { return Some(BTreeMap::new()) };
+        let parsed: Vec<Option<(String, u64)>> = amounts
+            .get_ref()
+            .iter()
+            .map(|(code, amount)| {
+                let key = join(key, code.get_ref());
+                let code = self.parse(&key, code, |c| accepted_currency(c, rules));
+                let amount = self.parse(&key, amount, |n| storable_amount(*n));
+                code.zip(amount)
+            })
+            .collect();
+        parsed.into_iter().collect()
+    }
+
+    /// The plan, or every problem found.
+    fn finish(mut self, plan: Plan) -> Result<Plan, ApplyError> {
+        self.problems.extend(duplicates(&plan));
+        if self.problems.is_empty() {
+            Ok(plan)
+        } else {
+            Err(ApplyError::Invalid(self.problems))
+        }
+    }
+}
+
+fn validate_file(source: &Source<'_>, file: &ProvisionFile, rules: &CurrencyRules) -> Result<Plan, ApplyError> {
+    let mut c = Checker::new(source);
+    let plan = Plan {
+        tenants: each(&mut c, "tenant", &file.tenant, |c, at, e| validate_tenant(c, at, e, rules)),
+        users: each(&mut c, "user", &file.user, |c, at, e| validate_user(c, at, e, rules)),
+        agents: each(&mut c, "agent", &file.agent, validate_agent),
+        payees: each(&mut c, "payee", &file.payee, validate_payee),
+    };
+    c.finish(plan)
+}
+
+/// Validates every entry of one array of tables, keyed `kind[i]`.
+fn each<E, P>(
+    c: &mut Checker<'_>,
+    kind: &str,
+    entries: &[Spanned<E>],
+    validate: impl Fn(&mut Checker<'_>, &str, &Spanned<E>) -> Option<P>,
+) -> Vec<P> {
+    entries.iter().enumerate().filter_map(|(i, entry)| validate(c, &format!("{kind}[{i}]"), entry)).collect()
+}
+
+fn validate_tenant(
+    c: &mut Checker<'_>,
+    at: &str,
+    entry: &Spanned<TenantEntry>,
+    rules: &CurrencyRules,
+) -> Option<TenantPlan> {
+    let e = entry.get_ref();
+    let id = c.parse_located(&join(at, "id"), &e.id, |s| registry_id(s));
+    let name = c.parse(&join(at, "name"), &e.name, |s| display_text(s));
+    let budgets = c.amounts(&join(at, "daily_budget_minor"), e.daily_budget_minor.as_ref(), rules);
+    Some(TenantPlan { id: id?, name: name?, budgets: budgets? })
+}
+
+fn validate_user(c: &mut Checker<'_>, at: &str, entry: &Spanned<UserEntry>, rules: &CurrencyRules) -> Option<UserPlan> {
+    let e = entry.get_ref();
+    let tenant = c.parse_located(&join(at, "tenant"), &e.tenant, |s| registry_id(s));
+    let username = c.parse_located(&join(at, "username"), &e.username, |s| username(s));
+    let credential = credential(c, at, entry);
+    let roles = c.list(&join(at, "roles"), &e.roles, |s| {
+        Role::parse(s).ok_or_else(|| format!("`{s}` is not a role: must be viewer, approver or admin"))
+    });
+    let limits = c.amounts(&join(at, "approval_limit_minor"), e.approval_limit_minor.as_ref(), rules);
+    let slack_user_id = c.parse_optional(&join(at, "slack_user_id"), e.slack_user_id.as_ref(), |s| slack_user_id(s));
+    Some(UserPlan {
+        entry: c.loc(at, entry),
+        tenant: tenant?,
+        username: username?,
+        credential: credential?,
+        roles: roles?,
+        limits: limits?,
+        slack_user_id: slack_user_id?,
+    })
+}
+
+/// Exactly one of `password_hash` (an argon2id PHC string) and `password`.
+fn credential(c: &mut Checker<'_>, at: &str, entry: &Spanned<UserEntry>) -> Option<Credential> {
+    let e = entry.get_ref();
+    let (hash_key, plain_key) = (join(at, "password_hash"), join(at, "password"));
+    match (&e.password_hash, &e.password) {
+        (Some(hash), None) => c.parse(&hash_key, hash, |h| {
+            if password::is_argon2id_phc(h) {
+                Ok(Credential::Hash(h.clone()))
+            } else {
+                Err("must be an argon2id PHC string ($argon2id$v=19$m=…,t=…,p=…$salt$hash)")
+            }
+        }),
+        (None, Some(plain)) => {
+            let plain_at = c.loc(&plain_key, plain);
+            c.parse(&plain_key, plain, |p| match p.expose_secret().chars().count() {
+                0..=7 => Err("must be at least 8 characters"),
+                _ => Ok(Credential::Plain { password: p.clone(), at: plain_at }),
+            })
+        }
+        (Some(hash), Some(_)) => {
+            c.fail(&hash_key, hash, "give either `password_hash` or `password`, not both");
+            None
+        }
+        (None, None) => {
+            c.fail(
+                &hash_key,
+                entry,
+                "is missing: give `password_hash` (an argon2id PHC string) or, for development only, `password`",
+            );
+            None
+        }
+    }
+}
+
+fn validate_agent(c: &mut Checker<'_>, at: &str, entry: &Spanned<AgentEntry>) -> Option<AgentPlan> {
+    let e = entry.get_ref();
+    let tenant = c.parse_located(&join(at, "tenant"), &e.tenant, |s| registry_id(s));
+    let id = c.parse_located(&join(at, "id"), &e.id, |s| registry_id(s));
+    let key = agent_key(c, at, entry);
+    let acts_for = c.parse_located(&join(at, "acts_for"), &e.acts_for, |s| username(s));
+    let source_accounts = c.list(&join(at, "source_accounts"), &e.source_accounts, SourceAccount::parse);
+    let purposes = c.list(&join(at, "purposes"), &e.purposes, PurposeCode::parse);
+    let (key_sha256, plain_key_at) = key?;
+    Some(AgentPlan {
+        entry: c.loc(at, entry),
+        tenant: tenant?,
+        id: id?,
+        key_sha256,
+        plain_key_at,
+        acts_for: acts_for?,
+        source_accounts: source_accounts?,
+        purposes: purposes?,
+    })
+}
+
+/// Exactly one of `key_sha256` and (development only) `key = "cs_test_…"`.
+/// Returns the hash to store and, for a plain key, where it was written.
+fn agent_key(c: &mut Checker<'_>, at: &str, entry: &Spanned<AgentEntry>) -> Option<(Located<String>, Option<Loc>)> {
+    let e = entry.get_ref();
+    let (hash_key, plain_key) = (join(at, "key_sha256"), join(at, "key"));
+    match (&e.key_sha256, &e.key) {
+        (Some(hash), None) => c.parse_located(&hash_key, hash, |h| sha256_hex(h)).map(|h| (h, None)),
+        (None, Some(key)) => {
+            let hash = c.parse_located(&plain_key, key, |k| test_key(k.expose_secret()).map(key_sha256))?;
+            let plain_at = hash.at.clone();
+            Some((hash, Some(plain_at)))
+        }
+        (Some(hash), Some(_)) => {
+            c.fail(&hash_key, hash, "give either `key_sha256` or `key`, not both");
+            None
+        }
+        (None, None) => {
+            c.fail(
+                &hash_key,
+                entry,
+                "is missing: give `key_sha256` (64 lowercase hex digits) or, for development only, `key`",
+            );
+            None
+        }
+    }
+}
+
+fn validate_payee(c: &mut Checker<'_>, at: &str, entry: &Spanned<PayeeEntry>) -> Option<PayeePlan> {
+    let e = entry.get_ref();
+    let tenant = c.parse_located(&join(at, "tenant"), &e.tenant, |s| registry_id(s));
+    let id = c.parse_located(&join(at, "id"), &e.id, |s| PayeeId::parse(s));
+    let legal_name = c.parse(&join(at, "legal_name"), &e.legal_name, |s| display_text(s));
+    Some(PayeePlan {
+        entry: c.loc(at, entry),
+        tenant: tenant?,
+        id: id?,
+        legal_name: legal_name?,
+        trusted: e.trusted.as_ref().is_some_and(|t| *t.get_ref()),
+    })
+}
+
+/// Values that must be unique within one input: a second definition is
+/// refused, naming the first. Key hashes and accounts are never echoed.
+fn duplicates(plan: &Plan) -> Vec<Problem> {
+    let tenants =
+        plan.tenants.iter().map(|t| (format!("tenant {}", t.id.value), &t.id.at, format!("tenant `{}`", t.id.value)));
+    let users = plan.users.iter().map(|u| {
+        (format!("username {}", u.username.value), &u.username.at, format!("username `{}`", u.username.value))
+    });
+    let slack_ids = plan
+        .users
+        .iter()
+        .filter_map(|u| u.slack_user_id.as_ref())
+        .map(|s| (format!("slack {}", s.value), &s.at, format!("slack_user_id `{}`", s.value)));
+    let agents = plan.agents.iter().map(|a| {
+        let id = format!("{}/{}", a.tenant.value, a.id.value);
+        (format!("agent {id}"), &a.id.at, format!("agent `{id}`"))
+    });
+    let keys =
+        plan.agents.iter().map(|a| (format!("key {}", a.key_sha256.value), &a.key_sha256.at, "the same key".into()));
+    let payees = plan.payees.iter().map(|p| {
+        (format!("payee {}/{}", p.tenant.value, p.id.value.expose()), &p.id.at, format!("payee `{}`", p.id.value))
+    });
+
+    let mut first: BTreeMap<String, &Loc> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (identity, at, what) in tenants.chain(users).chain(slack_ids).chain(agents).chain(keys).chain(payees) {
+        match first.get(&identity) {
+            Some(earlier) => problems.push(at.problem(format!("{what} is already defined by `{}`", earlier.key))),
+            None => {
+                first.insert(identity, at);
+            }
+        }
+    }
+    problems
+}
+
+/// Says where a plain password or key was accepted: fine for a demo, never
+/// for production.
+fn warn_development_secrets(plan: &Plan) {
+    for user in &plan.users {
+        if let Credential::Plain { at, .. } = &user.credential {
+            tracing::warn!("{}", at.problem("a plain password is accepted for development only; use `password_hash`"));
+        }
+    }
+    for at in plan.agents.iter().filter_map(|a| a.plain_key_at.as_ref()) {
+        tracing::warn!("{}", at.problem("a plain key is accepted for development only; use `key_sha256`"));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Value rules
+// ---------------------------------------------------------------------------
+
+/// Tenant and agent ids: `^[a-z0-9][a-z0-9_-]{0,63}$`.
+fn registry_id(s: &str) -> Result<String, &'static str> {
+    let mut chars = s.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if first_ok && rest_ok && s.len() <= 64 {
+        Ok(s.to_owned())
+    } else {
+        Err("must match ^[a-z0-9][a-z0-9_-]{0,63}$")
+    }
+}
+
+/// Usernames: `^[A-Za-z0-9_.-]{1,64}$`.
+fn username(s: &str) -> Result<String, &'static str> {
+    if (1..=64).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)) {
+        Ok(s.to_owned())
+    } else {
+        Err("must match ^[A-Za-z0-9_.-]{1,64}$")
+    }
+}
+
+/// Names shown to reviewers (tenant names, payee legal names): 1–200
+/// characters, not blank, no control or bidirectional formatting characters
+/// (they can make a name read differently from what it is).
+fn display_text(s: &str) -> Result<String, &'static str> {
+    let deceptive =
+        |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}');
+    if s.trim().is_empty() || s.chars().count() > 200 {
+        Err("must be 1-200 characters and not blank")
+    } else if s.chars().any(|c| c.is_control() || deceptive(c)) {
+        Err("must not contain control or bidirectional formatting characters")
+    } else {
+        Ok(s.to_owned())
+    }
+}
+
+/// Slack-style user ids: 1–64 ASCII letters and digits (`U0ANA`).
+fn slack_user_id(s: &str) -> Result<String, &'static str> {
+    if (1..=64).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric()) {
+        Ok(s.to_owned())
+    } else {
+        Err("must be 1-64 ASCII letters and digits")
+    }
+}
+
+/// A currency code exactly as the deployment lists it (upper case).
+fn accepted_currency(code: &str, rules: &CurrencyRules) -> Result<String, String> {
+    match Currency::parse(code) {
+        Ok(c) if c.code() == code && rules.cap(c).is_some() => Ok(code.to_owned()),
+        _ => {
+            let accepted: Vec<String> = rules.allowed().map(|c| c.code().to_owned()).collect();
+            Err(format!(
+                "`{code}` is not an upper-case currency code this deployment accepts ({})",
+                accepted.join(", ")
+            ))
+        }
+    }
+}
+
+/// Minor-unit amounts are stored as signed 64-bit integers.
+fn storable_amount(n: u64) -> Result<u64, &'static str> {
+    if i64::try_from(n).is_ok() {
+        Ok(n)
+    } else {
+        Err("must be at most 9223372036854775807")
+    }
+}
+
+/// A key hash: exactly 64 lowercase hex digits. The value is never echoed.
+fn sha256_hex(s: &str) -> Result<String, &'static str> {
+    if s.len() == 64 && s.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)) {
+        Ok(s.to_owned())
+    } else {
+        Err("must be the SHA-256 of the key as 64 lowercase hex digits")
+    }
+}
+
+/// A development key written in a file: `cs_test_` and 16–128 base62
+/// characters. A live key never belongs in a file. The value is never echoed.
+fn test_key(key: &str) -> Result<&str, &'static str> {
+    let Some(body) = key.strip_prefix("cs_test_") else {
+        return Err("must be a test key (cs_test_…); a live key belongs in `key_sha256`, never in a file");
+    };
+    if (16..=128).contains(&body.len()) && body.chars().all(|c| c.is_ascii_alphanumeric()) {
+        Ok(key)
+    } else {
+        Err("must be cs_test_ followed by 16-128 ASCII letters and digits")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Execution: reference checks and upserts in one write transaction
+// ---------------------------------------------------------------------------
+
+/// What [`execute`] did: the counts, and the id of every user applied.
+struct Applied {
+    summary: ApplySummary,
+    user_ids: BTreeMap<String, String>,
+}
+
+/// Checks references, then applies the whole plan, in one write
+/// transaction: on any error it is rolled back and nothing is applied.
+async fn execute(db: &Db, source: &Source<'_>, plan: &Plan) -> Result<Applied, ApplyError> {
+    let mut tx = db.write.begin().await?;
+    let problems = check_references(&mut tx, source, plan).await?;
+    if !problems.is_empty() {
+        return Err(ApplyError::Invalid(problems));
+    }
+    let applied = apply_plan(&mut tx, plan).await?;
+    tx.commit().await?;
+    Ok(applied)
+}
+
+/// Every tenant named must be in the plan or the database; every user an
+/// agent acts for must be in the plan or the database, in the agent's tenant.
+async fn check_references(conn: &mut SqliteConnection, source: &Source<'_>, plan: &Plan) -> sqlx::Result<Vec<Problem>> {
+    let planned: BTreeSet<&str> = plan.tenants.iter().map(|t| t.id.value.as_str()).collect();
+    let tenant_refs = plan
+        .users
+        .iter()
+        .map(|u| &u.tenant)
+        .chain(plan.agents.iter().map(|a| &a.tenant))
+        .chain(plan.payees.iter().map(|p| &p.tenant));
+    let mut problems = Vec::new();
+    for tenant in tenant_refs {
+        if !planned.contains(tenant.value.as_str()) && !directory::tenant_exists(conn, &tenant.value).await? {
+            problems.push(tenant.at.problem(format!(
+                "tenant `{}` is not defined {}",
+                tenant.value,
+                source.defined_where()
+            )));
+        }
+    }
+    for agent in &plan.agents {
+        let name = &agent.acts_for.value;
+        let problem = match tenant_of_user(conn, plan, name).await? {
+            None => format!("user `{name}` is not defined {}", source.defined_where()),
+            Some(tenant) if tenant != agent.tenant.value => format!("user `{name}` belongs to another tenant"),
+            Some(_) => continue,
+        };
+        problems.push(agent.acts_for.at.problem(problem));
+    }
+    Ok(problems)
+}
+
+/// The tenant of the user `username`, as the plan will leave it.
+async fn tenant_of_user(conn: &mut SqliteConnection, plan: &Plan, username: &str) -> sqlx::Result<Option<String>> {
+    if let Some(user) = plan.users.iter().find(|u| u.username.value == username) {
+        return Ok(Some(user.tenant.value.clone()));
+    }
+    Ok(directory::user_by_username(conn, username).await?.map(|u| u.tenant_id))
+}
+
+async fn apply_plan(conn: &mut SqliteConnection, plan: &Plan) -> Result<Applied, ApplyError> {
+    let mut applied = Applied { summary: ApplySummary::default(), user_ids: BTreeMap::new() };
+    for tenant in &plan.tenants {
+        apply_tenant(conn, tenant, &mut applied.summary).await?;
+    }
+    for user in &plan.users {
+        let id = apply_user(conn, user, &mut applied.summary.users).await?;
+        applied.user_ids.insert(user.username.value.clone(), id);
+    }
+    for agent in &plan.agents {
+        apply_agent(conn, agent, &applied.user_ids, &mut applied.summary.agents).await?;
+    }
+    for payee in &plan.payees {
+        apply_payee(conn, payee, &mut applied.summary.payees).await?;
+    }
+    Ok(applied)
+}
+
+async fn apply_tenant(
+    conn: &mut SqliteConnection,
+    t: &TenantPlan,
+    summary: &mut ApplySummary,
+) -> Result<(), ApplyError> {
+    let id = &t.id.value;
+    let outcome = directory::upsert_tenant(conn, id, &t.name).await?;
+    record(conn, &mut summary.tenants, outcome, "tenant", id, json!({ "tenant_id": id, "name": t.name })).await?;
+    let stored = stored_budgets(conn, id).await?;
+    for (currency, limit) in &t.budgets {
+        let outcome = match stored.get(currency) {
+            None => Upsert::Created,
+            Some(old) if old == limit => Upsert::Unchanged,
+            Some(_) => Upsert::Updated,
+        };
+        if outcome != Upsert::Unchanged {
+            directory::set_budget(conn, id, currency, *limit).await?;
+        }
+        let data = json!({ "currency": currency, "daily_limit_minor": limit });
+        record(conn, &mut summary.budgets, outcome, "budget", id, data).await?;
+    }
+    Ok(())
+}
+
+/// Upserts the user; returns its id.
+async fn apply_user(conn: &mut SqliteConnection, u: &UserPlan, counts: &mut Counts) -> Result<String, ApplyError> {
+    let spec = UserSpec {
+        tenant_id: u.tenant.value.clone(),
+        username: u.username.value.clone(),
+        password_hash: password_hash(conn, u).await?,
+        roles: u.roles.clone(),
+        approval_limits_minor: u.limits.clone(),
+        slack_user_id: u.slack_user_id.as_ref().map(|s| s.value.clone()),
+    };
+    let (id, outcome) = directory::upsert_user(conn, &spec).await.map_err(|e| match e {
+        // upsert_user's only protocol error: the username is another tenant's.
+        sqlx::Error::Protocol(_) => ApplyError::Invalid(vec![u
+            .username
+            .at
+            .problem(format!("username `{}` belongs to another tenant", spec.username))]),
+        e => conflict(e, &u.entry),
+    })?;
+    let data = json!({
+        "user_id": id,
+        "username": spec.username,
+        "roles": spec.roles,
+        "approval_limit_minor": spec.approval_limits_minor,
+        "slack_user_id": spec.slack_user_id,
+    });
+    record(conn, counts, outcome, "user", &spec.tenant_id, data).await?;
+    Ok(id)
+}
+
+/// The hash to store for `u`. A plain password keeps the stored hash when it
+/// still matches (a fresh salt would otherwise change it on every apply).
+/// Argon2 runs off the async executor.
+async fn password_hash(conn: &mut SqliteConnection, u: &UserPlan) -> Result<String, ApplyError> {
+    let password = match &u.credential {
+        Credential::Hash(hash) => return Ok(hash.clone()),
+        Credential::Plain { password, .. } => password.clone(),
+    };
+    let stored = stored_password_hash(conn, &u.username.value).await?;
+    tokio::task::spawn_blocking(move || match stored {
+        Some(hash) if password::verify_password(password.expose_secret(), &hash) => hash,
+        _ => password::hash_password(password.expose_secret()),
+    })
+    .await
+    .map_err(|_| ApplyError::Hashing)
+}
+
+async fn apply_agent(
+    conn: &mut SqliteConnection,
+    a: &AgentPlan,
+    planned_users: &BTreeMap<String, String>,
+    counts: &mut Counts,
+) -> Result<(), ApplyError> {
+    let acts_for = match planned_users.get(&a.acts_for.value) {
+        Some(id) => id.clone(),
+        None => directory::user_by_username(conn, &a.acts_for.value)
+            .await?
+            .map(|u| u.id)
+            .ok_or_else(|| ApplyError::Invalid(vec![a.acts_for.at.problem("this user no longer exists")]))?,
+    };
+    let spec = AgentSpec {
+        tenant_id: a.tenant.value.clone(),
+        id: a.id.value.clone(),
+        key_sha256: a.key_sha256.value.clone(),
+        acts_for,
+        source_accounts: a.source_accounts.iter().map(|s| s.expose().to_owned()).collect(),
+        purposes: a.purposes.iter().map(|p| p.as_str().to_owned()).collect(),
+    };
+    let outcome = directory::upsert_agent(conn, &spec).await.map_err(|e| conflict(e, &a.entry))?;
+    let data = json!({
+        "agent_id": spec.id,
+        "acts_for": spec.acts_for,
+        "acts_for_username": a.acts_for.value,
+        "source_accounts": a.source_accounts.iter().map(SourceAccount::masked).collect::<Vec<_>>(),
+        "purposes": spec.purposes,
+    });
+    record(conn, counts, outcome, "agent", &spec.tenant_id, data).await
+}
+
+async fn apply_payee(conn: &mut SqliteConnection, p: &PayeePlan, counts: &mut Counts) -> Result<(), ApplyError> {
+    let payee = Payee {
+        tenant_id: p.tenant.value.clone(),
+        id: p.id.value.expose().to_owned(),
+        legal_name: p.legal_name.clone(),
+        trusted: p.trusted,
+    };
+    let outcome = directory::upsert_payee(conn, &payee).await.map_err(|e| conflict(e, &p.entry))?;
+    let data = json!({ "payee_id": p.id.value.masked(), "legal_name": payee.legal_name, "trusted": payee.trusted });
+    record(conn, counts, outcome, "payee", &payee.tenant_id, data).await
+}
+
+/// A unique-constraint violation is a conflict with another row, reported
+/// against the entry; anything else is a database failure.
+fn conflict(e: sqlx::Error, entry: &Loc) -> ApplyError {
+    if is_unique_violation(&e) {
+        let detail = match &e {
+            sqlx::Error::Database(db) => db.message().to_owned(),
+            _ => String::new(),
+        };
+        ApplyError::Invalid(vec![entry.problem(format!("conflicts with an existing record ({detail})"))])
+    } else {
+        ApplyError::Database(e)
+    }
+}
+
+/// Counts the outcome and, for a change, appends `registry.<kind>.<created|updated>`
+/// to the audit trail. `data` never holds a secret; accounts are masked.
+async fn record(
+    conn: &mut SqliteConnection,
+    counts: &mut Counts,
+    outcome: Upsert,
+    kind: &str,
+    tenant: &str,
+    data: serde_json::Value,
+) -> Result<(), ApplyError> {
+    counts.add(outcome);
+    let verb = match outcome {
+        Upsert::Created => "created",
+        Upsert::Updated => "updated",
+        Upsert::Unchanged => return Ok(()),
+    };
+    let entry = AuditEntry {
+        tenant_id: Some(tenant.to_owned()),
+        actor: "cli".into(),
+        action: format!("registry.{kind}.{verb}"),
+        proposal_id: None,
+        request_hash: None,
+        data,
+    };
+    Ok(audit::append(conn, &entry).await?)
+}
+
+// Registry reads that `store::directory` does not offer (yet); they belong
+// there, next to the upserts they complement.
+
+async fn stored_password_hash(conn: &mut SqliteConnection, username: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT password_hash FROM users WHERE username = ?").bind(username).fetch_optional(conn).await
+}
+
+async fn stored_budgets(conn: &mut SqliteConnection, tenant: &str) -> sqlx::Result<BTreeMap<String, u64>> {
+    let rows = sqlx::query("SELECT currency, daily_limit_minor FROM budgets WHERE tenant_id = ?")
+        .bind(tenant)
+        .fetch_all(conn)
+        .await?;
+    Ok(rows.iter().map(|r| (r.get("currency"), r.get::<i64, _>("daily_limit_minor") as u64)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::audit::Verification;
+    use std::sync::OnceLock;
+
+    const KEY: &str = "cs_test_0123456789abcdefghijKLMNOP";
+
+    /// One argon2id hash for the whole test run (hashing is slow on purpose).
+    fn ana_hash() -> &'static str {
+        static HASH: OnceLock<String> = OnceLock::new();
+        HASH.get_or_init(|| password::hash_password("ana-password"))
+    }
+
+    /// The SPEC §14 example, with a real hash and key hash, plus the user
+    /// `maya` its agent acts for (the example leaves her out).
+    fn spec_example() -> String {
+        format!(
+            r#"[[tenant]]
+id = "acme"
+name = "Acme Corp"
+daily_budget_minor = {{ USD = 5_000_000 }}
+
+[[user]]
+tenant = "acme"
+username = "ana"
+password_hash = "{hash}"   # or `password = "..."`
+roles = ["approver"]
+approval_limit_minor = {{ USD = 500_000 }}
+slack_user_id = "U0ANA"
+
+[[user]]
+tenant = "acme"
+username = "maya"
+password = "maya-dev-password"
+roles = ["viewer"]
+
+[[agent]]
+tenant = "acme"
+id = "payout-bot"
+key_sha256 = "{key_hash}"
+acts_for = "maya"
+source_accounts = ["acct_0123456789abcdef"]
+purposes = ["vendor", "refund"]
+
+[[payee]]
+tenant = "acme"
+id = "acct_acme0000000001"
+legal_name = "Acme Supplies Ltd"
+trusted = true
+"#,
+            hash = ana_hash(),
+            key_hash = key_sha256(KEY),
+        )
+    }
+
+    async fn open() -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).await.unwrap();
+        (dir, db)
+    }
+
+    async fn apply(db: &Db, text: &str) -> Result<ApplySummary, ApplyError> {
+        apply_toml(db, &Settings::default(), "acme.toml", text).await
+    }
+
+    fn problems(result: Result<impl fmt::Debug, ApplyError>) -> Vec<Problem> {
+        match result {
+            Err(ApplyError::Invalid(problems)) => problems,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    /// The one problem of a refused input.
+    fn problem(result: Result<impl fmt::Debug, ApplyError>) -> Problem {
+        let mut all = problems(result);
+        assert_eq!(all.len(), 1, "{all:?}");
+        all.remove(0)
+    }
+
+    fn line_of_text(text: &str, needle: &str) -> usize {
+        text.lines().position(|l| l.contains(needle)).expect("needle in text") + 1
+    }
+
+    async fn maya_hash(db: &Db) -> String {
+        stored_password_hash(&mut db.read.acquire().await.unwrap(), "maya").await.unwrap().expect("maya exists")
+    }
+
+    async fn count(db: &Db, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(&db.read).await.unwrap()
+    }
+
+    async fn counts(db: &Db) -> Vec<i64> {
+        let mut all = Vec::new();
+        for table in ["tenants", "budgets", "users", "approval_limits", "agents", "payees", "audit_log"] {
+            all.push(count(db, table).await);
+        }
+        all
+    }
+
+    async fn audit_text(db: &Db) -> String {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT action, data FROM audit_log ORDER BY seq").fetch_all(&db.read).await.unwrap();
+        rows.iter().map(|(a, d)| format!("{a} {d}\n")).collect()
+    }
+
+    #[tokio::test]
+    async fn the_spec_example_applies() {
+        let (_dir, db) = open().await;
+        let summary = apply(&db, &spec_example()).await.unwrap();
+        assert_eq!(
+            summary.to_string(),
+            "applied acme.toml: 1 tenant created, 1 budget created, 2 users created, 1 agent created, 1 payee created"
+        );
+
+        let conn = &mut *db.read.acquire().await.unwrap();
+        let ana = directory::user_by_username(conn, "ana").await.unwrap().unwrap();
+        assert_eq!(ana.tenant_id, "acme");
+        assert_eq!(ana.roles, vec![Role::Approver]);
+        assert_eq!(ana.approval_limits_minor, BTreeMap::from([("USD".to_owned(), 500_000)]));
+        assert_eq!(ana.slack_user_id.as_deref(), Some("U0ANA"));
+        let maya = directory::user_by_username(conn, "maya").await.unwrap().unwrap();
+        let agent = directory::agent(conn, "acme", "payout-bot").await.unwrap().unwrap();
+        assert_eq!(agent.acts_for, maya.id);
+        assert_eq!(agent.source_accounts, vec!["acct_0123456789abcdef"]);
+        assert_eq!(agent.purposes, vec!["refund", "vendor"]);
+        let payee = directory::payee(&db.read, "acme", "acct_acme0000000001").await.unwrap().unwrap();
+        assert_eq!(payee.legal_name, "Acme Supplies Ltd");
+        assert!(payee.trusted);
+        let budget: i64 =
+            sqlx::query_scalar("SELECT daily_limit_minor FROM budgets WHERE tenant_id = 'acme' AND currency = 'USD'")
+                .fetch_one(&db.read)
+                .await
+                .unwrap();
+        assert_eq!(budget, 5_000_000);
+
+        assert_eq!(audit::verify(&db.read).await.unwrap(), Verification::Intact { entries: 6 });
+        let audit = audit_text(&db).await;
+        for action in [
+            "registry.tenant.created",
+            "registry.budget.created",
+            "registry.user.created",
+            "registry.agent.created",
+            "registry.payee.created",
+        ] {
+            assert!(audit.contains(action), "{audit}");
+        }
+        assert!(audit.contains("acct_…cdef") && audit.contains("acct_…0001"), "accounts are masked: {audit}");
+        for secret in ["0123456789abcdef", "acme0000000001", "$argon2", &key_sha256(KEY), "maya-dev-password"] {
+            assert!(!audit.contains(secret), "audit leaks {secret}: {audit}");
+        }
+    }
+
+    #[tokio::test]
+    async fn applying_twice_changes_nothing() {
+        let (_dir, db) = open().await;
+        let text = spec_example();
+        apply(&db, &text).await.unwrap();
+        let before = counts(&db).await;
+        let before_hash = maya_hash(&db).await;
+
+        let again = apply(&db, &text).await.unwrap();
+        assert_eq!(again.changed(), 0, "{again}");
+        assert_eq!(
+            again.to_string(),
+            "applied acme.toml: 1 tenant unchanged, 1 budget unchanged, 2 users unchanged, 1 agent unchanged, 1 payee unchanged"
+        );
+        assert_eq!(counts(&db).await, before, "same rows, no new audit entries");
+        let after_hash = maya_hash(&db).await;
+        assert_eq!(before_hash, after_hash, "a plain password that still matches keeps its hash");
+    }
+
+    #[tokio::test]
+    async fn changes_are_updates_and_nothing_unnamed_is_deleted() {
+        let (_dir, db) = open().await;
+        apply(&db, &spec_example()).await.unwrap();
+        let text = r#"
+[[tenant]]
+id = "acme"
+name = "Acme Corporation"
+daily_budget_minor = { USD = 6_000_000, EUR = 1_000 }
+
+[[payee]]
+tenant = "acme"
+id = "acct_acme0000000001"
+legal_name = "Acme Supplies Limited"
+"#;
+        let summary = apply(&db, text).await.unwrap();
+        assert_eq!(summary.tenants, Counts { created: 0, updated: 1, unchanged: 0 });
+        assert_eq!(summary.budgets, Counts { created: 1, updated: 1, unchanged: 0 });
+        assert_eq!(summary.payees, Counts { created: 0, updated: 1, unchanged: 0 });
+        assert_eq!(count(&db, "users").await, 2);
+        assert_eq!(count(&db, "agents").await, 1);
+        let payee = directory::payee(&db.read, "acme", "acct_acme0000000001").await.unwrap().unwrap();
+        assert!(!payee.trusted, "`trusted` defaults to false");
+        let audit = audit_text(&db).await;
+        assert!(audit.contains("registry.tenant.updated") && audit.contains("registry.payee.updated"), "{audit}");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_key_names_file_line_and_key() {
+        let (_dir, db) = open().await;
+        let text = spec_example().replace("acts_for = \"maya\"", "acts_for = \"maya\"\nact_for = \"ana\"");
+        let p = problem(apply(&db, &text).await);
+        let line = line_of_text(&text, "act_for = ");
+        assert_eq!(p.file.as_deref(), Some("acme.toml"));
+        assert_eq!(p.line, Some(line));
+        assert_eq!(p.key.as_deref(), Some("agent[0].act_for"));
+        assert!(
+            p.to_string().starts_with(&format!("acme.toml:{line}: key `agent[0].act_for`: unknown field `act_for`")),
+            "{p}"
+        );
+
+        let p = problem(apply(&db, "[[tenant]]\nid = \"a\"\nname = \"A\"\n\n[[tennant]]\nid = \"b\"\n").await);
+        assert_eq!((p.line, p.key.as_deref()), (Some(5), Some("tennant")), "{p}");
+        assert_eq!(count(&db, "tenants").await, 0);
+    }
+
+    #[tokio::test]
+    async fn wrong_types_missing_keys_and_syntax_errors_name_their_line() {
+        let (_dir, db) = open().await;
+        let text = spec_example().replace("purposes = [\"vendor\", \"refund\"]", "purposes = \"vendor\"");
+        let p = problem(apply(&db, &text).await);
+        assert_eq!(p.key.as_deref(), Some("agent[0].purposes"), "{p}");
+        assert_eq!(p.line, Some(line_of_text(&text, "purposes = ")));
+        assert!(p.message.contains("invalid type"), "{p}");
+
+        let text = "[[tenant]]\nid = \"acme\"\ndaily_budget_minor = { USD = -5 }\nname = \"Acme\"\n";
+        let p = problem(apply(&db, text).await);
+        assert_eq!((p.line, p.key.as_deref()), (Some(3), Some("tenant[0].daily_budget_minor.USD")), "{p}");
+
+        let text = "[[tenant]]\nid = \"acme\"\nname = \"Acme\"\n\n[[tenant]]\nid = \"beta\"\n";
+        let p = problem(apply(&db, text).await);
+        assert_eq!((p.line, p.key.as_deref()), (Some(5), Some("tenant[1].name")), "{p}");
+        assert!(p.message.contains("missing field"), "{p}");
+
+        let text = "[[tenant]]\nid = \"acme\"\nname = \n";
+        let p = problem(apply(&db, text).await);
+        assert_eq!(p.line, Some(3), "{p}");
+        assert!(!p.to_string().contains('\n'), "{p}");
+
+        let text = "[[tenant]]\nid = \"acme\"\nname = 1979-05-27T07:32:00Z\n";
+        let p = problem(apply(&db, text).await);
+        assert_eq!((p.line, p.key.as_deref()), (Some(3), Some("tenant[0].name")), "{p}");
+        assert_eq!(count(&db, "tenants").await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_dangling_acts_for_is_refused_and_nothing_is_applied() {
+        let (_dir, db) = open().await;
+        let text = spec_example().replace("acts_for = \"maya\"", "acts_for = \"mia\"");
+        let p = problem(apply(&db, &text).await);
+        assert_eq!(
+            p.to_string(),
+            format!(
+                "acme.toml:{}: key `agent[0].acts_for`: user `mia` is not defined in this file or the database",
+                line_of_text(&text, "acts_for = ")
+            )
+        );
+        assert_eq!(counts(&db).await, vec![0; 7], "nothing applied, not even an audit entry");
+    }
+
+    #[tokio::test]
+    async fn dangling_tenants_and_foreign_users_are_refused() {
+        let (_dir, db) = open().await;
+        apply(&db, &spec_example()).await.unwrap();
+        let text = r#"
+[[tenant]]
+id = "beta"
+name = "Beta"
+
+[[payee]]
+tenant = "gamma"
+id = "ba_1"
+legal_name = "Gamma Ltd"
+
+[[agent]]
+tenant = "beta"
+id = "bot"
+key = "cs_test_aaaaaaaaaaaaaaaaaaaaaaaa"
+acts_for = "ana"
+source_accounts = ["acct_0123456789abcdef"]
+purposes = ["vendor"]
+"#;
+        let all = problems(apply(&db, text).await);
+        let keys: Vec<_> = all.iter().map(|p| p.key.clone().unwrap()).collect();
+        assert_eq!(keys, vec!["payee[0].tenant", "agent[0].acts_for"], "{all:?}");
+        assert!(all[0].message.contains("tenant `gamma` is not defined"), "{all:?}");
+        assert!(all[1].message.contains("user `ana` belongs to another tenant"), "{all:?}");
+        assert_eq!(count(&db, "tenants").await, 1, "beta was not created");
+    }
+
+    #[tokio::test]
+    async fn a_username_of_another_tenant_is_refused_by_key() {
+        let (_dir, db) = open().await;
+        apply(&db, &spec_example()).await.unwrap();
+        let text = format!(
+            "[[tenant]]\nid = \"beta\"\nname = \"Beta\"\n\n[[user]]\ntenant = \"beta\"\nusername = \"ana\"\npassword_hash = \"{}\"\nroles = [\"viewer\"]\n",
+            ana_hash()
+        );
+        let p = problem(apply(&db, &text).await);
+        assert_eq!(p.key.as_deref(), Some("user[0].username"));
+        assert_eq!(p.line, Some(7));
+        assert!(p.message.contains("belongs to another tenant"), "{p}");
+        assert_eq!(count(&db, "tenants").await, 1, "rolled back: beta was not created");
+    }
+
+    #[tokio::test]
+    async fn currencies_must_be_upper_case_and_accepted() {
+        let (_dir, db) = open().await;
+        for (code, why) in [("usd", "upper-case"), ("XXX", "accepts"), ("CHF", "accepts")] {
+            let text = spec_example().replace("daily_budget_minor = { USD", &format!("daily_budget_minor = {{ {code}"));
+            let p = problem(apply(&db, &text).await);
+            assert_eq!(p.key, Some(format!("tenant[0].daily_budget_minor.{code}")));
+            assert_eq!(p.line, Some(line_of_text(&text, "daily_budget_minor")));
+            assert!(p.message.contains(why) && p.message.contains("EUR, GBP, JPY, USD, VND"), "{p}");
+        }
+        assert_eq!(count(&db, "tenants").await, 0);
+    }
+
+    #[tokio::test]
+    async fn source_accounts_purposes_and_ids_use_the_domain_rules() {
+        let (_dir, db) = open().await;
+        let text = spec_example().replace("acct_0123456789abcdef", "acct_0123456789");
+        let p = problem(apply(&db, &text).await);
+        assert_eq!(p.key.as_deref(), Some("agent[0].source_accounts[0]"));
+        assert!(p.message.contains("^acct_[A-Za-z0-9]{16}$"), "{p}");
+        assert!(!p.message.contains("acct_0123456789"), "the account is not echoed: {p}");
+
+        let text = spec_example()
+            .replace("purposes = [\"vendor\", \"refund\"]", "purposes = [\"vendor\", \"bribes\"]")
+            .replace("id = \"payout-bot\"", "id = \"Payout Bot\"")
+            .replace("roles = [\"approver\"]", "roles = [\"boss\"]")
+            .replace("id = \"acct_acme0000000001\"", "id = \"iban_1\"")
+            .replace("legal_name = \"Acme Supplies Ltd\"", "legal_name = \"Acme\\u202Eevil\"");
+        let all = problems(apply(&db, &text).await);
+        let keys: Vec<_> = all.iter().map(|p| p.key.clone().unwrap()).collect();
+        assert_eq!(
+            keys,
+            vec!["user[0].roles[0]", "agent[0].id", "agent[0].purposes[1]", "payee[0].id", "payee[0].legal_name"],
+            "every problem is reported at once: {all:?}"
+        );
+        assert_eq!(count(&db, "tenants").await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_plain_password_is_accepted_and_stored_hashed() {
+        let (_dir, db) = open().await;
+        apply(&db, &spec_example()).await.unwrap();
+        let stored = maya_hash(&db).await;
+        assert!(password::is_argon2id_phc(&stored), "{stored}");
+        assert!(!stored.contains("maya-dev-password"));
+        assert!(password::verify_password("maya-dev-password", &stored));
+
+        let changed = spec_example().replace("maya-dev-password", "maya-new-password");
+        let summary = apply(&db, &changed).await.unwrap();
+        assert_eq!(summary.users, Counts { created: 0, updated: 1, unchanged: 1 });
+        let stored = maya_hash(&db).await;
+        assert!(password::verify_password("maya-new-password", &stored));
+    }
+
+    #[tokio::test]
+    async fn password_rules() {
+        let (_dir, db) = open().await;
+        let both = spec_example().replace("roles = [\"viewer\"]", "roles = [\"viewer\"]\npassword_hash = \"x\"");
+        let p = problem(apply(&db, &both).await);
+        assert_eq!(p.key.as_deref(), Some("user[1].password_hash"));
+        assert!(p.message.contains("not both"), "{p}");
+
+        let neither = spec_example().replace("password = \"maya-dev-password\"\n", "");
+        let p = problem(apply(&db, &neither).await);
+        assert_eq!(
+            (p.key.as_deref(), p.line),
+            (Some("user[1].password_hash"), Some(line_of_text(&neither, "username = \"maya\"") - 2))
+        );
+
+        let not_phc = spec_example().replace(ana_hash(), "$2b$12$notargon");
+        let p = problem(apply(&db, &not_phc).await);
+        assert_eq!(p.key.as_deref(), Some("user[0].password_hash"));
+        assert!(!p.message.contains("notargon"), "{p}");
+
+        let short = spec_example().replace("maya-dev-password", "hunter2");
+        let p = problem(apply(&db, &short).await);
+        assert_eq!(p.key.as_deref(), Some("user[1].password"));
+        assert!(!p.to_string().contains("hunter2"), "{p}");
+    }
+
+    #[tokio::test]
+    async fn a_plain_key_is_stored_only_as_its_sha256() {
+        let (_dir, db) = open().await;
+        let text =
+            spec_example().replace(&format!("key_sha256 = \"{}\"", key_sha256(KEY)), &format!("key = \"{KEY}\""));
+        assert!(text.contains(KEY));
+        apply(&db, &text).await.unwrap();
+        let stored: String = sqlx::query_scalar("SELECT key_sha256 FROM agents").fetch_one(&db.read).await.unwrap();
+        assert_eq!(stored, key_sha256(KEY));
+        let agent = directory::agent_by_key_hash(&db.read, &key_sha256(KEY)).await.unwrap().unwrap();
+        assert_eq!(agent.id, "payout-bot");
+        let dump: Vec<String> = sqlx::query_scalar("SELECT key_sha256 || source_accounts || purposes FROM agents")
+            .fetch_all(&db.read)
+            .await
+            .unwrap();
+        assert!(!dump.concat().contains(KEY));
+        assert!(!audit_text(&db).await.contains(KEY));
+        assert_eq!(apply(&db, &text).await.unwrap().changed(), 0, "a plain key is idempotent too");
+    }
+
+    #[tokio::test]
+    async fn key_rules_never_echo_the_key() {
+        let (_dir, db) = open().await;
+        let live = generate_agent_key(true);
+        let text =
+            spec_example().replace(&format!("key_sha256 = \"{}\"", key_sha256(KEY)), &format!("key = \"{live}\""));
+        let p = problem(apply(&db, &text).await);
+        assert_eq!(p.key.as_deref(), Some("agent[0].key"));
+        assert!(!p.to_string().contains(&live[8..]), "{p}");
+
+        let text = spec_example().replace(&key_sha256(KEY), &live);
+        let p = problem(apply(&db, &text).await);
+        assert_eq!(p.key.as_deref(), Some("agent[0].key_sha256"));
+        assert!(!p.to_string().contains(&live[8..]), "{p}");
+
+        let text = spec_example().replace(&key_sha256(KEY), &key_sha256(KEY).to_uppercase());
+        assert_eq!(problem(apply(&db, &text).await).key.as_deref(), Some("agent[0].key_sha256"));
+    }
+
+    #[tokio::test]
+    async fn duplicates_within_a_file_are_refused() {
+        let (_dir, db) = open().await;
+        let text = format!("{}\n[[user]]\ntenant = \"acme\"\nusername = \"ana\"\npassword = \"another-password\"\nroles = [\"viewer\"]\nslack_user_id = \"U0ANA\"\n", spec_example());
+        let all = problems(apply(&db, &text).await);
+        let messages: Vec<_> = all.iter().map(Problem::to_string).collect();
+        assert_eq!(all.len(), 2, "{messages:?}");
+        assert!(
+            messages[0].contains("key `user[2].username`: username `ana` is already defined by `user[0].username`"),
+            "{messages:?}"
+        );
+        assert!(messages[1].contains("key `user[2].slack_user_id`"), "{messages:?}");
+    }
+
+    #[tokio::test]
+    async fn add_commands_share_the_rules_and_the_audit() {
+        let (_dir, db) = open().await;
+        let settings = Settings::default();
+        add_tenant(&db, &settings, "acme", "Acme Corp", &BTreeMap::from([("USD".to_owned(), 5_000_000)]))
+            .await
+            .unwrap();
+        let new_user = |username: &str, tenant: &str| NewUser {
+            tenant: tenant.into(),
+            username: username.into(),
+            password: "correct horse battery".into(),
+            roles: vec!["approver".into(), "viewer".into(), "approver".into()],
+            limits: BTreeMap::from([("USD".to_owned(), 500_000)]),
+            slack_user_id: None,
+        };
+        let id = add_user(&db, &settings, new_user("ana", "acme")).await.unwrap();
+        assert!(id.starts_with("usr_"), "{id}");
+        assert_eq!(add_user(&db, &settings, new_user("ana", "acme")).await.unwrap(), id, "the same user again");
+        let ana = directory::user_by_id(&mut db.read.acquire().await.unwrap(), &id).await.unwrap().unwrap();
+        assert_eq!(ana.roles, vec![Role::Viewer, Role::Approver], "sorted, deduplicated");
+
+        let agent = NewAgent {
+            tenant: "acme".into(),
+            id: "payout-bot".into(),
+            acts_for: "ana".into(),
+            source_accounts: vec!["acct_0123456789abcdef".into()],
+            purposes: vec!["vendor".into()],
+        };
+        let key = add_agent(&db, &settings, agent.clone()).await.unwrap();
+        assert!(key.starts_with("cs_live_") && key.len() == 40, "{key}");
+        let found = directory::agent_by_key_hash(&db.read, &key_sha256(&key)).await.unwrap().unwrap();
+        assert_eq!(found.acts_for, id);
+        let rotated = add_agent(&db, &settings, agent.clone()).await.unwrap();
+        assert_ne!(rotated, key, "adding again rotates the key");
+        assert!(directory::agent_by_key_hash(&db.read, &key_sha256(&key)).await.unwrap().is_none());
+
+        add_payee(&db, "acme", "acct_acme0000000001", "Acme Supplies Ltd", true).await.unwrap();
+        assert!(directory::payee(&db.read, "acme", "acct_acme0000000001").await.unwrap().unwrap().trusted);
+
+        let audit = audit_text(&db).await;
+        for action in [
+            "registry.tenant.created",
+            "registry.budget.created",
+            "registry.user.created",
+            "registry.agent.created",
+            "registry.agent.updated",
+            "registry.payee.created",
+        ] {
+            assert!(audit.contains(action), "{action}: {audit}");
+        }
+        assert!(
+            !audit.contains(&key) && !audit.contains(&key_sha256(&key)) && !audit.contains("correct horse"),
+            "{audit}"
+        );
+
+        // Refusals name the key, and say where the reference was looked for.
+        let p = problem(add_agent(&db, &settings, NewAgent { acts_for: "maya".into(), ..agent.clone() }).await);
+        assert_eq!(p.to_string(), "key `agent.acts_for`: user `maya` is not defined in the database");
+        add_tenant(&db, &settings, "beta", "Beta", &BTreeMap::new()).await.unwrap();
+        let p = problem(add_agent(&db, &settings, NewAgent { tenant: "beta".into(), ..agent.clone() }).await);
+        assert_eq!(p.to_string(), "key `agent.acts_for`: user `ana` belongs to another tenant");
+        let p = problem(add_user(&db, &settings, new_user("ana", "beta")).await);
+        assert_eq!(p.to_string(), "key `user.username`: username `ana` belongs to another tenant");
+        let p =
+            problem(add_user(&db, &settings, NewUser { roles: vec!["boss".into()], ..new_user("bo", "acme") }).await);
+        assert_eq!(p.key.as_deref(), Some("user.roles[0]"));
+        let p = problem(add_tenant(&db, &settings, "gamma", "Gamma", &BTreeMap::from([("XXX".to_owned(), 1)])).await);
+        assert_eq!(p.key.as_deref(), Some("tenant.daily_budget_minor.XXX"));
+        let p = problem(add_payee(&db, "nope", "ba_1", "Nope Ltd", false).await);
+        assert_eq!(p.to_string(), "key `payee.tenant`: tenant `nope` is not defined in the database");
+        assert_eq!(audit::verify(&db.read).await.unwrap(), Verification::Intact { entries: 7 });
+    }
+
+    #[test]
+    fn new_user_debug_redacts_the_password() {
+        let u = NewUser {
+            tenant: "acme".into(),
+            username: "ana".into(),
+            password: "hunter2-hunter2".into(),
+            roles: vec![],
+            limits: BTreeMap::new(),
+            slack_user_id: None,
+        };
+        assert!(!format!("{u:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn agent_keys_and_their_hashes() {
+        for live in [true, false] {
+            let key = generate_agent_key(live);
+            let (prefix, body) = key.split_at(8);
+            assert_eq!(prefix, if live { "cs_live_" } else { "cs_test_" });
+            assert_eq!(body.len(), 32);
+            assert!(body.chars().all(|c| c.is_ascii_alphanumeric()), "{key}");
+        }
+        assert_ne!(generate_agent_key(true), generate_agent_key(true));
+        assert_eq!(key_sha256("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+
+    #[test]
+    fn value_rules() {
+        assert!(registry_id("acme").is_ok() && registry_id("0-a_b").is_ok() && registry_id(&"a".repeat(64)).is_ok());
+        for bad in ["", "-acme", "_a", "Acme", "ac me", "acmé", &"a".repeat(65)] {
+            assert!(registry_id(bad).is_err(), "{bad}");
+        }
+        assert!(username("Ana.B-1_x").is_ok() && username(&"a".repeat(64)).is_ok());
+        for bad in ["", "ana b", "ana@x", &"a".repeat(65)] {
+            assert!(username(bad).is_err(), "{bad}");
+        }
+        assert!(display_text("Acme Supplies Ltd").is_ok() && display_text(&"é".repeat(200)).is_ok());
+        for bad in ["", "   ", "a\nb", "a\u{202E}b", "a\u{200B}b", &"é".repeat(201)] {
+            assert!(display_text(bad).is_err(), "{bad:?}");
+        }
+        assert!(sha256_hex(&key_sha256("k")).is_ok() && sha256_hex(&"g".repeat(64)).is_err());
+        assert!(test_key("cs_test_0123456789abcdef").is_ok());
+        for bad in ["cs_live_0123456789abcdef", "cs_test_short", "cs_test_0123456789abcde-", "0123456789abcdef0123"] {
+            assert!(test_key(bad).is_err(), "{bad}");
+        }
+        assert!(storable_amount(i64::MAX as u64).is_ok() && storable_amount(i64::MAX as u64 + 1).is_err());
+    }
+
+    #[test]
+    fn the_locator_finds_keys_values_and_items() {
+        let text = "[[tenant]]\nid = \"a\"\nwhen = 1979-05-27T07:32:00Z\n\n[[user]]\nroles = [\"a\", 3]\n\n[[tenant]]\nid = \"b\"\n";
+        let at = |needle: &str| locate::key_at(text, text.find(needle).unwrap());
+        assert_eq!(at("id = \"a\"").as_deref(), Some("tenant[0].id"));
+        assert_eq!(at("1979").as_deref(), Some("tenant[0].when"));
+        assert_eq!(at("3]").as_deref(), Some("user[0].roles[1]"));
+        assert_eq!(at("\"b\"").as_deref(), Some("tenant[1].id"));
+        assert_eq!(at("user]]").as_deref(), Some("user"));
+        assert_eq!(locate::key_at("not = = toml", 0), None);
+    }
+
+    #[test]
+    fn summaries_read_plainly() {
+        let mut s = ApplySummary { source: "x.toml".into(), ..ApplySummary::default() };
+        assert_eq!(s.to_string(), "applied x.toml: nothing to apply");
+        s.users = Counts { created: 2, updated: 1, unchanged: 0 };
+        s.payees = Counts { created: 0, updated: 0, unchanged: 1 };
+        assert_eq!(s.to_string(), "applied x.toml: 2 users created, 1 user updated, 1 payee unchanged");
+        assert_eq!(s.changed(), 3);
+    }
+}

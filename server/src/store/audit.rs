@@ -1,0 +1,187 @@
+//! The audit trail: append-only and hash-chained. Each entry carries the
+//! hash of the previous one, so editing, deleting or reordering any entry
+//! breaks the chain at that point, and `countersign audit verify` names it.
+//!
+//! Entries are appended inside the same transaction as the change they
+//! record. Account numbers are masked by the callers' types (`Display` of
+//! `SourceAccount` / `PayeeId`); secrets are never passed in.
+
+use chrono::Utc;
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use sqlx::{Row, SqliteConnection, SqlitePool};
+
+use super::ts;
+use crate::domain::jcs;
+
+pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// One thing that happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditEntry {
+    pub tenant_id: Option<String>,
+    /// `agent:<id>`, `user:<id>`, `policy:<rule>`, `system:<task>` or `cli`.
+    pub actor: String,
+    /// e.g. `proposal.created`, `proposal.expired`, `registry.agent.created`.
+    pub action: String,
+    pub proposal_id: Option<String>,
+    pub request_hash: Option<String>,
+    /// Anything else worth keeping: statuses, policy decision, ids. No secrets.
+    pub data: Value,
+}
+
+fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
+    let body = json!({
+        "seq": seq,
+        "at": at,
+        "tenant_id": e.tenant_id,
+        "actor": e.actor,
+        "action": e.action,
+        "proposal_id": e.proposal_id,
+        "request_hash": e.request_hash,
+        "data": e.data,
+        "prev_hash": prev_hash,
+    });
+    let bytes = jcs::to_vec(&body).expect("audit entries hold only integers");
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// Appends `entry` to the chain. Call inside the write transaction of the
+/// change it records.
+pub async fn append(conn: &mut SqliteConnection, entry: &AuditEntry) -> sqlx::Result<()> {
+    let last = sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+        .fetch_optional(&mut *conn)
+        .await?;
+    let (seq, prev) = match last {
+        Some(row) => (row.get::<i64, _>("seq") + 1, row.get::<String, _>("hash")),
+        None => (1, GENESIS.to_owned()),
+    };
+    let at = ts(Utc::now());
+    let hash = entry_hash(seq, &at, entry, &prev);
+    sqlx::query(
+        "INSERT INTO audit_log (seq, at, tenant_id, actor, action, proposal_id, request_hash, data, prev_hash, hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(seq)
+    .bind(&at)
+    .bind(&entry.tenant_id)
+    .bind(&entry.actor)
+    .bind(&entry.action)
+    .bind(&entry.proposal_id)
+    .bind(&entry.request_hash)
+    .bind(entry.data.to_string())
+    .bind(&prev)
+    .bind(&hash)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StoredEntry {
+    pub seq: i64,
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub data: Value,
+}
+
+/// The entries about one proposal, oldest first (its timeline).
+pub async fn for_proposal(pool: &SqlitePool, proposal_id: &str) -> sqlx::Result<Vec<StoredEntry>> {
+    let rows = sqlx::query("SELECT seq, at, actor, action, data FROM audit_log WHERE proposal_id = ? ORDER BY seq")
+        .bind(proposal_id)
+        .fetch_all(pool)
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| StoredEntry {
+            seq: r.get("seq"),
+            at: r.get("at"),
+            actor: r.get("actor"),
+            action: r.get("action"),
+            data: serde_json::from_str(r.get::<&str, _>("data")).unwrap_or(Value::Null),
+        })
+        .collect())
+}
+
+/// The result of walking the whole chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    Intact { entries: i64 },
+    Broken { seq: i64, problem: String },
+}
+
+/// Recomputes every link, oldest first, and reports the first break.
+pub async fn verify(pool: &SqlitePool) -> sqlx::Result<Verification> {
+    use futures::TryStreamExt;
+    let mut rows = sqlx::query("SELECT * FROM audit_log ORDER BY seq").fetch(pool);
+    let mut expected_prev = GENESIS.to_owned();
+    let mut expected_seq = 1i64;
+    while let Some(row) = rows.try_next().await? {
+        let seq: i64 = row.get("seq");
+        if seq != expected_seq {
+            return Ok(Verification::Broken { seq, problem: format!("entry {expected_seq} is missing") });
+        }
+        let prev: String = row.get("prev_hash");
+        if prev != expected_prev {
+            return Ok(Verification::Broken { seq, problem: "prev_hash does not match the previous entry".into() });
+        }
+        let data: Value = match serde_json::from_str(row.get::<&str, _>("data")) {
+            Ok(v) => v,
+            Err(_) => return Ok(Verification::Broken { seq, problem: "data is not valid JSON".into() }),
+        };
+        let entry = AuditEntry {
+            tenant_id: row.get("tenant_id"),
+            actor: row.get("actor"),
+            action: row.get("action"),
+            proposal_id: row.get("proposal_id"),
+            request_hash: row.get("request_hash"),
+            data,
+        };
+        let at: String = row.get("at");
+        let stored: String = row.get("hash");
+        if entry_hash(seq, &at, &entry, &prev) != stored {
+            return Ok(Verification::Broken { seq, problem: "content does not match its hash".into() });
+        }
+        expected_prev = stored;
+        expected_seq += 1;
+    }
+    Ok(Verification::Intact { entries: expected_seq - 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Db;
+
+    fn entry(action: &str) -> AuditEntry {
+        AuditEntry {
+            tenant_id: Some("acme".into()),
+            actor: "cli".into(),
+            action: action.into(),
+            proposal_id: None,
+            request_hash: None,
+            data: json!({"n": 1}),
+        }
+    }
+
+    #[tokio::test]
+    async fn chain_detects_edits_and_deletions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(tmp.path()).await.unwrap();
+        let mut conn = db.write.acquire().await.unwrap();
+        for a in ["a", "b", "c"] {
+            append(&mut conn, &entry(a)).await.unwrap();
+        }
+        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 });
+
+        sqlx::query("UPDATE audit_log SET data = '{\"n\":2}' WHERE seq = 2").execute(&mut *conn).await.unwrap();
+        assert!(matches!(verify(&db.read).await.unwrap(), Verification::Broken { seq: 2, .. }));
+        sqlx::query("UPDATE audit_log SET data = '{\"n\":1}' WHERE seq = 2").execute(&mut *conn).await.unwrap();
+        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 });
+
+        sqlx::query("DELETE FROM audit_log WHERE seq = 2").execute(&mut *conn).await.unwrap();
+        assert!(matches!(verify(&db.read).await.unwrap(), Verification::Broken { seq: 3, .. }));
+    }
+}

@@ -1,0 +1,150 @@
+//! Storage: every SQL query lives under this module, one file per aggregate.
+//!
+//! SQLite is the embedded default. Writes go through a pool of exactly one
+//! connection, so write transactions are serialized in-process and never
+//! fail with `SQLITE_BUSY` on upgrade; reads use a separate pool. With
+//! PostgreSQL both pools become one.
+
+pub mod audit;
+pub mod directory;
+pub mod idempotency;
+pub mod proposals;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use rand::Rng;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::SqlitePool;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+#[derive(Clone, Debug)]
+pub struct Db {
+    /// Exactly one connection: all writes queue here.
+    pub write: SqlitePool,
+    /// Many connections for reads (WAL lets them run beside the writer).
+    pub read: SqlitePool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir { path: String, source: std::io::Error },
+    #[error("cannot open database {path}: {source}")]
+    Open { path: String, source: sqlx::Error },
+    #[error("cannot migrate database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Creates `dir` (and parents) with mode 0700, tightening it if it exists.
+pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mut perms = std::fs::metadata(dir)?.permissions();
+    if perms.mode() & 0o777 != 0o700 {
+        perms.set_mode(0o700);
+        std::fs::set_permissions(dir, perms)?;
+    }
+    Ok(())
+}
+
+impl Db {
+    /// Opens (creating if needed) the database in `data_dir` and migrates it.
+    pub async fn open(data_dir: &Path) -> Result<Db, OpenError> {
+        ensure_private_dir(data_dir)
+            .map_err(|source| OpenError::DataDir { path: data_dir.display().to_string(), source })?;
+        let path = data_dir.join("countersign.db");
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .expect("static options")
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let open_err = |source| OpenError::Open { path: path.display().to_string(), source };
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options.clone())
+            .await
+            .map_err(open_err)?;
+        MIGRATOR.run(&write).await?;
+        let read = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options.read_only(true))
+            .await
+            .map_err(open_err)?;
+        Ok(Db { write, read })
+    }
+
+    pub async fn close(&self) {
+        self.read.close().await;
+        self.write.close().await;
+    }
+}
+
+/// Timestamps are stored as fixed-width RFC 3339 UTC text with milliseconds,
+/// so they sort as text in both SQLite and PostgreSQL.
+pub fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub fn parse_ts(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
+}
+
+const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+
+/// A new id: `prefix_` + 26 characters, 48 bits of milliseconds then 80
+/// random bits (Crockford base32), so ids sort by creation time.
+pub fn new_id(prefix: &str, now: DateTime<Utc>) -> String {
+    let millis = now.timestamp_millis().max(0) as u128 & ((1 << 48) - 1);
+    let random: u128 = rand::thread_rng().gen::<u128>() & ((1 << 80) - 1);
+    let mut value = (millis << 80) | random;
+    let mut chars = [0u8; 26];
+    for c in chars.iter_mut().rev() {
+        *c = CROCKFORD[(value & 31) as usize];
+        value >>= 5;
+    }
+    format!("{prefix}_{}", std::str::from_utf8(&chars).expect("ascii"))
+}
+
+/// Whether an error is a unique-constraint violation (a typed conflict, not a failure).
+pub fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_sort_by_time() {
+        let t1 = parse_ts("2026-01-01T00:00:00.000Z");
+        let t2 = parse_ts("2026-01-01T00:00:00.001Z");
+        let a = new_id("prop", t1);
+        let b = new_id("prop", t2);
+        assert!(a < b);
+        assert_eq!(a.len(), "prop_".len() + 26);
+        assert!(a[5..].chars().all(|c| c.is_ascii_alphanumeric()));
+    }
+
+    #[tokio::test]
+    async fn opens_with_private_dir_and_wal() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("nested/data");
+        let db = Db::open(&dir).await.unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&db.write).await.unwrap();
+        assert_eq!(mode, "wal");
+        let sync: i64 = sqlx::query_scalar("PRAGMA synchronous").fetch_one(&db.write).await.unwrap();
+        assert_eq!(sync, 2, "FULL");
+        let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys").fetch_one(&db.read).await.unwrap();
+        assert_eq!(fk, 1);
+    }
+}

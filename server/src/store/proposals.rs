@@ -1,0 +1,264 @@
+//! Proposals and their approvals. State changes are compare-and-set
+//! (`UPDATE … WHERE status IN (…)`), checked for one affected row.
+
+use chrono::{DateTime, Utc};
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+
+use super::ts;
+use crate::domain::ProposalStatus;
+
+#[derive(Debug, Clone)]
+pub struct ProposalRow {
+    pub id: String,
+    pub tenant_id: String,
+    pub agent_id: String,
+    pub run_id: String,
+    pub kind: String,
+    pub status: ProposalStatus,
+    pub amount_minor: u64,
+    pub currency: String,
+    pub payee_id: String,
+    pub payee_trusted: bool,
+    pub canonical_request: String,
+    pub request_hash: String,
+    pub policy: String,
+    pub required_approvals: u8,
+    pub version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub expires_at: String,
+}
+
+const SELECT: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted FROM proposals p
+     LEFT JOIN payees py ON py.tenant_id = p.tenant_id AND py.id = p.payee_id";
+
+fn from_row(r: &sqlx::sqlite::SqliteRow) -> ProposalRow {
+    ProposalRow {
+        id: r.get("id"),
+        tenant_id: r.get("tenant_id"),
+        agent_id: r.get("agent_id"),
+        run_id: r.get("run_id"),
+        kind: r.get("kind"),
+        status: ProposalStatus::parse(r.get::<&str, _>("status")).unwrap_or(ProposalStatus::NeedsReview),
+        amount_minor: r.get::<i64, _>("amount_minor") as u64,
+        currency: r.get("currency"),
+        payee_id: r.get("payee_id"),
+        payee_trusted: r.get::<i64, _>("payee_trusted") != 0,
+        canonical_request: r.get("canonical_request"),
+        request_hash: r.get("request_hash"),
+        policy: r.get("policy"),
+        required_approvals: r.get::<i64, _>("required_approvals") as u8,
+        version: r.get("version"),
+        created_at: r.get("created_at"),
+        updated_at: r.get("updated_at"),
+        expires_at: r.get("expires_at"),
+    }
+}
+
+/// What `insert` needs; the row's version starts at 1.
+#[derive(Debug, Clone)]
+pub struct NewProposal<'a> {
+    pub id: &'a str,
+    pub tenant_id: &'a str,
+    pub agent_id: &'a str,
+    pub run_id: &'a str,
+    pub kind: &'a str,
+    pub status: ProposalStatus,
+    pub amount_minor: u64,
+    pub currency: &'a str,
+    pub payee_id: &'a str,
+    pub canonical_request: &'a str,
+    pub request_hash: &'a str,
+    pub policy: &'a str,
+    pub required_approvals: u8,
+    pub now: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The id of the proposal with the same canonical request in the same run, if any.
+pub async fn find_duplicate(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    agent: &str,
+    run_id: &str,
+    request_hash: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT id FROM proposals WHERE tenant_id = ? AND agent_id = ? AND run_id = ? AND request_hash = ?",
+    )
+    .bind(tenant)
+    .bind(agent)
+    .bind(run_id)
+    .bind(request_hash)
+    .fetch_optional(conn)
+    .await
+}
+
+pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::Result<()> {
+    let now = ts(p.now);
+    sqlx::query(
+        "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
+             canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+    )
+    .bind(p.id)
+    .bind(p.tenant_id)
+    .bind(p.agent_id)
+    .bind(p.run_id)
+    .bind(p.kind)
+    .bind(p.status.as_str())
+    .bind(p.amount_minor as i64)
+    .bind(p.currency)
+    .bind(p.payee_id)
+    .bind(p.canonical_request)
+    .bind(p.request_hash)
+    .bind(p.policy)
+    .bind(i64::from(p.required_approvals))
+    .bind(&now)
+    .bind(&now)
+    .bind(ts(p.expires_at))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The proposal `id` within `tenant`, or None (also for other tenants' ids).
+pub async fn get(pool: &SqlitePool, tenant: &str, id: &str) -> sqlx::Result<Option<ProposalRow>> {
+    let row = sqlx::query(&format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+/// Same as `get`, on a connection (inside a transaction).
+pub async fn get_in(conn: &mut SqliteConnection, tenant: &str, id: &str) -> sqlx::Result<Option<ProposalRow>> {
+    let row = sqlx::query(&format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+/// Filters for a listing; `cursor` is the id of the last item of the previous page.
+#[derive(Debug, Clone, Default)]
+pub struct Listing<'a> {
+    pub tenant_id: &'a str,
+    pub agent_id: Option<&'a str>,
+    pub status: Option<ProposalStatus>,
+    pub oldest_first: bool,
+    pub limit: u32,
+    pub cursor: Option<&'a str>,
+}
+
+/// One page plus whether more follow. Ids sort by creation time.
+pub async fn list(pool: &SqlitePool, l: &Listing<'_>) -> sqlx::Result<(Vec<ProposalRow>, bool)> {
+    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(SELECT);
+    q.push(" WHERE p.tenant_id = ").push_bind(l.tenant_id);
+    if let Some(agent) = l.agent_id {
+        q.push(" AND p.agent_id = ").push_bind(agent);
+    }
+    if let Some(status) = l.status {
+        q.push(" AND p.status = ").push_bind(status.as_str());
+    }
+    if let Some(cursor) = l.cursor {
+        q.push(if l.oldest_first { " AND p.id > " } else { " AND p.id < " }).push_bind(cursor);
+    }
+    q.push(if l.oldest_first { " ORDER BY p.id ASC" } else { " ORDER BY p.id DESC" });
+    q.push(" LIMIT ").push_bind(i64::from(l.limit) + 1);
+    let rows = q.build().fetch_all(pool).await?;
+    let more = rows.len() > l.limit as usize;
+    Ok((rows.iter().take(l.limit as usize).map(from_row).collect(), more))
+}
+
+/// Moves `id` to `to` if it is currently in one of `from`; bumps its version.
+/// Returns whether the row changed (false: someone else moved it first).
+pub async fn transition(
+    conn: &mut SqliteConnection,
+    id: &str,
+    from: &[ProposalStatus],
+    to: ProposalStatus,
+    now: DateTime<Utc>,
+) -> sqlx::Result<bool> {
+    debug_assert!(from.iter().all(|f| f.can_become(to)), "transition not allowed by the lifecycle");
+    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("UPDATE proposals SET status = ");
+    q.push_bind(to.as_str())
+        .push(", version = version + 1, updated_at = ")
+        .push_bind(ts(now))
+        .push(" WHERE id = ")
+        .push_bind(id)
+        .push(" AND status IN (");
+    let mut sep = q.separated(", ");
+    for f in from {
+        sep.push_bind(f.as_str());
+    }
+    q.push(")");
+    Ok(q.build().execute(conn).await?.rows_affected() == 1)
+}
+
+/// Pending proposals past their deadline: (id, tenant, request hash).
+pub async fn due_for_expiry(conn: &mut SqliteConnection, now: DateTime<Utc>) -> sqlx::Result<Vec<(String, String, String)>> {
+    let rows = sqlx::query(
+        "SELECT id, tenant_id, request_hash FROM proposals WHERE status = ? AND expires_at <= ? ORDER BY id LIMIT 500",
+    )
+    .bind(ProposalStatus::PendingApproval.as_str())
+    .bind(ts(now))
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.iter().map(|r| (r.get("id"), r.get("tenant_id"), r.get("request_hash"))).collect())
+}
+
+#[derive(Debug, Clone)]
+pub struct ApprovalRow {
+    pub proposal_id: String,
+    pub approver_id: String,
+    pub decision: String,
+    pub reason: Option<String>,
+    pub via: String,
+    pub amr: String,
+    pub at: String,
+}
+
+pub async fn insert_approval(conn: &mut SqliteConnection, a: &ApprovalRow) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO approvals (proposal_id, approver_id, decision, reason, via, amr, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&a.proposal_id)
+    .bind(&a.approver_id)
+    .bind(&a.decision)
+    .bind(&a.reason)
+    .bind(&a.via)
+    .bind(&a.amr)
+    .bind(&a.at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Approvals of the given proposals, in the order they were given.
+pub async fn approvals_of(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<ApprovalRow>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("SELECT * FROM approvals WHERE proposal_id IN (");
+    let mut sep = q.separated(", ");
+    for id in ids {
+        sep.push_bind(*id);
+    }
+    q.push(") ORDER BY at, rowid");
+    let rows = q.build().fetch_all(pool).await?;
+    Ok(rows
+        .iter()
+        .map(|r| ApprovalRow {
+            proposal_id: r.get("proposal_id"),
+            approver_id: r.get("approver_id"),
+            decision: r.get("decision"),
+            reason: r.get("reason"),
+            via: r.get("via"),
+            amr: r.get("amr"),
+            at: r.get("at"),
+        })
+        .collect())
+}
