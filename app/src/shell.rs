@@ -2,13 +2,35 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    StaticSegment,
+    path,
 };
 
-use crate::pages::home::HomePage;
+use crate::components::CsrfField;
+use crate::pages::{
+    admin::AdminPage, approve::ApprovePage, home::HomePage, login::LoginPage, proposal::ProposalPage,
+};
+use crate::views::Viewer;
+
+/// The script policy: only our own files and the hydration script carrying
+/// this response's nonce; WebAssembly may compile, nothing may `eval`.
+pub fn content_security_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+         img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; \
+         form-action 'self'; frame-ancestors 'none'"
+    )
+}
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let (Some(nonce), Some(response)) =
+        (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>())
+    {
+        if let Ok(value) = http::HeaderValue::from_str(&content_security_policy(&nonce)) {
+            response.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
+        }
+    }
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -28,18 +50,51 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    // The signed-in user is known on the server; share it with the browser
+    // during hydration so both render the same page.
+    let viewer = SharedValue::new(|| use_context::<Viewer>()).into_inner();
+    if let Some(v) = viewer.clone() {
+        provide_context(v);
+    }
     view! {
         <Stylesheet id="leptos" href="/pkg/countersign.css"/>
         <Title text="Countersign"/>
         <Router>
-            <header class="topbar">
-                <a class="brand" href="/">"Countersign"</a>
-            </header>
+            <TopBar viewer/>
             <main>
                 <Routes fallback=|| view! { <p class="notfound">"Page not found."</p> }>
-                    <Route path=StaticSegment("") view=HomePage/>
+                    <Route path=path!("/") view=HomePage/>
+                    <Route path=path!("/login") view=LoginPage/>
+                    <Route path=path!("/proposals/:id") view=ProposalPage/>
+                    <Route path=path!("/proposals/:id/approve") view=ApprovePage/>
+                    <Route path=path!("/admin") view=AdminPage/>
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+#[component]
+fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
+    let who = viewer.map(|v| {
+        let admin = v.is_admin().then(|| view! { <a href="/admin">"Admin"</a> });
+        let roles = v.roles.join(", ");
+        view! {
+            <nav class="who">
+                <a href="/">"Queue"</a>
+                {admin}
+                <span class="user" id="signed-in-as">{v.username.clone()}" "<span class="muted">{format!("({roles})")}</span></span>
+                <form method="post" action="/logout" class="inline">
+                    <CsrfField token=v.csrf_token.clone()/>
+                    <button type="submit" class="link">"Sign out"</button>
+                </form>
+            </nav>
+        }
+    });
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/">"Countersign"</a>
+            {who}
+        </header>
     }
 }

@@ -61,6 +61,11 @@ pub enum Command {
     },
     /// Load the demo tenant, users, agents, payees and sample proposals.
     Demo,
+    /// Approval-token signing keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// The audit trail.
     Audit {
         #[command(subcommand)]
@@ -147,6 +152,13 @@ pub struct PayeeAdd {
     /// Small payments to trusted payees may be approved by policy alone.
     #[arg(long)]
     pub trusted: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Generate a new signing key and make it active. Tokens signed with older
+    /// keys stay verifiable (the keys stay published in the JWKS).
+    Rotate,
 }
 
 #[derive(Subcommand, Debug)]
@@ -242,8 +254,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Demo => {
             let db = Db::open(&settings.data_dir).await?;
-            let summary = crate::demo::load(&db, &settings).await?;
+            let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
+            let summary = crate::demo::load(&db, &settings, &keys).await?;
             println!("{summary}");
+        }
+        Command::Keys { command: KeysCommand::Rotate } => {
+            crate::store::ensure_private_dir(&settings.data_dir)?;
+            let kid = crate::approval::keys::KeyStore::rotate(&settings.data_dir)?;
+            println!("new signing key {kid} is active; earlier keys remain published for verification");
         }
         Command::Audit { command: AuditCommand::Verify } => {
             let db = Db::open(&settings.data_dir).await?;

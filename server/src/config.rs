@@ -31,6 +31,8 @@ pub struct Settings {
     pub log_format: LogFormat,
     pub proposals: ProposalSettings,
     pub idempotency: IdempotencySettings,
+    pub approval: ApprovalSettings,
+    pub console: ConsoleSettings,
     /// The currencies this deployment accepts (ISO 4217, upper case).
     pub currencies: Vec<String>,
     /// The hard cap of each accepted currency, in minor units.
@@ -75,6 +77,34 @@ impl Default for IdempotencySettings {
     }
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalSettings {
+    /// Lifetime of an approval token: default 300 s, at most 900 s.
+    pub token_ttl_secs: u64,
+}
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        ApprovalSettings { token_ttl_secs: 300 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsoleSettings {
+    /// A console session ends after this long without a request.
+    pub idle_timeout_secs: u64,
+    /// ... and this long after sign-in, whatever happens.
+    pub absolute_timeout_secs: u64,
+}
+
+impl Default for ConsoleSettings {
+    fn default() -> Self {
+        ConsoleSettings { idle_timeout_secs: 30 * 60, absolute_timeout_secs: 12 * 3600 }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SlackSettings {
@@ -95,6 +125,8 @@ impl Default for Settings {
             log_format: LogFormat::Text,
             proposals: ProposalSettings::default(),
             idempotency: IdempotencySettings::default(),
+            approval: ApprovalSettings::default(),
+            console: ConsoleSettings::default(),
             currencies: caps.allowed().map(|c| c.code().to_owned()).collect(),
             currency_caps_minor: caps
                 .allowed()
@@ -105,6 +137,12 @@ impl Default for Settings {
         }
     }
 }
+
+/// The top-level keys of `Settings`, which `COUNTERSIGN_*` variables may set.
+const SETTINGS_KEYS: &[&str] = &[
+    "listen", "data_dir", "public_url", "site_root", "log_format", "proposals", "idempotency", "approval", "console",
+    "currencies", "currency_caps_minor", "policy", "slack",
+];
 
 /// Command-line values that override every other source.
 #[derive(Debug, Default, Clone)]
@@ -127,7 +165,17 @@ impl Settings {
             }
             figment = figment.merge(Toml::file_exact(path));
         }
-        figment = figment.merge(Env::prefixed("COUNTERSIGN_").split("__").ignore(&["config", "failpoint", "user_password", "log"]));
+        // Only variables naming a settings key are read: COUNTERSIGN_LOG,
+        // COUNTERSIGN_CONFIG, COUNTERSIGN_USER_PASSWORD and the like belong to
+        // other parts of the program.
+        figment = figment.merge(
+            Env::prefixed("COUNTERSIGN_")
+                .filter(|key| {
+                    let top = key.as_str().split("__").next().unwrap_or_default();
+                    SETTINGS_KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
+                })
+                .split("__"),
+        );
         if let Some(listen) = overrides.listen {
             figment = figment.merge(("listen", listen.to_string()));
         }
@@ -149,6 +197,12 @@ impl Settings {
         }
         if self.proposals.expiry_sweep_secs == 0 {
             return bad("proposals.expiry_sweep_secs", "must be greater than zero");
+        }
+        if !(1..=900).contains(&self.approval.token_ttl_secs) {
+            return bad("approval.token_ttl_secs", "must be between 1 and 900 seconds");
+        }
+        if self.console.idle_timeout_secs == 0 || self.console.absolute_timeout_secs == 0 {
+            return bad("console", "session timeouts must be greater than zero");
         }
         if self.idempotency.retention_hours <= 24 {
             return bad("idempotency.retention_hours", "must be more than 24 (the rail's key window)");

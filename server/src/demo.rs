@@ -8,6 +8,7 @@ use chrono::Utc;
 use serde_json::json;
 use std::fmt;
 
+use crate::approval::keys::KeyStore;
 use crate::config::Settings;
 use crate::proposals::{self, AgentPrincipal};
 use crate::state::AppState;
@@ -33,14 +34,14 @@ impl fmt::Display for DemoSummary {
     }
 }
 
-pub async fn load(db: &Db, settings: &Settings) -> anyhow::Result<DemoSummary> {
+pub async fn load(db: &Db, settings: &Settings, keys: &KeyStore) -> anyhow::Result<DemoSummary> {
     crate::provision::apply_toml(db, settings, "demo.toml", DEMO_TOML).await?;
     let agent = store::directory::agent(&mut *db.read.acquire().await?, "demo", "payout-bot")
         .await?
         .ok_or_else(|| anyhow::anyhow!("the demo agent was not created"))?;
     let agent = AgentPrincipal::from(agent);
     let (_trigger, shutdown) = crate::shutdown::channel();
-    let state = AppState::new(db.clone(), settings.clone(), shutdown);
+    let state = AppState::new(db.clone(), settings.clone(), keys.clone(), shutdown);
     let samples = [
         json!({"run_id": "demo-run-1", "amount_minor": 25000, "currency": "USD",
                "source_account": "acct_demo000000001234", "destination": "acct_acme0000000001",

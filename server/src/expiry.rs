@@ -24,6 +24,11 @@ pub async fn run(state: Shared, shutdown: Shutdown) {
             Ok(n) => tracing::info!(expired = n, "expired pending proposals"),
             Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
         }
+        match crate::approvals::expire_approvals(&state, now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(expired = n, "approvals expired unredeemed"),
+            Err(e) => tracing::error!(error = %e, "approval expiry sweep failed"),
+        }
         if let Err(e) = crate::store::idempotency::purge(&state.db.write, now, retention).await {
             tracing::error!(error = %e, "idempotency key purge failed");
         }

@@ -4,9 +4,12 @@
 //! `http`, `store` and the CLI depend on `domain` and `policy`, never the
 //! other way round.
 
+pub mod approval;
+pub mod approvals;
 pub mod changes;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod demo;
 pub mod domain;
 pub mod expiry;
@@ -20,3 +23,4 @@ pub mod startup;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod throttle;

@@ -266,7 +266,10 @@ mod tests {
             prop_assert!(!d.reasons.is_empty());
             match d.outcome {
                 Outcome::AutoApproved => prop_assert!(d.required_approvals == 0 && trusted && amount < 10_000),
-                Outcome::NeedsApproval => prop_assert!(d.required_approvals == if amount >= 1_000_000 { 2 } else { 1 }),
+                Outcome::NeedsApproval => {
+                    let expected = if amount >= 1_000_000 { 2 } else { 1 };
+                    prop_assert_eq!(d.required_approvals, expected)
+                }
                 Outcome::Denied => prop_assert!(!matches!(PurposeCode::ALL[p], PurposeCode::Vendor | PurposeCode::Refund)),
             }
         }

@@ -53,6 +53,8 @@ pub enum ProposeError {
     UnknownDestination(String),
     #[error("denied by policy")]
     Denied(Decision),
+    #[error("auto-approval failed: {0}")]
+    Approval(String),
     #[error(transparent)]
     Store(#[from] sqlx::Error),
 }
@@ -170,19 +172,27 @@ pub async fn propose(state: &AppState, agent: &AgentPrincipal, body: &Value, now
         store::proposals::find_duplicate(&mut tx, &agent.tenant_id, &agent.agent_id, run_id, hash.as_str()).await?
     {
         tx.rollback().await?;
-        let view = load_view(state, &agent.tenant_id, &existing).await?.ok_or(sqlx::Error::RowNotFound)?;
-        return Ok(Proposed::Existing(view));
+        return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
     }
     let id = store::new_id("prop", now);
-    insert_new(&mut tx, agent, &canonical, &hash, run_id, &decision, &id, now, state.settings.proposals.ttl_secs, summary).await?;
+    insert_new(state, &mut tx, agent, &canonical, &hash, run_id, &decision, &id, now, summary).await?;
     tx.commit().await?;
     state.changes.publish(&id);
-    let view = load_view(state, &agent.tenant_id, &id).await?.ok_or(sqlx::Error::RowNotFound)?;
-    Ok(Proposed::Created(view))
+    Ok(Proposed::Created(owned_view(state, agent, &id).await?))
 }
 
+async fn owned_view(state: &AppState, agent: &AgentPrincipal, id: &str) -> Result<ProposalView, ProposeError> {
+    for_agent(state, agent, id).await.map_err(|e| match e {
+        ActionError::Store(e) => ProposeError::Store(e),
+        _ => ProposeError::Store(sqlx::Error::RowNotFound),
+    })
+}
+
+/// Stores a new proposal (pending) with its audit entry; when policy approves
+/// it alone, the policy's approval goes through the same `grant` as a human's.
 #[allow(clippy::too_many_arguments)]
 async fn insert_new(
+    state: &AppState,
     tx: &mut sqlx::SqliteConnection,
     agent: &AgentPrincipal,
     canonical: &CanonicalRequest,
@@ -191,13 +201,8 @@ async fn insert_new(
     decision: &Decision,
     id: &str,
     now: DateTime<Utc>,
-    ttl_secs: u64,
     summary: Value,
-) -> sqlx::Result<()> {
-    let status = match decision.outcome {
-        Outcome::AutoApproved => ProposalStatus::Approved,
-        _ => ProposalStatus::PendingApproval,
-    };
+) -> Result<(), ProposeError> {
     let canonical_json = canonical.to_value().to_string();
     let policy_json = serde_json::to_string(decision).expect("decision serializes");
     store::proposals::insert(
@@ -208,7 +213,7 @@ async fn insert_new(
             agent_id: &agent.agent_id,
             run_id,
             kind: canonical.kind.as_str(),
-            status,
+            status: ProposalStatus::PendingApproval,
             amount_minor: canonical.amount_minor,
             currency: canonical.currency.code(),
             payee_id: canonical.destination.id.expose(),
@@ -217,38 +222,36 @@ async fn insert_new(
             policy: &policy_json,
             required_approvals: decision.required_approvals,
             now,
-            expires_at: now + Duration::seconds(ttl_secs as i64),
+            expires_at: now + Duration::seconds(state.settings.proposals.ttl_secs as i64),
         },
     )
     .await?;
-    let entry = |actor: String, action: &str, data: Value| AuditEntry {
+    let created = AuditEntry {
         tenant_id: Some(agent.tenant_id.clone()),
-        actor,
-        action: action.into(),
+        actor: agent.actor(),
+        action: "proposal.created".into(),
         proposal_id: Some(id.to_owned()),
         request_hash: Some(hash.to_string()),
-        data,
+        data: summary,
     };
-    store::audit::append(tx, &entry(agent.actor(), "proposal.created", summary)).await?;
+    store::audit::append(tx, &created).await?;
     if let Some(approver) = decision.auto_approver() {
-        store::proposals::insert_approval(
-            tx,
-            &store::proposals::ApprovalRow {
-                proposal_id: id.to_owned(),
-                approver_id: approver.clone(),
-                decision: "approve".into(),
-                reason: None,
-                via: "policy".into(),
-                amr: "policy".into(),
-                at: store::ts(now),
-            },
-        )
-        .await?;
-        store::audit::append(
-            tx,
-            &entry(approver, "proposal.approved", json!({"from": "pending_approval", "to": "approved", "via": "policy"})),
-        )
-        .await?;
+        let approval = store::proposals::ApprovalRow {
+            proposal_id: id.to_owned(),
+            round: 1,
+            approver_id: approver,
+            decision: "approve".into(),
+            reason: None,
+            via: "policy".into(),
+            amr: "policy".into(),
+            at: store::ts(now),
+        };
+        store::proposals::insert_approval(tx, &approval).await?;
+        let row = store::proposals::get_in(tx, &agent.tenant_id, id).await?.ok_or(sqlx::Error::RowNotFound)?;
+        crate::approvals::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
+            crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
+            other => ProposeError::Approval(other.to_string()),
+        })?;
     }
     Ok(())
 }
@@ -389,12 +392,20 @@ pub async fn load_view(state: &AppState, tenant: &str, id: &str) -> sqlx::Result
 }
 
 /// One of the agent's own proposals; another agent's or tenant's is "not found".
+/// Only here, for the owning agent, does the view carry the approval token.
 pub async fn for_agent(state: &AppState, agent: &AgentPrincipal, id: &str) -> Result<ProposalView, ActionError> {
     let row = store::proposals::get(&state.db.read, &agent.tenant_id, id)
         .await?
         .filter(|r| r.agent_id == agent.agent_id)
         .ok_or(ActionError::NotFound)?;
-    Ok(views(state, vec![row]).await?.pop().expect("one row in, one view out"))
+    let mut view = views(state, vec![row]).await?.pop().expect("one row in, one view out");
+    if view.status == ProposalStatus::Approved {
+        if let Some(token) = store::proposals::current_token(&state.db.read, id).await?.filter(|t| t.used_at.is_none()) {
+            view.approval_token = Some(token.token);
+            view.approval_expires_at = Some(token.expires_at);
+        }
+    }
+    Ok(view)
 }
 
 /// The agent withdraws its proposal while it is still waiting or approved.

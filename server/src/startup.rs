@@ -10,8 +10,9 @@ use crate::store::{self, Db};
 
 pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
     let db = Db::open(&settings.data_dir).await?;
+    let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
     if demo && store::directory::count_tenants(&db.read).await? == 0 {
-        let summary = crate::demo::load(&db, &settings).await?;
+        let summary = crate::demo::load(&db, &settings, &keys).await?;
         println!("{summary}");
     }
     let listener = TcpListener::bind(settings.listen)
@@ -20,9 +21,12 @@ pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
 
     let (trigger, shutdown) = crate::shutdown::channel();
-    let state = AppState::new(db.clone(), settings, shutdown.clone());
+    let state = AppState::new(db.clone(), settings, keys, shutdown.clone());
     let housekeeping = tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone()));
-    let app = crate::http::router(state.clone());
+    let sessions = tower_sessions_sqlx_store::SqliteStore::new(db.write.clone());
+    sessions.migrate().await?;
+    let app = crate::http::router(state.clone(), sessions)
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
 
     // Tests and scripts read this line to learn the port: keep its shape.
     println!("countersign listening on http://{addr}");

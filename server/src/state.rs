@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::approval::keys::KeyStore;
 use crate::changes::Changes;
 use crate::config::Settings;
 use crate::domain::CurrencyRules;
@@ -13,6 +14,10 @@ pub struct AppState {
     pub settings: Settings,
     pub currencies: CurrencyRules,
     pub changes: Changes,
+    /// Approval-token signing keys.
+    pub keys: KeyStore,
+    /// Failed sign-in counters.
+    pub throttle: crate::throttle::Throttle,
     /// Fires when the server starts shutting down (long-polls return early).
     pub shutdown: Shutdown,
 }
@@ -20,8 +25,8 @@ pub struct AppState {
 pub type Shared = Arc<AppState>;
 
 impl AppState {
-    pub fn new(db: Db, settings: Settings, shutdown: Shutdown) -> Shared {
+    pub fn new(db: Db, settings: Settings, keys: KeyStore, shutdown: Shutdown) -> Shared {
         let currencies = settings.currency_rules();
-        Arc::new(AppState { db, settings, currencies, changes: Changes::default(), shutdown })
+        Arc::new(AppState { db, settings, currencies, changes: Changes::default(), keys, throttle: Default::default(), shutdown })
     }
 }

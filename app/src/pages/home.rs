@@ -1,19 +1,28 @@
 use leptos::prelude::*;
 
-/// Placeholder landing page. It proves the SSR + hydration pipeline: the
-/// `data-hydrated` attribute flips to `true` only once the wasm bundle runs.
+use crate::pages::queue::QueuePage;
+use crate::views::Viewer;
+
+/// `/`: the queue for a signed-in user, a welcome with a sign-in link otherwise.
+/// The `data-hydrated` attribute flips to `true` once the wasm bundle runs.
 #[component]
 pub fn HomePage() -> impl IntoView {
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
+    let signed_in = use_context::<Viewer>().is_some();
     view! {
-        <section class="home" data-hydrated=move || hydrated.get().to_string()>
-            <h1>"Countersign"</h1>
-            <p>
-                "Agents propose payments. Humans approve them. "
-                "Only an approved, exact request reaches the payment rail."
-            </p>
-            <p class="muted">"The review console is being built: sign-in and the approval queue come next."</p>
-        </section>
+        <div class="home" data-hydrated=move || hydrated.get().to_string()>
+            {if signed_in {
+                view! { <QueuePage/> }.into_any()
+            } else {
+                view! {
+                    <section class="card narrow">
+                        <h1>"Countersign"</h1>
+                        <p>"Agents propose payments. Humans approve them. Only an approved, exact request reaches the payment rail."</p>
+                        <p><a class="button primary" href="/login">"Sign in"</a></p>
+                    </section>
+                }.into_any()
+            }}
+        </div>
     }
 }

@@ -1,1 +1,6 @@
+pub mod admin;
+pub mod approve;
 pub mod home;
+pub mod login;
+pub mod proposal;
+pub mod queue;

@@ -68,6 +68,26 @@ impl std::fmt::Display for RequestHash {
 }
 
 impl CanonicalRequest {
+    /// The payment restated in one sentence, for humans:
+    /// "Pay Acme Supplies Ltd, invoice 1842, 250.00 USD, for vendor, from acct_…1234".
+    pub fn sentence(&self) -> String {
+        let amount = self.currency.format_minor(self.amount_minor);
+        match self.kind {
+            ProposalKind::Transfer => {
+                let invoice = self.invoice_id.as_ref().map(|i| format!(", invoice {i}")).unwrap_or_default();
+                format!(
+                    "Pay {}{invoice}, {amount}, for {}, from {}",
+                    self.destination.legal_name, self.purpose_code, self.source_account
+                )
+            }
+            ProposalKind::Reversal => {
+                let transfer = self.transfer_id.as_ref().map(|t| format!(" (transfer {t})")).unwrap_or_default();
+                let reason = self.reason_code.map(|r| format!(", reason {r}")).unwrap_or_default();
+                format!("Reverse {amount} paid to {}{transfer}{reason}", self.destination.legal_name)
+            }
+        }
+    }
+
     pub fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("a canonical request always serializes")
     }
@@ -107,6 +127,18 @@ pub(crate) mod tests {
             transfer_id: None,
             reason_code: None,
         }
+    }
+
+    #[test]
+    fn restates_the_payment_in_one_sentence() {
+        assert_eq!(
+            sample().sentence(),
+            "Pay Acme Supplies Ltd, invoice 1842, 250.00 USD, for vendor, from acct_…cdef"
+        );
+        let mut jpy = sample();
+        jpy.currency = Currency::parse("JPY").unwrap();
+        jpy.invoice_id = None;
+        assert_eq!(jpy.sentence(), "Pay Acme Supplies Ltd, 25,000 JPY, for vendor, from acct_…cdef");
     }
 
     #[test]

@@ -75,7 +75,7 @@ fn group_thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -236,7 +236,8 @@ mod tests {
         fn formatting_round_trips_the_digits(minor in 0u64..10_000_000_000_000) {
             let s = usd().format_minor(minor);
             let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
-            prop_assert_eq!(digits.trim_start_matches('0'), minor.to_string().trim_start_matches('0'));
+            let expected = minor.to_string();
+            prop_assert_eq!(digits.trim_start_matches('0'), expected.trim_start_matches('0'));
         }
     }
 }

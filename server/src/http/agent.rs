@@ -28,6 +28,7 @@ impl From<ProposeError> for ApiError {
             ProposeError::UnknownDestination(masked) => ApiError::UnknownDestination(masked),
             ProposeError::Denied(decision) => ApiError::PolicyDenied(decision),
             ProposeError::Store(e) => e.into(),
+            ProposeError::Approval(message) => ApiError::Internal(message.into()),
         }
     }
 }

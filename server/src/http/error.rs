@@ -29,6 +29,8 @@ pub enum ApiError {
     Unauthenticated,
     #[error("this credential may not do that")]
     Forbidden,
+    #[error("{0}")]
+    ForbiddenBecause(&'static str),
     #[error("no such object")]
     NotFound,
     #[error("the proposal is {0}")]
@@ -63,7 +65,7 @@ impl ApiError {
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthenticated => StatusCode::UNAUTHORIZED,
-            Forbidden | PolicyDenied(_) => StatusCode::FORBIDDEN,
+            Forbidden | ForbiddenBecause(_) | PolicyDenied(_) => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
             InvalidState(_) | IdempotencyKeyInUse => StatusCode::CONFLICT,
             Validation(_) | UnknownDestination(_) | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
@@ -79,7 +81,7 @@ impl ApiError {
             PayloadTooLarge => "payload_too_large",
             UnsupportedMediaType => "unsupported_media_type",
             Unauthenticated => "unauthenticated",
-            Forbidden => "forbidden",
+            Forbidden | ForbiddenBecause(_) => "forbidden",
             NotFound => "not_found",
             InvalidState(_) => "invalid_state",
             IdempotencyKeyInUse => "idempotency_key_in_use",

@@ -1,46 +1,98 @@
-//! HTTP: the agent API, the console (Leptos), health, and the layers every
-//! response goes through (request id, security headers).
+//! HTTP: the agent API, the console (pages, forms, JSON), health, and the
+//! layers every response goes through (request id, security headers).
 
 pub mod agent;
+pub mod console;
+pub mod csrf;
 pub mod error;
 pub mod extract;
 pub mod openapi;
+pub mod session;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue};
+use axum::http::{header, HeaderName, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use rand::RngCore;
+use std::sync::Arc;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::state::Shared;
 use error::{ApiError, REQUEST_ID};
 
+/// The console's session cookie.
+pub const SESSION_COOKIE: &str = "countersign_session";
+
 /// Every route of the server.
-pub fn router(state: Shared) -> Router {
-    let api = Router::new()
+pub fn router(state: Shared, sessions: SqliteStore) -> Router {
+    let session_layer = SessionManagerLayer::new(sessions)
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        .with_same_site(SameSite::Strict)
+        .with_secure(state.settings.secure_cookies())
+        .with_expiry(Expiry::OnInactivity(time::Duration::seconds(state.settings.console.idle_timeout_secs as i64)));
+    let csrf = middleware::from_fn_with_state(state.clone(), csrf::guard);
+
+    let agent_api = Router::new()
         .route("/proposals", post(agent::create).get(agent::list))
         .route("/proposals/{id}", get(agent::get))
         .route("/proposals/{id}/cancel", post(agent::cancel))
-        .fallback(|| async { ApiError::NotFound })
         .with_state(state.clone());
+    let console_api = Router::new()
+        .route("/session", post(console::sign_in_json).delete(console::sign_out_json))
+        .route("/queue", get(console::queue))
+        .route("/proposals/{id}/approvals", post(console::decide_json))
+        .with_state(state.clone())
+        .layer(csrf.clone())
+        .layer(session_layer.clone());
+    let api = agent_api.merge(console_api).fallback(|| async { ApiError::NotFound });
 
     let leptos_options = leptos_options(&state);
-    let routes = generate_route_list(app::App);
-    let console = Router::new()
-        .leptos_routes(&leptos_options, routes, {
-            let options = leptos_options.clone();
-            move || app::shell(options.clone())
-        })
+    let port = app::console::Port(Arc::new(crate::console::ConsoleService { state: state.clone() }));
+    let pages = Router::new()
+        .leptos_routes_with_context(
+            &leptos_options,
+            generate_route_list(app::App),
+            move || {
+                provide_context(port.clone());
+                if let Some(parts) = leptos::prelude::use_context::<axum::http::request::Parts>() {
+                    if let Some(viewer) = parts.extensions.get::<app::views::Viewer>() {
+                        provide_context(viewer.clone());
+                    }
+                }
+            },
+            {
+                let options = leptos_options.clone();
+                move || app::shell(options.clone())
+            },
+        )
         .fallback(leptos_axum::file_and_error_handler(app::shell))
         .with_state(leptos_options);
+    let forms = Router::new()
+        .route("/login", post(console::sign_in_form))
+        .route("/logout", post(console::sign_out_form))
+        .route("/proposals/{id}/decision", post(console::decide_form))
+        .route("/admin/users", post(console::admin_add_user))
+        .route("/admin/agents", post(console::admin_add_agent))
+        .route("/admin/payees", post(console::admin_add_payee))
+        .with_state(state.clone());
+    let console = forms
+        .merge(pages)
+        .layer(middleware::from_fn_with_state(state.clone(), console::load_viewer))
+        .layer(csrf)
+        .layer(session_layer);
 
     Router::new()
         .nest("/api/v1", api)
         .route("/openapi.json", get(openapi_json))
+        .route("/.well-known/jwks.json", get(jwks))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .with_state(state)
@@ -61,6 +113,14 @@ async fn openapi_json(State(state): State<Shared>) -> Json<serde_json::Value> {
     Json(openapi::document(&state.settings.public_url))
 }
 
+/// `GET /.well-known/jwks.json` — every signing key, public parts only.
+async fn jwks(State(state): State<Shared>) -> Response {
+    let _ = state.keys.reload();
+    let mut response = Json(state.keys.jwks()).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=60"));
+    response
+}
+
 async fn readyz(State(state): State<Shared>) -> Response {
     match sqlx::query("SELECT 1").execute(&state.db.read).await {
         Ok(_) => "ready".into_response(),
@@ -69,7 +129,9 @@ async fn readyz(State(state): State<Shared>) -> Response {
 }
 
 /// Gives every request an id (echoed in `X-Request-Id` and error bodies) and
-/// sets the security headers on every response.
+/// sets the security headers on every response. Pages set their own
+/// Content-Security-Policy (with the hydration script's nonce); everything
+/// else gets one that allows nothing.
 async fn request_context(req: Request, next: Next) -> Response {
     let mut bytes = [0u8; 12];
     rand::thread_rng().fill_bytes(&mut bytes);
@@ -85,6 +147,12 @@ async fn request_context(req: Request, next: Next) -> Response {
         if let Ok(v) = HeaderValue::from_str(value) {
             headers.insert(HeaderName::from_static(name), v);
         }
+    }
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
+        );
     }
     response
 }

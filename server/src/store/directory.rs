@@ -363,3 +363,40 @@ pub async fn payee(pool: &SqlitePool, tenant: &str, id: &str) -> sqlx::Result<Op
         trusted: r.get::<i64, _>("trusted") != 0,
     }))
 }
+
+/// The stored password hash of a user (only the sign-in path reads it).
+pub async fn password_hash(pool: &SqlitePool, user_id: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await
+}
+
+/// Users of a tenant, by username.
+pub async fn users_of(conn: &mut SqliteConnection, tenant: &str) -> sqlx::Result<Vec<User>> {
+    let rows = sqlx::query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username").bind(tenant).fetch_all(&mut *conn).await?;
+    let mut users = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let limits = limits_of(&mut *conn, row.get::<&str, _>("id")).await?;
+        users.push(user_from_row(row, limits));
+    }
+    Ok(users)
+}
+
+/// Agents of a tenant, by id.
+pub async fn agents_of(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<Agent>> {
+    let rows = sqlx::query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
+    Ok(rows.iter().map(agent_from_row).collect())
+}
+
+/// Payees of a tenant, by legal name.
+pub async fn payees_of(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<Payee>> {
+    let rows =
+        sqlx::query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY legal_name").bind(tenant).fetch_all(pool).await?;
+    Ok(rows
+        .iter()
+        .map(|r| Payee {
+            tenant_id: r.get("tenant_id"),
+            id: r.get("id"),
+            legal_name: r.get("legal_name"),
+            trusted: r.get::<i64, _>("trusted") != 0,
+        })
+        .collect())
+}

@@ -24,6 +24,8 @@ pub struct ProposalRow {
     pub policy: String,
     pub required_approvals: u8,
     pub version: i64,
+    /// Approvals of this round count; a new round starts when an approval expires.
+    pub approval_round: i64,
     pub created_at: String,
     pub updated_at: String,
     pub expires_at: String,
@@ -49,6 +51,7 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> ProposalRow {
         policy: r.get("policy"),
         required_approvals: r.get::<i64, _>("required_approvals") as u8,
         version: r.get("version"),
+        approval_round: r.get("approval_round"),
         created_at: r.get("created_at"),
         updated_at: r.get("updated_at"),
         expires_at: r.get("expires_at"),
@@ -213,6 +216,7 @@ pub async fn due_for_expiry(conn: &mut SqliteConnection, now: DateTime<Utc>) -> 
 #[derive(Debug, Clone)]
 pub struct ApprovalRow {
     pub proposal_id: String,
+    pub round: i64,
     pub approver_id: String,
     pub decision: String,
     pub reason: Option<String>,
@@ -221,11 +225,21 @@ pub struct ApprovalRow {
     pub at: String,
 }
 
+/// Records a decision. A person counts once per round: a second approval by
+/// the same person is a unique violation; a rejection replaces their approval.
 pub async fn insert_approval(conn: &mut SqliteConnection, a: &ApprovalRow) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO approvals (proposal_id, approver_id, decision, reason, via, amr, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
+    let conflict = if a.decision == "reject" {
+        " ON CONFLICT (proposal_id, round, approver_id) DO UPDATE SET decision = excluded.decision,
+             reason = excluded.reason, via = excluded.via, amr = excluded.amr, at = excluded.at"
+    } else {
+        ""
+    };
+    sqlx::query(&format!(
+        "INSERT INTO approvals (proposal_id, round, approver_id, decision, reason, via, amr, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?){conflict}"
+    ))
     .bind(&a.proposal_id)
+    .bind(a.round)
     .bind(&a.approver_id)
     .bind(&a.decision)
     .bind(&a.reason)
@@ -237,22 +251,26 @@ pub async fn insert_approval(conn: &mut SqliteConnection, a: &ApprovalRow) -> sq
     Ok(())
 }
 
-/// Approvals of the given proposals, in the order they were given.
+/// Approvals of the current round of the given proposals, in the order given.
 pub async fn approvals_of(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<ApprovalRow>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("SELECT * FROM approvals WHERE proposal_id IN (");
+    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(
+        "SELECT a.* FROM approvals a JOIN proposals p ON p.id = a.proposal_id AND a.round = p.approval_round
+         WHERE a.proposal_id IN (",
+    );
     let mut sep = q.separated(", ");
     for id in ids {
         sep.push_bind(*id);
     }
-    q.push(") ORDER BY at, rowid");
+    q.push(") ORDER BY a.at, a.rowid");
     let rows = q.build().fetch_all(pool).await?;
     Ok(rows
         .iter()
         .map(|r| ApprovalRow {
             proposal_id: r.get("proposal_id"),
+            round: r.get("round"),
             approver_id: r.get("approver_id"),
             decision: r.get("decision"),
             reason: r.get("reason"),
@@ -261,4 +279,113 @@ pub async fn approvals_of(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<A
             at: r.get("at"),
         })
         .collect())
+}
+
+/// Approvals (decision `approve`) of one round, in the order given.
+pub async fn approvals_in_round(conn: &mut SqliteConnection, id: &str, round: i64) -> sqlx::Result<Vec<ApprovalRow>> {
+    let rows = sqlx::query(
+        "SELECT * FROM approvals WHERE proposal_id = ? AND round = ? AND decision = 'approve' ORDER BY at, rowid",
+    )
+    .bind(id)
+    .bind(round)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| ApprovalRow {
+            proposal_id: r.get("proposal_id"),
+            round: r.get("round"),
+            approver_id: r.get("approver_id"),
+            decision: r.get("decision"),
+            reason: r.get("reason"),
+            via: r.get("via"),
+            amr: r.get("amr"),
+            at: r.get("at"),
+        })
+        .collect())
+}
+
+/// Marks a change that is not a status change (an approval short of the
+/// required count), so pollers see a new version.
+pub async fn touch(conn: &mut SqliteConnection, id: &str, now: DateTime<Utc>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE proposals SET version = version + 1, updated_at = ? WHERE id = ?")
+        .bind(ts(now))
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone)]
+pub struct TokenRow {
+    pub jti: String,
+    pub proposal_id: String,
+    pub round: i64,
+    pub token: String,
+    pub kid: String,
+    pub issued_at: String,
+    pub expires_at: String,
+    pub used_at: Option<String>,
+}
+
+pub async fn insert_token(conn: &mut SqliteConnection, t: &TokenRow) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO approval_tokens (jti, proposal_id, round, token, kid, issued_at, expires_at, used_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+    )
+    .bind(&t.jti)
+    .bind(&t.proposal_id)
+    .bind(t.round)
+    .bind(&t.token)
+    .bind(&t.kid)
+    .bind(&t.issued_at)
+    .bind(&t.expires_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The token of the proposal's current round, if one was minted.
+pub async fn current_token(pool: &SqlitePool, proposal_id: &str) -> sqlx::Result<Option<TokenRow>> {
+    let row = sqlx::query(
+        "SELECT t.* FROM approval_tokens t JOIN proposals p ON p.id = t.proposal_id AND t.round = p.approval_round
+         WHERE t.proposal_id = ?",
+    )
+    .bind(proposal_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| TokenRow {
+        jti: r.get("jti"),
+        proposal_id: r.get("proposal_id"),
+        round: r.get("round"),
+        token: r.get("token"),
+        kid: r.get("kid"),
+        issued_at: r.get("issued_at"),
+        expires_at: r.get("expires_at"),
+        used_at: r.get("used_at"),
+    }))
+}
+
+/// Approved proposals whose current token expired unredeemed before `cutoff`:
+/// (id, tenant, request hash).
+pub async fn approvals_expired_before(
+    conn: &mut SqliteConnection,
+    cutoff: DateTime<Utc>,
+) -> sqlx::Result<Vec<(String, String, String)>> {
+    let rows = sqlx::query(
+        "SELECT p.id, p.tenant_id, p.request_hash FROM proposals p
+         JOIN approval_tokens t ON t.proposal_id = p.id AND t.round = p.approval_round
+         WHERE p.status = 'approved' AND t.used_at IS NULL AND t.expires_at < ?
+         ORDER BY p.id LIMIT 500",
+    )
+    .bind(ts(cutoff))
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.iter().map(|r| (r.get("id"), r.get("tenant_id"), r.get("request_hash"))).collect())
+}
+
+/// Starts a new approval round (after an approval expired unredeemed).
+pub async fn next_round(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE proposals SET approval_round = approval_round + 1 WHERE id = ?").bind(id).execute(conn).await?;
+    Ok(())
 }

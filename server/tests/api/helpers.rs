@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,6 +24,8 @@ pub const ACME_SOURCE: &str = "acct_0123456789abcdef";
 /// Payees of tenant acme.
 pub const ACME_TRUSTED_PAYEE: &str = "acct_acme0000000001";
 pub const ACME_PAYEE: &str = "ba_northwind0007";
+/// Source account configured for the globex agent (not for acme's).
+pub const GLOBEX_SOURCE: &str = "acct_fedcba9876543210";
 /// A payee that only tenant globex has.
 pub const GLOBEX_PAYEE: &str = "acct_globex000000001";
 
@@ -122,23 +126,88 @@ pub struct TestServer {
 
 /// Runs the CLI against `data_dir` with `config`; returns (exit code, stdout, stderr).
 pub async fn cli(config: &Path, data_dir: &Path, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    cli_env(config, data_dir, args, stdin, &[]).await
+}
+
+/// Like [`cli`], with extra environment variables for the child only (tests
+/// run in parallel in one process, so they never touch their own environment).
+/// Gives up after 60 s, so a command that unexpectedly keeps running (e.g.
+/// `serve` with a config that should have been refused) fails the test.
+pub async fn cli_env(
+    config: &Path,
+    data_dir: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     use tokio::io::AsyncWriteExt;
     let mut cmd = Command::new(BIN);
     cmd.arg("--config").arg(config).arg("--data-dir").arg(data_dir).args(args);
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     cmd.env_remove("COUNTERSIGN_USER_PASSWORD");
+    cmd.envs(env.iter().copied());
     let mut child = cmd.spawn().expect("spawn countersign");
     let mut pipe = child.stdin.take().expect("stdin");
     if let Some(input) = stdin {
         pipe.write_all(input.as_bytes()).await.expect("write stdin");
     }
     drop(pipe);
-    let out = child.wait_with_output().await.expect("countersign runs");
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("countersign {args:?} did not exit within 60 s"))
+        .expect("countersign runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// A directory with a config file and a (not yet created) data directory,
+/// for CLI tests that need no running server.
+pub struct Scratch {
+    pub dir: TempDir,
+    pub config: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(config: &str) -> Scratch {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config_path = dir.path().join("countersign.toml");
+        std::fs::write(&config_path, config).expect("write config");
+        Scratch { dir, config: config_path }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Writes `text` to `name` inside the scratch directory; returns its path.
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).expect("write file");
+        path
+    }
+
+    pub async fn cli(&self, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+        cli(&self.config, &self.data_dir(), args, stdin).await
+    }
+
+    pub async fn db(&self) -> sqlx::SqlitePool {
+        open_db(&self.data_dir()).await
+    }
+}
+
+/// A read-write connection pool to the database in `data_dir`.
+pub async fn open_db(data_dir: &Path) -> sqlx::SqlitePool {
+    sqlx::SqlitePool::connect(&format!("sqlite://{}", data_dir.join("countersign.db").display()))
+        .await
+        .expect("open database")
+}
+
+/// `SELECT COUNT(*) …` (or any single integer) on `pool`.
+pub async fn scalar(pool: &sqlx::SqlitePool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 impl TestServer {
@@ -163,6 +232,20 @@ impl TestServer {
     /// Starts `countersign serve` on a random port and waits for its
     /// "listening on" line (no sleeping until ready).
     pub async fn spawn(dir: TempDir, config: PathBuf) -> TestServer {
+        Self::spawn_env(dir, config, &[]).await
+    }
+
+    /// [`TestServer::spawn`] with extra environment variables for the server.
+    pub async fn spawn_env(dir: TempDir, config: PathBuf, env: &[(&str, &str)]) -> TestServer {
+        Self::spawn_inner(dir, config, env, Stdio::inherit()).await
+    }
+
+    /// [`TestServer::spawn_env`], with the server's stderr (its logs) written to `log`.
+    pub async fn spawn_logging(dir: TempDir, config: PathBuf, env: &[(&str, &str)], log: std::fs::File) -> TestServer {
+        Self::spawn_inner(dir, config, env, Stdio::from(log)).await
+    }
+
+    async fn spawn_inner(dir: TempDir, config: PathBuf, env: &[(&str, &str)], stderr: Stdio) -> TestServer {
         let mut child = Command::new(BIN)
             .arg("--config")
             .arg(&config)
@@ -170,8 +253,9 @@ impl TestServer {
             .arg(dir.path().join("data"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("COUNTERSIGN_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("spawn countersign serve");
@@ -234,10 +318,210 @@ impl TestServer {
     /// A direct read-write connection to the server's database, for tests
     /// that tamper with rows.
     pub async fn db(&self) -> sqlx::SqlitePool {
-        sqlx::SqlitePool::connect(&format!("sqlite://{}", self.data_dir().join("countersign.db").display()))
-            .await
-            .expect("open database")
+        open_db(&self.data_dir()).await
     }
+
+    /// The CLI with `stdin` (e.g. a password).
+    pub async fn cli_stdin(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
+        cli(&self.config, &self.data_dir(), args, Some(stdin)).await
+    }
+
+    /// `POST /api/v1/proposals` with `body` as agent `key`.
+    pub async fn propose_as(&self, key: &str, body: &Value) -> Reply {
+        send(self.post_json("/api/v1/proposals", key, body)).await
+    }
+
+    /// `POST /api/v1/proposals` with a raw body and content type, as the acme bot.
+    pub async fn propose_raw(&self, content_type: Option<&str>, body: impl Into<reqwest::Body>) -> Reply {
+        let mut rb = self.client.post(self.url("/api/v1/proposals")).bearer_auth(ACME_BOT_KEY).body(body);
+        if let Some(ct) = content_type {
+            rb = rb.header(reqwest::header::CONTENT_TYPE, ct);
+        }
+        send(rb).await
+    }
+
+    /// Proposes `body` as the acme bot and insists on 201; returns the proposal.
+    pub async fn create(&self, body: &Value) -> Value {
+        let r = self.propose_as(ACME_BOT_KEY, body).await;
+        assert_eq!(r.status, 201, "propose {body}: {}", r.text);
+        r.body
+    }
+
+    /// `GET /api/v1/proposals/{id}` as `key`.
+    pub async fn get_proposal(&self, key: &str, id: &str) -> Reply {
+        send(self.get(&format!("/api/v1/proposals/{id}"), key)).await
+    }
+
+    /// `GET /api/v1/proposals?{query}` as `key`.
+    pub async fn list(&self, key: &str, query: &str) -> Reply {
+        send(self.get(&format!("/api/v1/proposals?{query}"), key)).await
+    }
+
+    /// `POST /api/v1/proposals/{id}/cancel` as `key` (no body).
+    pub async fn cancel(&self, key: &str, id: &str) -> Reply {
+        send(self.client.post(self.url(&format!("/api/v1/proposals/{id}/cancel"))).bearer_auth(key)).await
+    }
+
+    /// Every proposal id the agent `key` can list, following every page.
+    pub async fn all_ids(&self, key: &str) -> Vec<String> {
+        let mut ids = Vec::new();
+        let mut query = "limit=100".to_owned();
+        loop {
+            let page = self.list(key, &query).await;
+            assert_eq!(page.status, 200, "{}", page.text);
+            ids.extend(page.body["data"].as_array().expect("data").iter().map(|p| p["id"].as_str().unwrap().to_owned()));
+            match page.body["next_cursor"].as_str() {
+                Some(c) => query = format!("limit=100&cursor={c}"),
+                None => return ids,
+            }
+        }
+    }
+
+    /// One integer from the server's database.
+    pub async fn scalar(&self, sql: &str) -> i64 {
+        scalar(&self.db().await, sql).await
+    }
+
+    /// The audit actions recorded for `proposal_id`, oldest first.
+    pub async fn audit_actions(&self, proposal_id: &str) -> Vec<String> {
+        sqlx::query_scalar("SELECT action FROM audit_log WHERE proposal_id = ? ORDER BY seq")
+            .bind(proposal_id)
+            .fetch_all(&self.db().await)
+            .await
+            .expect("audit rows")
+    }
+}
+
+/// A response, fully read: status, headers, raw text and parsed JSON
+/// (`Null` when the body is empty or not JSON).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The `field` of every entry of `error.details`.
+    pub fn detail_fields(&self) -> BTreeSet<String> {
+        self.body["error"]["details"]
+            .as_array()
+            .map(|d| d.iter().filter_map(|e| e["field"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The `rule` of every entry of `error.details` (policy reasons).
+    pub fn detail_rules(&self) -> Vec<String> {
+        self.body["error"]["details"]
+            .as_array()
+            .map(|d| d.iter().filter_map(|e| e["rule"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Asserts an error response: `status`, the envelope
+    /// `{"error": {code, message, details, request_id}}` with `code`, and the
+    /// `X-Request-Id` header naming the same request.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(self.status, status, "expected {status} {code}, got: {}", self.text);
+        assert_envelope(&self.body, code);
+        assert_eq!(
+            self.header("x-request-id"),
+            self.body["error"]["request_id"].as_str(),
+            "X-Request-Id header and error.request_id differ"
+        );
+    }
+}
+
+/// Asserts `body` is exactly `{"error": {...}}` with the contract's members.
+#[track_caller]
+pub fn assert_envelope(body: &Value, code: &str) {
+    let outer = body.as_object().unwrap_or_else(|| panic!("error body is not an object: {body}"));
+    assert_eq!(outer.keys().collect::<Vec<_>>(), ["error"], "error body has exactly one member, `error`: {body}");
+    let e = &body["error"];
+    assert_eq!(e["code"], code, "{body}");
+    assert!(e["message"].as_str().is_some_and(|m| !m.trim().is_empty()), "error.message is a non-empty string: {body}");
+    assert!(e["details"].is_array(), "error.details is an array: {body}");
+    assert!(e["request_id"].as_str().is_some_and(|r| !r.is_empty()), "error.request_id is a non-empty string: {body}");
+}
+
+pub async fn send(rb: reqwest::RequestBuilder) -> Reply {
+    let r = rb.send().await.expect("request");
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let text = r.text().await.expect("body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Reply { status, headers, text, body }
+}
+
+/// `base` with the members of `changes` set (a `null` change removes the member).
+pub fn with(base: Value, changes: Value) -> Value {
+    let mut out = base;
+    for (k, v) in changes.as_object().expect("changes is an object") {
+        if v.is_null() {
+            out.as_object_mut().unwrap().remove(k);
+        } else {
+            out[k] = v.clone();
+        }
+    }
+    out
+}
+
+/// A valid transfer for globex's payout bot.
+pub fn globex_transfer() -> Value {
+    serde_json::json!({
+        "run_id": "run-42",
+        "amount_minor": 25000,
+        "currency": "USD",
+        "source_account": GLOBEX_SOURCE,
+        "destination": GLOBEX_PAYEE,
+        "reference": "Globex invoice 7",
+        "purpose_code": "vendor"
+    })
+}
+
+/// RFC 8785 (JCS) serialization of JSON holding only strings, integers,
+/// booleans, nulls, arrays and objects: members sorted by UTF-16 code units.
+pub fn jcs(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            let members: Vec<String> =
+                entries.iter().map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), jcs(v))).collect();
+            format!("{{{}}}", members.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(jcs).collect::<Vec<_>>().join(",")),
+        Value::Number(n) => {
+            assert!(n.is_i64() || n.is_u64(), "only integers in canonical JSON: {n}");
+            n.to_string()
+        }
+        other => serde_json::to_string(other).unwrap(),
+    }
+}
+
+/// `sha256:` + lowercase hex of the SHA-256 of `bytes`.
+pub fn sha256_prefixed(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
+/// Whether `s` is `sha256:` followed by 64 lowercase hex digits.
+pub fn is_request_hash(s: &str) -> bool {
+    s.strip_prefix("sha256:")
+        .is_some_and(|h| h.len() == 64 && h.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)))
+}
+
+/// Parses an RFC 3339 timestamp, panicking with the value if it is not one.
+#[track_caller]
+pub fn rfc3339(v: &Value) -> chrono::DateTime<chrono::FixedOffset> {
+    let s = v.as_str().unwrap_or_else(|| panic!("timestamp is a string: {v}"));
+    chrono::DateTime::parse_from_rfc3339(s).unwrap_or_else(|e| panic!("{s} is not RFC 3339: {e}"))
 }
 
 /// A valid transfer for acme's payout bot: 250.00 USD to an untrusted payee.

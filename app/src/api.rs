@@ -1,0 +1,61 @@
+//! Server functions: the pages' read-only data calls. They parse, call one
+//! port method with the signed-in viewer, and map the result; every state
+//! change goes through a plain form post to the server instead (so it works
+//! without JavaScript and passes the CSRF guard).
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::GetUrl;
+
+use crate::views::{AdminData, ConsoleError, ProposalDetail, QueuePage};
+
+#[cfg(feature = "ssr")]
+fn context() -> Result<(crate::console::Port, crate::views::Viewer), ServerFnError> {
+    let port = use_context::<crate::console::Port>().ok_or_else(|| failure(ConsoleError::Unavailable))?;
+    let viewer = use_context::<crate::views::Viewer>().ok_or_else(|| failure(ConsoleError::SignInRequired))?;
+    Ok((port, viewer))
+}
+
+/// Errors carry only a fixed code; the page turns it into a fixed message.
+#[cfg(feature = "ssr")]
+fn failure(e: ConsoleError) -> ServerFnError {
+    ServerFnError::new(e.code())
+}
+
+/// The `ConsoleError` a failed call stands for.
+pub fn console_error(e: &ServerFnError) -> ConsoleError {
+    match e {
+        ServerFnError::ServerError(code) => ConsoleError::from_code(code),
+        _ => ConsoleError::Unavailable,
+    }
+}
+
+#[server(input = GetUrl, prefix = "/console", endpoint = "queue")]
+pub async fn load_queue(
+    status: Option<String>,
+    order: Option<String>,
+    cursor: Option<String>,
+) -> Result<QueuePage, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.queue(&viewer, status, order, cursor).await.map_err(failure)
+}
+
+#[server(input = GetUrl, prefix = "/console", endpoint = "proposal")]
+pub async fn load_proposal(id: String) -> Result<ProposalDetail, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.proposal(&viewer, id).await.map_err(failure)
+}
+
+#[server(input = GetUrl, prefix = "/console", endpoint = "admin")]
+pub async fn load_admin() -> Result<AdminData, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.admin(&viewer).await.map_err(failure)
+}
+
+/// Long-poll: returns at the next change to any proposal (or after 25 s), so
+/// the queue refreshes itself without a reload.
+#[server(input = GetUrl, prefix = "/console", endpoint = "changes")]
+pub async fn wait_for_change() -> Result<(), ServerFnError> {
+    let (port, _viewer) = context()?;
+    port.0.wait_for_change(25).await;
+    Ok(())
+}

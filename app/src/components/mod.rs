@@ -1,0 +1,29 @@
+//! Small pieces the pages share.
+
+use leptos::prelude::*;
+
+/// A status as a coloured badge.
+#[component]
+pub fn StatusBadge(status: String) -> impl IntoView {
+    let class = format!("badge badge-{status}");
+    let label = status.replace('_', " ");
+    view! { <span class=class data-status=status>{label}</span> }
+}
+
+/// The hidden CSRF field every form carries.
+#[component]
+pub fn CsrfField(token: String) -> impl IntoView {
+    view! { <input type="hidden" name="csrf_token" value=token/> }
+}
+
+/// A fixed message for a failed page load.
+#[component]
+pub fn LoadError(error: crate::views::ConsoleError) -> impl IntoView {
+    let sign_in = matches!(error, crate::views::ConsoleError::SignInRequired);
+    view! {
+        <div class="notice notice-error" role="alert">
+            <p>{error.message()}</p>
+            {sign_in.then(|| view! { <p><a href="/login">"Sign in"</a></p> })}
+        </div>
+    }
+}

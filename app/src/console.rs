@@ -1,0 +1,34 @@
+//! The port: what the UI needs from the server. The server implements it
+//! and provides it (and the signed-in `Viewer`) through Leptos context, so
+//! the UI and the APIs share one set of domain operations.
+
+#[cfg(feature = "ssr")]
+pub use ssr::*;
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use crate::views::{AdminData, ConsoleError, ProposalDetail, QueuePage, Viewer};
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+
+    pub type PortFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ConsoleError>> + Send + 'a>>;
+
+    pub trait ConsolePort: Send + Sync + 'static {
+        fn queue<'a>(
+            &'a self,
+            viewer: &'a Viewer,
+            status: Option<String>,
+            order: Option<String>,
+            cursor: Option<String>,
+        ) -> PortFuture<'a, QueuePage>;
+        fn proposal<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ProposalDetail>;
+        fn admin<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, AdminData>;
+        /// Resolves at the next change to any proposal, or after `max_secs`.
+        fn wait_for_change(&self, max_secs: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+    }
+
+    /// The port as stored in context.
+    #[derive(Clone)]
+    pub struct Port(pub Arc<dyn ConsolePort>);
+}

@@ -1,0 +1,47 @@
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+use crate::api::{console_error, load_proposal};
+use crate::components::{CsrfField, LoadError};
+use crate::views::Viewer;
+
+/// The confirmation step: restates the exact payment, then posts the approval.
+/// A page rather than a script dialog, so it works without JavaScript.
+#[component]
+pub fn ApprovePage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.with(|p| p.get("id").unwrap_or_default());
+    let data = Resource::new(id, load_proposal);
+    let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
+    view! {
+        <section class="card narrow confirm">
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || {
+                    let csrf = csrf.clone();
+                    Suspend::new(async move {
+                        match data.await {
+                            Ok(d) if d.can_decide => view! {
+                                <h1>"Confirm approval"</h1>
+                                <p>"You are approving exactly this payment:"</p>
+                                <p class="sentence" id="confirm-sentence">{d.sentence.clone()}</p>
+                                <p class="muted">"Request hash "<code class="hash">{d.request_hash.clone()}</code></p>
+                                <form method="post" action=format!("/proposals/{}/decision", d.id) class="stack">
+                                    <CsrfField token=csrf/>
+                                    <input type="hidden" name="decision" value="approve"/>
+                                    <button type="submit" class="primary" id="confirm-approve">"Approve this payment"</button>
+                                    <a href=format!("/proposals/{}", d.id)>"Cancel"</a>
+                                </form>
+                            }.into_any(),
+                            Ok(d) => view! {
+                                <h1>"Cannot approve"</h1>
+                                <p>{d.decide_blocker.unwrap_or_else(|| "This proposal cannot be approved now.".into())}</p>
+                                <a href=format!("/proposals/{}", d.id)>"Back"</a>
+                            }.into_any(),
+                            Err(e) => view! { <LoadError error=console_error(&e)/> }.into_any(),
+                        }
+                    })
+                }}
+            </Suspense>
+        </section>
+    }
+}

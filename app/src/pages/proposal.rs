@@ -1,0 +1,136 @@
+use leptos::prelude::*;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use crate::api::{console_error, load_proposal};
+use crate::components::{CsrfField, LoadError, StatusBadge};
+use crate::views::{ProposalDetail, Viewer};
+
+/// Fixed messages for the outcome of a decision form (never reflected text).
+pub fn outcome_message(code: &str) -> &'static str {
+    match code {
+        "approved" => "Your approval was recorded.",
+        "rejected" => "The proposal was rejected.",
+        "reason_required" => "A reason is required to reject.",
+        "segregation_of_duties" => "You cannot approve a proposal of an agent that acts for you.",
+        "approver_limit" => "This amount is above your approval limit.",
+        "distinct_approvers" => "You have already approved; another approver must give the next approval.",
+        "invalid_state" => "This proposal is no longer waiting for a decision.",
+        "policy_denied" => "Policy no longer allows this payment.",
+        "forbidden" => "Your role does not allow this.",
+        _ => "The decision could not be recorded.",
+    }
+}
+
+/// Proposal detail: the canonical request restated in words, the evidence a
+/// reviewer needs, and the decision forms.
+#[component]
+pub fn ProposalPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let id = move || params.with(|p| p.get("id").unwrap_or_default());
+    let data = Resource::new(id, load_proposal);
+    let flash = move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));
+    view! {
+        <section class="proposal">
+            {move || flash().map(|(is_error, code)| {
+                let class = if is_error { "notice notice-error" } else { "notice notice-ok" };
+                view! { <p class=class role="status">{outcome_message(&code)}</p> }
+            })}
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(detail) => view! { <Detail detail/> }.into_any(),
+                        Err(e) => view! { <LoadError error=console_error(&e)/> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+fn Detail(detail: ProposalDetail) -> impl IntoView {
+    let viewer = use_context::<Viewer>();
+    let csrf = viewer.as_ref().map(|v| v.csrf_token.clone()).unwrap_or_default();
+    let reasons = detail
+        .reasons
+        .iter()
+        .map(|r| view! { <li><code>{r.rule.clone()}</code>" — "{r.message.clone()}</li> })
+        .collect_view();
+    let approvals = detail
+        .approvals
+        .iter()
+        .map(|a| {
+            view! {
+                <li>
+                    <strong>{a.approver.clone()}</strong>" "{a.decision.clone()}" via "{a.via.clone()}" at "<time>{a.at.clone()}</time>
+                    {a.reason.clone().map(|r| view! { <span class="muted">{format!(" — “{r}”")}</span> })}
+                </li>
+            }
+        })
+        .collect_view();
+    let timeline = detail
+        .timeline
+        .iter()
+        .map(|t| view! { <li><time>{t.at.clone()}</time>" "<code>{t.action.clone()}</code>" by "{t.actor.clone()}</li> })
+        .collect_view();
+    let no_approvals = detail.approvals.is_empty();
+    let decide = if detail.can_decide {
+        let approve_href = format!("/proposals/{}/approve", detail.id);
+        let action = format!("/proposals/{}/decision", detail.id);
+        view! {
+            <div class="actions">
+                <a class="button primary" id="approve" href=approve_href>"Approve…"</a>
+                <form method="post" action=action class="reject stack">
+                    <CsrfField token=csrf/>
+                    <input type="hidden" name="decision" value="reject"/>
+                    <label>"Reason for rejecting" <textarea name="reason" required maxlength="500"></textarea></label>
+                    <button type="submit" class="danger" id="reject">"Reject"</button>
+                </form>
+            </div>
+        }
+        .into_any()
+    } else {
+        detail.decide_blocker.clone().map(|b| view! { <p class="muted">{b}</p> }).into_any()
+    };
+    view! {
+        <header class="proposal-head">
+            <StatusBadge status=detail.status.clone()/>
+            <h1 class="sentence">{detail.sentence.clone()}</h1>
+        </header>
+        <div class="grid">
+            <dl class="facts card">
+                <dt>"Amount"</dt><dd class="num">{detail.amount.clone()}</dd>
+                <dt>"Payee"</dt><dd>{detail.payee_name.clone()}" "<span class="muted">{detail.payee_masked.clone()}</span>{detail.payee_trusted.then(|| view! { " " <span class="badge">"trusted"</span> })}</dd>
+                <dt>"From"</dt><dd>{detail.source_masked.clone()}</dd>
+                <dt>"Purpose"</dt><dd>{detail.purpose.clone()}</dd>
+                <dt>"Invoice"</dt><dd>{detail.invoice_id.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Agent"</dt><dd>{detail.agent_id.clone()}" "<span class="muted">{format!("run {}", detail.run_id)}</span></dd>
+                <dt>"Request hash"</dt><dd><code class="hash">{detail.request_hash.clone()}</code></dd>
+                <dt>"Proposed"</dt><dd><time>{detail.created_at.clone()}</time></dd>
+                <dt>"Expires"</dt><dd><time>{detail.expires_at.clone()}</time></dd>
+                {detail.rail_reference.clone().map(|r| view! { <dt>"Rail reference"</dt><dd><code>{r}</code></dd> })}
+            </dl>
+            <div class="card untrusted">
+                <h2>"Reference from the agent"</h2>
+                <p class="muted small">"Untrusted text written by the agent. It is data, never an instruction."</p>
+                <blockquote class="reference" id="agent-reference">{detail.reference.clone().unwrap_or_else(|| "(none)".into())}</blockquote>
+            </div>
+        </div>
+        <div class="card">
+            <h2>{format!("Policy: {}", detail.policy_outcome.replace('_', " "))}</h2>
+            <p>{format!("Approvals required: {}", detail.required_approvals)}</p>
+            <ul class="reasons">{reasons}</ul>
+        </div>
+        <div class="card">
+            <h2>"Approvals"</h2>
+            {if no_approvals { Some(view! { <p class="muted">"None yet."</p> }) } else { None }}
+            <ul>{approvals}</ul>
+            {decide}
+        </div>
+        <div class="card">
+            <h2>"Timeline"</h2>
+            <ol class="timeline">{timeline}</ol>
+        </div>
+    }
+}

@@ -1,0 +1,109 @@
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::{console_error, load_queue};
+use crate::components::{LoadError, StatusBadge};
+use crate::views::QueuePage as Page;
+
+const TABS: &[(&str, &str)] = &[
+    ("pending_approval", "Pending"),
+    ("approved", "Approved"),
+    ("approval_expired", "Approval expired"),
+    ("executing", "Executing"),
+    ("unknown", "Unknown"),
+    ("needs_review", "Needs review"),
+    ("succeeded", "Succeeded"),
+    ("failed", "Failed"),
+    ("rejected", "Rejected"),
+    ("cancelled", "Cancelled"),
+    ("expired", "Expired"),
+    ("reversed", "Reversed"),
+];
+
+/// The queue: pending by default, a tab per status, newest or oldest first,
+/// cursor pagination; refreshes itself when any proposal changes.
+#[component]
+pub fn QueuePage() -> impl IntoView {
+    let query = use_query_map();
+    let tick = RwSignal::new(0u64);
+    let params = move || query.with(|q| (q.get("status"), q.get("order"), q.get("cursor")));
+    let data = Resource::new(move || (params(), tick.get()), |((status, order, cursor), _)| load_queue(status, order, cursor));
+
+    // In the browser: long-poll for changes and refetch; no reload needed.
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        leptos::task::spawn_local(async move {
+            while crate::api::wait_for_change().await.is_ok() {
+                if tick.try_update(|t| *t += 1).is_none() {
+                    break;
+                }
+            }
+        });
+    });
+
+    view! {
+        <section class="queue">
+            <h1>"Approval queue"</h1>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(page) => view! { <QueueTable page/> }.into_any(),
+                        Err(e) => view! { <LoadError error=console_error(&e)/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn QueueTable(page: Page) -> impl IntoView {
+    let status = page.status.clone();
+    let order = page.order.clone();
+    let other_order = if order == "oldest" { "newest" } else { "oldest" };
+    let tabs = TABS
+        .iter()
+        .map(|(value, label)| {
+            let class = if *value == status { "tab active" } else { "tab" };
+            view! { <a class=class href=format!("/?status={value}&order={order}")>{*label}</a> }
+        })
+        .collect_view();
+    let next = page.next_cursor.clone().map(|cursor| {
+        view! { <a class="button" rel="next" href=format!("/?status={status}&order={order}&cursor={cursor}")>"Next page →"</a> }
+    });
+    let empty = page.items.is_empty();
+    let rows = page
+        .items
+        .into_iter()
+        .map(|item| {
+            view! {
+                <tr data-proposal=item.id.clone()>
+                    <td><StatusBadge status=item.status/></td>
+                    <td><a href=format!("/proposals/{}", item.id)>{item.sentence}</a></td>
+                    <td class="num">{item.amount}</td>
+                    <td>{format!("{}/{}", item.approvals, item.required_approvals)}</td>
+                    <td>{item.agent_id}</td>
+                    <td><time>{item.created_at}</time></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <nav class="tabs" aria-label="Status">{tabs}</nav>
+        <p class="toolbar">
+            <span class="muted">{format!("Sorted {} first. ", order)}</span>
+            <a href=format!("/?status={}&order={other_order}", page.status)>{format!("Show {other_order} first")}</a>
+        </p>
+        {if empty {
+            view! { <p class="empty muted">"Nothing here."</p> }.into_any()
+        } else {
+            view! {
+                <table class="list">
+                    <thead><tr><th>"Status"</th><th>"Payment"</th><th>"Amount"</th><th>"Approvals"</th><th>"Agent"</th><th>"Proposed"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            }.into_any()
+        }}
+        <p class="pager">{next}</p>
+    }
+}

@@ -1,0 +1,174 @@
+//! Serializable view types the pages render. Built by the server from the
+//! domain; no SQL, no crypto, no HTTP client here.
+
+use serde::{Deserialize, Serialize};
+
+/// The signed-in user, as the pages need them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Viewer {
+    pub user_id: String,
+    pub username: String,
+    pub tenant_id: String,
+    pub roles: Vec<String>,
+    /// Goes back in every form (`csrf_token`) and JSON call (`X-CSRF-Token`).
+    pub csrf_token: String,
+}
+
+impl Viewer {
+    pub fn can_approve(&self) -> bool {
+        self.roles.iter().any(|r| r == "approver")
+    }
+    pub fn is_admin(&self) -> bool {
+        self.roles.iter().any(|r| r == "admin")
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueItem {
+    pub id: String,
+    pub status: String,
+    /// "Pay Acme Supplies Ltd, invoice 1842, 250.00 USD, for vendor, from acct_…1234"
+    pub sentence: String,
+    pub amount: String,
+    pub payee: String,
+    pub agent_id: String,
+    pub approvals: usize,
+    pub required_approvals: u8,
+    pub created_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuePage {
+    pub items: Vec<QueueItem>,
+    pub status: String,
+    pub order: String,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasonLine {
+    pub rule: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalLine {
+    pub approver: String,
+    pub decision: String,
+    pub reason: Option<String>,
+    pub via: String,
+    pub at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineLine {
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalDetail {
+    pub id: String,
+    pub status: String,
+    pub kind: String,
+    pub sentence: String,
+    pub amount: String,
+    pub payee_name: String,
+    pub payee_masked: String,
+    pub payee_trusted: bool,
+    pub source_masked: String,
+    pub purpose: String,
+    pub invoice_id: Option<String>,
+    /// Untrusted text written by the agent: shown escaped, labelled as such.
+    pub reference: Option<String>,
+    pub request_hash: String,
+    pub agent_id: String,
+    pub run_id: String,
+    pub policy_outcome: String,
+    pub required_approvals: u8,
+    pub reasons: Vec<ReasonLine>,
+    pub approvals: Vec<ApprovalLine>,
+    pub timeline: Vec<TimelineLine>,
+    pub created_at: String,
+    pub expires_at: String,
+    /// Whether the viewer may approve or reject now, and if not, why.
+    pub can_decide: bool,
+    pub decide_blocker: Option<String>,
+    pub rail_reference: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRow {
+    pub id: String,
+    pub username: String,
+    pub roles: Vec<String>,
+    pub limits: Vec<String>,
+    pub slack_user_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRow {
+    pub id: String,
+    pub acts_for: String,
+    pub source_accounts: Vec<String>,
+    pub purposes: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayeeRow {
+    pub id: String,
+    pub masked: String,
+    pub legal_name: String,
+    pub trusted: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminData {
+    pub users: Vec<UserRow>,
+    pub agents: Vec<AgentRow>,
+    pub payees: Vec<PayeeRow>,
+    /// A newly created agent's (id, key), shown exactly once.
+    pub new_agent_key: Option<(String, String)>,
+    /// The outcome of the last admin form, shown once.
+    pub flash: Option<String>,
+}
+
+/// What can go wrong loading a page's data. The message is fixed per kind:
+/// nothing internal reaches the browser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConsoleError {
+    SignInRequired,
+    Forbidden,
+    NotFound,
+    Unavailable,
+}
+
+impl ConsoleError {
+    pub fn message(&self) -> &'static str {
+        match self {
+            ConsoleError::SignInRequired => "Please sign in.",
+            ConsoleError::Forbidden => "Your role does not allow this page.",
+            ConsoleError::NotFound => "No such proposal.",
+            ConsoleError::Unavailable => "The console could not load this page. Try again.",
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ConsoleError::SignInRequired => "sign_in_required",
+            ConsoleError::Forbidden => "forbidden",
+            ConsoleError::NotFound => "not_found",
+            ConsoleError::Unavailable => "unavailable",
+        }
+    }
+
+    pub fn from_code(code: &str) -> ConsoleError {
+        match code {
+            "sign_in_required" => ConsoleError::SignInRequired,
+            "forbidden" => ConsoleError::Forbidden,
+            "not_found" => ConsoleError::NotFound,
+            _ => ConsoleError::Unavailable,
+        }
+    }
+}

@@ -1,0 +1,661 @@
+//! The approval-token signing keys.
+//!
+//! Layout, under `<data_dir>/keys/` (mode 0700):
+//!
+//! - `<kid>.pem`: one P-256 private key, PKCS#8 PEM, mode 0600, one file per
+//!   key ever generated and not yet removed by the operator;
+//! - `active`: the kid new tokens are signed with.
+//!
+//! `kid` is the RFC 7638 JWK thumbprint of the public key, so anyone holding
+//! the JWKS can check it. Files are written atomically (a 0600 temporary file
+//! in the same directory, `fsync`, `rename`, `fsync` of the directory), the
+//! key file before `active`, so a concurrent reader sees either the old or the
+//! new state, never a half-written key.
+//!
+//! A key file or the directory with any group/other permission bit set is
+//! refused with the path: a key that may have leaked is never used silently.
+//!
+//! `countersign keys rotate` runs in another process than the server, so a
+//! [`KeyStore`] can re-read the directory: [`KeyStore::reload`] on demand,
+//! verification once (at most once per second) when it meets an unknown
+//! `kid`, and minting when the `active` file (read at most once per second)
+//! names another key.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use jsonwebtoken::{DecodingKey, EncodingKey};
+use p256::elliptic_curve::sec1::ToSec1Point;
+use p256::elliptic_curve::zeroize::Zeroizing;
+use p256::elliptic_curve::Generate;
+use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
+use p256::{PublicKey, SecretKey};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The keys directory, relative to the data directory.
+pub const KEYS_DIR: &str = "keys";
+/// The file naming the active kid, inside the keys directory.
+pub const ACTIVE_FILE: &str = "active";
+/// Re-reading the keys directory because of an unknown `kid` (or to follow
+/// a rotation when minting) happens at most this often, so a flood of tokens
+/// with made-up kids cannot turn into a flood of directory scans.
+pub const RELOAD_INTERVAL: Duration = Duration::from_secs(1);
+/// A PKCS#8 P-256 PEM is about 240 bytes; anything far larger is not a key.
+const MAX_KEY_FILE_BYTES: u64 = 16 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("cannot access {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "refusing {path}: mode {mode:04o} gives group/other access, so the signing key may have \
+         leaked; check it, then `chmod 600` the key files and `chmod 700` the directory \
+         (and rotate if in doubt)"
+    )]
+    InsecurePermissions { path: String, mode: u32 },
+    #[error("{path} is not a directory")]
+    NotADirectory { path: String },
+    #[error("{path} is not a regular file")]
+    NotAFile { path: String },
+    /// Deliberately carries no detail: parser messages could quote key bytes.
+    #[error("{path} is not a PKCS#8 PEM P-256 private key")]
+    InvalidKey { path: String },
+    #[error("{path} holds the key with kid {kid}; a key file must be named `<kid>.pem`")]
+    KidMismatch { path: String, kid: String },
+    #[error("{path} names key {kid}, which is not in the keys directory")]
+    ActiveKeyMissing { path: String, kid: String },
+    #[error("no signing keys in {path}")]
+    NoKeys { path: String },
+    #[error("cannot generate a signing key: {0}")]
+    Generate(String),
+}
+
+/// One key pair. Its `Debug` shows the kid only.
+pub(super) struct SigningKey {
+    pub(super) kid: String,
+    /// Public coordinates, base64url without padding (JWK `x`, `y`).
+    pub(super) x: String,
+    pub(super) y: String,
+    /// PKCS#8 DER of the private key (zeroized on drop by jsonwebtoken).
+    pub(super) encoding: EncodingKey,
+    /// The public point only; always an EC key.
+    pub(super) decoding: DecodingKey,
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SigningKey").field("kid", &self.kid).finish_non_exhaustive()
+    }
+}
+
+impl SigningKey {
+    fn from_secret(secret: &SecretKey) -> Option<SigningKey> {
+        let (x, y) = coordinates(&secret.public_key())?;
+        let kid = jwk_thumbprint(&x, &y);
+        let der = secret.to_pkcs8_der().ok()?;
+        let encoding = EncodingKey::from_ec_der(der.as_bytes());
+        let decoding = DecodingKey::from_ec_components(&x, &y).ok()?;
+        Some(SigningKey { kid, x, y, encoding, decoding })
+    }
+
+    fn jwk(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kty": "EC",
+            "crv": "P-256",
+            "x": self.x,
+            "y": self.y,
+            "kid": self.kid,
+            "use": "sig",
+            "alg": "ES256",
+        })
+    }
+}
+
+/// The JWK `x` and `y` of a public key: fixed 32-byte big-endian
+/// coordinates, base64url without padding.
+fn coordinates(public: &PublicKey) -> Option<(String, String)> {
+    let point = public.to_sec1_point(false);
+    Some((URL_SAFE_NO_PAD.encode(point.x()?), URL_SAFE_NO_PAD.encode(point.y()?)))
+}
+
+/// RFC 7638 thumbprint of a P-256 public JWK: base64url (no padding) of
+/// SHA-256 over the required members in lexicographic order, no whitespace.
+pub fn jwk_thumbprint(x: &str, y: &str) -> String {
+    let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#);
+    URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+}
+
+struct State {
+    keys: BTreeMap<String, Arc<SigningKey>>,
+    active: String,
+}
+
+struct Inner {
+    dir: PathBuf,
+    state: RwLock<State>,
+    reload_interval: Duration,
+    last_unknown_kid_reload: Mutex<Option<Instant>>,
+    last_active_check: Mutex<Option<Instant>>,
+}
+
+/// The signing keys, shared cheaply (`Clone` is an `Arc` clone).
+#[derive(Clone)]
+pub struct KeyStore {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for KeyStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.read_state();
+        f.debug_struct("KeyStore")
+            .field("dir", &self.inner.dir)
+            .field("active_kid", &state.active)
+            .field("kids", &state.keys.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeyStore {
+    /// Loads every key in `<data_dir>/keys/`, generating the first one (and
+    /// the directory, mode 0700) when there is none.
+    pub fn open_or_create(data_dir: &Path) -> Result<KeyStore, KeyError> {
+        Self::open_with_interval(data_dir, RELOAD_INTERVAL)
+    }
+
+    pub(super) fn open_with_interval(
+        data_dir: &Path,
+        reload_interval: Duration,
+    ) -> Result<KeyStore, KeyError> {
+        let dir = data_dir.join(KEYS_DIR);
+        prepare_dir(&dir)?;
+        if !has_key_files(&dir)? {
+            let kid = generate_into(&dir)?;
+            tracing::info!(kid, dir = %dir.display(), "generated the first approval signing key");
+        }
+        let state = load_dir(&dir)?;
+        Ok(KeyStore {
+            inner: Arc::new(Inner {
+                dir,
+                state: RwLock::new(state),
+                reload_interval,
+                last_unknown_kid_reload: Mutex::new(None),
+                last_active_check: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Generates a new key in `<data_dir>/keys/` and makes it the active one;
+    /// the old keys stay for verification. Returns the new kid. A running
+    /// server picks the new key up by itself (see the module docs).
+    pub fn rotate(data_dir: &Path) -> Result<String, KeyError> {
+        let dir = data_dir.join(KEYS_DIR);
+        prepare_dir(&dir)?;
+        generate_into(&dir)
+    }
+
+    /// Re-reads the keys directory. On error the keys in memory stay as
+    /// they were.
+    pub fn reload(&self) -> Result<(), KeyError> {
+        let state = load_dir(&self.inner.dir)?;
+        *self.inner.state.write().unwrap_or_else(PoisonError::into_inner) = state;
+        Ok(())
+    }
+
+    /// The kid new tokens are signed with.
+    pub fn active_kid(&self) -> String {
+        self.read_state().active.clone()
+    }
+
+    /// Every loaded kid, sorted.
+    pub fn kids(&self) -> Vec<String> {
+        self.read_state().keys.keys().cloned().collect()
+    }
+
+    /// The keys directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The public JWK Set (`GET /.well-known/jwks.json`): every loaded key,
+    /// public members only.
+    pub fn jwks(&self) -> serde_json::Value {
+        let state = self.read_state();
+        serde_json::json!({ "keys": state.keys.values().map(|k| k.jwk()).collect::<Vec<_>>() })
+    }
+
+    pub(super) fn active_key(&self) -> Arc<SigningKey> {
+        let state = self.read_state();
+        Arc::clone(&state.keys[&state.active])
+    }
+
+    pub(super) fn key(&self, kid: &str) -> Option<Arc<SigningKey>> {
+        self.read_state().keys.get(kid).cloned()
+    }
+
+    /// Reloads because a token named an unknown kid, at most once per
+    /// interval. Returns whether a reload succeeded.
+    pub(super) fn reload_for_unknown_kid(&self) -> bool {
+        if !self.take_slot(&self.inner.last_unknown_kid_reload) {
+            return false;
+        }
+        match self.reload() {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!(%error, "reloading the approval signing keys failed");
+                false
+            }
+        }
+    }
+
+    /// Before minting: if the `active` file (read at most once per interval)
+    /// names another key than ours, another process rotated; reload.
+    pub(super) fn follow_rotation(&self) {
+        if !self.take_slot(&self.inner.last_active_check) {
+            return;
+        }
+        let on_disk = match read_active(&self.inner.dir.join(ACTIVE_FILE)) {
+            Ok(Some(kid)) => kid,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, "reading the active signing key failed");
+                return;
+            }
+        };
+        if on_disk != self.read_state().active {
+            if let Err(error) = self.reload() {
+                tracing::warn!(%error, "reloading the approval signing keys failed");
+            }
+        }
+    }
+
+    fn take_slot(&self, slot: &Mutex<Option<Instant>>) -> bool {
+        let mut last = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if let Some(then) = *last {
+            if now.duration_since(then) < self.inner.reload_interval {
+                return false;
+            }
+        }
+        *last = Some(now);
+        true
+    }
+
+    fn read_state(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.inner.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
+    move |source| KeyError::Io { path: path.display().to_string(), source }
+}
+
+fn check_private(path: &Path, meta: &std::fs::Metadata) -> Result<(), KeyError> {
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(KeyError::InsecurePermissions { path: path.display().to_string(), mode });
+    }
+    Ok(())
+}
+
+fn check_dir(dir: &Path) -> Result<(), KeyError> {
+    let meta = std::fs::metadata(dir).map_err(io_error(dir))?;
+    if !meta.is_dir() {
+        return Err(KeyError::NotADirectory { path: dir.display().to_string() });
+    }
+    check_private(dir, &meta)
+}
+
+/// Creates the keys directory (mode 0700) if missing; an existing one must
+/// already be private (it is not silently tightened: it may have leaked).
+fn prepare_dir(dir: &Path) -> Result<(), KeyError> {
+    match std::fs::metadata(dir) {
+        Ok(_) => check_dir(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::store::ensure_private_dir(dir).map_err(io_error(dir))
+        }
+        Err(e) => Err(io_error(dir)(e)),
+    }
+}
+
+fn key_file_stem(name: &str) -> Option<&str> {
+    if name.starts_with('.') {
+        return None; // temporary files of an atomic write
+    }
+    name.strip_suffix(".pem")
+}
+
+fn has_key_files(dir: &Path) -> Result<bool, KeyError> {
+    for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
+        let entry = entry.map_err(io_error(dir))?;
+        if entry.file_name().to_str().and_then(key_file_stem).is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn load_dir(dir: &Path) -> Result<State, KeyError> {
+    check_dir(dir)?;
+    let mut keys = BTreeMap::new();
+    let mut newest: Option<(SystemTime, String)> = None;
+    for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
+        let entry = entry.map_err(io_error(dir))?;
+        let name = entry.file_name();
+        let Some(stem) = name.to_str().and_then(key_file_stem) else { continue };
+        let path = entry.path();
+        let (key, modified) = read_key_file(&path)?;
+        if key.kid != stem {
+            return Err(KeyError::KidMismatch { path: path.display().to_string(), kid: key.kid });
+        }
+        if newest.as_ref().is_none_or(|(t, kid)| (modified, &key.kid) > (*t, kid)) {
+            newest = Some((modified, key.kid.clone()));
+        }
+        keys.insert(key.kid.clone(), Arc::new(key));
+    }
+    let Some((_, newest)) = newest else {
+        return Err(KeyError::NoKeys { path: dir.display().to_string() });
+    };
+    let active_path = dir.join(ACTIVE_FILE);
+    let active = match read_active(&active_path)? {
+        Some(kid) if keys.contains_key(&kid) => kid,
+        Some(kid) => {
+            return Err(KeyError::ActiveKeyMissing { path: active_path.display().to_string(), kid })
+        }
+        None => {
+            // A rotation interrupted between the key file and `active`.
+            tracing::warn!(kid = newest, "no active signing key recorded; using the newest key");
+            newest
+        }
+    };
+    Ok(State { keys, active })
+}
+
+fn read_key_file(path: &Path) -> Result<(SigningKey, SystemTime), KeyError> {
+    let invalid = || KeyError::InvalidKey { path: path.display().to_string() };
+    let mut file = File::open(path).map_err(io_error(path))?;
+    // Checked on the open file, so it cannot be swapped in between.
+    let meta = file.metadata().map_err(io_error(path))?;
+    if !meta.is_file() {
+        return Err(KeyError::NotAFile { path: path.display().to_string() });
+    }
+    check_private(path, &meta)?;
+    if meta.len() > MAX_KEY_FILE_BYTES {
+        return Err(invalid());
+    }
+    let mut pem = Zeroizing::new(String::with_capacity(meta.len() as usize + 64));
+    file.read_to_string(&mut pem).map_err(|_| invalid())?;
+    let secret = SecretKey::from_pkcs8_pem(&pem).map_err(|_| invalid())?;
+    let key = SigningKey::from_secret(&secret).ok_or_else(invalid)?;
+    Ok((key, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+}
+
+fn read_active(path: &Path) -> Result<Option<String>, KeyError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let kid = text.trim();
+            Ok((!kid.is_empty()).then(|| kid.to_owned()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(path)(e)),
+    }
+}
+
+/// Generates a key, writes `<kid>.pem`, then makes it active.
+fn generate_into(dir: &Path) -> Result<String, KeyError> {
+    let secret = SecretKey::try_generate().map_err(|e| KeyError::Generate(e.to_string()))?;
+    let key = SigningKey::from_secret(&secret)
+        .ok_or_else(|| KeyError::Generate("cannot encode the new key".into()))?;
+    let pem = secret
+        .to_pkcs8_pem(LineEnding::LF)
+        .map_err(|_| KeyError::Generate("cannot encode the new key".into()))?;
+    write_private_file(dir, &format!("{}.pem", key.kid), pem.as_bytes())?;
+    write_private_file(dir, ACTIVE_FILE, format!("{}\n", key.kid).as_bytes())?;
+    Ok(key.kid)
+}
+
+/// Atomically replaces `dir/name` with `contents`, mode 0600 from the start.
+fn write_private_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), KeyError> {
+    let target = dir.join(name);
+    let tmp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
+    let result = (|| -> std::io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.set_permissions(Permissions::from_mode(0o600))?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, &target)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io_error(&target))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    fn chmod(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn open() -> (tempfile::TempDir, PathBuf, KeyStore) {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let store = KeyStore::open_or_create(&data).unwrap();
+        (tmp, data, store)
+    }
+
+    fn key_path(data: &Path, kid: &str) -> PathBuf {
+        data.join(KEYS_DIR).join(format!("{kid}.pem"))
+    }
+
+    #[test]
+    fn key_files_are_0600_in_a_0700_dir() {
+        let (_tmp, data, store) = open();
+        let dir = data.join(KEYS_DIR);
+        assert_eq!(store.dir(), dir);
+        assert_eq!(mode(&dir), 0o700);
+        let kid = store.active_kid();
+        assert_eq!(mode(&key_path(&data, &kid)), 0o600);
+        assert_eq!(mode(&dir.join(ACTIVE_FILE)), 0o600);
+        let rotated = KeyStore::rotate(&data).unwrap();
+        assert_eq!(mode(&key_path(&data, &rotated)), 0o600);
+        assert_eq!(mode(&dir.join(ACTIVE_FILE)), 0o600);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        let mut want = vec![format!("{kid}.pem"), format!("{rotated}.pem"), ACTIVE_FILE.to_string()];
+        want.sort();
+        assert_eq!(names, want, "no temporary files are left behind");
+        assert_eq!(std::fs::read_to_string(dir.join(ACTIVE_FILE)).unwrap(), format!("{rotated}\n"));
+        let pem = std::fs::read_to_string(key_path(&data, &kid)).unwrap();
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"), "PKCS#8 PEM");
+    }
+
+    #[test]
+    fn reopening_keeps_the_same_key() {
+        let (_tmp, data, store) = open();
+        let again = KeyStore::open_or_create(&data).unwrap();
+        assert_eq!(again.active_kid(), store.active_kid());
+        assert_eq!(again.kids(), vec![store.active_kid()]);
+    }
+
+    #[test]
+    fn group_readable_key_file_is_refused() {
+        let (_tmp, data, store) = open();
+        let path = key_path(&data, &store.active_kid());
+        chmod(&path, 0o644);
+        let err = KeyStore::open_or_create(&data).unwrap_err();
+        match &err {
+            KeyError::InsecurePermissions { path: p, mode } => {
+                assert_eq!(p, &path.display().to_string());
+                assert_eq!(*mode, 0o644);
+            }
+            other => panic!("expected InsecurePermissions, got {other:?}"),
+        }
+        assert!(err.to_string().contains(&path.display().to_string()));
+        // A running store refuses to reload it too, and keeps its keys.
+        assert!(matches!(store.reload(), Err(KeyError::InsecurePermissions { .. })));
+        assert_eq!(store.kids().len(), 1);
+        chmod(&path, 0o640);
+        assert!(KeyStore::open_or_create(&data).is_err());
+        chmod(&path, 0o600);
+        assert!(KeyStore::open_or_create(&data).is_ok());
+    }
+
+    #[test]
+    fn loose_keys_dir_is_refused_not_tightened() {
+        let (_tmp, data, _store) = open();
+        let dir = data.join(KEYS_DIR);
+        chmod(&dir, 0o755);
+        let err = KeyStore::open_or_create(&data).unwrap_err();
+        assert!(
+            matches!(&err, KeyError::InsecurePermissions { path, .. } if path == &dir.display().to_string()),
+            "{err:?}"
+        );
+        assert!(matches!(KeyStore::rotate(&data), Err(KeyError::InsecurePermissions { .. })));
+        assert_eq!(mode(&dir), 0o755, "left for the operator to inspect");
+    }
+
+    #[test]
+    fn kid_is_the_rfc7638_thumbprint_of_the_key_on_disk() {
+        let (_tmp, data, store) = open();
+        let kid = store.active_kid();
+        let jwks = store.jwks();
+        let jwk = &jwks["keys"][0];
+        let (x, y) = (jwk["x"].as_str().unwrap(), jwk["y"].as_str().unwrap());
+        // Computed independently of `jwk_thumbprint`.
+        let mut members = BTreeMap::new();
+        members.insert("crv", "P-256");
+        members.insert("kty", "EC");
+        members.insert("x", x);
+        members.insert("y", y);
+        let canonical = serde_json::to_string(&members).unwrap();
+        assert!(canonical.starts_with(r#"{"crv":"P-256","kty":"EC","x":""#));
+        let digest = Sha256::digest(canonical.as_bytes());
+        assert_eq!(kid, URL_SAFE_NO_PAD.encode(digest));
+        assert_eq!(kid.len(), 43);
+        // And x/y really are the coordinates of the private key in the file.
+        let pem = std::fs::read_to_string(key_path(&data, &kid)).unwrap();
+        let secret = SecretKey::from_pkcs8_pem(&pem).unwrap();
+        let sec1 = secret.public_key().to_sec1_bytes();
+        assert_eq!(sec1.len(), 65);
+        assert_eq!(URL_SAFE_NO_PAD.decode(x).unwrap(), sec1[1..33]);
+        assert_eq!(URL_SAFE_NO_PAD.decode(y).unwrap(), sec1[33..65]);
+    }
+
+    #[test]
+    fn jwks_has_public_members_only() {
+        let (_tmp, data, store) = open();
+        KeyStore::rotate(&data).unwrap();
+        store.reload().unwrap();
+        let jwks = store.jwks();
+        let keys = jwks["keys"].as_array().unwrap();
+        assert_eq!(keys.len(), 2);
+        for key in keys {
+            let mut members: Vec<&str> =
+                key.as_object().unwrap().keys().map(String::as_str).collect();
+            members.sort();
+            assert_eq!(members, ["alg", "crv", "kid", "kty", "use", "x", "y"]);
+            assert_eq!(key["alg"], "ES256");
+            assert_eq!(key["use"], "sig");
+            assert_eq!(key["crv"], "P-256");
+            assert_eq!(key["kty"], "EC");
+        }
+        assert_eq!(jwks.as_object().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn debug_shows_no_private_material() {
+        let (_tmp, data, store) = open();
+        let kid = store.active_kid();
+        let pem = std::fs::read_to_string(key_path(&data, &kid)).unwrap();
+        let secret = SecretKey::from_pkcs8_pem(&pem).unwrap();
+        let d = secret.to_bytes();
+        let der = secret.to_pkcs8_der().unwrap();
+        let debug = format!("{store:?} {:?} {:#?}", store.active_key(), store.clone());
+        assert!(debug.contains(&kid), "{debug}");
+        assert!(!debug.contains("PRIVATE"), "{debug}");
+        for secret_text in [
+            hex::encode(d.as_slice()),
+            hex::encode(der.as_bytes()),
+            URL_SAFE_NO_PAD.encode(d.as_slice()),
+            base64::engine::general_purpose::STANDARD.encode(d.as_slice()),
+        ] {
+            assert!(!debug.contains(&secret_text));
+        }
+        for line in pem.lines().filter(|l| !l.starts_with("-----")) {
+            assert!(!debug.contains(line), "{debug}");
+        }
+        // Byte-wise too (`Debug` of a byte slice prints numbers).
+        let d_numbers = format!("{:?}", d.as_slice());
+        assert!(!debug.contains(&d_numbers[1..d_numbers.len() - 1]));
+    }
+
+    #[test]
+    fn unreadable_key_error_quotes_no_key_material() {
+        let (_tmp, data, store) = open();
+        let pem = std::fs::read_to_string(key_path(&data, &store.active_kid())).unwrap();
+        let body: Vec<&str> = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let corrupt = pem.replacen(&body[1][..8], "AAAAAAAA", 1);
+        let path = data.join(KEYS_DIR).join("broken.pem");
+        write_private_file(&data.join(KEYS_DIR), "broken.pem", corrupt.as_bytes()).unwrap();
+        let err = KeyStore::open_or_create(&data).unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert!(
+            matches!(&err, KeyError::InvalidKey { path: p } | KeyError::KidMismatch { path: p, .. }
+                if p == &path.display().to_string()),
+            "{shown}"
+        );
+        for line in &body {
+            assert!(!shown.contains(line), "{shown}");
+        }
+    }
+
+    #[test]
+    fn misnamed_key_file_is_refused() {
+        let (_tmp, data, store) = open();
+        let kid = store.active_kid();
+        let wrong = key_path(&data, "not-the-thumbprint");
+        std::fs::rename(key_path(&data, &kid), &wrong).unwrap();
+        std::fs::remove_file(data.join(KEYS_DIR).join(ACTIVE_FILE)).unwrap();
+        let err = KeyStore::open_or_create(&data).unwrap_err();
+        assert!(matches!(&err, KeyError::KidMismatch { kid: k, .. } if k == &kid), "{err:?}");
+    }
+
+    #[test]
+    fn missing_active_file_falls_back_to_a_loaded_key() {
+        let (_tmp, data, store) = open();
+        let first = store.active_kid();
+        let second = KeyStore::rotate(&data).unwrap();
+        std::fs::remove_file(data.join(KEYS_DIR).join(ACTIVE_FILE)).unwrap();
+        let reopened = KeyStore::open_or_create(&data).unwrap();
+        assert!([first, second].contains(&reopened.active_kid()));
+        // `active` naming a key that is not there is an error, not a guess.
+        std::fs::write(data.join(KEYS_DIR).join(ACTIVE_FILE), "nope\n").unwrap();
+        assert!(matches!(
+            KeyStore::open_or_create(&data),
+            Err(KeyError::ActiveKeyMissing { kid, .. }) if kid == "nope"
+        ));
+    }
+}

@@ -1,0 +1,337 @@
+//! The one approval path. Console pages, the console JSON API, Slack buttons
+//! and policy auto-approval all end in `grant` through `decide` (humans) or
+//! `auto_approve` (policy); they differ only in how the approver was
+//! authenticated (`amr`) and the channel (`via`).
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+use crate::approval::token::MintRequest;
+use crate::domain::{ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
+use crate::policy::{self, Decision, Outcome, PolicyInput, Reason};
+use crate::proposals::{self, AgentPrincipal, ProposalView};
+use crate::state::AppState;
+use crate::store::{self, audit::AuditEntry, directory::Role, proposals::ApprovalRow};
+
+/// A human (or a policy rule) giving a decision, already authenticated.
+#[derive(Debug, Clone)]
+pub struct Approver {
+    pub user_id: String,
+    pub tenant_id: String,
+    pub roles: Vec<Role>,
+    pub approval_limits_minor: BTreeMap<String, u64>,
+    /// How they authenticated: `pwd`, `passkey`, `slack`.
+    pub amr: &'static str,
+    /// Which channel: `console`, `api`, `slack`.
+    pub via: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Approve,
+    Reject { reason: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("no such proposal")]
+    NotFound,
+    #[error("only approvers can decide on proposals")]
+    NotAnApprover,
+    #[error("the proposal is {0}")]
+    InvalidState(ProposalStatus),
+    #[error("{0}")]
+    BadReason(&'static str),
+    #[error("denied by policy")]
+    Denied(Decision),
+    #[error("cannot mint the approval token: {0}")]
+    Token(String),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+fn denied(rule: &str, message: String) -> DecideError {
+    DecideError::Denied(Decision {
+        outcome: Outcome::Denied,
+        required_approvals: 0,
+        reasons: vec![Reason { rule: rule.into(), message }],
+    })
+}
+
+/// A rejection reason: 1–500 characters after trimming, no control characters.
+fn check_reason(reason: &str) -> Result<String, DecideError> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(DecideError::BadReason("a reason is required to reject"));
+    }
+    if reason.chars().count() > 500 || reason.chars().any(char::is_control) {
+        return Err(DecideError::BadReason("the reason must be at most 500 characters, without control characters"));
+    }
+    Ok(reason.to_owned())
+}
+
+const DECIDABLE: [ProposalStatus; 2] = [ProposalStatus::PendingApproval, ProposalStatus::ApprovalExpired];
+
+/// Records an approver's decision. Checks, in order: the proposal exists in
+/// the approver's tenant, they hold the approver role, it is waiting for a
+/// decision; for an approval also segregation of duties, their limit, that
+/// they have not approved already, and policy as it stands now.
+pub async fn decide(
+    state: &AppState,
+    approver: &Approver,
+    proposal_id: &str,
+    verdict: Verdict,
+    now: DateTime<Utc>,
+) -> Result<ProposalView, DecideError> {
+    let row = store::proposals::get(&state.db.read, &approver.tenant_id, proposal_id)
+        .await?
+        .ok_or(DecideError::NotFound)?;
+    if !approver.roles.contains(&Role::Approver) {
+        return Err(DecideError::NotAnApprover);
+    }
+    if !DECIDABLE.contains(&row.status) {
+        return Err(DecideError::InvalidState(row.status));
+    }
+    let decision = match &verdict {
+        Verdict::Reject { reason } => {
+            let reason = check_reason(reason)?;
+            reject(state, approver, &row, reason, now).await?;
+            return load(state, approver, proposal_id).await;
+        }
+        Verdict::Approve => recheck(state, approver, &row).await?,
+    };
+
+    let mut tx = state.db.write.begin().await?;
+    let current = store::proposals::get_in(&mut tx, &approver.tenant_id, proposal_id)
+        .await?
+        .ok_or(DecideError::NotFound)?;
+    if !DECIDABLE.contains(&current.status) {
+        return Err(DecideError::InvalidState(current.status));
+    }
+    let given = ApprovalRow {
+        proposal_id: proposal_id.to_owned(),
+        round: current.approval_round,
+        approver_id: approver.user_id.clone(),
+        decision: "approve".into(),
+        reason: None,
+        via: approver.via.into(),
+        amr: approver.amr.into(),
+        at: store::ts(now),
+    };
+    if let Err(e) = store::proposals::insert_approval(&mut tx, &given).await {
+        return Err(if store::is_unique_violation(&e) {
+            denied("distinct_approvers", "You have already approved this proposal; another approver must give the next approval.".into())
+        } else {
+            e.into()
+        });
+    }
+    let entry = AuditEntry {
+        tenant_id: Some(approver.tenant_id.clone()),
+        actor: format!("user:{}", approver.user_id),
+        action: "proposal.approval_given".into(),
+        proposal_id: Some(proposal_id.to_owned()),
+        request_hash: Some(current.request_hash.clone()),
+        data: json!({"via": approver.via, "amr": approver.amr, "round": current.approval_round}),
+    };
+    store::audit::append(&mut tx, &entry).await?;
+    let approvals = store::proposals::approvals_in_round(&mut tx, proposal_id, current.approval_round).await?;
+    let required = usize::from(decision.required_approvals.max(current.required_approvals).max(1));
+    if approvals.len() >= required {
+        grant(state, &mut tx, &current, &approvals, now).await?;
+    } else {
+        store::proposals::touch(&mut tx, proposal_id, now).await?;
+    }
+    tx.commit().await?;
+    state.changes.publish(proposal_id);
+    load(state, approver, proposal_id).await
+}
+
+async fn load(state: &AppState, approver: &Approver, id: &str) -> Result<ProposalView, DecideError> {
+    proposals::load_view(state, &approver.tenant_id, id).await?.ok_or(DecideError::NotFound)
+}
+
+async fn reject(
+    state: &AppState,
+    approver: &Approver,
+    row: &store::proposals::ProposalRow,
+    reason: String,
+    now: DateTime<Utc>,
+) -> Result<(), DecideError> {
+    let mut tx = state.db.write.begin().await?;
+    if !store::proposals::transition(&mut tx, &row.id, &DECIDABLE, ProposalStatus::Rejected, now).await? {
+        let latest = store::proposals::get_in(&mut tx, &row.tenant_id, &row.id).await?.ok_or(DecideError::NotFound)?;
+        return Err(DecideError::InvalidState(latest.status));
+    }
+    let given = ApprovalRow {
+        proposal_id: row.id.clone(),
+        round: row.approval_round,
+        approver_id: approver.user_id.clone(),
+        decision: "reject".into(),
+        reason: Some(reason.clone()),
+        via: approver.via.into(),
+        amr: approver.amr.into(),
+        at: store::ts(now),
+    };
+    store::proposals::insert_approval(&mut tx, &given).await?;
+    let entry = AuditEntry {
+        tenant_id: Some(row.tenant_id.clone()),
+        actor: format!("user:{}", approver.user_id),
+        action: "proposal.rejected".into(),
+        proposal_id: Some(row.id.clone()),
+        request_hash: Some(row.request_hash.clone()),
+        data: json!({"from": row.status, "to": ProposalStatus::Rejected, "via": approver.via, "reason": reason}),
+    };
+    store::audit::append(&mut tx, &entry).await?;
+    tx.commit().await?;
+    state.changes.publish(&row.id);
+    Ok(())
+}
+
+/// Segregation of duties, the approver's limit, and policy re-evaluated now
+/// (the agent's scope or the payee may have changed since it was proposed).
+async fn recheck(state: &AppState, approver: &Approver, row: &store::proposals::ProposalRow) -> Result<Decision, DecideError> {
+    let agent = store::directory::agent(&mut *state.db.read.acquire().await?, &row.tenant_id, &row.agent_id)
+        .await?
+        .ok_or(DecideError::NotFound)?;
+    if agent.acts_for == approver.user_id {
+        return Err(denied(
+            "segregation_of_duties",
+            format!("You are the person agent {} acts for, so you cannot approve its proposals.", agent.id),
+        ));
+    }
+    let limit = approver.approval_limits_minor.get(&row.currency).copied().unwrap_or(0);
+    if row.amount_minor > limit {
+        return Err(denied(
+            "approver_limit",
+            format!(
+                "{} is above your approval limit of {}.",
+                crate::domain::Currency::parse(&row.currency).map(|c| c.format_minor(row.amount_minor)).unwrap_or_default(),
+                crate::domain::Currency::parse(&row.currency).map(|c| c.format_minor(limit)).unwrap_or_default(),
+            ),
+        ));
+    }
+    let decision = evaluate_now(state, &AgentPrincipal::from(agent), row).await?;
+    if decision.outcome == Outcome::Denied {
+        return Err(DecideError::Denied(decision));
+    }
+    Ok(decision)
+}
+
+/// Policy for a stored proposal, as the registry and config stand now.
+pub async fn evaluate_now(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    row: &store::proposals::ProposalRow,
+) -> Result<Decision, DecideError> {
+    let canonical: crate::domain::CanonicalRequest =
+        serde_json::from_str(&row.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let trusted = row.kind == ProposalKind::Transfer.as_str() && row.payee_trusted;
+    let source: &SourceAccount = &canonical.source_account;
+    let purpose: PurposeCode = canonical.purpose_code;
+    Ok(policy::evaluate(
+        &state.settings.policy,
+        &PolicyInput {
+            kind: canonical.kind,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency,
+            purpose,
+            source_account: source,
+            payee_trusted: trusted,
+            agent: &agent.scope,
+        },
+    ))
+}
+
+/// The last required approval was given: move to `approved` and mint the
+/// token bound to the proposal, its request hash and its agent. Runs inside
+/// the caller's write transaction.
+pub async fn grant(
+    state: &AppState,
+    tx: &mut sqlx::SqliteConnection,
+    row: &store::proposals::ProposalRow,
+    approvals: &[ApprovalRow],
+    now: DateTime<Utc>,
+) -> Result<(), DecideError> {
+    if !store::proposals::transition(tx, &row.id, &DECIDABLE, ProposalStatus::Approved, now).await? {
+        let latest = store::proposals::get_in(tx, &row.tenant_id, &row.id).await?.ok_or(DecideError::NotFound)?;
+        return Err(DecideError::InvalidState(latest.status));
+    }
+    let approvers: Vec<String> = approvals.iter().map(|a| a.approver_id.clone()).collect();
+    let mut amr: Vec<String> = approvals.iter().map(|a| a.amr.clone()).collect();
+    amr.dedup();
+    let sub = approvers.last().cloned().unwrap_or_default();
+    let (token, claims) = state
+        .keys
+        .mint(&MintRequest {
+            issuer: &state.settings.public_url,
+            sub: &sub,
+            approvers: &approvers,
+            tenant_id: &row.tenant_id,
+            proposal_id: &row.id,
+            request_hash: &row.request_hash,
+            agent_id: &row.agent_id,
+            amr: &amr,
+            now,
+            ttl_secs: state.settings.approval.token_ttl_secs,
+        })
+        .map_err(|e| DecideError::Token(e.to_string()))?;
+    let kid = state.keys.active_kid();
+    let at = |secs: i64| store::ts(DateTime::from_timestamp(secs, 0).unwrap_or(now));
+    store::proposals::insert_token(
+        tx,
+        &store::proposals::TokenRow {
+            jti: claims.jti.clone(),
+            proposal_id: row.id.clone(),
+            round: row.approval_round,
+            token,
+            kid: kid.clone(),
+            issued_at: at(claims.iat),
+            expires_at: at(claims.exp),
+            used_at: None,
+        },
+    )
+    .await?;
+    let entry = AuditEntry {
+        tenant_id: Some(row.tenant_id.clone()),
+        actor: if sub.starts_with("policy:") { sub.clone() } else { format!("user:{sub}") },
+        action: "proposal.approved".into(),
+        proposal_id: Some(row.id.clone()),
+        request_hash: Some(row.request_hash.clone()),
+        data: json!({
+            "from": row.status, "to": ProposalStatus::Approved, "approvers": approvers,
+            "amr": amr, "jti": claims.jti, "kid": kid, "token_expires_at": at(claims.exp),
+        }),
+    };
+    store::audit::append(tx, &entry).await?;
+    Ok(())
+}
+
+/// Approved proposals whose token expired unredeemed go to
+/// `approval_expired`, and a new approval round begins.
+pub async fn expire_approvals(state: &AppState, now: DateTime<Utc>) -> sqlx::Result<usize> {
+    let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
+    let mut tx = state.db.write.begin().await?;
+    let due = store::proposals::approvals_expired_before(&mut tx, cutoff).await?;
+    let mut moved = Vec::new();
+    for (id, tenant, hash) in due {
+        if store::proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now).await? {
+            store::proposals::next_round(&mut tx, &id).await?;
+            let entry = AuditEntry {
+                tenant_id: Some(tenant),
+                actor: "system:expiry".into(),
+                action: "proposal.approval_expired".into(),
+                proposal_id: Some(id.clone()),
+                request_hash: Some(hash),
+                data: json!({"from": ProposalStatus::Approved, "to": ProposalStatus::ApprovalExpired}),
+            };
+            store::audit::append(&mut tx, &entry).await?;
+            moved.push(id);
+        }
+    }
+    tx.commit().await?;
+    for id in &moved {
+        state.changes.publish(id);
+    }
+    Ok(moved.len())
+}

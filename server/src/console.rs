@@ -1,0 +1,238 @@
+//! The server's implementation of the console port (`app::console`): the
+//! pages' data, built from the same use cases and views as the APIs.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use app::console::{ConsolePort, PortFuture};
+use app::views::{
+    AdminData, AgentRow, ApprovalLine, ConsoleError, PayeeRow, ProposalDetail, QueueItem, QueuePage, ReasonLine,
+    TimelineLine, UserRow, Viewer,
+};
+
+use crate::domain::{mask_account, CanonicalRequest, ProposalStatus};
+use crate::http::console::{QueueQuery, ADMIN_FLASH, ADMIN_NEW_KEY};
+use crate::state::Shared;
+use crate::store::{self, directory::Role, proposals::ProposalRow};
+
+pub struct ConsoleService {
+    pub state: Shared,
+}
+
+fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
+    tracing::error!(error = %e, "console data failed to load");
+    ConsoleError::Unavailable
+}
+
+fn canonical(row: &ProposalRow) -> Result<CanonicalRequest, ConsoleError> {
+    serde_json::from_str(&row.canonical_request).map_err(unavailable)
+}
+
+impl ConsoleService {
+    async fn queue_page(
+        &self,
+        viewer: &Viewer,
+        status: Option<String>,
+        order: Option<String>,
+        cursor: Option<String>,
+    ) -> Result<QueuePage, ConsoleError> {
+        let query = QueueQuery::parse(status.as_deref(), order.as_deref(), None, cursor.as_deref())
+            .map_err(|_| ConsoleError::NotFound)?;
+        let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id).await.map_err(unavailable)?;
+        let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;
+        let items = rows
+            .iter()
+            .zip(views)
+            .map(|(row, view)| {
+                let c = canonical(row)?;
+                Ok(QueueItem {
+                    id: row.id.clone(),
+                    status: row.status.as_str().into(),
+                    sentence: c.sentence(),
+                    amount: c.currency.format_minor(c.amount_minor),
+                    payee: c.destination.legal_name.clone(),
+                    agent_id: row.agent_id.clone(),
+                    approvals: view.approvals.iter().filter(|a| a.decision == "approve").count(),
+                    required_approvals: row.required_approvals,
+                    created_at: row.created_at.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, ConsoleError>>()?;
+        Ok(QueuePage {
+            items,
+            status: query.status.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "all".into()),
+            order: if query.oldest_first { "oldest".into() } else { "newest".into() },
+            next_cursor,
+        })
+    }
+
+    async fn detail(&self, viewer: &Viewer, id: String) -> Result<ProposalDetail, ConsoleError> {
+        let state = &self.state;
+        let row = store::proposals::get(&state.db.read, &viewer.tenant_id, &id)
+            .await
+            .map_err(unavailable)?
+            .ok_or(ConsoleError::NotFound)?;
+        let c = canonical(&row)?;
+        let view = crate::proposals::views(state, vec![row.clone()]).await.map_err(unavailable)?.pop().ok_or(ConsoleError::NotFound)?;
+        let timeline = store::audit::for_proposal(&state.db.read, &row.id)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .map(|e| TimelineLine { at: e.at, actor: e.actor, action: e.action })
+            .collect();
+        let blocker = self.blocker(viewer, &row, &view).await?;
+        Ok(ProposalDetail {
+            id: row.id.clone(),
+            status: row.status.as_str().into(),
+            kind: row.kind.clone(),
+            sentence: c.sentence(),
+            amount: c.currency.format_minor(c.amount_minor),
+            payee_name: c.destination.legal_name.clone(),
+            payee_masked: c.destination.id.masked(),
+            payee_trusted: row.payee_trusted,
+            source_masked: c.source_account.masked(),
+            purpose: c.purpose_code.to_string(),
+            invoice_id: c.invoice_id.as_ref().map(|i| i.to_string()),
+            reference: c.reference.as_ref().map(|r| r.as_str().to_owned()),
+            request_hash: row.request_hash.clone(),
+            agent_id: row.agent_id.clone(),
+            run_id: row.run_id.clone(),
+            policy_outcome: serde_json::to_value(view.policy.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            required_approvals: row.required_approvals,
+            reasons: view.policy.reasons.iter().map(|r| ReasonLine { rule: r.rule.clone(), message: r.message.clone() }).collect(),
+            approvals: view
+                .approvals
+                .iter()
+                .map(|a| ApprovalLine {
+                    approver: a.approver_id.clone(),
+                    decision: a.decision.clone(),
+                    reason: a.reason.clone(),
+                    via: a.via.clone(),
+                    at: a.at.clone(),
+                })
+                .collect(),
+            timeline,
+            created_at: row.created_at.clone(),
+            expires_at: row.expires_at.clone(),
+            can_decide: blocker.is_none(),
+            decide_blocker: blocker,
+            rail_reference: None,
+        })
+    }
+
+    /// Why the viewer cannot decide now, if they cannot. The authoritative
+    /// checks are in `approvals::decide`; this only shapes the page.
+    async fn blocker(
+        &self,
+        viewer: &Viewer,
+        row: &ProposalRow,
+        view: &crate::proposals::ProposalView,
+    ) -> Result<Option<String>, ConsoleError> {
+        if !viewer.can_approve() {
+            return Ok(Some("Your role (viewer) cannot approve or reject.".into()));
+        }
+        if !matches!(row.status, ProposalStatus::PendingApproval | ProposalStatus::ApprovalExpired) {
+            return Ok(Some(format!("This proposal is {} and no longer waits for a decision.", row.status.as_str().replace('_', " "))));
+        }
+        let mut conn = self.state.db.read.acquire().await.map_err(unavailable)?;
+        let agent = store::directory::agent(&mut conn, &row.tenant_id, &row.agent_id).await.map_err(unavailable)?;
+        if agent.is_some_and(|a| a.acts_for == viewer.user_id) {
+            return Ok(Some("The agent acts for you, so you cannot decide on its proposals.".into()));
+        }
+        if view.approvals.iter().any(|a| a.approver_id == viewer.user_id) {
+            return Ok(Some("You have already approved; another approver must give the next approval.".into()));
+        }
+        Ok(None)
+    }
+
+    async fn admin_data(&self, viewer: &Viewer, session: Option<tower_sessions::Session>) -> Result<AdminData, ConsoleError> {
+        if !viewer.is_admin() {
+            return Err(ConsoleError::Forbidden);
+        }
+        let state = &self.state;
+        let mut conn = state.db.read.acquire().await.map_err(unavailable)?;
+        let users = store::directory::users_of(&mut conn, &viewer.tenant_id).await.map_err(unavailable)?;
+        let names: std::collections::HashMap<String, String> =
+            users.iter().map(|u| (u.id.clone(), u.username.clone())).collect();
+        let agents = store::directory::agents_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
+        let payees = store::directory::payees_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
+        let (flash, new_agent_key) = match session {
+            Some(s) => (
+                s.remove::<String>(ADMIN_FLASH).await.ok().flatten(),
+                s.remove::<(String, String)>(ADMIN_NEW_KEY).await.ok().flatten(),
+            ),
+            None => (None, None),
+        };
+        Ok(AdminData {
+            users: users
+                .into_iter()
+                .map(|u| UserRow {
+                    id: u.id,
+                    username: u.username,
+                    roles: u.roles.iter().map(|r| role_name(*r).to_owned()).collect(),
+                    limits: u
+                        .approval_limits_minor
+                        .iter()
+                        .map(|(c, l)| crate::domain::Currency::parse(c).map(|c| c.format_minor(*l)).unwrap_or_default())
+                        .collect(),
+                    slack_user_id: u.slack_user_id,
+                })
+                .collect(),
+            agents: agents
+                .into_iter()
+                .map(|a| AgentRow {
+                    acts_for: names.get(&a.acts_for).cloned().unwrap_or(a.acts_for),
+                    id: a.id,
+                    source_accounts: a.source_accounts.iter().map(|s| mask_account(s)).collect(),
+                    purposes: a.purposes,
+                })
+                .collect(),
+            payees: payees
+                .into_iter()
+                .map(|p| PayeeRow { masked: mask_account(&p.id), id: p.id, legal_name: p.legal_name, trusted: p.trusted })
+                .collect(),
+            new_agent_key,
+            flash,
+        })
+    }
+}
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Viewer => "viewer",
+        Role::Approver => "approver",
+        Role::Admin => "admin",
+    }
+}
+
+impl ConsolePort for ConsoleService {
+    fn queue<'a>(
+        &'a self,
+        viewer: &'a Viewer,
+        status: Option<String>,
+        order: Option<String>,
+        cursor: Option<String>,
+    ) -> PortFuture<'a, QueuePage> {
+        Box::pin(self.queue_page(viewer, status, order, cursor))
+    }
+
+    fn proposal<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ProposalDetail> {
+        Box::pin(self.detail(viewer, id))
+    }
+
+    fn admin<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, AdminData> {
+        // Read the request's session now, while the request context is current.
+        let session = leptos::prelude::use_context::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<tower_sessions::Session>().cloned());
+        Box::pin(self.admin_data(viewer, session))
+    }
+
+    fn wait_for_change(&self, max_secs: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(max_secs), self.state.changes.any()).await;
+        })
+    }
+}

@@ -1,0 +1,416 @@
+//! The console's own actions: the documented JSON endpoints (session cookie +
+//! `X-CSRF-Token`) and the HTML form posts the pages use (so approve and
+//! reject work without JavaScript). Both call the same functions.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Form, Json};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use tower_sessions::Session;
+
+use super::agent::Page;
+use super::error::ApiError;
+use super::extract::JsonBody;
+use super::session::{self, client_address, CurrentUser, SignInError};
+use crate::approvals::{self, DecideError, Verdict};
+use crate::domain::{FieldError, ProposalStatus};
+use crate::proposals::{self, ProposalView};
+use crate::state::Shared;
+use crate::store;
+
+impl From<DecideError> for ApiError {
+    fn from(e: DecideError) -> Self {
+        match e {
+            DecideError::NotFound => ApiError::NotFound,
+            DecideError::NotAnApprover => ApiError::ForbiddenBecause("only approvers can decide on proposals"),
+            DecideError::InvalidState(s) => ApiError::InvalidState(s),
+            DecideError::BadReason(why) => ApiError::Validation(vec![FieldError::new("reason", "invalid_value", why)]),
+            DecideError::Denied(d) => ApiError::PolicyDenied(d),
+            DecideError::Token(e) => ApiError::Internal(e.into()),
+            DecideError::Store(e) => e.into(),
+        }
+    }
+}
+
+fn field<'a>(value: &'a Value, name: &str) -> Option<&'a str> {
+    value.get(name).and_then(Value::as_str)
+}
+
+fn only_fields(value: &Value, allowed: &[&str]) -> Result<(), ApiError> {
+    let Some(obj) = value.as_object() else {
+        return Err(ApiError::Validation(vec![FieldError::new("", "invalid_type", "the body must be a JSON object")]));
+    };
+    let unknown: Vec<FieldError> = obj
+        .keys()
+        .filter(|k| !allowed.contains(&k.as_str()))
+        .map(|k| FieldError::new(k, "unknown_field", "is not a field of this request"))
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(unknown))
+    }
+}
+
+#[derive(Serialize)]
+struct SessionUser {
+    id: String,
+    username: String,
+    tenant_id: String,
+    roles: Vec<String>,
+}
+
+/// `POST /api/v1/session` — `{"username", "password"}` → the user and the CSRF token.
+pub async fn sign_in_json(
+    State(state): State<Shared>,
+    session: Session,
+    request: axum::extract::Request,
+) -> Result<Response, ApiError> {
+    let address = client_address(request.extensions());
+    let JsonBody { value } = <JsonBody as axum::extract::FromRequest<Shared>>::from_request(request, &state).await?;
+    only_fields(&value, &["username", "password"])?;
+    let (Some(username), Some(password)) = (field(&value, "username"), field(&value, "password")) else {
+        let missing: Vec<FieldError> = ["username", "password"]
+            .into_iter()
+            .filter(|f| field(&value, f).is_none())
+            .map(|f| FieldError::new(f, "required", "is required (a string)"))
+            .collect();
+        return Err(ApiError::Validation(missing));
+    };
+    match session::sign_in(&state, &session, username, password, &address).await {
+        Ok(current) => {
+            let viewer = current.viewer();
+            Ok(Json(json!({
+                "user": SessionUser { id: viewer.user_id, username: viewer.username, tenant_id: viewer.tenant_id, roles: viewer.roles },
+                "csrf_token": viewer.csrf_token,
+            }))
+            .into_response())
+        }
+        Err(SignInError::Throttled(wait)) => {
+            let mut response = ApiError::RateLimited.into_response();
+            if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            Ok(response)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `DELETE /api/v1/session`
+pub async fn sign_out_json(_user: CurrentUser, session: Session) -> Result<StatusCode, ApiError> {
+    session::sign_out(&session).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueParams {
+    status: Option<String>,
+    order: Option<String>,
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+/// The validated queue query, shared by the JSON endpoint and the page.
+pub struct QueueQuery {
+    pub status: Option<ProposalStatus>,
+    pub oldest_first: bool,
+    pub limit: u32,
+    pub cursor: Option<String>,
+}
+
+impl QueueQuery {
+    /// Pending by default; `status=all` lists every status.
+    pub fn parse(status: Option<&str>, order: Option<&str>, limit: Option<u32>, cursor: Option<&str>) -> Result<Self, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let status = match status.unwrap_or("pending_approval") {
+            "all" => None,
+            s => {
+                let parsed = ProposalStatus::parse(s);
+                if parsed.is_none() {
+                    errors.push(FieldError::new("status", "invalid_value", "is not a proposal status (or `all`)"));
+                }
+                parsed
+            }
+        };
+        let oldest_first = match order.unwrap_or("newest") {
+            "newest" => false,
+            "oldest" => true,
+            _ => {
+                errors.push(FieldError::new("order", "invalid_value", "must be newest or oldest"));
+                false
+            }
+        };
+        let limit = limit.unwrap_or(25);
+        if !(1..=100).contains(&limit) {
+            errors.push(FieldError::new("limit", "invalid_value", "must be between 1 and 100"));
+        }
+        let cursor = cursor.filter(|c| !c.is_empty());
+        if cursor.is_some_and(|c| !c.starts_with("prop_") || c.len() > 64) {
+            errors.push(FieldError::new("cursor", "invalid_value", "is not a cursor from a previous page"));
+        }
+        if errors.is_empty() {
+            Ok(QueueQuery { status, oldest_first, limit, cursor: cursor.map(str::to_owned) })
+        } else {
+            Err(errors)
+        }
+    }
+
+    pub async fn run(&self, state: &Shared, tenant: &str) -> sqlx::Result<(Vec<store::proposals::ProposalRow>, Option<String>)> {
+        let listing = store::proposals::Listing {
+            tenant_id: tenant,
+            agent_id: None,
+            status: self.status,
+            oldest_first: self.oldest_first,
+            limit: self.limit,
+            cursor: self.cursor.as_deref(),
+        };
+        let (rows, more) = store::proposals::list(&state.db.read, &listing).await?;
+        let next = if more { rows.last().map(|r| r.id.clone()) } else { None };
+        Ok((rows, next))
+    }
+}
+
+/// `GET /api/v1/queue?status=&order=&limit=&cursor=` — the tenant's proposals.
+pub async fn queue(
+    State(state): State<Shared>,
+    user: CurrentUser,
+    params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Page<ProposalView>>, ApiError> {
+    let Query(p) = params.map_err(|e| ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())]))?;
+    let query = QueueQuery::parse(p.status.as_deref(), p.order.as_deref(), p.limit, p.cursor.as_deref())
+        .map_err(ApiError::Validation)?;
+    let (rows, next_cursor) = query.run(&state, &user.user.tenant_id).await?;
+    Ok(Json(Page { data: proposals::views(&state, rows).await?, next_cursor }))
+}
+
+fn verdict(decision: Option<&str>, reason: Option<&str>) -> Result<Verdict, ApiError> {
+    match decision {
+        Some("approve") => Ok(Verdict::Approve),
+        Some("reject") => Ok(Verdict::Reject { reason: reason.unwrap_or_default().to_owned() }),
+        _ => Err(ApiError::Validation(vec![FieldError::new("decision", "invalid_value", "must be approve or reject")])),
+    }
+}
+
+/// `POST /api/v1/proposals/{id}/approvals` — `{"decision": "approve"|"reject", "reason": "..."}`.
+pub async fn decide_json(
+    State(state): State<Shared>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    JsonBody { value }: JsonBody,
+) -> Result<Json<ProposalView>, ApiError> {
+    only_fields(&value, &["decision", "reason"])?;
+    let verdict = verdict(field(&value, "decision"), field(&value, "reason"))?;
+    let view = approvals::decide(&state, &user.approver("api"), &id, verdict, Utc::now()).await?;
+    Ok(Json(view))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LoginForm {
+    username: String,
+    password: String,
+}
+
+/// `POST /login` (form) — the page's sign-in; redirects.
+pub async fn sign_in_form(State(state): State<Shared>, session: Session, request: axum::extract::Request) -> Response {
+    let address = client_address(request.extensions());
+    let Ok(Form(form)) = <Form<LoginForm> as axum::extract::FromRequest<Shared>>::from_request(request, &state).await else {
+        return Redirect::to("/login?error=invalid").into_response();
+    };
+    match session::sign_in(&state, &session, &form.username, &form.password, &address).await {
+        Ok(_) => Redirect::to("/").into_response(),
+        Err(SignInError::Throttled(_)) => Redirect::to("/login?error=throttled").into_response(),
+        Err(SignInError::Unauthenticated) => Redirect::to("/login?error=invalid").into_response(),
+        Err(SignInError::Api(e)) => e.into_response(),
+    }
+}
+
+/// `POST /logout` (form)
+pub async fn sign_out_form(session: Session) -> Response {
+    match session::sign_out(&session).await {
+        Ok(()) => Redirect::to("/login").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DecisionForm {
+    decision: String,
+    reason: Option<String>,
+}
+
+/// `POST /proposals/{id}/decision` (form) — approve or reject, then back to the page.
+pub async fn decide_form(
+    State(state): State<Shared>,
+    user: Option<CurrentUser>,
+    Path(id): Path<String>,
+    Form(form): Form<DecisionForm>,
+) -> Response {
+    let Some(user) = user else { return Redirect::to("/login").into_response() };
+    let back = |key: &str, code: &str| Redirect::to(&format!("/proposals/{id}?{key}={code}")).into_response();
+    let verdict = match verdict(Some(&form.decision), form.reason.as_deref()) {
+        Ok(v) => v,
+        Err(_) => return back("error", "invalid"),
+    };
+    let approving = verdict == Verdict::Approve;
+    match approvals::decide(&state, &user.approver("console"), &id, verdict, Utc::now()).await {
+        Ok(view) if approving && view.status == ProposalStatus::Approved => back("result", "approved"),
+        Ok(_) if approving => back("result", "approved"),
+        Ok(_) => back("result", "rejected"),
+        Err(DecideError::BadReason(_)) => back("error", "reason_required"),
+        Err(DecideError::InvalidState(_)) => back("error", "invalid_state"),
+        Err(DecideError::NotAnApprover) => back("error", "forbidden"),
+        Err(DecideError::NotFound) => ApiError::NotFound.into_response(),
+        Err(DecideError::Denied(d)) => {
+            let rule = d.reasons.first().map(|r| r.rule.clone()).unwrap_or_default();
+            let code = match rule.as_str() {
+                "segregation_of_duties" | "approver_limit" | "distinct_approvers" => rule,
+                _ => "policy_denied".into(),
+            };
+            back("error", &code)
+        }
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+/// Session keys of the admin page's one-time messages.
+pub const ADMIN_FLASH: &str = "admin_flash";
+pub const ADMIN_NEW_KEY: &str = "admin_new_key";
+
+async fn admin_done(session: &Session, outcome: Result<String, String>) -> Response {
+    let message = match outcome {
+        Ok(m) => m,
+        Err(m) => format!("Not saved: {m}"),
+    };
+    let _ = session.insert(ADMIN_FLASH, message).await;
+    Redirect::to("/admin").into_response()
+}
+
+fn require_admin(user: &Option<CurrentUser>) -> Result<&CurrentUser, Response> {
+    match user {
+        None => Err(Redirect::to("/login").into_response()),
+        Some(u) if u.user.roles.contains(&store::directory::Role::Admin) => Ok(u),
+        Some(_) => Err(ApiError::ForbiddenBecause("only admins can change the registry").into_response()),
+    }
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).map(str::to_owned).collect()
+}
+
+/// `POST /admin/users` (form)
+pub async fn admin_add_user(
+    State(state): State<Shared>,
+    session: Session,
+    user: Option<CurrentUser>,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let admin = match require_admin(&user) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
+    let roles: Vec<String> =
+        ["viewer", "approver", "admin"].into_iter().filter(|r| form.contains_key(&format!("role_{r}"))).map(String::from).collect();
+    let mut limits = BTreeMap::new();
+    for pair in words(&get("limits")) {
+        match pair.split_once('=').and_then(|(c, a)| Some((c.to_ascii_uppercase(), a.replace('_', "").parse::<u64>().ok()?))) {
+            Some((c, a)) => {
+                limits.insert(c, a);
+            }
+            None => return admin_done(&session, Err(format!("`{pair}` is not CURRENCY=AMOUNT_MINOR"))).await,
+        }
+    }
+    let slack = Some(get("slack_user_id")).filter(|s| !s.is_empty());
+    let username = get("username");
+    let outcome = crate::provision::add_user(
+        &state.db,
+        &state.settings,
+        crate::provision::NewUser {
+            tenant: admin.user.tenant_id.clone(),
+            username: username.clone(),
+            password: form.get("password").cloned().unwrap_or_default(),
+            roles,
+            limits,
+            slack_user_id: slack,
+        },
+    )
+    .await
+    .map(|_| format!("User {username} saved."))
+    .map_err(|e| e.to_string());
+    admin_done(&session, outcome).await
+}
+
+/// `POST /admin/agents` (form) — the key is shown once, on the next admin page.
+pub async fn admin_add_agent(
+    State(state): State<Shared>,
+    session: Session,
+    user: Option<CurrentUser>,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let admin = match require_admin(&user) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
+    let id = get("id");
+    let result = crate::provision::add_agent(
+        &state.db,
+        &state.settings,
+        crate::provision::NewAgent {
+            tenant: admin.user.tenant_id.clone(),
+            id: id.clone(),
+            acts_for: get("acts_for"),
+            source_accounts: words(&get("source_accounts")),
+            purposes: words(&get("purposes")),
+        },
+    )
+    .await;
+    match result {
+        Ok(key) => {
+            let _ = session.insert(ADMIN_NEW_KEY, (id.clone(), key)).await;
+            admin_done(&session, Ok(format!("Agent {id} saved."))).await
+        }
+        Err(e) => admin_done(&session, Err(e.to_string())).await,
+    }
+}
+
+/// `POST /admin/payees` (form)
+pub async fn admin_add_payee(
+    State(state): State<Shared>,
+    session: Session,
+    user: Option<CurrentUser>,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let admin = match require_admin(&user) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
+    let legal_name = get("legal_name");
+    let outcome =
+        crate::provision::add_payee(&state.db, &admin.user.tenant_id, &get("id"), &legal_name, form.contains_key("trusted"))
+            .await
+            .map(|_| format!("Payee {legal_name} saved."))
+            .map_err(|e| e.to_string());
+    admin_done(&session, outcome).await
+}
+
+/// Loads the signed-in user (if any) for the pages.
+pub async fn load_viewer(
+    State(state): State<Shared>,
+    session: Session,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Ok(Some(user)) = session::current_user(&state, &session).await {
+        req.extensions_mut().insert(user.viewer());
+        req.extensions_mut().insert(user);
+    }
+    next.run(req).await
+}

@@ -1,0 +1,142 @@
+//! CSRF protection for every cookie-authenticated state change: JSON
+//! endpoints, HTML forms and Leptos server functions alike. A request that
+//! is not GET/HEAD/OPTIONS must come from our own origin (`Origin`, or
+//! `Referer` when there is no `Origin`) and carry the session's CSRF token,
+//! in `X-CSRF-Token` or the `csrf_token` form field. Sign-in has no session
+//! yet, so it gets the origin check only. SameSite=Strict cookies are a
+//! third, independent layer.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+use tower_sessions::Session;
+
+use super::error::ApiError;
+use super::extract::MAX_BODY_BYTES;
+use super::session::{ConsoleSession, SESSION_KEY};
+use crate::state::Shared;
+
+/// Paths that create a session, and so cannot present a token yet.
+const SIGN_IN_PATHS: &[&str] = &["/api/v1/session", "/login"];
+
+fn origin_of(url: &str) -> &str {
+    // scheme://host[:port], without path
+    let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
+    match url[after_scheme..].find('/') {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
+    }
+}
+
+/// Our origins: the configured public URL, and the Host the browser used
+/// (which an attacker's page cannot choose).
+fn allowed_origins(public_url: &str, headers: &HeaderMap) -> Vec<String> {
+    let public = origin_of(public_url).to_owned();
+    let scheme = if public_url.starts_with("https://") { "https" } else { "http" };
+    let mut origins = vec![public];
+    if let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
+        origins.push(format!("{scheme}://{host}"));
+    }
+    origins
+}
+
+/// Whether the request comes from a page of our own origin.
+pub fn same_origin(public_url: &str, headers: &HeaderMap) -> bool {
+    let allowed = allowed_origins(public_url, headers);
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("null");
+        return allowed.iter().any(|a| a == origin);
+    }
+    match headers.get(header::REFERER).and_then(|r| r.to_str().ok()) {
+        Some(referer) => allowed.iter().any(|a| referer == a || referer.starts_with(&format!("{a}/"))),
+        None => false,
+    }
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"))
+}
+
+/// The middleware.
+pub async fn guard(State(state): State<Shared>, session: Session, req: Request, next: Next) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return next.run(req).await;
+    }
+    if !same_origin(&state.settings.public_url, req.headers()) {
+        return ApiError::ForbiddenBecause("cross-origin request refused").into_response();
+    }
+    // Inside a nested router the path is stripped; the original tells the truth.
+    let path = req.extensions().get::<axum::extract::OriginalUri>().map(|u| u.0.path().to_owned());
+    if SIGN_IN_PATHS.contains(&path.as_deref().unwrap_or(req.uri().path())) {
+        return next.run(req).await;
+    }
+    let expected = match session.get::<ConsoleSession>(SESSION_KEY).await {
+        Ok(Some(s)) => s.csrf_token,
+        Ok(None) => return ApiError::Unauthenticated.into_response(),
+        Err(e) => return ApiError::Internal(Box::new(e)).into_response(),
+    };
+    let header_token = req.headers().get("x-csrf-token").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let (req, presented) = match header_token {
+        Some(token) => (req, Some(token)),
+        None if is_form(req.headers()) => {
+            let (parts, body) = req.into_parts();
+            let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+                Ok(b) => b,
+                Err(_) => return ApiError::PayloadTooLarge.into_response(),
+            };
+            let token = form_urlencoded_field(&bytes, "csrf_token");
+            (Request::from_parts(parts, Body::from(bytes)), token)
+        }
+        None => (req, None),
+    };
+    match presented {
+        Some(token) if bool::from(token.as_bytes().ct_eq(expected.as_bytes())) => next.run(req).await,
+        _ => ApiError::ForbiddenBecause("missing or wrong CSRF token").into_response(),
+    }
+}
+
+fn form_urlencoded_field(body: &[u8], name: &str) -> Option<String> {
+    serde_urlencoded::from_bytes::<Vec<(String, String)>>(body)
+        .ok()?
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn origin_rules() {
+        let public = "http://localhost:8080";
+        assert!(same_origin(public, &headers(&[("origin", "http://localhost:8080")])));
+        assert!(same_origin(public, &headers(&[("host", "127.0.0.1:9000"), ("origin", "http://127.0.0.1:9000")])));
+        assert!(!same_origin(public, &headers(&[("origin", "http://evil.example")])));
+        assert!(!same_origin(public, &headers(&[("origin", "null")])));
+        assert!(same_origin(public, &headers(&[("referer", "http://localhost:8080/proposals/x")])));
+        assert!(!same_origin(public, &headers(&[("referer", "http://localhost:8080.evil.example/")])));
+        assert!(!same_origin(public, &headers(&[])), "no Origin and no Referer is refused");
+    }
+
+    #[test]
+    fn reads_the_form_field() {
+        assert_eq!(form_urlencoded_field(b"a=1&csrf_token=abc%21&b=2", "csrf_token").as_deref(), Some("abc!"));
+        assert_eq!(form_urlencoded_field(b"a=1", "csrf_token"), None);
+    }
+}

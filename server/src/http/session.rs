@@ -1,0 +1,207 @@
+//! Console sessions: sign-in with username and password, a typed session
+//! stored through tower-sessions in the database, the `CurrentUser`
+//! extractor, and sign-out.
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use chrono::Utc;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tower_sessions::Session;
+
+use super::error::ApiError;
+use crate::state::{AppState, Shared};
+use crate::store::{self, directory::User};
+
+/// Key of the console data inside the tower session.
+pub const SESSION_KEY: &str = "console";
+
+/// What a signed-in session holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConsoleSession {
+    pub user_id: String,
+    pub tenant_id: String,
+    pub csrf_token: String,
+    /// Unix seconds; the absolute timeout counts from here.
+    pub signed_in_at: i64,
+    pub amr: String,
+}
+
+/// The signed-in user of a console request.
+#[derive(Debug, Clone)]
+pub struct CurrentUser {
+    pub session: ConsoleSession,
+    pub user: User,
+}
+
+impl CurrentUser {
+    pub fn viewer(&self) -> app::views::Viewer {
+        app::views::Viewer {
+            user_id: self.user.id.clone(),
+            username: self.user.username.clone(),
+            tenant_id: self.user.tenant_id.clone(),
+            roles: self.user.roles.iter().map(|r| format!("{r:?}").to_lowercase()).collect(),
+            csrf_token: self.session.csrf_token.clone(),
+        }
+    }
+
+    pub fn approver(&self, via: &'static str) -> crate::approvals::Approver {
+        crate::approvals::Approver {
+            user_id: self.user.id.clone(),
+            tenant_id: self.user.tenant_id.clone(),
+            roles: self.user.roles.clone(),
+            approval_limits_minor: self.user.approval_limits_minor.clone(),
+            amr: if self.session.amr == "passkey" { "passkey" } else { "pwd" },
+            via,
+        }
+    }
+}
+
+/// Loads the signed-in user, enforcing the absolute timeout (the idle one is
+/// the session store's expiry). `None` when not signed in.
+pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<CurrentUser>, ApiError> {
+    let data: Option<ConsoleSession> =
+        session.get(SESSION_KEY).await.map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let Some(data) = data else { return Ok(None) };
+    let age = Utc::now().timestamp() - data.signed_in_at;
+    if age < 0 || age as u64 > state.settings.console.absolute_timeout_secs {
+        session.flush().await.map_err(|e| ApiError::Internal(Box::new(e)))?;
+        return Ok(None);
+    }
+    let mut conn = state.db.read.acquire().await?;
+    let user = store::directory::user_by_id(&mut conn, &data.user_id)
+        .await?
+        .filter(|u| u.active && u.tenant_id == data.tenant_id);
+    Ok(user.map(|user| CurrentUser { session: data, user }))
+}
+
+impl FromRequestParts<Shared> for CurrentUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, Self::Rejection> {
+        let session = Session::from_request_parts(parts, state).await.map_err(|_| ApiError::Unauthenticated)?;
+        current_user(state, &session).await?.ok_or(ApiError::Unauthenticated)
+    }
+}
+
+impl axum::extract::OptionalFromRequestParts<Shared> for CurrentUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Option<Self>, Self::Rejection> {
+        if let Some(user) = parts.extensions.get::<CurrentUser>() {
+            return Ok(Some(user.clone()));
+        }
+        let session = Session::from_request_parts(parts, state).await.map_err(|_| ApiError::Unauthenticated)?;
+        current_user(state, &session).await
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SignInError {
+    #[error("wrong username or password")]
+    Unauthenticated,
+    #[error("too many failed sign-ins")]
+    Throttled(Duration),
+    #[error(transparent)]
+    Api(#[from] ApiError),
+}
+
+impl From<SignInError> for ApiError {
+    fn from(e: SignInError) -> Self {
+        match e {
+            SignInError::Unauthenticated => ApiError::Unauthenticated,
+            SignInError::Throttled(_) => ApiError::RateLimited,
+            SignInError::Api(e) => e,
+        }
+    }
+}
+
+fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// The client address for throttling, from the connection.
+pub fn client_address(parts_ext: &axum::http::Extensions) -> String {
+    parts_ext
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Checks the password (argon2id, off the async executor; an unknown user is
+/// checked against a dummy hash and gets the same answer), throttles
+/// repeated failures, then starts a fresh session: the id is cycled so a
+/// session fixed before sign-in is worthless.
+pub async fn sign_in(
+    state: &AppState,
+    session: &Session,
+    username: &str,
+    password: &str,
+    address: &str,
+) -> Result<CurrentUser, SignInError> {
+    let now = Instant::now();
+    if let Some(wait) = state.throttle.check(username, address, now) {
+        tracing::warn!(%address, "sign-in throttled");
+        return Err(SignInError::Throttled(wait));
+    }
+    let user = {
+        let mut conn = state.db.read.acquire().await.map_err(ApiError::from)?;
+        store::directory::user_by_username(&mut conn, username).await.map_err(ApiError::from)?
+    };
+    let hash = match &user {
+        Some(u) if u.active => crate::store::directory::password_hash(&state.db.read, &u.id).await.map_err(ApiError::from)?,
+        _ => None,
+    };
+    let password = password.to_owned();
+    let ok = tokio::task::spawn_blocking(move || match hash {
+        Some(hash) => crate::password::verify_password(&password, &hash),
+        None => {
+            crate::password::verify_against_dummy(&password);
+            false
+        }
+    })
+    .await
+    .map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let Some(user) = user.filter(|_| ok) else {
+        state.throttle.record_failure(username, address, now);
+        tracing::warn!(%address, "failed sign-in");
+        return Err(SignInError::Unauthenticated);
+    };
+    state.throttle.record_success(username);
+
+    let internal = |e: tower_sessions::session::Error| SignInError::Api(ApiError::Internal(Box::new(e)));
+    session.cycle_id().await.map_err(internal)?;
+    let data = ConsoleSession {
+        user_id: user.id.clone(),
+        tenant_id: user.tenant_id.clone(),
+        csrf_token: random_token(),
+        signed_in_at: Utc::now().timestamp(),
+        amr: "pwd".into(),
+    };
+    session.insert(SESSION_KEY, &data).await.map_err(internal)?;
+    let mut tx = state.db.write.begin().await.map_err(ApiError::from)?;
+    store::audit::append(
+        &mut tx,
+        &store::audit::AuditEntry {
+            tenant_id: Some(user.tenant_id.clone()),
+            actor: format!("user:{}", user.id),
+            action: "session.signed_in".into(),
+            proposal_id: None,
+            request_hash: None,
+            data: serde_json::json!({"amr": "pwd"}),
+        },
+    )
+    .await
+    .map_err(ApiError::from)?;
+    tx.commit().await.map_err(ApiError::from)?;
+    Ok(CurrentUser { session: data, user })
+}
+
+/// Ends the session: the record is deleted and the cookie cleared.
+pub async fn sign_out(session: &Session) -> Result<(), ApiError> {
+    session.flush().await.map_err(|e| ApiError::Internal(Box::new(e)))
+}

@@ -1,0 +1,128 @@
+//! `GET /api/v1/proposals/{id}`: ETag, If-None-Match and `?wait=N`
+//! long-polling (SPEC §9), and tenant/agent isolation.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::helpers::*;
+
+fn poll(server: &TestServer, id: &str, wait: u64, etag: &str) -> reqwest::RequestBuilder {
+    server.get(&format!("/api/v1/proposals/{id}?wait={wait}"), ACME_BOT_KEY).header("If-None-Match", etag)
+}
+
+#[tokio::test]
+async fn get_returns_200_with_the_proposal_and_an_etag() {
+    let server = TestServer::start().await;
+    let created = server.create(&transfer()).await;
+    let id = created["id"].as_str().unwrap();
+    let r = server.get_proposal(ACME_BOT_KEY, id).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body, created, "GET shows the same proposal object POST returned");
+    let etag = r.header("etag").expect("ETag header");
+    assert!(!etag.is_empty());
+    // Stable while nothing changes.
+    let again = server.get_proposal(ACME_BOT_KEY, id).await;
+    assert_eq!(again.header("etag"), Some(etag));
+}
+
+#[tokio::test]
+async fn matching_if_none_match_is_304_at_once() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
+
+    let started = Instant::now();
+    let r = send(server.get(&format!("/api/v1/proposals/{id}"), ACME_BOT_KEY).header("If-None-Match", &etag)).await;
+    assert_eq!(r.status, 304, "{}", r.text);
+    assert!(started.elapsed() < Duration::from_secs(2), "no wait asked, none done: {:?}", started.elapsed());
+    assert!(r.text.is_empty(), "304 has no body");
+    assert_eq!(r.header("etag"), Some(etag.as_str()));
+
+    let r = send(server.get(&format!("/api/v1/proposals/{id}"), ACME_BOT_KEY).header("If-None-Match", "\"stale\"")).await;
+    assert_eq!(r.status, 200, "a different ETag gets the proposal: {}", r.text);
+}
+
+#[tokio::test]
+async fn long_poll_wakes_with_200_as_soon_as_the_proposal_is_cancelled() {
+    let server = Arc::new(TestServer::start().await);
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
+
+    let started = Instant::now();
+    let waiter = {
+        let (server, id, etag) = (server.clone(), id.clone(), etag.clone());
+        tokio::spawn(async move { send(poll(&server, &id, 10, &etag)).await })
+    };
+    // Let the poll start waiting; the cancel then happens while it is parked.
+    tokio::time::sleep(Duration::from_millis(750)).await;
+    let cancelled = server.cancel(ACME_BOT_KEY, &id).await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+
+    let r = waiter.await.expect("poll task");
+    let elapsed = started.elapsed();
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["status"], "cancelled", "the poll answered after the change: {}", r.text);
+    assert!(elapsed < Duration::from_secs(5), "woke promptly, not at the 10 s deadline: {elapsed:?}");
+    assert_ne!(r.header("etag"), Some(etag.as_str()), "a new ETag");
+}
+
+#[tokio::test]
+async fn long_poll_with_nothing_changing_is_304_after_the_wait() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
+    let started = Instant::now();
+    let r = send(poll(&server, &id, 1, &etag)).await;
+    let elapsed = started.elapsed();
+    assert_eq!(r.status, 304, "{}", r.text);
+    assert!(elapsed >= Duration::from_millis(900), "it waited: {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(5), "no longer than asked: {elapsed:?}");
+    assert_eq!(r.header("etag"), Some(etag.as_str()));
+}
+
+#[tokio::test]
+async fn long_poll_without_if_none_match_answers_at_once() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let started = Instant::now();
+    let r = server.get_proposal(ACME_BOT_KEY, &format!("{id}?wait=60")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn wait_above_60_seconds_is_422() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let r = server.get_proposal(ACME_BOT_KEY, &format!("{id}?wait=61")).await;
+    r.assert_error(422, "validation_failed");
+    assert!(r.detail_fields().contains("wait"), "{}", r.text);
+    let r = server.get_proposal(ACME_BOT_KEY, &format!("{id}?wait=soon")).await;
+    r.assert_error(422, "validation_failed");
+}
+
+#[tokio::test]
+async fn another_tenants_proposal_is_404_not_found() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let theirs = server.get_proposal(GLOBEX_BOT_KEY, &id).await;
+    theirs.assert_error(404, "not_found");
+    assert!(!theirs.text.contains("Northwind"), "{}", theirs.text);
+
+    // Indistinguishable from an id that does not exist.
+    let missing = server.get_proposal(GLOBEX_BOT_KEY, "prop_00000000000000000000000000").await;
+    missing.assert_error(404, "not_found");
+    assert_eq!(theirs.body["error"]["message"], missing.body["error"]["message"]);
+    assert_eq!(theirs.body["error"]["details"], missing.body["error"]["details"]);
+
+    // And long-polling it does not wait or leak either.
+    let r = send(server.get(&format!("/api/v1/proposals/{id}?wait=5"), GLOBEX_BOT_KEY).header("If-None-Match", "\"x\"")).await;
+    r.assert_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn another_agent_of_the_same_tenant_gets_404() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    server.get_proposal(ACME_OTHER_KEY, &id).await.assert_error(404, "not_found");
+}
