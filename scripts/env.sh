@@ -3,5 +3,8 @@
 # machine, so a fresh clone rebuilds only the workspace crates.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/countersign/target}"
 export PATH="$HOME/.cargo/bin:$PWD/e2e/node_modules/.bin:$PATH"
-# The flags cargo-leptos builds with; tests use the same so nothing is built twice.
+# The flags cargo-leptos builds with; plain cargo commands use the same so
+# nothing is built twice (and the server knows its wasm file's name, which
+# leptos reads at compile time).
 export LEPTOS_OUTPUT_NAME=countersign
+export RUSTFLAGS="--cfg erase_components"

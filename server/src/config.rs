@@ -257,8 +257,14 @@ fn one_line(e: &figment::Error) -> String {
     let mut parts = Vec::new();
     for err in e.clone() {
         let key = err.path.join(".");
-        let source = err.metadata.as_ref().map(|m| m.name.to_string()).unwrap_or_default();
-        let mut line = if key.is_empty() { err.kind.to_string() } else { format!("key `{key}`: {}", err.kind) };
+        let source = match (&err.metadata, err.metadata.as_ref().and_then(|m| m.source.as_ref())) {
+            (_, Some(source)) => source.to_string(),
+            (Some(m), None) => m.name.to_string(),
+            (None, None) => String::new(),
+        };
+        // Parse errors come with a multi-line code excerpt: fold it to one line.
+        let kind = err.kind.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut line = if key.is_empty() { kind } else { format!("key `{key}`: {kind}") };
         if !source.is_empty() {
             line.push_str(&format!(" (from {source})"));
         }

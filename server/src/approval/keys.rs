@@ -173,10 +173,7 @@ impl KeyStore {
         Self::open_with_interval(data_dir, RELOAD_INTERVAL)
     }
 
-    pub(super) fn open_with_interval(
-        data_dir: &Path,
-        reload_interval: Duration,
-    ) -> Result<KeyStore, KeyError> {
+    pub(super) fn open_with_interval(data_dir: &Path, reload_interval: Duration) -> Result<KeyStore, KeyError> {
         let dir = data_dir.join(KEYS_DIR);
         prepare_dir(&dir)?;
         if !has_key_files(&dir)? {
@@ -369,9 +366,7 @@ fn load_dir(dir: &Path) -> Result<State, KeyError> {
     let active_path = dir.join(ACTIVE_FILE);
     let active = match read_active(&active_path)? {
         Some(kid) if keys.contains_key(&kid) => kid,
-        Some(kid) => {
-            return Err(KeyError::ActiveKeyMissing { path: active_path.display().to_string(), kid })
-        }
+        Some(kid) => return Err(KeyError::ActiveKeyMissing { path: active_path.display().to_string(), kid }),
         None => {
             // A rotation interrupted between the key file and `active`.
             tracing::warn!(kid = newest, "no active signing key recorded; using the newest key");
@@ -414,11 +409,9 @@ fn read_active(path: &Path) -> Result<Option<String>, KeyError> {
 /// Generates a key, writes `<kid>.pem`, then makes it active.
 fn generate_into(dir: &Path) -> Result<String, KeyError> {
     let secret = SecretKey::try_generate().map_err(|e| KeyError::Generate(e.to_string()))?;
-    let key = SigningKey::from_secret(&secret)
-        .ok_or_else(|| KeyError::Generate("cannot encode the new key".into()))?;
-    let pem = secret
-        .to_pkcs8_pem(LineEnding::LF)
-        .map_err(|_| KeyError::Generate("cannot encode the new key".into()))?;
+    let key = SigningKey::from_secret(&secret).ok_or_else(|| KeyError::Generate("cannot encode the new key".into()))?;
+    let pem =
+        secret.to_pkcs8_pem(LineEnding::LF).map_err(|_| KeyError::Generate("cannot encode the new key".into()))?;
     write_private_file(dir, &format!("{}.pem", key.kid), pem.as_bytes())?;
     write_private_file(dir, ACTIVE_FILE, format!("{}\n", key.kid).as_bytes())?;
     Ok(key.kid)
@@ -479,10 +472,8 @@ mod tests {
         let rotated = KeyStore::rotate(&data).unwrap();
         assert_eq!(mode(&key_path(&data, &rotated)), 0o600);
         assert_eq!(mode(&dir.join(ACTIVE_FILE)), 0o600);
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let mut names: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
         let mut want = vec![format!("{kid}.pem"), format!("{rotated}.pem"), ACTIVE_FILE.to_string()];
         want.sort();
@@ -573,8 +564,7 @@ mod tests {
         let keys = jwks["keys"].as_array().unwrap();
         assert_eq!(keys.len(), 2);
         for key in keys {
-            let mut members: Vec<&str> =
-                key.as_object().unwrap().keys().map(String::as_str).collect();
+            let mut members: Vec<&str> = key.as_object().unwrap().keys().map(String::as_str).collect();
             members.sort();
             assert_eq!(members, ["alg", "crv", "kid", "kty", "use", "x", "y"]);
             assert_eq!(key["alg"], "ES256");

@@ -17,6 +17,6 @@ pub mod token;
 
 pub use keys::{KeyError, KeyStore};
 pub use token::{
-    ApprovalClaims, Expected, MintRequest, TokenError, TokenRejection, AUDIENCE, DEFAULT_TTL_SECS,
-    LEEWAY_SECS, MAX_TTL_SECS, TOKEN_TYP,
+    ApprovalClaims, Expected, MintRequest, TokenError, TokenRejection, AUDIENCE, DEFAULT_TTL_SECS, LEEWAY_SECS,
+    MAX_TTL_SECS, TOKEN_TYP,
 };

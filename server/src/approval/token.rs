@@ -196,18 +196,13 @@ impl KeyStore {
         let mut header = Header::new(Algorithm::ES256);
         header.typ = Some(TOKEN_TYP.to_owned());
         header.kid = Some(key.kid.clone());
-        let token =
-            jsonwebtoken::encode(&header, &claims, &key.encoding).map_err(TokenError::Signing)?;
+        let token = jsonwebtoken::encode(&header, &claims, &key.encoding).map_err(TokenError::Signing)?;
         Ok((token, claims))
     }
 
     /// SPEC §6 checks 1–3. The `rh` comparison, `jti` single use and the
     /// rest are the caller's.
-    pub fn verify(
-        &self,
-        token: &str,
-        expected: &Expected<'_>,
-    ) -> Result<ApprovalClaims, TokenRejection> {
+    pub fn verify(&self, token: &str, expected: &Expected<'_>) -> Result<ApprovalClaims, TokenRejection> {
         use TokenRejection as R;
         if token.len() > MAX_TOKEN_BYTES {
             return Err(R::Malformed);
@@ -238,18 +233,12 @@ impl KeyStore {
         };
         let signing_input = &token[..header_b64.len() + 1 + payload_b64.len()];
         // Hard-coded ES256 with an EC public key: the header cannot pick either.
-        match jsonwebtoken::crypto::verify(
-            signature_b64,
-            signing_input.as_bytes(),
-            &key.decoding,
-            Algorithm::ES256,
-        ) {
+        match jsonwebtoken::crypto::verify(signature_b64, signing_input.as_bytes(), &key.decoding, Algorithm::ES256) {
             Ok(true) => {}
             _ => return Err(R::BadSignature),
         }
 
-        let claims: ApprovalClaims =
-            serde_json::from_value(Value::Object(payload)).map_err(|_| R::Malformed)?;
+        let claims: ApprovalClaims = serde_json::from_value(Value::Object(payload)).map_err(|_| R::Malformed)?;
         let now = expected.now.timestamp();
         if claims.iss != expected.issuer {
             return Err(R::WrongIssuer);
@@ -501,10 +490,24 @@ mod tests {
         let (token, _) = mint(&store);
         let (header, claims, _) = parts(&token);
         let algs = [
-            json!("none"), json!("None"), json!("NONE"), json!("HS256"), json!("HS384"),
-            json!("HS512"), json!("RS256"), json!("PS256"), json!("ES384"), json!("ES512"),
-            json!("EdDSA"), json!("es256"), json!("ES256K"), json!("ES256 "), json!(""),
-            json!(null), json!(256), json!(["ES256"]),
+            json!("none"),
+            json!("None"),
+            json!("NONE"),
+            json!("HS256"),
+            json!("HS384"),
+            json!("HS512"),
+            json!("RS256"),
+            json!("PS256"),
+            json!("ES384"),
+            json!("ES512"),
+            json!("EdDSA"),
+            json!("es256"),
+            json!("ES256K"),
+            json!("ES256 "),
+            json!(""),
+            json!(null),
+            json!(256),
+            json!(["ES256"]),
         ];
         for alg in algs {
             let mut h = header.clone();

@@ -1,7 +1,7 @@
 //! CSRF protection for every cookie-authenticated state change: JSON
 //! endpoints, HTML forms and Leptos server functions alike. A request that
-//! is not GET/HEAD/OPTIONS must come from our own origin (`Origin`, or
-//! `Referer` when there is no `Origin`) and carry the session's CSRF token,
+//! is not GET/HEAD/OPTIONS must come from our own origin (fetch metadata,
+//! `Origin`, or `Referer`; see `same_origin`) and carry the session's CSRF token,
 //! in `X-CSRF-Token` or the `csrf_token` form field. Sign-in has no session
 //! yet, so it gets the origin check only. SameSite=Strict cookies are a
 //! third, independent layer.
@@ -44,10 +44,21 @@ fn allowed_origins(public_url: &str, headers: &HeaderMap) -> Vec<String> {
 }
 
 /// Whether the request comes from a page of our own origin.
+///
+/// Browsers send fetch metadata: `Sec-Fetch-Site: same-origin` is the
+/// browser's own word and cannot be set by another site's page. Under our
+/// `Referrer-Policy: no-referrer`, a same-origin form post carries
+/// `Origin: null` and no `Referer`, so with fetch metadata present an
+/// `Origin` is checked only when it names one. Without fetch metadata (a
+/// script, an older browser) `Origin` or `Referer` must name our origin.
 pub fn same_origin(public_url: &str, headers: &HeaderMap) -> bool {
     let allowed = allowed_origins(public_url, headers);
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("null");
+    let origin = headers.get(header::ORIGIN).map(|o| o.to_str().unwrap_or("null"));
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return site.as_bytes() == b"same-origin"
+            && origin.is_none_or(|o| o == "null" || allowed.iter().any(|a| a == o));
+    }
+    if let Some(origin) = origin {
         return allowed.iter().any(|a| a == origin);
     }
     match headers.get(header::REFERER).and_then(|r| r.to_str().ok()) {
@@ -132,6 +143,14 @@ mod tests {
         assert!(same_origin(public, &headers(&[("referer", "http://localhost:8080/proposals/x")])));
         assert!(!same_origin(public, &headers(&[("referer", "http://localhost:8080.evil.example/")])));
         assert!(!same_origin(public, &headers(&[])), "no Origin and no Referer is refused");
+        // Fetch metadata from a browser.
+        assert!(same_origin(public, &headers(&[("sec-fetch-site", "same-origin"), ("origin", "null")])));
+        assert!(!same_origin(public, &headers(&[("sec-fetch-site", "cross-site"), ("origin", "null")])));
+        assert!(!same_origin(public, &headers(&[("sec-fetch-site", "same-site")])));
+        assert!(!same_origin(
+            public,
+            &headers(&[("sec-fetch-site", "same-origin"), ("origin", "http://evil.example")])
+        ));
     }
 
     #[test]

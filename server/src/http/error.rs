@@ -138,6 +138,10 @@ impl IntoResponse for ApiError {
             tracing::error!(request_id = %current_request_id(), error = %error_chain(cause.as_ref()), "internal error");
         }
         let mut response = (self.status(), axum::Json(self.body())).into_response();
+        if matches!(self, ApiError::PayloadTooLarge) {
+            // The rest of the body was not read: the connection cannot be reused.
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         if matches!(self, ApiError::Unauthenticated) {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }

@@ -62,6 +62,8 @@ async fn audit_verify_names_the_entry_that_was_edited() {
         .unwrap()
         .rows_affected();
     assert_eq!(changed, 1);
+    // And a later one, to see that the first break is the one reported.
+    sqlx::query("UPDATE audit_log SET actor = 'cli' WHERE seq = ?").bind(last).execute(&db).await.unwrap();
 
     let (code, stdout, stderr) = server.cli(&["audit", "verify"]).await;
     assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
@@ -69,6 +71,7 @@ async fn audit_verify_names_the_entry_that_was_edited() {
     assert!(!output.contains("intact"), "{output}");
     let numbers: Vec<i64> = output.split(|c: char| !c.is_ascii_digit()).filter_map(|t| t.parse().ok()).collect();
     assert!(numbers.contains(&seq), "the output names entry {seq}: {output}");
+    assert!(!numbers.contains(&last), "only the first broken entry is named, not {last}: {output}");
     assert!(!output.contains("panicked"), "{output}");
 }
 
@@ -142,9 +145,7 @@ async fn every_transition_is_audited_with_actor_and_request_hash() {
 #[tokio::test]
 async fn logs_never_hold_full_account_numbers_or_keys() {
     let scratch = Scratch::new("");
-    let fixture = scratch.file("fixture.toml", FIXTURE);
-    let (code, _, err) = scratch.cli(&["apply", fixture.to_str().unwrap()], None).await;
-    assert_eq!(code, 0, "{err}");
+    scratch.apply_fixture().await;
     let log_path = scratch.dir.path().join("server.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let Scratch { dir, config } = scratch;

@@ -95,9 +95,7 @@ async fn cli_adds_a_tenant_user_agent_and_payee_whose_key_then_works() {
 #[tokio::test]
 async fn an_agent_added_before_the_server_starts_can_authenticate() {
     let scratch = Scratch::new("");
-    let fixture = scratch.file("fixture.toml", FIXTURE);
-    let (code, _, err) = scratch.cli(&["apply", fixture.to_str().unwrap()], None).await;
-    assert_eq!(code, 0, "{err}");
+    scratch.apply_fixture().await;
     let (code, out, err) = scratch
         .cli(
             &["agent", "add", "--tenant", "acme", "--id", "late-bot", "--acts-for", "ana", "--source-account", ACME_SOURCE, "--purpose", "vendor"],
@@ -107,8 +105,7 @@ async fn an_agent_added_before_the_server_starts_can_authenticate() {
     assert_eq!(code, 0, "{out}{err}");
     let key = out.split_whitespace().find(|w| w.starts_with("cs_")).expect("key printed").to_owned();
 
-    let Scratch { dir, config } = scratch;
-    let server = TestServer::spawn(dir, config).await;
+    let server = scratch.serve(&[]).await;
     let r = server.propose_as(&key, &transfer()).await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.body["canonical_request"]["agent_id"], "late-bot");

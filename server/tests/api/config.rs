@@ -69,11 +69,8 @@ async fn migrate_creates_the_database_and_is_safe_to_repeat() {
 #[tokio::test]
 async fn an_environment_override_takes_effect() {
     let scratch = Scratch::new("[proposals]\nttl_secs = 3600\n");
-    let fixture = scratch.file("fixture.toml", FIXTURE);
-    let (code, _, stderr) = scratch.cli(&["apply", fixture.to_str().unwrap()], None).await;
-    assert_eq!(code, 0, "{stderr}");
-    let Scratch { dir, config } = scratch;
-    let server = TestServer::spawn_env(dir, config, &[("COUNTERSIGN_PROPOSALS__TTL_SECS", "90")]).await;
+    scratch.apply_fixture().await;
+    let server = scratch.serve(&[("COUNTERSIGN_PROPOSALS__TTL_SECS", "90")]).await;
     let p = server.create(&transfer()).await;
     assert_eq!((rfc3339(&p["expires_at"]) - rfc3339(&p["created_at"])).num_seconds(), 90, "the environment beats the file");
 }
@@ -83,8 +80,7 @@ async fn serve_creates_a_private_data_directory_and_the_database() {
     let scratch = Scratch::new("");
     let data = scratch.data_dir();
     assert!(!data.exists());
-    let Scratch { dir, config } = scratch;
-    let server = TestServer::spawn(dir, config).await;
+    let server = scratch.serve(&[]).await;
 
     let mode = std::fs::metadata(&data).expect("data dir exists").permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "data dir mode {mode:o}");
@@ -111,8 +107,7 @@ async fn an_existing_data_directory_is_tightened_to_0700() {
     std::fs::create_dir(scratch.data_dir()).unwrap();
     std::fs::set_permissions(scratch.data_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let data = scratch.data_dir();
-    let Scratch { dir, config } = scratch;
-    let _server = TestServer::spawn(dir, config).await;
+    let _server = scratch.serve(&[]).await;
     let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "data dir mode {mode:o}");
 }

@@ -116,14 +116,6 @@ legal_name = "Globex Payee"
 trusted = true
 "#;
 
-pub struct TestServer {
-    pub base: String,
-    pub dir: TempDir,
-    pub config: PathBuf,
-    pub client: reqwest::Client,
-    child: Child,
-}
-
 /// Runs the CLI against `data_dir` with `config`; returns (exit code, stdout, stderr).
 pub async fn cli(config: &Path, data_dir: &Path, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
     cli_env(config, data_dir, args, stdin, &[]).await
@@ -196,6 +188,18 @@ impl Scratch {
     pub async fn db(&self) -> sqlx::SqlitePool {
         open_db(&self.data_dir()).await
     }
+
+    /// Applies the two-tenant [`FIXTURE`] registry.
+    pub async fn apply_fixture(&self) {
+        let fixture = self.file("fixture.toml", FIXTURE);
+        let (code, _, stderr) = self.cli(&["apply", fixture.to_str().unwrap()], None).await;
+        assert_eq!(code, 0, "apply failed: {stderr}");
+    }
+
+    /// Starts the server on this directory, with extra environment variables.
+    pub async fn serve(self, env: &[(&str, &str)]) -> TestServer {
+        TestServer::spawn_env(self.dir, self.config, env).await
+    }
 }
 
 /// A read-write connection pool to the database in `data_dir`.
@@ -210,6 +214,15 @@ pub async fn scalar(pool: &sqlx::SqlitePool, sql: &str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
+/// A running `countersign serve`, killed when dropped.
+pub struct TestServer {
+    pub base: String,
+    pub dir: TempDir,
+    pub config: PathBuf,
+    pub client: reqwest::Client,
+    child: Child,
+}
+
 impl TestServer {
     /// The fixture registry and default settings.
     pub async fn start() -> TestServer {
@@ -218,15 +231,9 @@ impl TestServer {
 
     /// The fixture registry and `config` as the TOML config file.
     pub async fn start_with(config: &str) -> TestServer {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config_path = dir.path().join("countersign.toml");
-        std::fs::write(&config_path, config).expect("write config");
-        let data = dir.path().join("data");
-        let fixture = dir.path().join("fixture.toml");
-        std::fs::write(&fixture, FIXTURE).expect("write fixture");
-        let (code, _, stderr) = cli(&config_path, &data, &["apply", fixture.to_str().unwrap()], None).await;
-        assert_eq!(code, 0, "apply failed: {stderr}");
-        Self::spawn(dir, config_path).await
+        let scratch = Scratch::new(config);
+        scratch.apply_fixture().await;
+        scratch.serve(&[]).await
     }
 
     /// Starts `countersign serve` on a random port and waits for its

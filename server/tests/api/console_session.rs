@@ -1,0 +1,264 @@
+//! Console sign-in, sessions and sign-out (issue 3 lines 1, 7, 10; SPEC §10):
+//! the answer's shape, the cookie's flags, the id cycled at sign-in, the same
+//! 401 for a wrong password and an unknown user, throttling, sign-out, and
+//! the idle and absolute timeouts.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+use crate::console_client::*;
+use crate::helpers::*;
+
+#[tokio::test]
+async fn sign_in_returns_the_user_and_csrf_token_and_a_strict_http_only_cookie() {
+    let server = TestServer::start().await;
+    let reply = sign_in_as(&server, "ana", PASSWORD).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+
+    let body = reply.body.as_object().expect("object");
+    let mut members: Vec<&String> = body.keys().collect();
+    members.sort();
+    assert_eq!(members, ["csrf_token", "user"], "{}", reply.text);
+    let user = reply.body["user"].as_object().expect("user object");
+    let mut fields: Vec<&String> = user.keys().collect();
+    fields.sort();
+    assert_eq!(fields, ["id", "roles", "tenant_id", "username"], "{}", reply.text);
+    assert!(user["id"].as_str().is_some_and(|id| !id.is_empty()), "{}", reply.text);
+    assert_eq!(user["username"], "ana");
+    assert_eq!(user["tenant_id"], "acme");
+    assert_eq!(user["roles"], json!(["approver"]));
+    let csrf = reply.body["csrf_token"].as_str().expect("csrf_token");
+    assert!(csrf.len() >= 32, "a CSRF token with real entropy: {csrf}");
+    assert!(!reply.text.contains(PASSWORD) && !reply.text.contains("argon2"), "{}", reply.text);
+
+    let cookie = session_set_cookie(&reply.headers).expect("countersign_session cookie");
+    assert!(!cookie.value.is_empty());
+    assert!(cookie.has("HttpOnly"), "HttpOnly: {}", cookie.raw);
+    assert_eq!(cookie.get("SameSite").map(str::to_ascii_lowercase).as_deref(), Some("strict"), "{}", cookie.raw);
+    assert!(!cookie.has("Secure"), "not Secure for an http public URL: {}", cookie.raw);
+    assert_ne!(cookie.value, csrf, "the CSRF token is not the session id");
+
+    // The cookie is a working session.
+    let console = Console::from_reply(&server, &server.base, &reply);
+    let queue = console.queue("").await;
+    assert_eq!(queue.status, 200, "{}", queue.text);
+}
+
+#[tokio::test]
+async fn cookie_is_secure_when_the_public_url_is_https() {
+    let server = TestServer::start_with("public_url = \"https://console.example\"\n").await;
+    // Sign-in's origin check accepts the public URL's origin.
+    let console = Console::sign_in_from(&server, "ana", "https://console.example").await;
+    let cookie = &console.set_cookie;
+    assert!(cookie.has("Secure"), "Secure for an https public URL: {}", cookie.raw);
+    assert!(cookie.has("HttpOnly"), "{}", cookie.raw);
+    assert_eq!(cookie.get("SameSite").map(str::to_ascii_lowercase).as_deref(), Some("strict"), "{}", cookie.raw);
+    // And the Host the request was sent to, under the public URL's scheme.
+    let host_origin = server.base.replacen("http://", "https://", 1);
+    let body = json!({"username": "ben", "password": PASSWORD});
+    let r = sign_in_request(&server, &body, Some(&host_origin), None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(session_set_cookie(&r.headers).expect("cookie").has("Secure"));
+}
+
+#[tokio::test]
+async fn signing_in_again_cycles_the_session_id() {
+    let server = TestServer::start().await;
+    let first = Console::sign_in(&server, "ana").await;
+    let body = json!({"username": "ana", "password": PASSWORD});
+    let again = sign_in_request(&server, &body, Some(&server.base), Some(&first.cookie)).await;
+    let second = Console::from_reply(&server, &server.base, &again);
+    assert_ne!(second.cookie, first.cookie, "the session id changes at sign-in");
+    assert_ne!(second.csrf, first.csrf, "and so does the CSRF token");
+    assert_eq!(second.queue("").await.status, 200);
+    // The id held before sign-in is worthless afterwards (no session fixation).
+    first.queue("").await.assert_error(401, "unauthenticated");
+
+    // Signing in as someone else over an existing session cycles it too.
+    let other = sign_in_request(&server, &json!({"username": "ben", "password": PASSWORD}), Some(&server.base), Some(&second.cookie)).await;
+    let ben = Console::from_reply(&server, &server.base, &other);
+    assert_ne!(ben.cookie, second.cookie);
+    second.queue("").await.assert_error(401, "unauthenticated");
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_401_unauthenticated() {
+    let server = TestServer::start().await;
+    let r = sign_in_as(&server, "ana", "correct horse battery stapler").await;
+    r.assert_error(401, "unauthenticated");
+    assert!(r.body.get("csrf_token").is_none() && r.body.get("user").is_none(), "{}", r.text);
+    // Whatever cookie came back (if any) opens nothing.
+    if let Some(cookie) = session_set_cookie(&r.headers) {
+        let console = Console {
+            base: server.base.clone(),
+            origin: server.base.clone(),
+            http: http_client(),
+            cookie: cookie.value.clone(),
+            csrf: String::new(),
+            user: Value::Null,
+            set_cookie: cookie,
+        };
+        console.queue("").await.assert_error(401, "unauthenticated");
+    }
+}
+
+fn without_request_id(body: &Value) -> Value {
+    let mut b = body.clone();
+    b["error"].as_object_mut().expect("error object").remove("request_id");
+    b
+}
+
+#[tokio::test]
+async fn an_unknown_user_gets_the_same_401_as_a_wrong_password() {
+    let server = TestServer::start().await;
+    let wrong = sign_in_as(&server, "ana", "not the password").await;
+    let unknown = sign_in_as(&server, "nobody-here", "not the password").await;
+    wrong.assert_error(401, "unauthenticated");
+    unknown.assert_error(401, "unauthenticated");
+    assert_eq!(without_request_id(&wrong.body), without_request_id(&unknown.body), "identical but for request_id");
+    assert_ne!(wrong.body["error"]["request_id"], unknown.body["error"]["request_id"]);
+    assert_eq!(wrong.header("www-authenticate"), unknown.header("www-authenticate"));
+    assert_eq!(wrong.header("content-type"), unknown.header("content-type"));
+    assert_eq!(
+        session_set_cookie(&wrong.headers).is_some(),
+        session_set_cookie(&unknown.headers).is_some(),
+        "cookies do not tell them apart either"
+    );
+}
+
+#[tokio::test]
+async fn repeated_failures_for_one_username_are_throttled_without_locking_out_others() {
+    let server = TestServer::start().await;
+    for attempt in 1..=5 {
+        let r = sign_in_as(&server, "ana", "guess").await;
+        assert_eq!(r.status, 401, "attempt {attempt}: {}", r.text);
+    }
+    let r = sign_in_as(&server, "ana", "guess").await;
+    r.assert_error(429, "rate_limited");
+    let retry: u64 = r.header("retry-after").expect("Retry-After").parse().expect("Retry-After in seconds");
+    assert!(retry >= 1, "{retry}");
+    // The right password does not get through a throttled username either.
+    sign_in_as(&server, "ana", PASSWORD).await.assert_error(429, "rate_limited");
+    // Case does not make it another username.
+    sign_in_as(&server, "ANA", "guess").await.assert_error(429, "rate_limited");
+
+    // Another user from the same address is not locked out.
+    let ben = sign_in_as(&server, "ben", PASSWORD).await;
+    assert_eq!(ben.status, 200, "{}", ben.text);
+}
+
+#[tokio::test]
+async fn repeated_failures_from_one_address_are_throttled() {
+    let server = TestServer::start().await;
+    // One failure each for many usernames: only the address limit can stop this.
+    let mut throttled_at = None;
+    for i in 0..60 {
+        let r = sign_in_as(&server, &format!("sprayed-{i}"), "guess").await;
+        match r.status {
+            401 => {}
+            429 => {
+                r.assert_error(429, "rate_limited");
+                assert!(r.header("retry-after").is_some(), "Retry-After");
+                throttled_at = Some(i);
+                break;
+            }
+            other => panic!("attempt {i}: unexpected {other}: {}", r.text),
+        }
+    }
+    assert!(throttled_at.is_some(), "password spraying from one address is throttled within 60 attempts");
+}
+
+#[tokio::test]
+async fn signing_out_ends_and_purges_the_session() {
+    let server = TestServer::start().await;
+    let console = Console::sign_in(&server, "ana").await;
+    assert_eq!(console.queue("").await.status, 200);
+    let db = server.db().await;
+    let rows = |id: String| {
+        let db = db.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM tower_sessions WHERE id = ?")
+                .bind(id)
+                .fetch_one(&db)
+                .await
+                .expect("count sessions")
+        }
+    };
+    assert_eq!(rows(console.cookie.clone()).await, 1, "the session is stored in the database");
+
+    let out = console.sign_out().await;
+    assert_eq!(out.status, 204, "{}", out.text);
+    assert!(out.text.is_empty());
+    if let Some(cookie) = session_set_cookie(&out.headers) {
+        assert!(cookie.is_removal(), "the cookie is cleared: {}", cookie.raw);
+    }
+    console.queue("").await.assert_error(401, "unauthenticated");
+    assert_eq!(rows(console.cookie.clone()).await, 0, "the session record is purged");
+    // Nothing is left to sign out of.
+    send(console.authed(Method::DELETE, "/api/v1/session")).await.assert_error(401, "unauthenticated");
+}
+
+#[tokio::test]
+async fn a_session_idle_longer_than_the_idle_timeout_has_ended() {
+    let server = TestServer::start_with("[console]\nidle_timeout_secs = 1\n").await;
+    let console = Console::sign_in(&server, "ana").await;
+    assert_eq!(console.queue("").await.status, 200, "fresh session works");
+    // The behaviour under test is the passing of time.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    console.queue("").await.assert_error(401, "unauthenticated");
+    // A state change with the old session is refused too.
+    let id = pending(&server).await;
+    let r = console.approve(&id).await;
+    assert_eq!(r.status, 401, "{}", r.text);
+    assert_still_pending(&server, &id).await;
+}
+
+#[tokio::test]
+async fn activity_keeps_a_session_alive_past_the_idle_timeout() {
+    // Idle means without a request: a reviewer working through the queue
+    // must not be signed out idle_timeout_secs after signing in.
+    let server = TestServer::start_with("[console]\nidle_timeout_secs = 2\n").await;
+    let console = Console::sign_in(&server, "ana").await;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(4500) {
+        let r = console.queue("").await;
+        assert_eq!(r.status, 200, "active for {:?}, never idle for 2 s: {}", started.elapsed(), r.text);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Then idle past the timeout: gone.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    console.queue("").await.assert_error(401, "unauthenticated");
+}
+
+#[tokio::test]
+async fn a_session_older_than_the_absolute_timeout_has_ended_even_while_active() {
+    let server = TestServer::start_with("[console]\nabsolute_timeout_secs = 1\n").await;
+    let console = Console::sign_in(&server, "ana").await;
+    assert_eq!(console.queue("").await.status, 200, "fresh session works");
+    // Keep it busy (well inside the 30 min idle timeout) past the absolute one.
+    let started = Instant::now();
+    let mut last = 200;
+    while started.elapsed() < Duration::from_millis(2600) {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let r = console.queue("").await;
+        assert!(!(last == 401 && r.status == 200), "an ended session does not come back: {}", r.text);
+        last = r.status;
+    }
+    console.queue("").await.assert_error(401, "unauthenticated");
+}
+
+#[tokio::test]
+async fn the_queue_needs_a_session() {
+    let server = TestServer::start().await;
+    send(http_client().get(server.url("/api/v1/queue"))).await.assert_error(401, "unauthenticated");
+    let forged = send(
+        http_client()
+            .get(server.url("/api/v1/queue"))
+            .header("cookie", format!("{SESSION_COOKIE}=AAAAAAAAAAAAAAAAAAAAAA")),
+    )
+    .await;
+    forged.assert_error(401, "unauthenticated");
+    // An agent's bearer key is no console credential.
+    send(server.get("/api/v1/queue", ACME_BOT_KEY)).await.assert_error(401, "unauthenticated");
+}
