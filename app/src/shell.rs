@@ -6,9 +6,7 @@ use leptos_router::{
 };
 
 use crate::components::CsrfField;
-use crate::pages::{
-    admin::AdminPage, approve::ApprovePage, home::HomePage, login::LoginPage, proposal::ProposalPage,
-};
+use crate::pages::{admin::AdminPage, approve::ApprovePage, home::HomePage, login::LoginPage, proposal::ProposalPage};
 use crate::views::Viewer;
 
 /// The script policy: only our own files and the hydration script carrying
@@ -24,9 +22,7 @@ pub fn content_security_policy(nonce: &str) -> String {
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
-    if let (Some(nonce), Some(response)) =
-        (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>())
-    {
+    if let (Some(nonce), Some(response)) = (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>()) {
         if let Ok(value) = http::HeaderValue::from_str(&content_security_policy(&nonce)) {
             response.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
         }
@@ -52,7 +48,7 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     // The signed-in user is known on the server; share it with the browser
     // during hydration so both render the same page.
-    let viewer = SharedValue::new(|| use_context::<Viewer>()).into_inner();
+    let viewer = SharedValue::new(use_context::<Viewer>).into_inner();
     if let Some(v) = viewer.clone() {
         provide_context(v);
     }

@@ -84,9 +84,8 @@ pub async fn decide(
     verdict: Verdict,
     now: DateTime<Utc>,
 ) -> Result<ProposalView, DecideError> {
-    let row = store::proposals::get(&state.db.read, &approver.tenant_id, proposal_id)
-        .await?
-        .ok_or(DecideError::NotFound)?;
+    let row =
+        store::proposals::get(&state.db.read, &approver.tenant_id, proposal_id).await?.ok_or(DecideError::NotFound)?;
     if !approver.roles.contains(&Role::Approver) {
         return Err(DecideError::NotAnApprover);
     }
@@ -103,9 +102,8 @@ pub async fn decide(
     };
 
     let mut tx = state.db.write.begin().await?;
-    let current = store::proposals::get_in(&mut tx, &approver.tenant_id, proposal_id)
-        .await?
-        .ok_or(DecideError::NotFound)?;
+    let current =
+        store::proposals::get_in(&mut tx, &approver.tenant_id, proposal_id).await?.ok_or(DecideError::NotFound)?;
     if !DECIDABLE.contains(&current.status) {
         return Err(DecideError::InvalidState(current.status));
     }
@@ -121,7 +119,10 @@ pub async fn decide(
     };
     if let Err(e) = store::proposals::insert_approval(&mut tx, &given).await {
         return Err(if store::is_unique_violation(&e) {
-            denied("distinct_approvers", "You have already approved this proposal; another approver must give the next approval.".into())
+            denied(
+                "distinct_approvers",
+                "You have already approved this proposal; another approver must give the next approval.".into(),
+            )
         } else {
             e.into()
         });
@@ -190,7 +191,11 @@ async fn reject(
 
 /// Segregation of duties, the approver's limit, and policy re-evaluated now
 /// (the agent's scope or the payee may have changed since it was proposed).
-async fn recheck(state: &AppState, approver: &Approver, row: &store::proposals::ProposalRow) -> Result<Decision, DecideError> {
+async fn recheck(
+    state: &AppState,
+    approver: &Approver,
+    row: &store::proposals::ProposalRow,
+) -> Result<Decision, DecideError> {
     let agent = store::directory::agent(&mut *state.db.read.acquire().await?, &row.tenant_id, &row.agent_id)
         .await?
         .ok_or(DecideError::NotFound)?;
@@ -206,7 +211,9 @@ async fn recheck(state: &AppState, approver: &Approver, row: &store::proposals::
             "approver_limit",
             format!(
                 "{} is above your approval limit of {}.",
-                crate::domain::Currency::parse(&row.currency).map(|c| c.format_minor(row.amount_minor)).unwrap_or_default(),
+                crate::domain::Currency::parse(&row.currency)
+                    .map(|c| c.format_minor(row.amount_minor))
+                    .unwrap_or_default(),
                 crate::domain::Currency::parse(&row.currency).map(|c| c.format_minor(limit)).unwrap_or_default(),
             ),
         ));
@@ -315,7 +322,9 @@ pub async fn expire_approvals(state: &AppState, now: DateTime<Utc>) -> sqlx::Res
     let due = store::proposals::approvals_expired_before(&mut tx, cutoff).await?;
     let mut moved = Vec::new();
     for (id, tenant, hash) in due {
-        if store::proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now).await? {
+        if store::proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now)
+            .await?
+        {
             store::proposals::next_round(&mut tx, &id).await?;
             let entry = AuditEntry {
                 tenant_id: Some(tenant),

@@ -128,10 +128,7 @@ impl Default for Settings {
             approval: ApprovalSettings::default(),
             console: ConsoleSettings::default(),
             currencies: caps.allowed().map(|c| c.code().to_owned()).collect(),
-            currency_caps_minor: caps
-                .allowed()
-                .map(|c| (c.code().to_owned(), caps.cap(c).expect("allowed")))
-                .collect(),
+            currency_caps_minor: caps.allowed().map(|c| (c.code().to_owned(), caps.cap(c).expect("allowed"))).collect(),
             policy: PolicyConfig::default(),
             slack: SlackSettings::default(),
         }
@@ -140,8 +137,19 @@ impl Default for Settings {
 
 /// The top-level keys of `Settings`, which `COUNTERSIGN_*` variables may set.
 const SETTINGS_KEYS: &[&str] = &[
-    "listen", "data_dir", "public_url", "site_root", "log_format", "proposals", "idempotency", "approval", "console",
-    "currencies", "currency_caps_minor", "policy", "slack",
+    "listen",
+    "data_dir",
+    "public_url",
+    "site_root",
+    "log_format",
+    "proposals",
+    "idempotency",
+    "approval",
+    "console",
+    "currencies",
+    "currency_caps_minor",
+    "policy",
+    "slack",
 ];
 
 /// Command-line values that override every other source.
@@ -226,9 +234,7 @@ impl Settings {
                 return bad(&format!("currency_caps_minor.{code}"), "must be greater than zero");
             }
         }
-        self.policy
-            .validate()
-            .map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
+        self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
     }
 
     pub fn currency_rules(&self) -> CurrencyRules {

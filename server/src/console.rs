@@ -73,7 +73,11 @@ impl ConsoleService {
             .map_err(unavailable)?
             .ok_or(ConsoleError::NotFound)?;
         let c = canonical(&row)?;
-        let view = crate::proposals::views(state, vec![row.clone()]).await.map_err(unavailable)?.pop().ok_or(ConsoleError::NotFound)?;
+        let view = crate::proposals::views(state, vec![row.clone()])
+            .await
+            .map_err(unavailable)?
+            .pop()
+            .ok_or(ConsoleError::NotFound)?;
         let timeline = store::audit::for_proposal(&state.db.read, &row.id)
             .await
             .map_err(unavailable)?
@@ -102,7 +106,12 @@ impl ConsoleService {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
             required_approvals: row.required_approvals,
-            reasons: view.policy.reasons.iter().map(|r| ReasonLine { rule: r.rule.clone(), message: r.message.clone() }).collect(),
+            reasons: view
+                .policy
+                .reasons
+                .iter()
+                .map(|r| ReasonLine { rule: r.rule.clone(), message: r.message.clone() })
+                .collect(),
             approvals: view
                 .approvals
                 .iter()
@@ -135,7 +144,10 @@ impl ConsoleService {
             return Ok(Some("Your role (viewer) cannot approve or reject.".into()));
         }
         if !matches!(row.status, ProposalStatus::PendingApproval | ProposalStatus::ApprovalExpired) {
-            return Ok(Some(format!("This proposal is {} and no longer waits for a decision.", row.status.as_str().replace('_', " "))));
+            return Ok(Some(format!(
+                "This proposal is {} and no longer waits for a decision.",
+                row.status.as_str().replace('_', " ")
+            )));
         }
         let mut conn = self.state.db.read.acquire().await.map_err(unavailable)?;
         let agent = store::directory::agent(&mut conn, &row.tenant_id, &row.agent_id).await.map_err(unavailable)?;
@@ -148,7 +160,11 @@ impl ConsoleService {
         Ok(None)
     }
 
-    async fn admin_data(&self, viewer: &Viewer, session: Option<tower_sessions::Session>) -> Result<AdminData, ConsoleError> {
+    async fn admin_data(
+        &self,
+        viewer: &Viewer,
+        session: Option<tower_sessions::Session>,
+    ) -> Result<AdminData, ConsoleError> {
         if !viewer.is_admin() {
             return Err(ConsoleError::Forbidden);
         }
@@ -192,7 +208,12 @@ impl ConsoleService {
                 .collect(),
             payees: payees
                 .into_iter()
-                .map(|p| PayeeRow { masked: mask_account(&p.id), id: p.id, legal_name: p.legal_name, trusted: p.trusted })
+                .map(|p| PayeeRow {
+                    masked: mask_account(&p.id),
+                    id: p.id,
+                    legal_name: p.legal_name,
+                    trusted: p.trusted,
+                })
                 .collect(),
             new_agent_key,
             flash,

@@ -1,9 +1,9 @@
 //! Background housekeeping: pending proposals past their TTL become
 //! `expired`; idempotency keys past their retention are purged.
 
+use crate::shutdown::Shutdown;
 use chrono::{Duration, Utc};
 use std::time::Duration as StdDuration;
-use crate::shutdown::Shutdown;
 
 use crate::state::Shared;
 

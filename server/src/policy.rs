@@ -29,15 +29,27 @@ impl Default for PolicyConfig {
         PolicyConfig {
             // 100.00 in the two-decimal currencies, about the same in JPY and VND.
             auto_approve_below_minor: per_currency(&[
-                ("USD", 10_000), ("EUR", 10_000), ("GBP", 10_000), ("JPY", 15_000), ("VND", 2_500_000),
+                ("USD", 10_000),
+                ("EUR", 10_000),
+                ("GBP", 10_000),
+                ("JPY", 15_000),
+                ("VND", 2_500_000),
             ]),
             // 10,000.00 and equivalents.
             dual_approval_at_minor: per_currency(&[
-                ("USD", 1_000_000), ("EUR", 1_000_000), ("GBP", 1_000_000), ("JPY", 1_500_000), ("VND", 250_000_000),
+                ("USD", 1_000_000),
+                ("EUR", 1_000_000),
+                ("GBP", 1_000_000),
+                ("JPY", 1_500_000),
+                ("VND", 250_000_000),
             ]),
             // 99,000.00 and equivalents.
             refund_review_at_minor: per_currency(&[
-                ("USD", 9_900_000), ("EUR", 9_900_000), ("GBP", 9_900_000), ("JPY", 15_000_000), ("VND", 2_500_000_000),
+                ("USD", 9_900_000),
+                ("EUR", 9_900_000),
+                ("GBP", 9_900_000),
+                ("JPY", 15_000_000),
+                ("VND", 2_500_000_000),
             ]),
         }
     }
@@ -152,7 +164,10 @@ pub fn evaluate(config: &PolicyConfig, input: &PolicyInput<'_>) -> Decision {
                 manual_only = true;
                 reason(
                     "refund_manual_review",
-                    format!("Refund of {amount} is at or above {}: manual review required.", input.currency.format_minor(t)),
+                    format!(
+                        "Refund of {amount} is at or above {}: manual review required.",
+                        input.currency.format_minor(t)
+                    ),
                 );
             }
         }
@@ -172,7 +187,10 @@ pub fn evaluate(config: &PolicyConfig, input: &PolicyInput<'_>) -> Decision {
             if input.amount_minor < t {
                 reason(
                     RULE_AUTO_APPROVE,
-                    format!("{amount} to a trusted payee is below {}: approved by policy.", input.currency.format_minor(t)),
+                    format!(
+                        "{amount} to a trusted payee is below {}: approved by policy.",
+                        input.currency.format_minor(t)
+                    ),
                 );
                 return Decision { outcome: Outcome::AutoApproved, required_approvals: 0, reasons };
             }

@@ -6,9 +6,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::domain::{
-    mask_account, CanonicalPayee, CanonicalRequest, FieldError, PayeeId, ProposalKind,
-    ProposalRequest, ProposalStatus, PurposeCode, RequestHash, ReversalRequest,
-    TransferRequest, CANONICAL_VERSION,
+    mask_account, CanonicalPayee, CanonicalRequest, FieldError, PayeeId, ProposalKind, ProposalRequest, ProposalStatus,
+    PurposeCode, RequestHash, ReversalRequest, TransferRequest, CANONICAL_VERSION,
 };
 use crate::policy::{self, AgentScope, Decision, Outcome, PolicyInput};
 use crate::state::AppState;
@@ -123,7 +122,12 @@ pub enum Proposed {
 
 /// Parses, canonicalizes, hashes and evaluates a proposal, then stores it
 /// (or returns the identical one already in this run).
-pub async fn propose(state: &AppState, agent: &AgentPrincipal, body: &Value, now: DateTime<Utc>) -> Result<Proposed, ProposeError> {
+pub async fn propose(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    body: &Value,
+    now: DateTime<Utc>,
+) -> Result<Proposed, ProposeError> {
     let request = ProposalRequest::parse(body, &state.currencies).map_err(ProposeError::Validation)?;
     let canonical = match &request {
         ProposalRequest::Transfer(t) => canonical_transfer(state, agent, t).await?,
@@ -131,9 +135,11 @@ pub async fn propose(state: &AppState, agent: &AgentPrincipal, body: &Value, now
     };
     let hash = canonical.hash();
     let payee_trusted = match canonical.kind {
-        ProposalKind::Transfer => store::directory::payee(&state.db.read, &agent.tenant_id, canonical.destination.id.expose())
-            .await?
-            .is_some_and(|p| p.trusted),
+        ProposalKind::Transfer => {
+            store::directory::payee(&state.db.read, &agent.tenant_id, canonical.destination.id.expose())
+                .await?
+                .is_some_and(|p| p.trusted)
+        }
         ProposalKind::Reversal => false,
     };
     let decision = policy::evaluate(
@@ -277,7 +283,11 @@ async fn resolve_payee(state: &AppState, tenant: &str, destination: &PayeeId) ->
     Ok(CanonicalPayee { id: destination.clone(), legal_name: payee.legal_name, masked_account: destination.masked() })
 }
 
-async fn canonical_transfer(state: &AppState, agent: &AgentPrincipal, t: &TransferRequest) -> Result<CanonicalRequest, ProposeError> {
+async fn canonical_transfer(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    t: &TransferRequest,
+) -> Result<CanonicalRequest, ProposeError> {
     Ok(CanonicalRequest {
         v: CANONICAL_VERSION,
         tenant_id: agent.tenant_id.clone(),
@@ -296,8 +306,13 @@ async fn canonical_transfer(state: &AppState, agent: &AgentPrincipal, t: &Transf
 }
 
 /// A reversal restates the succeeded transfer it names, in this tenant.
-async fn canonical_reversal(state: &AppState, agent: &AgentPrincipal, r: &ReversalRequest) -> Result<CanonicalRequest, ProposeError> {
-    let invalid = |message: &str| ProposeError::Validation(vec![FieldError::new("transfer_id", "invalid_value", message)]);
+async fn canonical_reversal(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    r: &ReversalRequest,
+) -> Result<CanonicalRequest, ProposeError> {
+    let invalid =
+        |message: &str| ProposeError::Validation(vec![FieldError::new("transfer_id", "invalid_value", message)]);
     let original = store::proposals::get(&state.db.read, &agent.tenant_id, r.transfer.as_str())
         .await?
         .filter(|p| p.kind == ProposalKind::Transfer.as_str())
@@ -305,7 +320,8 @@ async fn canonical_reversal(state: &AppState, agent: &AgentPrincipal, r: &Revers
     if original.status != ProposalStatus::Succeeded {
         return Err(invalid("names a transfer that has not succeeded"));
     }
-    let base: CanonicalRequest = serde_json::from_str(&original.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let base: CanonicalRequest =
+        serde_json::from_str(&original.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     let amount = r.amount_minor.unwrap_or(base.amount_minor);
     if amount > base.amount_minor {
         return Err(ProposeError::Validation(vec![FieldError::new(
@@ -400,7 +416,8 @@ pub async fn for_agent(state: &AppState, agent: &AgentPrincipal, id: &str) -> Re
         .ok_or(ActionError::NotFound)?;
     let mut view = views(state, vec![row]).await?.pop().expect("one row in, one view out");
     if view.status == ProposalStatus::Approved {
-        if let Some(token) = store::proposals::current_token(&state.db.read, id).await?.filter(|t| t.used_at.is_none()) {
+        if let Some(token) = store::proposals::current_token(&state.db.read, id).await?.filter(|t| t.used_at.is_none())
+        {
             view.approval_token = Some(token.token);
             view.approval_expires_at = Some(token.expires_at);
         }
@@ -409,7 +426,12 @@ pub async fn for_agent(state: &AppState, agent: &AgentPrincipal, id: &str) -> Re
 }
 
 /// The agent withdraws its proposal while it is still waiting or approved.
-pub async fn cancel(state: &AppState, agent: &AgentPrincipal, id: &str, now: DateTime<Utc>) -> Result<ProposalView, ActionError> {
+pub async fn cancel(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<ProposalView, ActionError> {
     use ProposalStatus::*;
     let current = for_agent(state, agent, id).await?;
     let from = [PendingApproval, Approved, ApprovalExpired];

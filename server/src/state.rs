@@ -27,6 +27,14 @@ pub type Shared = Arc<AppState>;
 impl AppState {
     pub fn new(db: Db, settings: Settings, keys: KeyStore, shutdown: Shutdown) -> Shared {
         let currencies = settings.currency_rules();
-        Arc::new(AppState { db, settings, currencies, changes: Changes::default(), keys, throttle: Default::default(), shutdown })
+        Arc::new(AppState {
+            db,
+            settings,
+            currencies,
+            changes: Changes::default(),
+            keys,
+            throttle: Default::default(),
+            shutdown,
+        })
     }
 }

@@ -29,7 +29,8 @@ pub fn ProposalPage() -> impl IntoView {
     let query = use_query_map();
     let id = move || params.with(|p| p.get("id").unwrap_or_default());
     let data = Resource::new(id, load_proposal);
-    let flash = move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));
+    let flash =
+        move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));
     view! {
         <section class="proposal">
             {move || flash().map(|(is_error, code)| {
@@ -72,7 +73,9 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
     let timeline = detail
         .timeline
         .iter()
-        .map(|t| view! { <li><time>{t.at.clone()}</time>" "<code>{t.action.clone()}</code>" by "{t.actor.clone()}</li> })
+        .map(
+            |t| view! { <li><time>{t.at.clone()}</time>" "<code>{t.action.clone()}</code>" by "{t.actor.clone()}</li> },
+        )
         .collect_view();
     let no_approvals = detail.approvals.is_empty();
     let decide = if detail.can_decide {

@@ -27,7 +27,8 @@ pub fn QueuePage() -> impl IntoView {
     let query = use_query_map();
     let tick = RwSignal::new(0u64);
     let params = move || query.with(|q| (q.get("status"), q.get("order"), q.get("cursor")));
-    let data = Resource::new(move || (params(), tick.get()), |((status, order, cursor), _)| load_queue(status, order, cursor));
+    let data =
+        Resource::new(move || (params(), tick.get()), |((status, order, cursor), _)| load_queue(status, order, cursor));
 
     // In the browser: long-poll for changes and refetch; no reload needed.
     #[cfg(feature = "hydrate")]

@@ -131,10 +131,7 @@ pub(crate) mod tests {
 
     #[test]
     fn restates_the_payment_in_one_sentence() {
-        assert_eq!(
-            sample().sentence(),
-            "Pay Acme Supplies Ltd, invoice 1842, 250.00 USD, for vendor, from acct_…cdef"
-        );
+        assert_eq!(sample().sentence(), "Pay Acme Supplies Ltd, invoice 1842, 250.00 USD, for vendor, from acct_…cdef");
         let mut jpy = sample();
         jpy.currency = Currency::parse("JPY").unwrap();
         jpy.invoice_id = None;

@@ -75,9 +75,7 @@ fn write_string(out: &mut String, s: &str) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                write!(out, "\\u{:04x}", c as u32).expect("writing to a String cannot fail")
-            }
+            c if (c as u32) < 0x20 => write!(out, "\\u{:04x}", c as u32).expect("writing to a String cannot fail"),
             c => out.push(c),
         }
     }
@@ -130,8 +128,7 @@ mod tests {
         leaf.prop_recursive(3, 32, 6, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                prop::collection::btree_map(".{0,6}", inner, 0..5)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+                prop::collection::btree_map(".{0,6}", inner, 0..5).prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }

@@ -11,8 +11,8 @@ pub mod status;
 
 pub use canonical::{CanonicalPayee, CanonicalRequest, RequestHash, CANONICAL_VERSION};
 pub use fields::{
-    mask_account, InvoiceId, PayeeId, ProposalKind, PurposeCode, ReasonCode, Reference, RunId,
-    SourceAccount, TransferRef,
+    mask_account, InvoiceId, PayeeId, ProposalKind, PurposeCode, ReasonCode, Reference, RunId, SourceAccount,
+    TransferRef,
 };
 pub use money::{AmountMinor, Currency, CurrencyRules};
 pub use request::{FieldError, ProposalRequest, ReversalRequest, TransferRequest};

@@ -8,8 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::fields::{
-    FieldRule, InvoiceId, PayeeId, ProposalKind, PurposeCode, ReasonCode, Reference, RunId,
-    SourceAccount, TransferRef,
+    FieldRule, InvoiceId, PayeeId, ProposalKind, PurposeCode, ReasonCode, Reference, RunId, SourceAccount, TransferRef,
 };
 use super::money::{AmountMinor, Currency, CurrencyRules};
 
@@ -67,8 +66,15 @@ impl ProposalRequest {
 }
 
 const TRANSFER_FIELDS: &[&str] = &[
-    "run_id", "kind", "amount_minor", "currency", "source_account", "destination",
-    "reference", "purpose_code", "invoice_id",
+    "run_id",
+    "kind",
+    "amount_minor",
+    "currency",
+    "source_account",
+    "destination",
+    "reference",
+    "purpose_code",
+    "invoice_id",
 ];
 const REVERSAL_ONLY: &[&str] = &["transfer_id", "reason_code"];
 const REVERSAL_FORBIDDEN: &[&str] = &["currency", "source_account", "destination", "purpose_code", "invoice_id"];
@@ -166,10 +172,7 @@ impl ProposalRequest {
                 r.forbid(REVERSAL_ONLY, "is only allowed for kind reversal");
                 let currency = r.parsed("currency", true, |s| {
                     let c = Currency::parse(s).map_err(|_| FieldRule("must be an ISO 4217 currency code"))?;
-                    currencies
-                        .cap(c)
-                        .map(|_| c)
-                        .ok_or(FieldRule("is not a currency this deployment accepts"))
+                    currencies.cap(c).map(|_| c).ok_or(FieldRule("is not a currency this deployment accepts"))
                 });
                 let raw_amount = r.integer("amount_minor", true);
                 let amount = match (raw_amount, currency) {
@@ -194,13 +197,23 @@ impl ProposalRequest {
                 let purpose = r.parsed("purpose_code", true, PurposeCode::parse);
                 let invoice_id = r.parsed("invoice_id", false, InvoiceId::parse);
                 match (run_id, amount, currency, source_account, destination, purpose) {
-                    (Some(run_id), Some(amount), Some(currency), Some(source_account), Some(destination), Some(purpose))
-                        if r.errors.is_empty() =>
-                    {
-                        Some(ProposalRequest::Transfer(TransferRequest {
-                            run_id, amount, currency, source_account, destination, reference, purpose, invoice_id,
-                        }))
-                    }
+                    (
+                        Some(run_id),
+                        Some(amount),
+                        Some(currency),
+                        Some(source_account),
+                        Some(destination),
+                        Some(purpose),
+                    ) if r.errors.is_empty() => Some(ProposalRequest::Transfer(TransferRequest {
+                        run_id,
+                        amount,
+                        currency,
+                        source_account,
+                        destination,
+                        reference,
+                        purpose,
+                        invoice_id,
+                    })),
                     _ => None,
                 }
             }
@@ -217,7 +230,13 @@ impl ProposalRequest {
                 };
                 match (run_id, transfer, reason) {
                     (Some(run_id), Some(transfer), Some(reason)) if r.errors.is_empty() => {
-                        Some(ProposalRequest::Reversal(ReversalRequest { run_id, transfer, reason, amount_minor, reference }))
+                        Some(ProposalRequest::Reversal(ReversalRequest {
+                            run_id,
+                            transfer,
+                            reason,
+                            amount_minor,
+                            reference,
+                        }))
                     }
                     _ => None,
                 }
@@ -295,7 +314,16 @@ mod tests {
         got.sort();
         assert_eq!(
             got,
-            ["amount_minor", "currency", "destination", "purpose_code", "run_id", "source_account", "tenant", "user_id"]
+            [
+                "amount_minor",
+                "currency",
+                "destination",
+                "purpose_code",
+                "run_id",
+                "source_account",
+                "tenant",
+                "user_id"
+            ]
         );
     }
 
@@ -326,7 +354,8 @@ mod tests {
 
         let reversal = json!({"run_id": "r", "kind": "reversal", "transfer_id": "prop_abc", "reason_code": "duplicate", "currency": "USD"});
         assert_eq!(fields(&ProposalRequest::parse(&reversal, &rules()).unwrap_err()), ["currency"]);
-        let reversal = json!({"run_id": "r", "kind": "reversal", "transfer_id": "prop_abc", "reason_code": "duplicate"});
+        let reversal =
+            json!({"run_id": "r", "kind": "reversal", "transfer_id": "prop_abc", "reason_code": "duplicate"});
         assert!(matches!(ProposalRequest::parse(&reversal, &rules()), Ok(ProposalRequest::Reversal(_))));
     }
 

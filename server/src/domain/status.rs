@@ -25,8 +25,18 @@ use ProposalStatus::*;
 
 impl ProposalStatus {
     pub const ALL: &'static [ProposalStatus] = &[
-        PendingApproval, Approved, Rejected, Cancelled, Expired, ApprovalExpired, Executing,
-        Succeeded, Failed, Unknown, NeedsReview, Reversed,
+        PendingApproval,
+        Approved,
+        Rejected,
+        Cancelled,
+        Expired,
+        ApprovalExpired,
+        Executing,
+        Succeeded,
+        Failed,
+        Unknown,
+        NeedsReview,
+        Reversed,
     ];
 
     pub fn as_str(&self) -> &'static str {

@@ -14,7 +14,7 @@ use std::time::Duration as StdDuration;
 use super::error::ApiError;
 use super::extract::{AgentAuth, JsonBody};
 use crate::domain::{jcs, FieldError, ProposalStatus};
-use crate::proposals::{self, ActionError, AgentPrincipal, ProposeError, Proposed, ProposalView};
+use crate::proposals::{self, ActionError, AgentPrincipal, ProposalView, ProposeError, Proposed};
 use crate::state::Shared;
 use crate::store::{self, idempotency::Claim};
 
@@ -60,7 +60,8 @@ fn proposal_response(status: StatusCode, view: &ProposalView) -> Response {
 /// A valid `Idempotency-Key`: 1–255 printable ASCII characters.
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(raw) = headers.get("idempotency-key") else { return Ok(None) };
-    let key = raw.to_str().ok().filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| (0x20..0x7f).contains(&b)));
+    let key =
+        raw.to_str().ok().filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| (0x20..0x7f).contains(&b)));
     match key {
         Some(k) => Ok(Some(k.to_owned())),
         None => Err(ApiError::Validation(vec![FieldError::new(
@@ -115,7 +116,11 @@ pub async fn create(
     }
 }
 
-async fn propose_response(state: &Shared, agent: &AgentPrincipal, body: &Value) -> Result<(StatusCode, String), ApiError> {
+async fn propose_response(
+    state: &Shared,
+    agent: &AgentPrincipal,
+    body: &Value,
+) -> Result<(StatusCode, String), ApiError> {
     let (status, view) = match proposals::propose(state, agent, body, Utc::now()).await? {
         Proposed::Created(view) => (StatusCode::CREATED, view),
         Proposed::Existing(view) => (StatusCode::OK, view),

@@ -126,7 +126,12 @@ pub struct QueueQuery {
 
 impl QueueQuery {
     /// Pending by default; `status=all` lists every status.
-    pub fn parse(status: Option<&str>, order: Option<&str>, limit: Option<u32>, cursor: Option<&str>) -> Result<Self, Vec<FieldError>> {
+    pub fn parse(
+        status: Option<&str>,
+        order: Option<&str>,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<Self, Vec<FieldError>> {
         let mut errors = Vec::new();
         let status = match status.unwrap_or("pending_approval") {
             "all" => None,
@@ -161,7 +166,11 @@ impl QueueQuery {
         }
     }
 
-    pub async fn run(&self, state: &Shared, tenant: &str) -> sqlx::Result<(Vec<store::proposals::ProposalRow>, Option<String>)> {
+    pub async fn run(
+        &self,
+        state: &Shared,
+        tenant: &str,
+    ) -> sqlx::Result<(Vec<store::proposals::ProposalRow>, Option<String>)> {
         let listing = store::proposals::Listing {
             tenant_id: tenant,
             agent_id: None,
@@ -182,7 +191,8 @@ pub async fn queue(
     user: CurrentUser,
     params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Page<ProposalView>>, ApiError> {
-    let Query(p) = params.map_err(|e| ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())]))?;
+    let Query(p) =
+        params.map_err(|e| ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())]))?;
     let query = QueueQuery::parse(p.status.as_deref(), p.order.as_deref(), p.limit, p.cursor.as_deref())
         .map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &user.user.tenant_id).await?;
@@ -219,7 +229,8 @@ pub struct LoginForm {
 /// `POST /login` (form) — the page's sign-in; redirects.
 pub async fn sign_in_form(State(state): State<Shared>, session: Session, request: axum::extract::Request) -> Response {
     let address = client_address(request.extensions());
-    let Ok(Form(form)) = <Form<LoginForm> as axum::extract::FromRequest<Shared>>::from_request(request, &state).await else {
+    let Ok(Form(form)) = <Form<LoginForm> as axum::extract::FromRequest<Shared>>::from_request(request, &state).await
+    else {
         return Redirect::to("/login?error=invalid").into_response();
     };
     match session::sign_in(&state, &session, &form.username, &form.password, &address).await {
@@ -291,11 +302,26 @@ async fn admin_done(session: &Session, outcome: Result<String, String>) -> Respo
     Redirect::to("/admin").into_response()
 }
 
-fn require_admin(user: &Option<CurrentUser>) -> Result<&CurrentUser, Response> {
+/// Why an admin form was refused.
+enum NotAdmin {
+    SignedOut,
+    WrongRole,
+}
+
+impl IntoResponse for NotAdmin {
+    fn into_response(self) -> Response {
+        match self {
+            NotAdmin::SignedOut => Redirect::to("/login").into_response(),
+            NotAdmin::WrongRole => ApiError::ForbiddenBecause("only admins can change the registry").into_response(),
+        }
+    }
+}
+
+fn require_admin(user: &Option<CurrentUser>) -> Result<&CurrentUser, NotAdmin> {
     match user {
-        None => Err(Redirect::to("/login").into_response()),
+        None => Err(NotAdmin::SignedOut),
         Some(u) if u.user.roles.contains(&store::directory::Role::Admin) => Ok(u),
-        Some(_) => Err(ApiError::ForbiddenBecause("only admins can change the registry").into_response()),
+        Some(_) => Err(NotAdmin::WrongRole),
     }
 }
 
@@ -312,14 +338,20 @@ pub async fn admin_add_user(
 ) -> Response {
     let admin = match require_admin(&user) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(refusal) => return refusal.into_response(),
     };
     let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
-    let roles: Vec<String> =
-        ["viewer", "approver", "admin"].into_iter().filter(|r| form.contains_key(&format!("role_{r}"))).map(String::from).collect();
+    let roles: Vec<String> = ["viewer", "approver", "admin"]
+        .into_iter()
+        .filter(|r| form.contains_key(&format!("role_{r}")))
+        .map(String::from)
+        .collect();
     let mut limits = BTreeMap::new();
     for pair in words(&get("limits")) {
-        match pair.split_once('=').and_then(|(c, a)| Some((c.to_ascii_uppercase(), a.replace('_', "").parse::<u64>().ok()?))) {
+        match pair
+            .split_once('=')
+            .and_then(|(c, a)| Some((c.to_ascii_uppercase(), a.replace('_', "").parse::<u64>().ok()?)))
+        {
             Some((c, a)) => {
                 limits.insert(c, a);
             }
@@ -355,7 +387,7 @@ pub async fn admin_add_agent(
 ) -> Response {
     let admin = match require_admin(&user) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(refusal) => return refusal.into_response(),
     };
     let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
     let id = get("id");
@@ -389,15 +421,20 @@ pub async fn admin_add_payee(
 ) -> Response {
     let admin = match require_admin(&user) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(refusal) => return refusal.into_response(),
     };
     let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
     let legal_name = get("legal_name");
-    let outcome =
-        crate::provision::add_payee(&state.db, &admin.user.tenant_id, &get("id"), &legal_name, form.contains_key("trusted"))
-            .await
-            .map(|_| format!("Payee {legal_name} saved."))
-            .map_err(|e| e.to_string());
+    let outcome = crate::provision::add_payee(
+        &state.db,
+        &admin.user.tenant_id,
+        &get("id"),
+        &legal_name,
+        form.contains_key("trusted"),
+    )
+    .await
+    .map(|_| format!("Payee {legal_name} saved."))
+    .map_err(|e| e.to_string());
     admin_done(&session, outcome).await
 }
 

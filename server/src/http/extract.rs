@@ -33,9 +33,8 @@ impl FromRequestParts<Shared> for AgentAuth {
             .filter(|k| !k.is_empty() && k.len() <= 256)
             .ok_or(ApiError::Unauthenticated)?;
         let digest = hex::encode(Sha256::digest(key.as_bytes()));
-        let agent = store::directory::agent_by_key_hash(&state.db.read, &digest)
-            .await?
-            .ok_or(ApiError::Unauthenticated)?;
+        let agent =
+            store::directory::agent_by_key_hash(&state.db.read, &digest).await?.ok_or(ApiError::Unauthenticated)?;
         Ok(AgentAuth(agent.into()))
     }
 }
@@ -59,9 +58,8 @@ impl FromRequest<Shared> for JsonBody {
         if !is_json {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes: Bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge)?;
+        let bytes: Bytes =
+            axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await.map_err(|_| ApiError::PayloadTooLarge)?;
         let value = parse_strict(&bytes).map_err(ApiError::InvalidJson)?;
         Ok(JsonBody { value })
     }

@@ -31,11 +31,8 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that
 /// the document also describes.
-pub const PUBLIC_ROUTES: &[(&str, &str)] = &[
-    ("GET", "/.well-known/jwks.json"),
-    ("GET", "/healthz"),
-    ("GET", "/readyz"),
-];
+pub const PUBLIC_ROUTES: &[(&str, &str)] =
+    &[("GET", "/.well-known/jwks.json"), ("GET", "/healthz"), ("GET", "/readyz")];
 
 /// Every `error.code` the API can answer with (SPEC §9), in the order of the
 /// HTTP status they usually travel with.
@@ -74,15 +71,8 @@ const PROPOSAL_STATUSES: &[&str] = &[
 ];
 
 /// Statuses of the durable operation behind a commit (SPEC §6, §7, §8).
-const OPERATION_STATUSES: &[&str] = &[
-    "pending",
-    "accepted",
-    "succeeded",
-    "failed",
-    "unknown",
-    "needs_review",
-    "too_late",
-];
+const OPERATION_STATUSES: &[&str] =
+    &["pending", "accepted", "succeeded", "failed", "unknown", "needs_review", "too_late"];
 
 const PURPOSE_CODES: &[&str] = &["payroll", "refund", "vendor", "disbursement"];
 const REASON_CODES: &[&str] = &["duplicate", "fraudulent", "requested_by_customer", "error"];
@@ -229,12 +219,7 @@ fn error_response(description: &str, codes: &[&str]) -> Value {
 }
 
 /// `error_response` with one more response header.
-fn error_response_with_header(
-    description: &str,
-    codes: &[&str],
-    name: &str,
-    header: &str,
-) -> Value {
+fn error_response_with_header(description: &str, codes: &[&str], name: &str, header: &str) -> Value {
     let mut response = error_response(description, codes);
     response["headers"][name] = header_ref(header);
     response
@@ -246,12 +231,7 @@ fn proposal_response(description: &str) -> Value {
 
 /// Builds a JSON object from `(key, value)` pairs, keeping their order.
 fn object(entries: Vec<(&str, Value)>) -> Value {
-    Value::Object(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect::<Map<_, _>>(),
-    )
+    Value::Object(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect::<Map<_, _>>())
 }
 
 // ---------------------------------------------------------------------------
@@ -260,27 +240,12 @@ fn object(entries: Vec<(&str, Value)>) -> Value {
 
 fn paths() -> Value {
     object(vec![
-        (
-            "/api/v1/proposals",
-            json!({ "post": create_proposal(), "get": list_proposals() }),
-        ),
+        ("/api/v1/proposals", json!({ "post": create_proposal(), "get": list_proposals() })),
         ("/api/v1/proposals/{id}", json!({ "get": get_proposal() })),
-        (
-            "/api/v1/proposals/{id}/cancel",
-            json!({ "post": cancel_proposal() }),
-        ),
-        (
-            "/api/v1/proposals/{id}/commit",
-            json!({ "post": commit_proposal() }),
-        ),
-        (
-            "/api/v1/proposals/{id}/approvals",
-            json!({ "post": decide_proposal() }),
-        ),
-        (
-            "/api/v1/session",
-            json!({ "post": sign_in(), "delete": sign_out() }),
-        ),
+        ("/api/v1/proposals/{id}/cancel", json!({ "post": cancel_proposal() })),
+        ("/api/v1/proposals/{id}/commit", json!({ "post": commit_proposal() })),
+        ("/api/v1/proposals/{id}/approvals", json!({ "post": decide_proposal() })),
+        ("/api/v1/session", json!({ "post": sign_in(), "delete": sign_out() })),
         ("/api/v1/queue", json!({ "get": list_queue() })),
         ("/.well-known/jwks.json", json!({ "get": get_jwks() })),
         ("/openapi.json", json!({ "get": get_openapi() })),
@@ -1238,9 +1203,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    const METHODS: &[&str] = &[
-        "get", "put", "post", "delete", "options", "head", "patch", "trace",
-    ];
+    const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
     fn doc() -> Value {
         document("https://console.example")
@@ -1249,9 +1212,7 @@ mod tests {
     /// Follows a local `$ref` (`#/components/...`), if `v` is one.
     fn deref<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
         match v.get("$ref").and_then(Value::as_str) {
-            Some(r) => doc
-                .pointer(r.trim_start_matches('#'))
-                .unwrap_or_else(|| panic!("dangling {r}")),
+            Some(r) => doc.pointer(r.trim_start_matches('#')).unwrap_or_else(|| panic!("dangling {r}")),
             None => v,
         }
     }
@@ -1296,14 +1257,8 @@ mod tests {
 
     #[test]
     fn server_url_is_the_public_url_without_a_trailing_slash() {
-        assert_eq!(
-            document("https://pay.example.com/")["servers"][0]["url"],
-            "https://pay.example.com"
-        );
-        assert_eq!(
-            document("http://127.0.0.1:8080")["servers"][0]["url"],
-            "http://127.0.0.1:8080"
-        );
+        assert_eq!(document("https://pay.example.com/")["servers"][0]["url"], "https://pay.example.com");
+        assert_eq!(document("http://127.0.0.1:8080")["servers"][0]["url"], "http://127.0.0.1:8080");
     }
 
     #[test]
@@ -1312,18 +1267,14 @@ mod tests {
         for (method, path) in AGENT_ROUTES {
             let op = &d["paths"][*path][method.to_lowercase()];
             assert!(op.is_object(), "{method} {path} is not in the document");
-            assert!(
-                op["tags"].as_array().unwrap().contains(&json!("agent")),
-                "{method} {path} not tagged agent"
-            );
+            assert!(op["tags"].as_array().unwrap().contains(&json!("agent")), "{method} {path} not tagged agent");
         }
     }
 
     #[test]
     fn documented_operations_are_exactly_the_route_lists() {
         let d = doc();
-        let documented: BTreeSet<(String, String)> =
-            operations(&d).into_iter().map(|(m, p, _)| (m, p)).collect();
+        let documented: BTreeSet<(String, String)> = operations(&d).into_iter().map(|(m, p, _)| (m, p)).collect();
         let listed: BTreeSet<(String, String)> = AGENT_ROUTES
             .iter()
             .chain(CONSOLE_ROUTES)
@@ -1341,8 +1292,8 @@ mod tests {
     #[test]
     fn error_schema_lists_every_contract_code() {
         let d = doc();
-        let codes: BTreeSet<&str> = d["components"]["schemas"]["Error"]["properties"]["error"]
-            ["properties"]["code"]["enum"]
+        let codes: BTreeSet<&str> = d["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]
+            ["enum"]
             .as_array()
             .unwrap()
             .iter()
@@ -1368,11 +1319,7 @@ mod tests {
         .into_iter()
         .collect();
         assert_eq!(codes, expected);
-        assert_eq!(
-            ERROR_CODES.len(),
-            expected.len(),
-            "ERROR_CODES has a duplicate"
-        );
+        assert_eq!(ERROR_CODES.len(), expected.len(), "ERROR_CODES has a duplicate");
     }
 
     #[test]
@@ -1387,9 +1334,7 @@ mod tests {
         assert!(refs.len() > 20, "suspiciously few refs: {}", refs.len());
         for r in refs {
             assert!(r.starts_with("#/components/"), "non-local ref {r}");
-            let target = d
-                .pointer(&r[1..])
-                .unwrap_or_else(|| panic!("dangling ref {r}"));
+            let target = d.pointer(&r[1..]).unwrap_or_else(|| panic!("dangling ref {r}"));
             assert!(target.is_object(), "{r} points at a non-object");
         }
     }
@@ -1406,14 +1351,8 @@ mod tests {
             if all.first() != Some(&schema_ref("Error")) {
                 return;
             }
-            for code in all[1]["properties"]["error"]["properties"]["code"]["enum"]
-                .as_array()
-                .unwrap()
-            {
-                assert!(
-                    known.contains(code.as_str().unwrap()),
-                    "unknown error code {code}"
-                );
+            for code in all[1]["properties"]["error"]["properties"]["code"]["enum"].as_array().unwrap() {
+                assert!(known.contains(code.as_str().unwrap()), "unknown error code {code}");
                 checked += 1;
             }
         });
@@ -1425,10 +1364,7 @@ mod tests {
         let text = serde_json::to_string(&doc()["paths"]).unwrap()
             + &serde_json::to_string(&doc()["components"]["responses"]).unwrap();
         for code in ERROR_CODES {
-            assert!(
-                text.contains(&format!("\"{code}\"")),
-                "{code} is never answered"
-            );
+            assert!(text.contains(&format!("\"{code}\"")), "{code} is never answered");
         }
     }
 
@@ -1437,24 +1373,13 @@ mod tests {
         let d = doc();
         let mut ids = BTreeSet::new();
         for (method, path, op) in operations(&d) {
-            let id = op["operationId"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
             assert!(ids.insert(id.to_owned()), "duplicate operationId {id}");
-            assert!(
-                op["security"].is_array(),
-                "{method} {path} does not state its security"
-            );
+            assert!(op["security"].is_array(), "{method} {path} does not state its security");
             assert!(!op["responses"].as_object().unwrap().is_empty());
             for (status, resp) in op["responses"].as_object().unwrap() {
-                assert!(
-                    status.len() == 3 && status.chars().all(|c| c.is_ascii_digit()),
-                    "{status}"
-                );
-                assert!(
-                    deref(&d, resp)["description"].is_string(),
-                    "{method} {path} {status}"
-                );
+                assert!(status.len() == 3 && status.chars().all(|c| c.is_ascii_digit()), "{status}");
+                assert!(deref(&d, resp)["description"].is_string(), "{method} {path} {status}");
             }
         }
     }
@@ -1492,22 +1417,12 @@ mod tests {
                 "{method} {path}"
             );
         }
-        for (method, path) in CONSOLE_ROUTES
-            .iter()
-            .filter(|r| **r != ("POST", "/api/v1/session"))
-        {
+        for (method, path) in CONSOLE_ROUTES.iter().filter(|r| **r != ("POST", "/api/v1/session")) {
             let op = &d["paths"][*path][method.to_lowercase()];
-            assert_eq!(
-                op["security"],
-                json!([{ "consoleSession": [] }]),
-                "{method} {path}"
-            );
+            assert_eq!(op["security"], json!([{ "consoleSession": [] }]), "{method} {path}");
             if *method != "GET" {
                 assert!(
-                    op["parameters"]
-                        .as_array()
-                        .unwrap()
-                        .contains(&param_ref("CsrfToken")),
+                    op["parameters"].as_array().unwrap().contains(&param_ref("CsrfToken")),
                     "{method} {path} lacks X-CSRF-Token"
                 );
             }
@@ -1541,41 +1456,18 @@ mod tests {
             "expires_at",
         ] {
             assert!(p["properties"][field].is_object(), "Proposal.{field}");
-            assert!(
-                p["required"].as_array().unwrap().contains(&json!(field)),
-                "Proposal.{field} not required"
-            );
+            assert!(p["required"].as_array().unwrap().contains(&json!(field)), "Proposal.{field} not required");
         }
-        assert_eq!(
-            p["properties"]["status"]["enum"].as_array().unwrap().len(),
-            12
-        );
+        assert_eq!(p["properties"]["status"]["enum"].as_array().unwrap().len(), 12);
         for nullable in ["approval_token", "approval_expires_at"] {
-            assert!(
-                p["properties"][nullable]["type"]
-                    .as_array()
-                    .unwrap()
-                    .contains(&json!("null")),
-                "{nullable}"
-            );
+            assert!(p["properties"][nullable]["type"].as_array().unwrap().contains(&json!("null")), "{nullable}");
         }
         let op = &d["components"]["schemas"]["Operation"]["properties"];
         assert_eq!(
             op["status"]["enum"],
-            json!([
-                "pending",
-                "accepted",
-                "succeeded",
-                "failed",
-                "unknown",
-                "needs_review",
-                "too_late"
-            ])
+            json!(["pending", "accepted", "succeeded", "failed", "unknown", "needs_review", "too_late"])
         );
-        assert!(op["action_required"]["enum"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("escalate_to_ops")));
+        assert!(op["action_required"]["enum"].as_array().unwrap().contains(&json!("escalate_to_ops")));
         assert_eq!(
             d["components"]["schemas"]["PolicyDecision"]["properties"]["outcome"]["enum"],
             json!(["auto_approved", "needs_approval", "denied"])
@@ -1589,54 +1481,27 @@ mod tests {
         assert_eq!(r["additionalProperties"], false);
         assert_eq!(r["properties"]["amount_minor"]["type"], "integer");
         assert_eq!(r["properties"]["amount_minor"]["minimum"], 1);
-        assert_eq!(
-            r["properties"]["source_account"]["pattern"],
-            "^acct_[A-Za-z0-9]{16}$"
-        );
-        assert_eq!(
-            r["properties"]["destination"]["pattern"],
-            "^(acct_|card_|ba_)[A-Za-z0-9]{1,64}$"
-        );
+        assert_eq!(r["properties"]["source_account"]["pattern"], "^acct_[A-Za-z0-9]{16}$");
+        assert_eq!(r["properties"]["destination"]["pattern"], "^(acct_|card_|ba_)[A-Za-z0-9]{1,64}$");
         assert_eq!(r["properties"]["reference"]["maxLength"], 140);
-        assert_eq!(
-            r["properties"]["purpose_code"]["enum"],
-            json!(["payroll", "refund", "vendor", "disbursement"])
-        );
+        assert_eq!(r["properties"]["purpose_code"]["enum"], json!(["payroll", "refund", "vendor", "disbursement"]));
         assert_eq!(
             r["properties"]["reason_code"]["enum"],
             json!(["duplicate", "fraudulent", "requested_by_customer", "error"])
         );
-        assert_eq!(
-            d["components"]["parameters"]["IdempotencyKey"]["schema"]["maxLength"],
-            255
-        );
+        assert_eq!(d["components"]["parameters"]["IdempotencyKey"]["schema"]["maxLength"], 255);
 
         // The examples use only declared fields and satisfy the kind rules.
         let props = r["properties"].as_object().unwrap();
         let rules = &r["allOf"][0];
-        let examples = &d["paths"]["/api/v1/proposals"]["post"]["requestBody"]["content"]
-            ["application/json"]["examples"];
+        let examples =
+            &d["paths"]["/api/v1/proposals"]["post"]["requestBody"]["content"]["application/json"]["examples"];
         for (name, ex) in examples.as_object().unwrap() {
             let body = ex["value"].as_object().unwrap();
-            assert!(
-                body.keys().all(|k| props.contains_key(k)),
-                "example {name} has an unknown field"
-            );
-            let branch = if body.get("kind") == Some(&json!("reversal")) {
-                &rules["then"]
-            } else {
-                &rules["else"]
-            };
-            for req in r["required"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .chain(branch["required"].as_array().unwrap())
-            {
-                assert!(
-                    body.contains_key(req.as_str().unwrap()),
-                    "example {name} lacks {req}"
-                );
+            assert!(body.keys().all(|k| props.contains_key(k)), "example {name} has an unknown field");
+            let branch = if body.get("kind") == Some(&json!("reversal")) { &rules["then"] } else { &rules["else"] };
+            for req in r["required"].as_array().unwrap().iter().chain(branch["required"].as_array().unwrap()) {
+                assert!(body.contains_key(req.as_str().unwrap()), "example {name} lacks {req}");
             }
             for forbidden in branch["allOf"][0]["not"]["anyOf"].as_array().unwrap() {
                 let f = forbidden["required"][0].as_str().unwrap();
@@ -1648,16 +1513,9 @@ mod tests {
     #[test]
     fn create_proposal_answers_the_contract_statuses() {
         let d = doc();
-        let responses = d["paths"]["/api/v1/proposals"]["post"]["responses"]
-            .as_object()
-            .unwrap();
-        for status in [
-            "200", "201", "400", "401", "403", "409", "413", "415", "422", "429",
-        ] {
-            assert!(
-                responses.contains_key(status),
-                "POST /api/v1/proposals lacks {status}"
-            );
+        let responses = d["paths"]["/api/v1/proposals"]["post"]["responses"].as_object().unwrap();
+        for status in ["200", "201", "400", "401", "403", "409", "413", "415", "422", "429"] {
+            assert!(responses.contains_key(status), "POST /api/v1/proposals lacks {status}");
         }
         let get = &d["paths"]["/api/v1/proposals/{id}"]["get"]["responses"];
         assert!(get["200"]["headers"]["ETag"].is_object());

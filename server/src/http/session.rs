@@ -62,8 +62,7 @@ impl CurrentUser {
 /// Loads the signed-in user, enforcing the absolute timeout (the idle one is
 /// the session store's expiry). `None` when not signed in.
 pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<CurrentUser>, ApiError> {
-    let data: Option<ConsoleSession> =
-        session.get(SESSION_KEY).await.map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let data: Option<ConsoleSession> = session.get(SESSION_KEY).await.map_err(|e| ApiError::Internal(Box::new(e)))?;
     let Some(data) = data else { return Ok(None) };
     let age = Utc::now().timestamp() - data.signed_in_at;
     if age < 0 || age as u64 > state.settings.console.absolute_timeout_secs {
@@ -126,10 +125,7 @@ fn random_token() -> String {
 
 /// The client address for throttling, from the connection.
 pub fn client_address(parts_ext: &axum::http::Extensions) -> String {
-    parts_ext
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip().to_string())
-        .unwrap_or_else(|| "unknown".into())
+    parts_ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_else(|| "unknown".into())
 }
 
 /// Checks the password (argon2id, off the async executor; an unknown user is
@@ -153,7 +149,9 @@ pub async fn sign_in(
         store::directory::user_by_username(&mut conn, username).await.map_err(ApiError::from)?
     };
     let hash = match &user {
-        Some(u) if u.active => crate::store::directory::password_hash(&state.db.read, &u.id).await.map_err(ApiError::from)?,
+        Some(u) if u.active => {
+            crate::store::directory::password_hash(&state.db.read, &u.id).await.map_err(ApiError::from)?
+        }
         _ => None,
     };
     let password = password.to_owned();

@@ -50,9 +50,8 @@ fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
 /// Appends `entry` to the chain. Call inside the write transaction of the
 /// change it records.
 pub async fn append(conn: &mut SqliteConnection, entry: &AuditEntry) -> sqlx::Result<()> {
-    let last = sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
-        .fetch_optional(&mut *conn)
-        .await?;
+    let last =
+        sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetch_optional(&mut *conn).await?;
     let (seq, prev) = match last {
         Some(row) => (row.get::<i64, _>("seq") + 1, row.get::<String, _>("hash")),
         None => (1, GENESIS.to_owned()),

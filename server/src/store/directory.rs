@@ -36,10 +36,8 @@ pub enum Upsert {
 }
 
 pub async fn upsert_tenant(conn: &mut SqliteConnection, id: &str, name: &str) -> sqlx::Result<Upsert> {
-    let existing: Option<String> = sqlx::query_scalar("SELECT name FROM tenants WHERE id = ?")
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?;
+    let existing: Option<String> =
+        sqlx::query_scalar("SELECT name FROM tenants WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
     match existing {
         Some(n) if n == name => Ok(Upsert::Unchanged),
         Some(_) => {
@@ -66,7 +64,12 @@ pub async fn count_tenants(pool: &SqlitePool) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT COUNT(*) FROM tenants").fetch_one(pool).await
 }
 
-pub async fn set_budget(conn: &mut SqliteConnection, tenant: &str, currency: &str, limit_minor: u64) -> sqlx::Result<()> {
+pub async fn set_budget(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    currency: &str,
+    limit_minor: u64,
+) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO budgets (tenant_id, currency, daily_limit_minor) VALUES (?, ?, ?)
          ON CONFLICT (tenant_id, currency) DO UPDATE SET daily_limit_minor = excluded.daily_limit_minor",
@@ -116,10 +119,7 @@ pub async fn upsert_user(conn: &mut SqliteConnection, spec: &UserSpec) -> sqlx::
             let id: String = row.get("id");
             let tenant: String = row.get("tenant_id");
             if tenant != spec.tenant_id {
-                return Err(sqlx::Error::Protocol(format!(
-                    "username {} belongs to another tenant",
-                    spec.username
-                )));
+                return Err(sqlx::Error::Protocol(format!("username {} belongs to another tenant", spec.username)));
             }
             let changed = sqlx::query(
                 "UPDATE users SET password_hash = ?, roles = ?, slack_user_id = ?
@@ -195,7 +195,8 @@ fn user_from_row(row: &sqlx::sqlite::SqliteRow, limits: BTreeMap<String, u64>) -
 }
 
 pub async fn user_by_username(conn: &mut SqliteConnection, username: &str) -> sqlx::Result<Option<User>> {
-    let Some(row) = sqlx::query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?
+    let Some(row) =
+        sqlx::query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?
     else {
         return Ok(None);
     };
@@ -323,7 +324,10 @@ pub async fn upsert_payee(conn: &mut SqliteConnection, p: &Payee) -> sqlx::Resul
         .fetch_optional(&mut *conn)
         .await?;
     match existing {
-        Some(row) if row.get::<String, _>("legal_name") == p.legal_name && (row.get::<i64, _>("trusted") != 0) == p.trusted => {
+        Some(row)
+            if row.get::<String, _>("legal_name") == p.legal_name
+                && (row.get::<i64, _>("trusted") != 0) == p.trusted =>
+        {
             Ok(Upsert::Unchanged)
         }
         Some(_) => {
@@ -371,7 +375,10 @@ pub async fn password_hash(pool: &SqlitePool, user_id: &str) -> sqlx::Result<Opt
 
 /// Users of a tenant, by username.
 pub async fn users_of(conn: &mut SqliteConnection, tenant: &str) -> sqlx::Result<Vec<User>> {
-    let rows = sqlx::query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username").bind(tenant).fetch_all(&mut *conn).await?;
+    let rows = sqlx::query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username")
+        .bind(tenant)
+        .fetch_all(&mut *conn)
+        .await?;
     let mut users = Vec::with_capacity(rows.len());
     for row in &rows {
         let limits = limits_of(&mut *conn, row.get::<&str, _>("id")).await?;
@@ -388,8 +395,10 @@ pub async fn agents_of(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<Agen
 
 /// Payees of a tenant, by legal name.
 pub async fn payees_of(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<Payee>> {
-    let rows =
-        sqlx::query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY legal_name").bind(tenant).fetch_all(pool).await?;
+    let rows = sqlx::query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY legal_name")
+        .bind(tenant)
+        .fetch_all(pool)
+        .await?;
     Ok(rows
         .iter()
         .map(|r| Payee {

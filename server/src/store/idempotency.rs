@@ -79,10 +79,7 @@ pub async fn claim(
         } else if row.get::<&str, _>("state") != "done" {
             Claim::InFlight
         } else {
-            Claim::Replay {
-                status: row.get::<i64, _>("response_status") as u16,
-                body: row.get("response_body"),
-            }
+            Claim::Replay { status: row.get::<i64, _>("response_status") as u16, body: row.get("response_body") }
         }
     };
     tx.commit().await?;
@@ -108,12 +105,14 @@ pub async fn complete(pool: &SqlitePool, scope: &Scope<'_>, status: u16, body: &
 /// Forgets the key: the request never started executing (bad input) or failed
 /// on our side, so a retry with the same key may run again.
 pub async fn release(pool: &SqlitePool, scope: &Scope<'_>) -> sqlx::Result<()> {
-    sqlx::query("DELETE FROM idempotency_keys WHERE tenant_id = ? AND agent_id = ? AND key = ? AND state = 'in_flight'")
-        .bind(scope.tenant_id)
-        .bind(scope.agent_id)
-        .bind(scope.key)
-        .execute(pool)
-        .await?;
+    sqlx::query(
+        "DELETE FROM idempotency_keys WHERE tenant_id = ? AND agent_id = ? AND key = ? AND state = 'in_flight'",
+    )
+    .bind(scope.tenant_id)
+    .bind(scope.agent_id)
+    .bind(scope.key)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 

@@ -202,7 +202,10 @@ pub async fn transition(
 }
 
 /// Pending proposals past their deadline: (id, tenant, request hash).
-pub async fn due_for_expiry(conn: &mut SqliteConnection, now: DateTime<Utc>) -> sqlx::Result<Vec<(String, String, String)>> {
+pub async fn due_for_expiry(
+    conn: &mut SqliteConnection,
+    now: DateTime<Utc>,
+) -> sqlx::Result<Vec<(String, String, String)>> {
     let rows = sqlx::query(
         "SELECT id, tenant_id, request_hash FROM proposals WHERE status = ? AND expires_at <= ? ORDER BY id LIMIT 500",
     )

@@ -112,7 +112,7 @@ async fn status_filter_lists_only_that_status() {
     for (status, expected) in [("pending_approval", &pending), ("approved", &approved), ("cancelled", &cancelled)] {
         let page = server.list(ACME_BOT_KEY, &format!("status={status}")).await;
         assert_eq!(page.status, 200, "{}", page.text);
-        assert_eq!(ids(&page.body), [expected.clone()], "status={status}");
+        assert_eq!(ids(&page.body), std::slice::from_ref(expected), "status={status}");
         assert!(page.body["data"].as_array().unwrap().iter().all(|p| p["status"] == status));
     }
     let page = server.list(ACME_BOT_KEY, "status=expired").await;
