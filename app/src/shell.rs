@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path,
+    path, SsrMode,
 };
 
 use crate::components::CsrfField;
@@ -58,12 +58,14 @@ pub fn App() -> impl IntoView {
         <Router>
             <TopBar viewer/>
             <main>
+                // Async: the server sends each page whole, so it reads and works
+                // without JavaScript (forms post, nothing waits on streaming).
                 <Routes fallback=|| view! { <p class="notfound">"Page not found."</p> }>
-                    <Route path=path!("/") view=HomePage/>
-                    <Route path=path!("/login") view=LoginPage/>
-                    <Route path=path!("/proposals/:id") view=ProposalPage/>
-                    <Route path=path!("/proposals/:id/approve") view=ApprovePage/>
-                    <Route path=path!("/admin") view=AdminPage/>
+                    <Route path=path!("/") view=HomePage ssr=SsrMode::Async/>
+                    <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
+                    <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
+                    <Route path=path!("/proposals/:id/approve") view=ApprovePage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

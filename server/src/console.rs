@@ -78,13 +78,21 @@ impl ConsoleService {
             .map_err(unavailable)?
             .pop()
             .ok_or(ConsoleError::NotFound)?;
+        let blocker = self.blocker(viewer, &row, &view).await?;
+        let names = self.usernames(&viewer.tenant_id).await?;
+        let name_of = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
         let timeline = store::audit::for_proposal(&state.db.read, &row.id)
             .await
             .map_err(unavailable)?
             .into_iter()
-            .map(|e| TimelineLine { at: e.at, actor: e.actor, action: e.action })
+            .map(|e| {
+                let actor = match e.actor.strip_prefix("user:") {
+                    Some(id) => format!("user:{}", name_of(id)),
+                    None => e.actor,
+                };
+                TimelineLine { at: e.at, actor, action: e.action }
+            })
             .collect();
-        let blocker = self.blocker(viewer, &row, &view).await?;
         Ok(ProposalDetail {
             id: row.id.clone(),
             status: row.status.as_str().into(),
@@ -116,7 +124,7 @@ impl ConsoleService {
                 .approvals
                 .iter()
                 .map(|a| ApprovalLine {
-                    approver: a.approver_id.clone(),
+                    approver: name_of(&a.approver_id),
                     decision: a.decision.clone(),
                     reason: a.reason.clone(),
                     via: a.via.clone(),
@@ -130,6 +138,13 @@ impl ConsoleService {
             decide_blocker: blocker,
             rail_reference: None,
         })
+    }
+
+    /// User id -> username, for showing people by name.
+    async fn usernames(&self, tenant: &str) -> Result<std::collections::HashMap<String, String>, ConsoleError> {
+        let mut conn = self.state.db.read.acquire().await.map_err(unavailable)?;
+        let users = store::directory::users_of(&mut conn, tenant).await.map_err(unavailable)?;
+        Ok(users.into_iter().map(|u| (u.id, u.username)).collect())
     }
 
     /// Why the viewer cannot decide now, if they cannot. The authoritative
@@ -173,6 +188,7 @@ impl ConsoleService {
         let users = store::directory::users_of(&mut conn, &viewer.tenant_id).await.map_err(unavailable)?;
         let names: std::collections::HashMap<String, String> =
             users.iter().map(|u| (u.id.clone(), u.username.clone())).collect();
+
         let agents = store::directory::agents_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let payees = store::directory::payees_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let (flash, new_agent_key) = match session {

@@ -325,6 +325,10 @@ fn require_admin(user: &Option<CurrentUser>) -> Result<&CurrentUser, NotAdmin> {
     }
 }
 
+fn trimmed(form: &BTreeMap<String, String>, key: &str) -> String {
+    form.get(key).map(|v| v.trim().to_owned()).unwrap_or_default()
+}
+
 fn words(s: &str) -> Vec<String> {
     s.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).map(str::to_owned).collect()
 }
@@ -340,7 +344,7 @@ pub async fn admin_add_user(
         Ok(a) => a,
         Err(refusal) => return refusal.into_response(),
     };
-    let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
+    let get = |k: &str| trimmed(&form, k);
     let roles: Vec<String> = ["viewer", "approver", "admin"]
         .into_iter()
         .filter(|r| form.contains_key(&format!("role_{r}")))
@@ -389,7 +393,7 @@ pub async fn admin_add_agent(
         Ok(a) => a,
         Err(refusal) => return refusal.into_response(),
     };
-    let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
+    let get = |k: &str| trimmed(&form, k);
     let id = get("id");
     let result = crate::provision::add_agent(
         &state.db,
@@ -423,7 +427,7 @@ pub async fn admin_add_payee(
         Ok(a) => a,
         Err(refusal) => return refusal.into_response(),
     };
-    let get = |k: &str| form.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
+    let get = |k: &str| trimmed(&form, k);
     let legal_name = get("legal_name");
     let outcome = crate::provision::add_payee(
         &state.db,

@@ -230,6 +230,19 @@ pub struct ApprovalRow {
 
 /// Records a decision. A person counts once per round: a second approval by
 /// the same person is a unique violation; a rejection replaces their approval.
+fn approval_from_row(r: &sqlx::sqlite::SqliteRow) -> ApprovalRow {
+    ApprovalRow {
+        proposal_id: r.get("proposal_id"),
+        round: r.get("round"),
+        approver_id: r.get("approver_id"),
+        decision: r.get("decision"),
+        reason: r.get("reason"),
+        via: r.get("via"),
+        amr: r.get("amr"),
+        at: r.get("at"),
+    }
+}
+
 pub async fn insert_approval(conn: &mut SqliteConnection, a: &ApprovalRow) -> sqlx::Result<()> {
     let conflict = if a.decision == "reject" {
         " ON CONFLICT (proposal_id, round, approver_id) DO UPDATE SET decision = excluded.decision,
@@ -271,16 +284,7 @@ pub async fn approvals_of(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<A
     let rows = q.build().fetch_all(pool).await?;
     Ok(rows
         .iter()
-        .map(|r| ApprovalRow {
-            proposal_id: r.get("proposal_id"),
-            round: r.get("round"),
-            approver_id: r.get("approver_id"),
-            decision: r.get("decision"),
-            reason: r.get("reason"),
-            via: r.get("via"),
-            amr: r.get("amr"),
-            at: r.get("at"),
-        })
+        .map(approval_from_row)
         .collect())
 }
 
@@ -295,16 +299,7 @@ pub async fn approvals_in_round(conn: &mut SqliteConnection, id: &str, round: i6
     .await?;
     Ok(rows
         .iter()
-        .map(|r| ApprovalRow {
-            proposal_id: r.get("proposal_id"),
-            round: r.get("round"),
-            approver_id: r.get("approver_id"),
-            decision: r.get("decision"),
-            reason: r.get("reason"),
-            via: r.get("via"),
-            amr: r.get("amr"),
-            at: r.get("at"),
-        })
+        .map(approval_from_row)
         .collect())
 }
 
