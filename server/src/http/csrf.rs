@@ -19,7 +19,8 @@ use super::extract::MAX_BODY_BYTES;
 use super::session::{ConsoleSession, SESSION_KEY};
 use crate::state::Shared;
 
-/// Paths that create a session, and so cannot present a token yet.
+/// Paths whose POST creates a session, and so cannot present a token yet
+/// (`DELETE /api/v1/session` is a state change like any other).
 const SIGN_IN_PATHS: &[&str] = &["/api/v1/session", "/login"];
 
 fn origin_of(url: &str) -> &str {
@@ -84,7 +85,7 @@ pub async fn guard(State(state): State<Shared>, session: Session, req: Request, 
     }
     // Inside a nested router the path is stripped; the original tells the truth.
     let path = req.extensions().get::<axum::extract::OriginalUri>().map(|u| u.0.path().to_owned());
-    if SIGN_IN_PATHS.contains(&path.as_deref().unwrap_or(req.uri().path())) {
+    if req.method() == Method::POST && SIGN_IN_PATHS.contains(&path.as_deref().unwrap_or(req.uri().path())) {
         return next.run(req).await;
     }
     let expected = match session.get::<ConsoleSession>(SESSION_KEY).await {

@@ -37,6 +37,9 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
         .with_secure(state.settings.secure_cookies())
+        // Save on every request, so the idle timeout counts from the last
+        // request rather than from sign-in.
+        .with_always_save(true)
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(state.settings.console.idle_timeout_secs as i64)));
     let csrf = middleware::from_fn_with_state(state.clone(), csrf::guard);
 

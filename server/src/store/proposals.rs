@@ -282,10 +282,7 @@ pub async fn approvals_of(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<A
     }
     q.push(") ORDER BY a.at, a.rowid");
     let rows = q.build().fetch_all(pool).await?;
-    Ok(rows
-        .iter()
-        .map(approval_from_row)
-        .collect())
+    Ok(rows.iter().map(approval_from_row).collect())
 }
 
 /// Approvals (decision `approve`) of one round, in the order given.
@@ -297,10 +294,7 @@ pub async fn approvals_in_round(conn: &mut SqliteConnection, id: &str, round: i6
     .bind(round)
     .fetch_all(conn)
     .await?;
-    Ok(rows
-        .iter()
-        .map(approval_from_row)
-        .collect())
+    Ok(rows.iter().map(approval_from_row).collect())
 }
 
 /// Marks a change that is not a status change (an approval short of the

@@ -10,7 +10,8 @@ use crate::helpers::*;
 async fn activity(server: &TestServer) -> String {
     let pending = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
     server.create(&with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 700}))).await;
-    let cancelled = server.create(&with(transfer(), json!({"reference": "withdrawn"}))).await["id"].as_str().unwrap().to_owned();
+    let cancelled =
+        server.create(&with(transfer(), json!({"reference": "withdrawn"}))).await["id"].as_str().unwrap().to_owned();
     assert_eq!(server.cancel(ACME_BOT_KEY, &cancelled).await.status, 200);
     let r = server.propose_as(ACME_BOT_KEY, &with(transfer(), json!({"source_account": GLOBEX_SOURCE}))).await;
     r.assert_error(403, "policy_denied");
@@ -30,7 +31,10 @@ async fn audit_verify_reports_an_intact_chain_after_activity() {
     assert!(stdout.contains("intact"), "{stdout}");
 
     // Each entry links to the one before it.
-    let rows = sqlx::query("SELECT seq, prev_hash, hash FROM audit_log ORDER BY seq").fetch_all(&server.db().await).await.unwrap();
+    let rows = sqlx::query("SELECT seq, prev_hash, hash FROM audit_log ORDER BY seq")
+        .fetch_all(&server.db().await)
+        .await
+        .unwrap();
     assert!(rows.len() > 5);
     for pair in rows.windows(2) {
         assert_eq!(pair[1].get::<String, _>("prev_hash"), pair[0].get::<String, _>("hash"));
@@ -46,11 +50,12 @@ async fn audit_verify_names_the_entry_that_was_edited() {
     let server = TestServer::start().await;
     let pending = activity(&server).await;
     let db = server.db().await;
-    let seq: i64 = sqlx::query_scalar("SELECT seq FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
-        .bind(&pending)
-        .fetch_one(&db)
-        .await
-        .unwrap();
+    let seq: i64 =
+        sqlx::query_scalar("SELECT seq FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
+            .bind(&pending)
+            .fetch_one(&db)
+            .await
+            .unwrap();
     let last: i64 = sqlx::query_scalar("SELECT MAX(seq) FROM audit_log").fetch_one(&db).await.unwrap();
     assert!(seq > 1 && seq < last, "an entry in the middle of the chain: {seq} of {last}");
 
@@ -80,11 +85,12 @@ async fn audit_verify_catches_a_deleted_entry() {
     let server = TestServer::start().await;
     let pending = activity(&server).await;
     let db = server.db().await;
-    let seq: i64 = sqlx::query_scalar("SELECT seq FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
-        .bind(&pending)
-        .fetch_one(&db)
-        .await
-        .unwrap();
+    let seq: i64 =
+        sqlx::query_scalar("SELECT seq FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
+            .bind(&pending)
+            .fetch_one(&db)
+            .await
+            .unwrap();
     sqlx::query("DELETE FROM audit_log WHERE seq = ?").bind(seq).execute(&db).await.unwrap();
     let (code, stdout, stderr) = server.cli(&["audit", "verify"]).await;
     assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
@@ -127,11 +133,12 @@ async fn every_transition_is_audited_with_actor_and_request_hash() {
         .unwrap();
     let actions: Vec<String> = rows.iter().map(|r| r.get("action")).collect();
     assert_eq!(actions, ["proposal.created", "proposal.cancelled"]);
-    let created: String = sqlx::query_scalar("SELECT data FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
-        .bind(id)
-        .fetch_one(&server.db().await)
-        .await
-        .unwrap();
+    let created: String =
+        sqlx::query_scalar("SELECT data FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
+            .bind(id)
+            .fetch_one(&server.db().await)
+            .await
+            .unwrap();
     for expected in ["25000", "USD", "needs_approval"] {
         assert!(created.contains(expected), "the created entry keeps amount, currency and policy decision: {created}");
     }
@@ -159,8 +166,15 @@ async fn logs_never_hold_full_account_numbers_or_keys() {
     let logs = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
     assert!(!logs.trim().is_empty(), "the server logged something at debug level");
     for secret in [
-        ACME_SOURCE, GLOBEX_SOURCE, ACME_PAYEE, ACME_TRUSTED_PAYEE, GLOBEX_PAYEE, "acct_unknown000000042",
-        ACME_BOT_KEY, GLOBEX_BOT_KEY, "cs_test_guessing0a0key0000000000000000000",
+        ACME_SOURCE,
+        GLOBEX_SOURCE,
+        ACME_PAYEE,
+        ACME_TRUSTED_PAYEE,
+        GLOBEX_PAYEE,
+        "acct_unknown000000042",
+        ACME_BOT_KEY,
+        GLOBEX_BOT_KEY,
+        "cs_test_guessing0a0key0000000000000000000",
     ] {
         assert!(!logs.contains(secret), "`{secret}` appears in the server's logs:\n{logs}");
     }

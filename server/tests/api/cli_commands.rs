@@ -21,7 +21,8 @@ fn sha256_hex(s: &str) -> String {
 async fn cli_adds_a_tenant_user_agent_and_payee_whose_key_then_works() {
     let server = TestServer::start().await;
 
-    let (code, out, err) = server.cli(&["tenant", "add", "--id", "initech", "--name", "Initech", "--budget", "USD=1000000"]).await;
+    let (code, out, err) =
+        server.cli(&["tenant", "add", "--id", "initech", "--name", "Initech", "--budget", "USD=1000000"]).await;
     assert_eq!(code, 0, "tenant add: {out}{err}");
 
     let password = "a long and private passphrase";
@@ -36,8 +37,18 @@ async fn cli_adds_a_tenant_user_agent_and_payee_whose_key_then_works() {
 
     let (code, out, err) = server
         .cli(&[
-            "agent", "add", "--tenant", "initech", "--id", "ivy-bot", "--acts-for", "ivy",
-            "--source-account", "acct_1111222233334444", "--purpose", "vendor",
+            "agent",
+            "add",
+            "--tenant",
+            "initech",
+            "--id",
+            "ivy-bot",
+            "--acts-for",
+            "ivy",
+            "--source-account",
+            "acct_1111222233334444",
+            "--purpose",
+            "vendor",
         ])
         .await;
     assert_eq!(code, 0, "agent add: {out}{err}");
@@ -49,7 +60,17 @@ async fn cli_adds_a_tenant_user_agent_and_payee_whose_key_then_works() {
     assert!(key.len() >= 32, "a long random key: {key}");
 
     let (code, out, err) = server
-        .cli(&["payee", "add", "--tenant", "initech", "--id", "acct_initech0000001", "--legal-name", "Initech Supplies LLC", "--trusted"])
+        .cli(&[
+            "payee",
+            "add",
+            "--tenant",
+            "initech",
+            "--id",
+            "acct_initech0000001",
+            "--legal-name",
+            "Initech Supplies LLC",
+            "--trusted",
+        ])
         .await;
     assert_eq!(code, 0, "payee add: {out}{err}");
 
@@ -73,13 +94,17 @@ async fn cli_adds_a_tenant_user_agent_and_payee_whose_key_then_works() {
     assert_eq!(server.all_ids(&key).await.len(), 1);
 
     let db = server.db().await;
-    let hash: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE username = 'ivy'").fetch_one(&db).await.unwrap();
+    let hash: String =
+        sqlx::query_scalar("SELECT password_hash FROM users WHERE username = 'ivy'").fetch_one(&db).await.unwrap();
     assert!(hash.starts_with("$argon2id$"), "argon2id: {hash}");
     assert!(!hash.contains(password));
     assert!(verifies(password, &hash), "the stored hash is of the password read from stdin (without its newline)");
 
     let stored: String =
-        sqlx::query_scalar("SELECT key_sha256 FROM agents WHERE tenant_id = 'initech' AND id = 'ivy-bot'").fetch_one(&db).await.unwrap();
+        sqlx::query_scalar("SELECT key_sha256 FROM agents WHERE tenant_id = 'initech' AND id = 'ivy-bot'")
+            .fetch_one(&db)
+            .await
+            .unwrap();
     assert_ne!(stored, key, "the key itself is not stored");
     assert_eq!(stored, sha256_hex(&key), "only its SHA-256 is");
     let rows = sqlx::query("SELECT * FROM agents").fetch_all(&db).await.unwrap();
@@ -98,7 +123,20 @@ async fn an_agent_added_before_the_server_starts_can_authenticate() {
     scratch.apply_fixture().await;
     let (code, out, err) = scratch
         .cli(
-            &["agent", "add", "--tenant", "acme", "--id", "late-bot", "--acts-for", "ana", "--source-account", ACME_SOURCE, "--purpose", "vendor"],
+            &[
+                "agent",
+                "add",
+                "--tenant",
+                "acme",
+                "--id",
+                "late-bot",
+                "--acts-for",
+                "ana",
+                "--source-account",
+                ACME_SOURCE,
+                "--purpose",
+                "vendor",
+            ],
             None,
         )
         .await;
@@ -140,16 +178,55 @@ async fn add_commands_refuse_dangling_references_and_store_nothing() {
         .await;
     assert_ne!(code, 0, "payee of a missing tenant: {out}{err}");
     let (code, out, err) = server
-        .cli(&["agent", "add", "--tenant", "acme", "--id", "ghost-bot", "--acts-for", "nobody", "--source-account", ACME_SOURCE, "--purpose", "vendor"])
+        .cli(&[
+            "agent",
+            "add",
+            "--tenant",
+            "acme",
+            "--id",
+            "ghost-bot",
+            "--acts-for",
+            "nobody",
+            "--source-account",
+            ACME_SOURCE,
+            "--purpose",
+            "vendor",
+        ])
         .await;
     assert_ne!(code, 0, "agent acting for a missing user: {out}{err}");
     assert!(!out.contains("cs_"), "no key is handed out for an agent that was not created: {out}");
     let (code, out, err) = server
-        .cli(&["agent", "add", "--tenant", "acme", "--id", "ghost-bot", "--acts-for", "gus", "--source-account", ACME_SOURCE, "--purpose", "vendor"])
+        .cli(&[
+            "agent",
+            "add",
+            "--tenant",
+            "acme",
+            "--id",
+            "ghost-bot",
+            "--acts-for",
+            "gus",
+            "--source-account",
+            ACME_SOURCE,
+            "--purpose",
+            "vendor",
+        ])
         .await;
     assert_ne!(code, 0, "agent acting for another tenant's user: {out}{err}");
     let (code, out, err) = server
-        .cli(&["agent", "add", "--tenant", "acme", "--id", "ghost-bot", "--acts-for", "ana", "--source-account", "acct_short", "--purpose", "vendor"])
+        .cli(&[
+            "agent",
+            "add",
+            "--tenant",
+            "acme",
+            "--id",
+            "ghost-bot",
+            "--acts-for",
+            "ana",
+            "--source-account",
+            "acct_short",
+            "--purpose",
+            "vendor",
+        ])
         .await;
     assert_ne!(code, 0, "invalid source account: {out}{err}");
     assert_eq!(server.scalar("SELECT COUNT(*) FROM payees WHERE tenant_id = 'nope'").await, 0);
@@ -239,7 +316,8 @@ async fn applying_the_spec_example_twice_is_idempotent() {
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM users").await, 2);
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM agents").await, 1);
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM payees").await, 1);
-    let hash: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE username = 'ana'").fetch_one(&db).await.unwrap();
+    let hash: String =
+        sqlx::query_scalar("SELECT password_hash FROM users WHERE username = 'ana'").fetch_one(&db).await.unwrap();
     assert!(hash.starts_with("$argon2id$"), "a plain password in the file is stored hashed: {hash}");
 
     let (code, out, err) = scratch.cli(&["apply", file.to_str().unwrap()], None).await;
@@ -303,7 +381,8 @@ async fn demo_loads_sample_proposals_including_the_prompt_injection_invoice() {
     assert!(scalar(&db, "SELECT COUNT(*) FROM payees").await >= 2);
     assert!(scalar(&db, "SELECT COUNT(*) FROM proposals").await >= 3, "sample proposals");
 
-    let canonical: Vec<String> = sqlx::query_scalar("SELECT canonical_request FROM proposals").fetch_all(&db).await.unwrap();
+    let canonical: Vec<String> =
+        sqlx::query_scalar("SELECT canonical_request FROM proposals").fetch_all(&db).await.unwrap();
     let injection = canonical
         .iter()
         .map(|c| serde_json::from_str::<serde_json::Value>(c).unwrap())
@@ -311,10 +390,11 @@ async fn demo_loads_sample_proposals_including_the_prompt_injection_invoice() {
         .expect("the prompt-injection invoice is among the samples");
     assert!(injection["invoice_id"].is_string(), "it is an invoice: {injection}");
     // The injected text is data: the proposal still waits for a human.
-    let status: String = sqlx::query_scalar("SELECT status FROM proposals WHERE canonical_request LIKE '%account 9981%'")
-        .fetch_one(&db)
-        .await
-        .unwrap();
+    let status: String =
+        sqlx::query_scalar("SELECT status FROM proposals WHERE canonical_request LIKE '%account 9981%'")
+            .fetch_one(&db)
+            .await
+            .unwrap();
     assert_eq!(status, "pending_approval");
 
     let (code, out, err) = scratch.cli(&["audit", "verify"], None).await;

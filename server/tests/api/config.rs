@@ -72,7 +72,11 @@ async fn an_environment_override_takes_effect() {
     scratch.apply_fixture().await;
     let server = scratch.serve(&[("COUNTERSIGN_PROPOSALS__TTL_SECS", "90")]).await;
     let p = server.create(&transfer()).await;
-    assert_eq!((rfc3339(&p["expires_at"]) - rfc3339(&p["created_at"])).num_seconds(), 90, "the environment beats the file");
+    assert_eq!(
+        (rfc3339(&p["expires_at"]) - rfc3339(&p["created_at"])).num_seconds(),
+        90,
+        "the environment beats the file"
+    );
 }
 
 #[tokio::test]

@@ -191,7 +191,9 @@ impl Console {
         loop {
             let page = self.queue(&q).await;
             assert_eq!(page.status, 200, "queue: {}", page.text);
-            ids.extend(page.body["data"].as_array().expect("data").iter().map(|p| p["id"].as_str().unwrap().to_owned()));
+            ids.extend(
+                page.body["data"].as_array().expect("data").iter().map(|p| p["id"].as_str().unwrap().to_owned()),
+            );
             match page.body["next_cursor"].as_str() {
                 Some(c) => q = format!("{query}&limit=100&cursor={c}"),
                 None => return ids,

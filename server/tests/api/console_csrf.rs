@@ -85,7 +85,8 @@ async fn approving_with_no_origin_referer_or_fetch_metadata_is_403() {
 async fn approving_with_a_foreign_referer_is_403() {
     let (server, ana, id) = setup().await;
     for referer in [format!("{EVIL}/page"), format!("{}.evil.example/proposals/{id}", server.base)] {
-        let rb = ana.bare(Method::POST, &approvals_path(&id)).header(REFERER, referer).header("x-csrf-token", &ana.csrf);
+        let rb =
+            ana.bare(Method::POST, &approvals_path(&id)).header(REFERER, referer).header("x-csrf-token", &ana.csrf);
         refused(&server, &id, rb).await;
     }
 }
@@ -123,7 +124,8 @@ async fn same_origin_fetch_metadata_with_origin_null_and_the_token_is_accepted()
 #[tokio::test]
 async fn same_origin_fetch_metadata_does_not_replace_the_token() {
     let (server, ana, id) = setup().await;
-    let rb = ana.bare(Method::POST, &approvals_path(&id)).header("sec-fetch-site", "same-origin").header(ORIGIN, "null");
+    let rb =
+        ana.bare(Method::POST, &approvals_path(&id)).header("sec-fetch-site", "same-origin").header(ORIGIN, "null");
     refused(&server, &id, rb).await;
 }
 
@@ -144,21 +146,30 @@ async fn a_same_origin_referer_without_origin_is_accepted() {
 #[tokio::test]
 async fn signing_out_needs_the_csrf_token_and_our_origin() {
     let server = TestServer::start().await;
-    let ana = Console::sign_in(&server, "ana").await;
     let path = "/api/v1/session";
-    let attempts = [
-        ("no token", ana.with_origin(Method::DELETE, path)),
-        ("wrong token", ana.with_origin(Method::DELETE, path).header("x-csrf-token", "f".repeat(64))),
-        ("foreign origin", ana.bare(Method::DELETE, path).header(ORIGIN, EVIL).header("x-csrf-token", &ana.csrf)),
-        ("no origin at all", ana.bare(Method::DELETE, path).header("x-csrf-token", &ana.csrf)),
-        ("cross-site", ana.authed(Method::DELETE, path).header("sec-fetch-site", "cross-site")),
+    type Build = fn(&Console, &str) -> reqwest::RequestBuilder;
+    let attempts: [(&str, Build); 5] = [
+        ("no token", |c, p| c.with_origin(Method::DELETE, p)),
+        ("wrong token", |c, p| c.with_origin(Method::DELETE, p).header("x-csrf-token", "f".repeat(64))),
+        ("foreign origin", |c, p| c.bare(Method::DELETE, p).header(ORIGIN, EVIL).header("x-csrf-token", &c.csrf)),
+        ("no origin at all", |c, p| c.bare(Method::DELETE, p).header("x-csrf-token", &c.csrf)),
+        ("cross-site", |c, p| c.authed(Method::DELETE, p).header("sec-fetch-site", "cross-site")),
     ];
-    for (what, rb) in attempts {
-        let r = send(rb).await;
-        assert_eq!(r.status, 403, "{what}: {}", r.text);
-        r.assert_error(403, "forbidden");
-        assert_eq!(ana.queue("").await.status, 200, "{what}: the session survives a refused sign-out");
+    let mut problems = Vec::new();
+    for (what, build) in attempts {
+        // A fresh session for each, so one wrongly accepted sign-out does not hide the next.
+        let ana = Console::sign_in(&server, "ana").await;
+        let r = send(build(&ana, path)).await;
+        if r.status != 403 || r.body["error"]["code"] != "forbidden" {
+            problems.push(format!("{what}: expected 403 forbidden, got {} {}", r.status, r.text));
+        }
+        let still = ana.queue("").await.status;
+        if still != 200 {
+            problems.push(format!("{what}: the session did not survive the refused sign-out (queue {still})"));
+        }
     }
+    assert!(problems.is_empty(), "sign-out CSRF checks:\n{}", problems.join("\n"));
+    let ana = Console::sign_in(&server, "ana").await;
     let out = ana.sign_out().await;
     assert_eq!(out.status, 204, "{}", out.text);
 }
@@ -230,7 +241,11 @@ async fn signing_in_from_a_foreign_origin_is_403() {
     for origin in [Some(EVIL), Some("null"), None] {
         let r = sign_in_request(&server, &body, origin, None).await;
         r.assert_error(403, "forbidden");
-        assert!(session_set_cookie(&r.headers).is_none_or(|c| c.is_removal()), "no session for {origin:?}: {:?}", r.headers);
+        assert!(
+            session_set_cookie(&r.headers).is_none_or(|c| c.is_removal()),
+            "no session for {origin:?}: {:?}",
+            r.headers
+        );
     }
     // Login CSRF through the form as well.
     let r = send(

@@ -76,7 +76,13 @@ async fn signing_in_again_cycles_the_session_id() {
     first.queue("").await.assert_error(401, "unauthenticated");
 
     // Signing in as someone else over an existing session cycles it too.
-    let other = sign_in_request(&server, &json!({"username": "ben", "password": PASSWORD}), Some(&server.base), Some(&second.cookie)).await;
+    let other = sign_in_request(
+        &server,
+        &json!({"username": "ben", "password": PASSWORD}),
+        Some(&server.base),
+        Some(&second.cookie),
+    )
+    .await;
     let ben = Console::from_reply(&server, &server.base, &other);
     assert_ne!(ben.cookie, second.cookie);
     second.queue("").await.assert_error(401, "unauthenticated");
@@ -124,6 +130,35 @@ async fn an_unknown_user_gets_the_same_401_as_a_wrong_password() {
         session_set_cookie(&wrong.headers).is_some(),
         session_set_cookie(&unknown.headers).is_some(),
         "cookies do not tell them apart either"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_user_costs_a_password_check_like_a_known_one() {
+    // Coarse on purpose: without the dummy-hash check an unknown user would
+    // answer orders of magnitude faster than a wrong password (argon2id).
+    let server = TestServer::start().await;
+    let timed = |username: String| {
+        let server = &server;
+        async move {
+            let started = Instant::now();
+            let r = sign_in_as(server, &username, "not the password").await;
+            assert_eq!(r.status, 401, "{}", r.text);
+            started.elapsed()
+        }
+    };
+    let mut known = Vec::new();
+    let mut unknown = Vec::new();
+    for i in 0..3 {
+        known.push(timed(["ana", "ben", "vic"][i].to_owned()).await);
+        unknown.push(timed(format!("ghost-{i}")).await);
+    }
+    known.sort();
+    unknown.sort();
+    let (known_median, unknown_median) = (known[1], unknown[1]);
+    assert!(
+        unknown_median * 3 >= known_median,
+        "unknown users answer much faster ({unknown:?}) than wrong passwords ({known:?}): usernames can be enumerated"
     );
 }
 

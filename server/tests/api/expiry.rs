@@ -12,7 +12,8 @@ const FAST_EXPIRY: &str = "[proposals]\nttl_secs = 1\nexpiry_sweep_secs = 1\n";
 async fn a_pending_proposal_expires_after_its_ttl() {
     let server = TestServer::start_with(FAST_EXPIRY).await;
     // Created first, so its deadline passes no later than the pending one's.
-    let approved = server.create(&with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 500}))).await;
+    let approved =
+        server.create(&with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 500}))).await;
     assert_eq!(approved["status"], "approved");
 
     let p = server.create(&transfer()).await;
@@ -26,10 +27,9 @@ async fn a_pending_proposal_expires_after_its_ttl() {
     let started = Instant::now();
     while status == "pending_approval" {
         assert!(started.elapsed() < Duration::from_secs(20), "expired within 20 s");
-        let r = send(
-            server.get(&format!("/api/v1/proposals/{id}?wait=10"), ACME_BOT_KEY).header("If-None-Match", &etag),
-        )
-        .await;
+        let r =
+            send(server.get(&format!("/api/v1/proposals/{id}?wait=10"), ACME_BOT_KEY).header("If-None-Match", &etag))
+                .await;
         match r.status {
             200 => {
                 etag = r.header("etag").unwrap().to_owned();
@@ -44,11 +44,12 @@ async fn a_pending_proposal_expires_after_its_ttl() {
 
     let actions = server.audit_actions(id).await;
     assert_eq!(actions, ["proposal.created", "proposal.expired"]);
-    let actor: String = sqlx::query_scalar("SELECT actor FROM audit_log WHERE action = 'proposal.expired' AND proposal_id = ?")
-        .bind(id)
-        .fetch_one(&server.db().await)
-        .await
-        .unwrap();
+    let actor: String =
+        sqlx::query_scalar("SELECT actor FROM audit_log WHERE action = 'proposal.expired' AND proposal_id = ?")
+            .bind(id)
+            .fetch_one(&server.db().await)
+            .await
+            .unwrap();
     assert!(!actor.starts_with("agent:"), "a background task expired it, not the agent: {actor}");
 
     // Terminal: it cannot be cancelled any more.

@@ -376,7 +376,9 @@ impl TestServer {
         loop {
             let page = self.list(key, &query).await;
             assert_eq!(page.status, 200, "{}", page.text);
-            ids.extend(page.body["data"].as_array().expect("data").iter().map(|p| p["id"].as_str().unwrap().to_owned()));
+            ids.extend(
+                page.body["data"].as_array().expect("data").iter().map(|p| p["id"].as_str().unwrap().to_owned()),
+            );
             match page.body["next_cursor"].as_str() {
                 Some(c) => query = format!("limit=100&cursor={c}"),
                 None => return ids,

@@ -14,7 +14,8 @@ fn ids(page: &Value) -> Vec<String> {
 async fn create_n(server: &TestServer, tag: &str, n: usize) -> Vec<String> {
     let mut out = Vec::new();
     for i in 0..n {
-        let body = with(transfer(), json!({"reference": format!("Invoice {tag}{i}"), "invoice_id": format!("{tag}{i}")}));
+        let body =
+            with(transfer(), json!({"reference": format!("Invoice {tag}{i}"), "invoice_id": format!("{tag}{i}")}));
         let p = server.create(&body).await;
         out.push(p["id"].as_str().unwrap().to_owned());
     }
@@ -100,13 +101,13 @@ async fn cursor_pagination_walks_every_proposal_once() {
 async fn status_filter_lists_only_that_status() {
     let server = TestServer::start().await;
     let pending = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
-    let approved = server
-        .create(&with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 500})))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let cancelled = server.create(&with(transfer(), json!({"reference": "to cancel"}))).await["id"].as_str().unwrap().to_owned();
+    let approved =
+        server.create(&with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 500}))).await["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let cancelled =
+        server.create(&with(transfer(), json!({"reference": "to cancel"}))).await["id"].as_str().unwrap().to_owned();
     assert_eq!(server.cancel(ACME_BOT_KEY, &cancelled).await.status, 200);
 
     for (status, expected) in [("pending_approval", &pending), ("approved", &approved), ("cancelled", &cancelled)] {

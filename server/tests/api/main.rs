@@ -1,12 +1,18 @@
 //! Black-box tests: each starts the real `countersign` binary on a random
 //! port with a fresh data directory and drives it over HTTP.
 
+mod console_client;
 mod helpers;
 
+mod approval_tokens;
 mod audit;
 mod cancel;
 mod cli_commands;
 mod config;
+mod console_csrf;
+mod console_decide;
+mod console_headers;
+mod console_session;
 mod expiry;
 mod idempotency;
 mod listing;

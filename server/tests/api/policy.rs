@@ -59,7 +59,8 @@ async fn payment_of_10000_usd_needs_two_approvals() {
         assert_eq!(p["policy"]["outcome"], "needs_approval");
         assert_eq!(p["policy"]["required_approvals"], 2, "{p}");
         let reasons = p["policy"]["reasons"].as_array().unwrap();
-        let dual = reasons.iter().find(|r| r["rule"] == "dual_approval").unwrap_or_else(|| panic!("no dual_approval: {p}"));
+        let dual =
+            reasons.iter().find(|r| r["rule"] == "dual_approval").unwrap_or_else(|| panic!("no dual_approval: {p}"));
         assert!(dual["message"].as_str().is_some_and(|m| !m.is_empty()));
     }
     let below = server.create(&with(transfer(), json!({"amount_minor": 999_999}))).await;

@@ -171,13 +171,26 @@ async fn the_same_request_in_another_tenant_has_another_hash() {
     let (code, out, err) = server.cli(&["tenant", "add", "--id", "initech", "--name", "Initech"]).await;
     assert_eq!(code, 0, "{out}{err}");
     let (code, out, err) = server
-        .cli_stdin(&["user", "add", "--tenant", "initech", "--username", "iris", "--role", "approver"], "a passphrase\n")
+        .cli_stdin(
+            &["user", "add", "--tenant", "initech", "--username", "iris", "--role", "approver"],
+            "a passphrase\n",
+        )
         .await;
     assert_eq!(code, 0, "{out}{err}");
     let (code, out, err) = server
         .cli(&[
-            "agent", "add", "--tenant", "initech", "--id", "payout-bot", "--acts-for", "iris",
-            "--source-account", ACME_SOURCE, "--purpose", "vendor",
+            "agent",
+            "add",
+            "--tenant",
+            "initech",
+            "--id",
+            "payout-bot",
+            "--acts-for",
+            "iris",
+            "--source-account",
+            ACME_SOURCE,
+            "--purpose",
+            "vendor",
         ])
         .await;
     assert_eq!(code, 0, "{out}{err}");

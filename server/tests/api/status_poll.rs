@@ -38,7 +38,8 @@ async fn matching_if_none_match_is_304_at_once() {
     assert!(r.text.is_empty(), "304 has no body");
     assert_eq!(r.header("etag"), Some(etag.as_str()));
 
-    let r = send(server.get(&format!("/api/v1/proposals/{id}"), ACME_BOT_KEY).header("If-None-Match", "\"stale\"")).await;
+    let r =
+        send(server.get(&format!("/api/v1/proposals/{id}"), ACME_BOT_KEY).header("If-None-Match", "\"stale\"")).await;
     assert_eq!(r.status, 200, "a different ETag gets the proposal: {}", r.text);
 }
 
@@ -116,7 +117,9 @@ async fn another_tenants_proposal_is_404_not_found() {
     assert_eq!(theirs.body["error"]["details"], missing.body["error"]["details"]);
 
     // And long-polling it does not wait or leak either.
-    let r = send(server.get(&format!("/api/v1/proposals/{id}?wait=5"), GLOBEX_BOT_KEY).header("If-None-Match", "\"x\"")).await;
+    let r =
+        send(server.get(&format!("/api/v1/proposals/{id}?wait=5"), GLOBEX_BOT_KEY).header("If-None-Match", "\"x\""))
+            .await;
     r.assert_error(404, "not_found");
 }
 

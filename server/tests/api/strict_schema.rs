@@ -144,10 +144,14 @@ async fn field_limits_are_enforced() {
     // The reference limit counts characters, not bytes.
     refused(&server, &with(transfer(), json!({"reference": "é".repeat(141)})), &["reference"]).await;
     // The limits themselves are allowed.
-    let body = with(transfer(), json!({"reference": "x".repeat(140), "run_id": "r".repeat(128), "invoice_id": "i".repeat(64)}));
+    let body = with(
+        transfer(),
+        json!({"reference": "x".repeat(140), "run_id": "r".repeat(128), "invoice_id": "i".repeat(64)}),
+    );
     let r = server.propose_as(ACME_BOT_KEY, &body).await;
     assert_eq!(r.status, 201, "{}", r.text);
-    let body = with(transfer(), json!({"reference": "é".repeat(140), "run_id": "run_1.2:3-X", "invoice_id": "INV_7-a"}));
+    let body =
+        with(transfer(), json!({"reference": "é".repeat(140), "run_id": "run_1.2:3-X", "invoice_id": "INV_7-a"}));
     let r = server.propose_as(ACME_BOT_KEY, &body).await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.body["canonical_request"]["reference"], "é".repeat(140));

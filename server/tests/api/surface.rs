@@ -87,13 +87,18 @@ async fn api_responses_carry_the_security_headers_and_a_request_id() {
         assert_security_headers(r);
         assert!(r.status >= 400, "{}", r.text);
         assert_envelope(&r.body, r.body["error"]["code"].as_str().unwrap_or("<missing>"));
-        assert_eq!(r.header("x-request-id"), r.body["error"]["request_id"].as_str(), "header and body name one request");
+        assert_eq!(
+            r.header("x-request-id"),
+            r.body["error"]["request_id"].as_str(),
+            "header and body name one request"
+        );
         ids.insert(r.header("x-request-id").unwrap().to_owned());
     }
     assert_eq!(ids.len(), errors.len(), "every request has its own id");
 
     let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
-    let not_modified = send(server.get(&format!("/api/v1/proposals/{id}"), ACME_BOT_KEY).header("If-None-Match", etag)).await;
+    let not_modified =
+        send(server.get(&format!("/api/v1/proposals/{id}"), ACME_BOT_KEY).header("If-None-Match", etag)).await;
     assert_eq!(not_modified.status, 304);
     assert_security_headers(&not_modified);
     for r in [

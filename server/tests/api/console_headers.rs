@@ -1,0 +1,147 @@
+//! Security headers on every response (issue 3 line 8; SPEC §10): API JSON,
+//! console pages, errors and 404s all carry X-Frame-Options, Referrer-Policy,
+//! X-Content-Type-Options and a Content-Security-Policy whose scripts allow
+//! neither `unsafe-inline` nor `unsafe-eval`; pages allow their hydration
+//! script by a per-response nonce.
+
+use reqwest::header::ORIGIN;
+use reqwest::Method;
+use serde_json::json;
+
+use crate::console_client::*;
+use crate::helpers::*;
+
+/// The sources of `directive` in a CSP, falling back to `default-src`.
+fn script_sources(csp: &str) -> Vec<String> {
+    let directives: Vec<(String, Vec<String>)> = csp
+        .split(';')
+        .filter_map(|d| {
+            let mut words = d.split_whitespace();
+            let name = words.next()?.to_ascii_lowercase();
+            Some((name, words.map(str::to_owned).collect()))
+        })
+        .collect();
+    let find = |name: &str| directives.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    find("script-src").or_else(|| find("default-src")).unwrap_or_default()
+}
+
+#[track_caller]
+fn assert_security_headers(what: &str, r: &Reply) {
+    assert_eq!(
+        r.header("x-frame-options").map(str::to_ascii_uppercase).as_deref(),
+        Some("DENY"),
+        "{what}: {:?}",
+        r.headers
+    );
+    assert_eq!(r.header("referrer-policy"), Some("no-referrer"), "{what}: {:?}", r.headers);
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"), "{what}: {:?}", r.headers);
+    let csp = r.header("content-security-policy").unwrap_or_else(|| panic!("{what}: no CSP: {:?}", r.headers));
+    let scripts = script_sources(csp);
+    for forbidden in ["'unsafe-inline'", "'unsafe-eval'"] {
+        assert!(
+            !scripts.iter().any(|s| s.eq_ignore_ascii_case(forbidden)),
+            "{what}: script sources allow {forbidden}: {csp}"
+        );
+    }
+    assert!(!scripts.iter().any(|s| s == "*" || s == "http:" || s == "https:" || s == "data:"), "{what}: {csp}");
+    assert_eq!(r.headers.get_all("content-security-policy").iter().count(), 1, "{what}: one CSP header");
+}
+
+/// The CSP nonce of a page, after checking every script carries it.
+#[track_caller]
+fn page_nonce(what: &str, r: &Reply) -> String {
+    let csp = r.header("content-security-policy").expect("CSP");
+    let scripts = script_sources(csp);
+    let nonces: Vec<&str> =
+        scripts.iter().filter_map(|s| s.strip_prefix("'nonce-").and_then(|s| s.strip_suffix('\''))).collect();
+    assert_eq!(nonces.len(), 1, "{what}: one script nonce in {csp}");
+    let nonce = nonces[0].to_owned();
+    assert!(nonce.len() >= 16, "{what}: a nonce with real entropy: {nonce}");
+    assert!(r.text.contains(&format!("nonce=\"{nonce}\"")), "{what}: the page's scripts carry nonce=\"{nonce}\"");
+    // Every <script> element carries it (anything else would not run, or be injected).
+    for (i, tag) in r.text.match_indices("<script").map(|(i, _)| &r.text[i..]).enumerate() {
+        let open = &tag[..tag.find('>').expect("tag end") + 1];
+        assert!(open.contains(&format!("nonce=\"{nonce}\"")), "{what}: script #{i} lacks the nonce: {open}");
+    }
+    nonce
+}
+
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let server = TestServer::start().await;
+    let c = http_client();
+    let id = pending(&server).await;
+    let ana = Console::sign_in(&server, "ana").await;
+
+    let cases: Vec<(&str, reqwest::RequestBuilder, u16)> = vec![
+        ("healthz", c.get(server.url("/healthz")), 200),
+        ("readyz", c.get(server.url("/readyz")), 200),
+        ("jwks", c.get(server.url("/.well-known/jwks.json")), 200),
+        ("openapi", c.get(server.url("/openapi.json")), 200),
+        ("agent GET", server.get(&format!("/api/v1/proposals/{id}"), ACME_BOT_KEY), 200),
+        (
+            "agent POST",
+            server.post_json("/api/v1/proposals", ACME_BOT_KEY, &with(transfer(), json!({"run_id": "hdr"}))),
+            201,
+        ),
+        ("agent 401", c.get(server.url(&format!("/api/v1/proposals/{id}"))), 401),
+        ("queue", ana.bare(Method::GET, "/api/v1/queue"), 200),
+        ("queue 401", c.get(server.url("/api/v1/queue")), 401),
+        (
+            "sign-in 401",
+            c.post(server.url("/api/v1/session"))
+                .header(ORIGIN, &server.base)
+                .json(&json!({"username": "ana", "password": "x"})),
+            401,
+        ),
+        (
+            "sign-in 200",
+            c.post(server.url("/api/v1/session"))
+                .header(ORIGIN, &server.base)
+                .json(&json!({"username": "ben", "password": PASSWORD})),
+            200,
+        ),
+        (
+            "CSRF 403",
+            ana.with_origin(Method::POST, &format!("/api/v1/proposals/{id}/approvals"))
+                .json(&json!({"decision": "approve"})),
+            403,
+        ),
+        ("API 404", c.get(server.url("/api/v1/no-such-endpoint")), 404),
+        ("login page", c.get(server.url("/login")), 200),
+        ("page 404", c.get(server.url("/no-such-page")), 404),
+        ("queue page", ana.bare(Method::GET, "/"), 200),
+        ("proposal page", ana.bare(Method::GET, &format!("/proposals/{id}")), 200),
+    ];
+    for (what, rb, status) in cases {
+        let r = send(rb).await;
+        assert_eq!(r.status, status, "{what}: {}", r.text);
+        assert_security_headers(what, &r);
+    }
+    // A decision answer too.
+    let r = ana.approve(&id).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_security_headers("approve", &r);
+}
+
+#[tokio::test]
+async fn html_pages_allow_their_scripts_by_a_fresh_nonce() {
+    let server = TestServer::start().await;
+    let c = http_client();
+    let first = send(c.get(server.url("/login"))).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert!(first.header("content-type").is_some_and(|t| t.starts_with("text/html")), "{:?}", first.headers);
+    assert!(first.text.contains("<script"), "the login page hydrates: {}", first.text);
+    let a = page_nonce("/login", &first);
+    let second = send(c.get(server.url("/login"))).await;
+    let b = page_nonce("/login again", &second);
+    assert_ne!(a, b, "a fresh nonce per response");
+
+    let ana = Console::sign_in(&server, "ana").await;
+    let id = pending(&server).await;
+    for path in ["/".to_owned(), format!("/proposals/{id}")] {
+        let r = send(ana.bare(Method::GET, &path)).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        page_nonce(&path, &r);
+    }
+}
