@@ -25,7 +25,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::{Row, SqliteConnection};
+use sqlx::SqliteConnection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
@@ -1166,7 +1166,7 @@ async fn apply_tenant(
     let id = &t.id.value;
     let outcome = directory::upsert_tenant(conn, id, &t.name).await?;
     record(conn, &mut summary.tenants, outcome, "tenant", id, json!({ "tenant_id": id, "name": t.name })).await?;
-    let stored = stored_budgets(conn, id).await?;
+    let stored = directory::budgets_of(conn, id).await?;
     for (currency, limit) in &t.budgets {
         let outcome = match stored.get(currency) {
             None => Upsert::Created,
@@ -1219,7 +1219,7 @@ async fn password_hash(conn: &mut SqliteConnection, u: &UserPlan) -> Result<Stri
         Credential::Hash(hash) => return Ok(hash.clone()),
         Credential::Plain { password, .. } => password.clone(),
     };
-    let stored = stored_password_hash(conn, &u.username.value).await?;
+    let stored = directory::password_hash_of(conn, &u.username.value).await?;
     tokio::task::spawn_blocking(move || match stored {
         Some(hash) if password::verify_password(password.expose_secret(), &hash) => hash,
         _ => password::hash_password(password.expose_secret()),
@@ -1313,21 +1313,6 @@ async fn record(
     Ok(audit::append(conn, &entry).await?)
 }
 
-// Registry reads that `store::directory` does not offer (yet); they belong
-// there, next to the upserts they complement.
-
-async fn stored_password_hash(conn: &mut SqliteConnection, username: &str) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT password_hash FROM users WHERE username = ?").bind(username).fetch_optional(conn).await
-}
-
-async fn stored_budgets(conn: &mut SqliteConnection, tenant: &str) -> sqlx::Result<BTreeMap<String, u64>> {
-    let rows = sqlx::query("SELECT currency, daily_limit_minor FROM budgets WHERE tenant_id = ?")
-        .bind(tenant)
-        .fetch_all(conn)
-        .await?;
-    Ok(rows.iter().map(|r| (r.get("currency"), r.get::<i64, _>("daily_limit_minor") as u64)).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1413,7 +1398,7 @@ trusted = true
     }
 
     async fn maya_hash(db: &Db) -> String {
-        stored_password_hash(&mut db.read.acquire().await.unwrap(), "maya").await.unwrap().expect("maya exists")
+        directory::password_hash_of(&mut db.read.acquire().await.unwrap(), "maya").await.unwrap().expect("maya exists")
     }
 
     async fn count(db: &Db, table: &str) -> i64 {

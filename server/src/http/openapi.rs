@@ -429,8 +429,9 @@ fn commit_proposal() -> Value {
     json!({
         "tags": ["agent"],
         "operationId": "commitProposal",
-        "summary": "Execute an approved proposal",
-        "description": "Verifies the approval token (ES256 under a published `kid`, `typ` `countersign-approval+jwt`, `iss`, `aud` `countersign:commit`, `nbf`/`exp`, `pid`/`tid`/`azp`, `rh` against the stored and the recomputed request hash), rechecks approvers, policy and budget, records the durable operation, and only then calls the rail with an idempotency key derived from the proposal id and request hash. An ambiguous rail outcome is `unknown`, never `failed`; reconciliation settles it.",
+        "summary": "Execute an approved proposal (not served yet)",
+        "x-countersign-available": false,
+        "description": "NOT SERVED BY THIS VERSION: the commit path and the rail connector are still being built, and this route answers 404 `not_found` until they land. The contract it will honour: verifies the approval token (ES256 under a published `kid`, `typ` `countersign-approval+jwt`, `iss`, `aud` `countersign:commit`, `nbf`/`exp`, `pid`/`tid`/`azp`, `rh` against the stored and the recomputed request hash), rechecks approvers, policy and budget, records the durable operation, and only then calls the rail with an idempotency key derived from the proposal id and request hash. An ambiguous rail outcome is `unknown`, never `failed`; reconciliation settles it.",
         "security": agent_security(),
         "parameters": [param_ref("ProposalId")],
         "requestBody": json_body(schema_ref("CommitRequest")),

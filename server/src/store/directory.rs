@@ -409,3 +409,18 @@ pub async fn payees_of(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<Paye
         })
         .collect())
 }
+
+/// The stored password hash of `username` (provisioning keeps it when a
+/// plain development password still matches, so `apply` stays idempotent).
+pub async fn password_hash_of(conn: &mut SqliteConnection, username: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT password_hash FROM users WHERE username = ?").bind(username).fetch_optional(conn).await
+}
+
+/// A tenant's daily budgets per currency.
+pub async fn budgets_of(conn: &mut SqliteConnection, tenant: &str) -> sqlx::Result<BTreeMap<String, u64>> {
+    let rows = sqlx::query("SELECT currency, daily_limit_minor FROM budgets WHERE tenant_id = ?")
+        .bind(tenant)
+        .fetch_all(conn)
+        .await?;
+    Ok(rows.iter().map(|r| (r.get("currency"), r.get::<i64, _>("daily_limit_minor") as u64)).collect())
+}
