@@ -129,19 +129,12 @@ pub async fn propose(
     now: DateTime<Utc>,
 ) -> Result<Proposed, ProposeError> {
     let request = ProposalRequest::parse(body, &state.currencies).map_err(ProposeError::Validation)?;
-    let canonical = match &request {
+    // Reversals are never treated as going to a trusted payee.
+    let (canonical, payee_trusted) = match &request {
         ProposalRequest::Transfer(t) => canonical_transfer(state, agent, t).await?,
-        ProposalRequest::Reversal(r) => canonical_reversal(state, agent, r).await?,
+        ProposalRequest::Reversal(r) => (canonical_reversal(state, agent, r).await?, false),
     };
     let hash = canonical.hash();
-    let payee_trusted = match canonical.kind {
-        ProposalKind::Transfer => {
-            store::directory::payee(&state.db.read, &agent.tenant_id, canonical.destination.id.expose())
-                .await?
-                .is_some_and(|p| p.trusted)
-        }
-        ProposalKind::Reversal => false,
-    };
     let decision = policy::evaluate(
         &state.settings.policy,
         &PolicyInput {
@@ -276,19 +269,27 @@ fn audit_summary(c: &CanonicalRequest, run_id: &str, decision: &Decision) -> Val
     })
 }
 
-async fn resolve_payee(state: &AppState, tenant: &str, destination: &PayeeId) -> Result<CanonicalPayee, ProposeError> {
+/// The payee from the tenant's registry, and whether it is trusted.
+async fn resolve_payee(
+    state: &AppState,
+    tenant: &str,
+    destination: &PayeeId,
+) -> Result<(CanonicalPayee, bool), ProposeError> {
     let payee = store::directory::payee(&state.db.read, tenant, destination.expose())
         .await?
         .ok_or_else(|| ProposeError::UnknownDestination(destination.masked()))?;
-    Ok(CanonicalPayee { id: destination.clone(), legal_name: payee.legal_name, masked_account: destination.masked() })
+    let canonical =
+        CanonicalPayee { id: destination.clone(), legal_name: payee.legal_name, masked_account: destination.masked() };
+    Ok((canonical, payee.trusted))
 }
 
 async fn canonical_transfer(
     state: &AppState,
     agent: &AgentPrincipal,
     t: &TransferRequest,
-) -> Result<CanonicalRequest, ProposeError> {
-    Ok(CanonicalRequest {
+) -> Result<(CanonicalRequest, bool), ProposeError> {
+    let (destination, trusted) = resolve_payee(state, &agent.tenant_id, &t.destination).await?;
+    let canonical = CanonicalRequest {
         v: CANONICAL_VERSION,
         tenant_id: agent.tenant_id.clone(),
         agent_id: agent.agent_id.clone(),
@@ -296,13 +297,14 @@ async fn canonical_transfer(
         amount_minor: t.amount.get(),
         currency: t.currency,
         source_account: t.source_account.clone(),
-        destination: resolve_payee(state, &agent.tenant_id, &t.destination).await?,
+        destination,
         reference: t.reference.clone(),
         purpose_code: t.purpose,
         invoice_id: t.invoice_id.clone(),
         transfer_id: None,
         reason_code: None,
-    })
+    };
+    Ok((canonical, trusted))
 }
 
 /// A reversal restates the succeeded transfer it names, in this tenant.

@@ -265,7 +265,7 @@ async fn signing_in_from_a_foreign_origin_is_403() {
 async fn server_function_posts_need_the_csrf_token_too() {
     // The pages' server functions are reads (GET), but any POST to their
     // path goes through the same guard as every other state change.
-    let (server, ana, _id) = setup().await;
+    let (_server, ana, _id) = setup().await;
     let r = send(ana.with_origin(Method::POST, "/console/queue").form(&[("status", "pending_approval")])).await;
     r.assert_error(403, "forbidden");
     // Control: the read itself works with the session alone.
