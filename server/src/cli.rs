@@ -61,6 +61,15 @@ pub enum Command {
     },
     /// Load the demo tenant, users, agents, payees and sample proposals.
     Demo,
+    /// Run the bundled Stripe-compatible rail simulator (for local use and tests).
+    RailSim {
+        /// Address to listen on (port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:12111")]
+        listen: SocketAddr,
+        /// The simulator's own SQLite file (created if missing; survives restarts).
+        #[arg(long, default_value = "data/rail-sim.db")]
+        db: PathBuf,
+    },
     /// Approval-token signing keys.
     Keys {
         #[command(subcommand)]
@@ -257,6 +266,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
             let summary = crate::demo::load(&db, &settings, &keys).await?;
             println!("{summary}");
+        }
+        Command::RailSim { listen, db } => {
+            crate::rail::sim::run(listen, &db, crate::rail::sim::SimOptions::default()).await?;
         }
         Command::Keys { command: KeysCommand::Rotate } => {
             crate::store::ensure_private_dir(&settings.data_dir)?;

@@ -18,6 +18,7 @@ pub mod password;
 pub mod policy;
 pub mod proposals;
 pub mod provision;
+pub mod rail;
 pub mod shutdown;
 pub mod startup;
 pub mod state;
