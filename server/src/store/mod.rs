@@ -56,28 +56,10 @@ impl Db {
         ensure_private_dir(data_dir)
             .map_err(|source| OpenError::DataDir { path: data_dir.display().to_string(), source })?;
         let path = data_dir.join("countersign.db");
-        let options = SqliteConnectOptions::from_str("sqlite:")
-            .expect("static options")
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
         let open_err = |source| OpenError::Open { path: path.display().to_string(), source };
-        let write = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.clone())
-            .await
-            .map_err(open_err)?;
+        let write = writer_pool(&path).await.map_err(open_err)?;
         MIGRATOR.run(&write).await?;
-        let read = SqlitePoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.read_only(true))
-            .await
-            .map_err(open_err)?;
+        let read = reader_pool(&path, 8).await.map_err(open_err)?;
         Ok(Db { write, read })
     }
 
@@ -85,6 +67,37 @@ impl Db {
         self.read.close().await;
         self.write.close().await;
     }
+}
+
+/// The connection settings every SQLite file of ours uses: WAL, full
+/// durability (`synchronous=FULL`), foreign keys, a busy timeout.
+fn sqlite_options(path: &Path) -> SqliteConnectOptions {
+    SqliteConnectOptions::from_str("sqlite:")
+        .expect("static options")
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10))
+}
+
+/// A pool of exactly one connection: every write queues on it.
+pub async fn writer_pool(path: &Path) -> sqlx::Result<SqlitePool> {
+    SqlitePoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(sqlite_options(path))
+        .await
+}
+
+/// Read-only connections beside the writer (WAL lets them run concurrently).
+pub async fn reader_pool(path: &Path, connections: u32) -> sqlx::Result<SqlitePool> {
+    SqlitePoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(sqlite_options(path).read_only(true))
+        .await
 }
 
 /// Timestamps are stored as fixed-width RFC 3339 UTC text with milliseconds,

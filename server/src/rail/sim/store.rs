@@ -4,10 +4,8 @@
 //! a separate read pool. The schema is created at start with
 //! `CREATE TABLE IF NOT EXISTS`; there are no migrations.
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{SqliteConnection, SqlitePool};
 use std::path::Path;
-use std::time::Duration;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS sim_transfers (
@@ -69,26 +67,10 @@ impl SimDb {
             std::fs::create_dir_all(parent)
                 .map_err(|e| anyhow::anyhow!("cannot create directory {}: {e}", parent.display()))?;
         }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(10));
         let open_err = |e: sqlx::Error| anyhow::anyhow!("cannot open rail-sim database {}: {e}", path.display());
-        let write = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.clone())
-            .await
-            .map_err(open_err)?;
+        let write = crate::store::writer_pool(path).await.map_err(open_err)?;
         sqlx::raw_sql(SCHEMA).execute(&write).await.map_err(open_err)?;
-        let read = SqlitePoolOptions::new()
-            .max_connections(4)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.read_only(true))
-            .await
-            .map_err(open_err)?;
+        let read = crate::store::reader_pool(path, 4).await.map_err(open_err)?;
         Ok(SimDb { write, read })
     }
 
