@@ -5,4 +5,5 @@
 //!   HTTP service with its own SQLite file, used by the default local setup
 //!   and by the tests.
 
+pub mod connector;
 pub mod sim;
