@@ -38,7 +38,7 @@ impl ConsoleService {
     ) -> Result<QueuePage, ConsoleError> {
         let query = QueueQuery::parse(status.as_deref(), order.as_deref(), None, cursor.as_deref())
             .map_err(|_| ConsoleError::NotFound)?;
-        let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id).await.map_err(unavailable)?;
+        let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
         let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;
         let items = rows
             .iter()

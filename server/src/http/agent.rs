@@ -11,9 +11,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::time::Duration as StdDuration;
 
+use super::console::QueueQuery;
 use super::error::ApiError;
 use super::extract::{AgentAuth, JsonBody};
-use crate::domain::{jcs, FieldError, ProposalStatus};
+use crate::domain::{jcs, FieldError};
 use crate::proposals::{self, ActionError, AgentPrincipal, ProposalView, ProposeError, Proposed};
 use crate::state::Shared;
 use crate::store::{self, idempotency::Claim};
@@ -134,7 +135,8 @@ pub struct WaitParams {
     wait: Option<u64>,
 }
 
-fn query_error(e: impl std::fmt::Display) -> ApiError {
+/// A query string that does not fit the endpoint's parameters.
+pub(super) fn query_error(e: impl std::fmt::Display) -> ApiError {
     ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())])
 }
 
@@ -206,38 +208,9 @@ pub async fn list(
     params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Page<ProposalView>>, ApiError> {
     let Query(params) = params.map_err(query_error)?;
-    let mut errors = Vec::new();
-    let status = match params.status.as_deref() {
-        None | Some("") => None,
-        Some(s) => {
-            let parsed = ProposalStatus::parse(s);
-            if parsed.is_none() {
-                errors.push(FieldError::new("status", "invalid_value", "is not a proposal status"));
-            }
-            parsed
-        }
-    };
-    let limit = params.limit.unwrap_or(50);
-    if !(1..=100).contains(&limit) {
-        errors.push(FieldError::new("limit", "invalid_value", "must be between 1 and 100"));
-    }
-    let cursor = params.cursor.filter(|c| !c.is_empty());
-    if cursor.as_deref().is_some_and(|c| !c.starts_with("prop_") || c.len() > 64) {
-        errors.push(FieldError::new("cursor", "invalid_value", "is not a cursor from a previous page"));
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
-    let listing = store::proposals::Listing {
-        tenant_id: &agent.tenant_id,
-        agent_id: Some(&agent.agent_id),
-        status,
-        oldest_first: false,
-        limit,
-        cursor: cursor.as_deref(),
-    };
-    let (rows, more) = store::proposals::list(&state.db.read, &listing).await?;
-    let next_cursor = if more { rows.last().map(|r| r.id.clone()) } else { None };
+    let query = QueueQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
+        .map_err(ApiError::Validation)?;
+    let (rows, next_cursor) = query.run(&state, &agent.tenant_id, Some(&agent.agent_id)).await?;
     let data = proposals::views(&state, rows).await?;
     Ok(Json(Page { data, next_cursor }))
 }

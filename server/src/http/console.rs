@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use tower_sessions::Session;
 
-use super::agent::Page;
+use super::agent::{query_error, Page};
 use super::error::ApiError;
 use super::extract::JsonBody;
 use super::session::{self, client_address, CurrentUser, SignInError};
@@ -116,7 +116,8 @@ pub struct QueueParams {
     cursor: Option<String>,
 }
 
-/// The validated queue query, shared by the JSON endpoint and the page.
+/// A validated listing query, shared by the agent listing, the console
+/// queue endpoint and the queue page.
 pub struct QueueQuery {
     pub status: Option<ProposalStatus>,
     pub oldest_first: bool,
@@ -124,8 +125,35 @@ pub struct QueueQuery {
     pub cursor: Option<String>,
 }
 
+/// Checks the paging part of a listing query: `limit` (1–100, `default`
+/// when absent) and `cursor` (an id from a previous page).
+fn paging(
+    limit: Option<u32>,
+    default: u32,
+    cursor: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) -> (u32, Option<String>) {
+    let limit = limit.unwrap_or(default);
+    if !(1..=100).contains(&limit) {
+        errors.push(FieldError::new("limit", "invalid_value", "must be between 1 and 100"));
+    }
+    let cursor = cursor.filter(|c| !c.is_empty());
+    if cursor.is_some_and(|c| !c.starts_with("prop_") || c.len() > 64) {
+        errors.push(FieldError::new("cursor", "invalid_value", "is not a cursor from a previous page"));
+    }
+    (limit, cursor.map(str::to_owned))
+}
+
+fn status_filter(status: &str, message: &'static str, errors: &mut Vec<FieldError>) -> Option<ProposalStatus> {
+    let parsed = ProposalStatus::parse(status);
+    if parsed.is_none() {
+        errors.push(FieldError::new("status", "invalid_value", message));
+    }
+    parsed
+}
+
 impl QueueQuery {
-    /// Pending by default; `status=all` lists every status.
+    /// The console queue: pending by default; `status=all` lists every status.
     pub fn parse(
         status: Option<&str>,
         order: Option<&str>,
@@ -135,13 +163,7 @@ impl QueueQuery {
         let mut errors = Vec::new();
         let status = match status.unwrap_or("pending_approval") {
             "all" => None,
-            s => {
-                let parsed = ProposalStatus::parse(s);
-                if parsed.is_none() {
-                    errors.push(FieldError::new("status", "invalid_value", "is not a proposal status (or `all`)"));
-                }
-                parsed
-            }
+            s => status_filter(s, "is not a proposal status (or `all`)", &mut errors),
         };
         let oldest_first = match order.unwrap_or("newest") {
             "newest" => false,
@@ -151,29 +173,40 @@ impl QueueQuery {
                 false
             }
         };
-        let limit = limit.unwrap_or(25);
-        if !(1..=100).contains(&limit) {
-            errors.push(FieldError::new("limit", "invalid_value", "must be between 1 and 100"));
-        }
-        let cursor = cursor.filter(|c| !c.is_empty());
-        if cursor.is_some_and(|c| !c.starts_with("prop_") || c.len() > 64) {
-            errors.push(FieldError::new("cursor", "invalid_value", "is not a cursor from a previous page"));
-        }
+        let (limit, cursor) = paging(limit, 25, cursor, &mut errors);
         if errors.is_empty() {
-            Ok(QueueQuery { status, oldest_first, limit, cursor: cursor.map(str::to_owned) })
+            Ok(QueueQuery { status, oldest_first, limit, cursor })
         } else {
             Err(errors)
         }
     }
 
+    /// The agent listing: every status unless one is named, newest first.
+    pub fn for_agent(status: Option<&str>, limit: Option<u32>, cursor: Option<&str>) -> Result<Self, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let status = match status {
+            None | Some("") => None,
+            Some(s) => status_filter(s, "is not a proposal status", &mut errors),
+        };
+        let (limit, cursor) = paging(limit, 50, cursor, &mut errors);
+        if errors.is_empty() {
+            Ok(QueueQuery { status, oldest_first: false, limit, cursor })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// One page of the tenant's proposals (only `agent`'s when given), and
+    /// the cursor of the next page when there is one.
     pub async fn run(
         &self,
         state: &Shared,
         tenant: &str,
+        agent: Option<&str>,
     ) -> sqlx::Result<(Vec<store::proposals::ProposalRow>, Option<String>)> {
         let listing = store::proposals::Listing {
             tenant_id: tenant,
-            agent_id: None,
+            agent_id: agent,
             status: self.status,
             oldest_first: self.oldest_first,
             limit: self.limit,
@@ -191,11 +224,10 @@ pub async fn queue(
     user: CurrentUser,
     params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Page<ProposalView>>, ApiError> {
-    let Query(p) =
-        params.map_err(|e| ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())]))?;
+    let Query(p) = params.map_err(query_error)?;
     let query = QueueQuery::parse(p.status.as_deref(), p.order.as_deref(), p.limit, p.cursor.as_deref())
         .map_err(ApiError::Validation)?;
-    let (rows, next_cursor) = query.run(&state, &user.user.tenant_id).await?;
+    let (rows, next_cursor) = query.run(&state, &user.user.tenant_id, None).await?;
     Ok(Json(Page { data: proposals::views(&state, rows).await?, next_cursor }))
 }
 
