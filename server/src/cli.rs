@@ -95,7 +95,7 @@ pub struct TenantAdd {
     #[arg(long)]
     pub name: String,
     /// Daily budget per currency in minor units, e.g. --budget USD=5000000 (repeatable).
-    #[arg(long = "budget", value_parser = parse_currency_amount)]
+    #[arg(long = "budget", value_parser = crate::provision::parse_currency_amount)]
     pub budgets: Vec<(String, u64)>,
 }
 
@@ -115,7 +115,7 @@ pub struct UserAdd {
     #[arg(long = "role", required = true)]
     pub roles: Vec<String>,
     /// Approval limit per currency in minor units, e.g. --limit USD=500000 (repeatable).
-    #[arg(long = "limit", value_parser = parse_currency_amount)]
+    #[arg(long = "limit", value_parser = crate::provision::parse_currency_amount)]
     pub limits: Vec<(String, u64)>,
     #[arg(long)]
     pub slack_user_id: Option<String>,
@@ -174,12 +174,6 @@ pub enum KeysCommand {
 pub enum AuditCommand {
     /// Check the whole hash chain; exits 1 and names the first broken entry.
     Verify,
-}
-
-fn parse_currency_amount(s: &str) -> Result<(String, u64), String> {
-    let (code, amount) = s.split_once('=').ok_or("expected CURRENCY=AMOUNT_MINOR, e.g. USD=500000")?;
-    let amount = amount.replace('_', "").parse::<u64>().map_err(|_| format!("`{amount}` is not a whole number"))?;
-    Ok((code.trim().to_ascii_uppercase(), amount))
 }
 
 fn to_map(pairs: &[(String, u64)]) -> BTreeMap<String, u64> {

@@ -309,6 +309,15 @@ async fn add_one(db: &Db, plan: impl FnOnce(&mut Checker<'_>) -> Plan) -> Result
 
 /// A new agent bearer key: `cs_live_` (or `cs_test_`) and 32 random base62
 /// characters from the operating system's generator (about 190 bits).
+/// `CUR=AMOUNT_MINOR` (e.g. `USD=500_000`), as the CLI flags and the admin
+/// forms take budgets and approval limits; the currency is upper-cased and
+/// checked later with every other value.
+pub fn parse_currency_amount(s: &str) -> Result<(String, u64), String> {
+    let (code, amount) = s.split_once('=').ok_or("expected CURRENCY=AMOUNT_MINOR, e.g. USD=500000")?;
+    let amount = amount.replace('_', "").parse::<u64>().map_err(|_| format!("`{amount}` is not a whole number"))?;
+    Ok((code.trim().to_ascii_uppercase(), amount))
+}
+
 pub fn generate_agent_key(live: bool) -> String {
     use rand::{distributions::Alphanumeric, rngs::OsRng, Rng};
     let body: String = OsRng.sample_iter(&Alphanumeric).take(32).map(char::from).collect();

@@ -335,7 +335,7 @@ async fn admin_done(session: &Session, outcome: Result<String, String>) -> Respo
 }
 
 /// Why an admin form was refused.
-enum NotAdmin {
+pub enum NotAdmin {
     SignedOut,
     WrongRole,
 }
@@ -349,11 +349,23 @@ impl IntoResponse for NotAdmin {
     }
 }
 
-fn require_admin(user: &Option<CurrentUser>) -> Result<&CurrentUser, NotAdmin> {
-    match user {
-        None => Err(NotAdmin::SignedOut),
-        Some(u) if u.user.roles.contains(&store::directory::Role::Admin) => Ok(u),
-        Some(_) => Err(NotAdmin::WrongRole),
+/// The signed-in admin of an admin form post.
+pub struct AdminUser(CurrentUser);
+
+impl axum::extract::FromRequestParts<Shared> for AdminUser {
+    type Rejection = NotAdmin;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &Shared) -> Result<Self, NotAdmin> {
+        let user = <CurrentUser as axum::extract::OptionalFromRequestParts<Shared>>::from_request_parts(parts, state)
+            .await
+            .ok()
+            .flatten()
+            .ok_or(NotAdmin::SignedOut)?;
+        if user.user.roles.contains(&store::directory::Role::Admin) {
+            Ok(AdminUser(user))
+        } else {
+            Err(NotAdmin::WrongRole)
+        }
     }
 }
 
@@ -369,31 +381,20 @@ fn words(s: &str) -> Vec<String> {
 pub async fn admin_add_user(
     State(state): State<Shared>,
     session: Session,
-    user: Option<CurrentUser>,
+    AdminUser(admin): AdminUser,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let admin = match require_admin(&user) {
-        Ok(a) => a,
-        Err(refusal) => return refusal.into_response(),
-    };
     let get = |k: &str| trimmed(&form, k);
     let roles: Vec<String> = ["viewer", "approver", "admin"]
         .into_iter()
         .filter(|r| form.contains_key(&format!("role_{r}")))
         .map(String::from)
         .collect();
-    let mut limits = BTreeMap::new();
-    for pair in words(&get("limits")) {
-        match pair
-            .split_once('=')
-            .and_then(|(c, a)| Some((c.to_ascii_uppercase(), a.replace('_', "").parse::<u64>().ok()?)))
-        {
-            Some((c, a)) => {
-                limits.insert(c, a);
-            }
-            None => return admin_done(&session, Err(format!("`{pair}` is not CURRENCY=AMOUNT_MINOR"))).await,
-        }
-    }
+    let limits = match words(&get("limits")).iter().map(|pair| crate::provision::parse_currency_amount(pair)).collect()
+    {
+        Ok(limits) => limits,
+        Err(why) => return admin_done(&session, Err(why)).await,
+    };
     let slack = Some(get("slack_user_id")).filter(|s| !s.is_empty());
     let username = get("username");
     let outcome = crate::provision::add_user(
@@ -418,13 +419,9 @@ pub async fn admin_add_user(
 pub async fn admin_add_agent(
     State(state): State<Shared>,
     session: Session,
-    user: Option<CurrentUser>,
+    AdminUser(admin): AdminUser,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let admin = match require_admin(&user) {
-        Ok(a) => a,
-        Err(refusal) => return refusal.into_response(),
-    };
     let get = |k: &str| trimmed(&form, k);
     let id = get("id");
     let result = crate::provision::add_agent(
@@ -452,13 +449,9 @@ pub async fn admin_add_agent(
 pub async fn admin_add_payee(
     State(state): State<Shared>,
     session: Session,
-    user: Option<CurrentUser>,
+    AdminUser(admin): AdminUser,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let admin = match require_admin(&user) {
-        Ok(a) => a,
-        Err(refusal) => return refusal.into_response(),
-    };
     let get = |k: &str| trimmed(&form, k);
     let legal_name = get("legal_name");
     let outcome = crate::provision::add_payee(
