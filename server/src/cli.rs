@@ -70,6 +70,13 @@ pub enum Command {
         #[arg(long, default_value = "data/rail-sim.db")]
         db: PathBuf,
     },
+    /// Settle `unknown` and `accepted` operations now by reading the rail's
+    /// records (the server's worker does this continuously).
+    Reconcile {
+        /// Only this operation (op_…); otherwise every open operation.
+        #[arg(long)]
+        operation: Option<String>,
+    },
     /// Approval-token signing keys.
     Keys {
         #[command(subcommand)]
@@ -256,11 +263,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("payee {} saved", crate::domain::mask_account(&a.id));
         }
         Command::Demo => {
-            let db = Db::open(&settings.data_dir).await?;
-            let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
-            let summary = crate::demo::load(&db, &settings, &keys).await?;
+            let (state, _trigger) = crate::startup::offline_state(settings).await?;
+            let summary = crate::demo::load(&state).await?;
             println!("{summary}");
         }
+        Command::Reconcile { operation } => return reconcile(settings, operation.as_deref()).await,
         Command::RailSim { listen, db } => {
             crate::rail::sim::run(listen, &db, crate::rail::sim::SimOptions::default()).await?;
         }
@@ -282,5 +289,46 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             }
         }
     }
+    Ok(0)
+}
+
+/// `countersign reconcile [--operation ID]`: one pass, one line per operation.
+/// Operations the rail could not settle yet stay open and are counted.
+async fn reconcile(settings: Settings, operation: Option<&str>) -> anyhow::Result<i32> {
+    use crate::operations::{reconcile_one, Reconciled};
+    use crate::store::operations::OpStatus;
+    if crate::startup::configured_rail_url(&settings).is_none() {
+        anyhow::bail!(
+            "no rail to reconcile against: set rail.url, or start `countersign serve` (it runs the bundled simulator)"
+        );
+    }
+    let grace = chrono::Duration::milliseconds(settings.rail.total_timeout_ms as i64 + 5_000);
+    let (state, _trigger) = crate::startup::offline_state(settings).await?;
+    let now = state.now();
+    let ops = match operation {
+        Some(id) => vec![crate::store::operations::get(&state.db.read, id)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no operation {id}"))?],
+        None => crate::store::operations::due(&state.db.read, now + chrono::Duration::days(3650), 1000)
+            .await?
+            .into_iter()
+            // A young pending operation may still have its rail call running in the server.
+            .filter(|op| op.status != OpStatus::Pending || crate::store::parse_ts(&op.created_at) + grace < now)
+            .collect(),
+    };
+    let mut stuck = 0;
+    for op in &ops {
+        let result = reconcile_one(&state, op, now).await?;
+        let shown = match &result {
+            Reconciled::Moved(to) => format!("{} -> {}", op.status.as_str(), to.as_str()),
+            Reconciled::StillOpen => {
+                stuck += 1;
+                format!("{} (still open)", op.status.as_str())
+            }
+            Reconciled::Raced | Reconciled::InFlight => format!("{} (settled elsewhere)", op.status.as_str()),
+        };
+        println!("{} {}: {shown}", op.id, op.proposal_id);
+    }
+    println!("reconciled {} operation(s), {stuck} still open", ops.len());
     Ok(0)
 }

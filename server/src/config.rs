@@ -39,6 +39,7 @@ pub struct Settings {
     pub currency_caps_minor: BTreeMap<String, u64>,
     pub policy: PolicyConfig,
     pub slack: SlackSettings,
+    pub rail: RailSettings,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -114,6 +115,44 @@ pub struct SlackSettings {
     pub signing_secrets: Vec<SecretString>,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RailSettings {
+    /// The rail's base URL (a Stripe-compatible transfers API). Unset: `serve`
+    /// starts the bundled simulator in-process on `simulator_listen`.
+    pub url: Option<String>,
+    /// Sent as `Authorization: Bearer …` (https only, or plain http to loopback).
+    #[serde(skip_serializing)]
+    pub api_key: Option<SecretString>,
+    /// TCP + TLS connect timeout.
+    pub connect_timeout_ms: u64,
+    /// Whole rail request, body included. Past it the outcome is `unknown`.
+    pub total_timeout_ms: u64,
+    /// How long after an operation was recorded reconciliation may still
+    /// resubmit it with the same idempotency key. Keep it below the rail's own
+    /// key window (24 h at Stripe and in the simulator); 0 never resubmits.
+    pub resubmit_window_secs: u64,
+    /// How often the reconciliation worker looks at open operations.
+    pub reconcile_interval_secs: u64,
+    /// Where the in-process simulator listens when `url` is unset (loopback;
+    /// port 0 picks a free one; the bound URL is written to `DATA_DIR/rail-sim.url`).
+    pub simulator_listen: SocketAddr,
+}
+
+impl Default for RailSettings {
+    fn default() -> Self {
+        RailSettings {
+            url: None,
+            api_key: None,
+            connect_timeout_ms: 2_000,
+            total_timeout_ms: 10_000,
+            resubmit_window_secs: 23 * 3600,
+            reconcile_interval_secs: 2,
+            simulator_listen: "127.0.0.1:0".parse().expect("a valid loopback address"),
+        }
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         let caps = CurrencyRules::defaults();
@@ -131,6 +170,7 @@ impl Default for Settings {
             currency_caps_minor: caps.allowed().map(|c| (c.code().to_owned(), caps.cap(c).expect("allowed"))).collect(),
             policy: PolicyConfig::default(),
             slack: SlackSettings::default(),
+            rail: RailSettings::default(),
         }
     }
 }
@@ -150,6 +190,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "currency_caps_minor",
     "policy",
     "slack",
+    "rail",
 ];
 
 /// Command-line values that override every other source.
@@ -234,6 +275,18 @@ impl Settings {
                 return bad(&format!("currency_caps_minor.{code}"), "must be greater than zero");
             }
         }
+        if self.rail.connect_timeout_ms == 0 || self.rail.total_timeout_ms == 0 {
+            return bad("rail", "timeouts must be greater than zero");
+        }
+        if self.rail.resubmit_window_secs >= 24 * 3600 {
+            return bad("rail.resubmit_window_secs", "must be below the rail's 24 h idempotency key window");
+        }
+        if self.rail.reconcile_interval_secs == 0 {
+            return bad("rail.reconcile_interval_secs", "must be greater than zero");
+        }
+        if !self.rail.simulator_listen.ip().is_loopback() {
+            return bad("rail.simulator_listen", "the bundled simulator listens on loopback only");
+        }
         self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
     }
 
@@ -251,6 +304,16 @@ impl Settings {
 
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("countersign.db")
+    }
+
+    /// The rail client these settings describe, pointed at `url`.
+    pub fn rail_config(&self, url: &str) -> crate::rail::connector::RailConfig {
+        crate::rail::connector::RailConfig {
+            base_url: url.to_owned(),
+            api_key: self.rail.api_key.clone(),
+            connect_timeout: std::time::Duration::from_millis(self.rail.connect_timeout_ms),
+            total_timeout: std::time::Duration::from_millis(self.rail.total_timeout_ms),
+        }
     }
 
     pub fn secure_cookies(&self) -> bool {

@@ -4,15 +4,12 @@
 //! registry is applied idempotently and the sample proposals collapse into
 //! the existing ones (same run, same request).
 
-use chrono::Utc;
 use serde_json::json;
 use std::fmt;
 
-use crate::approval::keys::KeyStore;
-use crate::config::Settings;
 use crate::proposals::{self, AgentPrincipal};
 use crate::state::AppState;
-use crate::store::{self, Db};
+use crate::store;
 
 /// Every demo user signs in with this password (development only).
 pub const DEMO_PASSWORD: &str = "countersign-demo";
@@ -34,14 +31,13 @@ impl fmt::Display for DemoSummary {
     }
 }
 
-pub async fn load(db: &Db, settings: &Settings, keys: &KeyStore) -> anyhow::Result<DemoSummary> {
+pub async fn load(state: &AppState) -> anyhow::Result<DemoSummary> {
+    let (db, settings) = (&state.db, &state.settings);
     crate::provision::apply_toml(db, settings, "demo.toml", DEMO_TOML).await?;
     let agent = store::directory::agent(&mut *db.read.acquire().await?, "demo", "payout-bot")
         .await?
         .ok_or_else(|| anyhow::anyhow!("the demo agent was not created"))?;
     let agent = AgentPrincipal::from(agent);
-    let (_trigger, shutdown) = crate::shutdown::channel();
-    let state = AppState::new(db.clone(), settings.clone(), keys.clone(), shutdown);
     let samples = [
         json!({"run_id": "demo-run-1", "amount_minor": 25000, "currency": "USD",
                "source_account": "acct_demo000000001234", "destination": "acct_acme0000000001",
@@ -61,7 +57,7 @@ pub async fn load(db: &Db, settings: &Settings, keys: &KeyStore) -> anyhow::Resu
                "reference": "Coffee beans", "purpose_code": "vendor", "invoice_id": "1851"}),
     ];
     for body in &samples {
-        proposals::propose(&state, &agent, body, Utc::now())
+        proposals::propose(state, &agent, body, state.now())
             .await
             .map_err(|e| anyhow::anyhow!("demo proposal refused: {e}"))?;
     }

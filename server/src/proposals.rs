@@ -82,7 +82,7 @@ pub struct ProposalView {
     pub approvals: Vec<ApprovalView>,
     pub approval_token: Option<String>,
     pub approval_expires_at: Option<String>,
-    pub operation: Option<Value>,
+    pub operation: Option<OperationView>,
     pub approval_url: String,
     pub created_at: String,
     pub updated_at: String,
@@ -95,6 +95,47 @@ impl ProposalView {
     /// Changes whenever the proposal changes; used as the `ETag`.
     pub fn etag(&self) -> String {
         format!("\"{}.{}\"", self.id, self.version)
+    }
+}
+
+/// The durable operation of a committed proposal (SPEC §6, §9).
+#[derive(Debug, Clone, Serialize)]
+pub struct OperationView {
+    pub id: String,
+    pub status: store::operations::OpStatus,
+    pub idempotency_key: String,
+    pub rail_reference: Option<String>,
+    pub error: Option<OperationError>,
+    /// `escalate_to_ops` next to a reversal's `too_late`.
+    pub action_required: Option<&'static str>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OperationError {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<store::operations::OperationRow> for OperationView {
+    fn from(op: store::operations::OperationRow) -> Self {
+        use store::operations::OpStatus;
+        let shows_error = matches!(op.status, OpStatus::Failed | OpStatus::TooLate | OpStatus::NeedsReview);
+        let error = match (shows_error, op.error_code, op.error_message) {
+            (true, Some(code), message) => Some(OperationError { code, message: message.unwrap_or_default() }),
+            _ => None,
+        };
+        OperationView {
+            action_required: (op.status == OpStatus::TooLate).then_some("escalate_to_ops"),
+            id: op.id,
+            status: op.status,
+            idempotency_key: op.idempotency_key,
+            rail_reference: op.rail_reference,
+            error,
+            created_at: op.created_at,
+            updated_at: op.updated_at,
+        }
     }
 }
 
@@ -347,9 +388,14 @@ async fn canonical_reversal(
 pub async fn views(state: &AppState, rows: Vec<ProposalRow>) -> sqlx::Result<Vec<ProposalView>> {
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
     let approvals = store::proposals::approvals_of(&state.db.read, &ids).await?;
+    let mut operations = store::operations::for_proposals(&state.db.read, &ids).await?;
     Ok(rows
         .into_iter()
         .map(|row| {
+            let operation = operations
+                .iter()
+                .position(|o| o.proposal_id == row.id)
+                .map(|i| OperationView::from(operations.swap_remove(i)));
             let mine = approvals
                 .iter()
                 .filter(|a| a.proposal_id == row.id)
@@ -361,7 +407,9 @@ pub async fn views(state: &AppState, rows: Vec<ProposalRow>) -> sqlx::Result<Vec
                     at: a.at.clone(),
                 })
                 .collect();
-            to_view(state, row, mine)
+            let mut view = to_view(state, row, mine);
+            view.operation = operation;
+            view
         })
         .collect())
 }

@@ -1,28 +1,80 @@
-//! `countersign serve`: open the database, start background tasks, bind,
-//! serve until SIGINT/SIGTERM, then drain.
+//! `countersign serve`: open the database, reach the rail (or start the
+//! bundled simulator), start background tasks, bind, serve until
+//! SIGINT/SIGTERM, then drain (in-flight commits finish).
 
 use std::io::Write;
+use std::path::PathBuf;
 use tokio::net::TcpListener;
 
 use crate::config::Settings;
-use crate::state::AppState;
+use crate::rail::connector::RailClient;
+use crate::shutdown::Shutdown;
+use crate::state::{AppState, Shared};
 use crate::store::{self, Db};
+
+/// Where `serve` writes the in-process simulator's URL, for `countersign reconcile`.
+pub fn simulator_url_file(settings: &Settings) -> PathBuf {
+    settings.data_dir.join("rail-sim.url")
+}
+
+/// The rail of a command that is not `serve`: `rail.url`, else the bundled
+/// simulator a running `serve` started (its URL file).
+pub fn configured_rail_url(settings: &Settings) -> Option<String> {
+    settings.rail.url.clone().or_else(|| {
+        std::fs::read_to_string(simulator_url_file(settings))
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    })
+}
+
+/// The shared state for a command that does not serve (no rail calls unless
+/// a rail is configured or a server's simulator is running).
+pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate::shutdown::Trigger)> {
+    let db = Db::open(&settings.data_dir).await?;
+    let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
+    // Port 9 (discard) on loopback: any call fails fast as "unknown", never as a decline.
+    let url = configured_rail_url(&settings).unwrap_or_else(|| "http://127.0.0.1:9".into());
+    let rail = RailClient::new(settings.rail_config(&url))?;
+    let (trigger, shutdown) = crate::shutdown::channel();
+    Ok((AppState::new(db, settings, keys, rail, shutdown), trigger))
+}
 
 pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
     let db = Db::open(&settings.data_dir).await?;
     let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
-    if demo && store::directory::count_tenants(&db.read).await? == 0 {
-        let summary = crate::demo::load(&db, &settings, &keys).await?;
-        println!("{summary}");
-    }
+    let (rail_url, simulator) = match &settings.rail.url {
+        Some(url) => (url.clone(), None),
+        None => {
+            let sim_db = settings.data_dir.join("rail-sim.db");
+            let (addr, task) = crate::rail::sim::spawn(
+                settings.rail.simulator_listen,
+                &sim_db,
+                crate::rail::sim::SimOptions::default(),
+            )
+            .await?;
+            let url = format!("http://{addr}");
+            std::fs::write(simulator_url_file(&settings), &url)?;
+            println!("rail simulator (in-process) listening on {url}");
+            (url, Some(task))
+        }
+    };
+    let rail = RailClient::new(settings.rail_config(&rail_url))?;
     let listener = TcpListener::bind(settings.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.listen))?;
     let addr = listener.local_addr()?;
 
     let (trigger, shutdown) = crate::shutdown::channel();
-    let state = AppState::new(db.clone(), settings, keys, shutdown.clone());
-    let housekeeping = tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone()));
+    let state = AppState::new(db.clone(), settings, keys, rail, shutdown.clone());
+    if state.hooks.any() {
+        tracing::warn!(hooks = ?state.hooks, "TEST HOOKS ARE SET: never run a deployment like this");
+    }
+    if demo && store::directory::count_tenants(&db.read).await? == 0 {
+        let summary = crate::demo::load(&state).await?;
+        println!("{summary}");
+    }
+    let tasks = background(&state, &shutdown);
     let sessions = tower_sessions_sqlx_store::SqliteStore::new(db.write.clone());
     sessions.migrate().await?;
     let app =
@@ -31,7 +83,7 @@ pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
     // Tests and scripts read this line to learn the port: keep its shape.
     println!("countersign listening on http://{addr}");
     std::io::stdout().flush()?;
-    tracing::info!(%addr, public_url = %state.settings.public_url, "serving");
+    tracing::info!(%addr, public_url = %state.settings.public_url, rail = %rail_url, "serving");
 
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -40,9 +92,21 @@ pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
             trigger.fire();
         })
         .await?;
-    let _ = housekeeping.await;
+    for task in tasks {
+        let _ = task.await;
+    }
+    if let Some(task) = simulator {
+        task.abort();
+    }
     db.close().await;
     Ok(())
+}
+
+fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::operations::run(state.clone(), shutdown.clone())),
+    ]
 }
 
 async fn wait_for_signal() {

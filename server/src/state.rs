@@ -1,11 +1,14 @@
 //! What every request handler and background task shares.
 
-use std::sync::Arc;
+use chrono::{DateTime, Utc};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use crate::approval::keys::KeyStore;
 use crate::changes::Changes;
 use crate::config::Settings;
 use crate::domain::CurrencyRules;
+use crate::rail::connector::RailClient;
 use crate::shutdown::Shutdown;
 use crate::store::Db;
 
@@ -20,12 +23,19 @@ pub struct AppState {
     pub throttle: crate::throttle::Throttle,
     /// Fires when the server starts shutting down (long-polls return early).
     pub shutdown: Shutdown,
+    /// The payment rail.
+    pub rail: RailClient,
+    /// Operations whose rail call is running in this process right now;
+    /// reconciliation leaves them alone.
+    pub in_flight: Mutex<HashSet<String>>,
+    /// Test-only hooks (failpoint, clock skew), from the environment.
+    pub hooks: TestHooks,
 }
 
 pub type Shared = Arc<AppState>;
 
 impl AppState {
-    pub fn new(db: Db, settings: Settings, keys: KeyStore, shutdown: Shutdown) -> Shared {
+    pub fn new(db: Db, settings: Settings, keys: KeyStore, rail: RailClient, shutdown: Shutdown) -> Shared {
         let currencies = settings.currency_rules();
         Arc::new(AppState {
             db,
@@ -35,6 +45,70 @@ impl AppState {
             keys,
             throttle: Default::default(),
             shutdown,
+            rail,
+            in_flight: Mutex::new(HashSet::new()),
+            hooks: TestHooks::from_env(),
         })
+    }
+
+    /// The server's clock (the system clock, plus a test-only skew).
+    pub fn now(&self) -> DateTime<Utc> {
+        Utc::now() + chrono::Duration::seconds(self.hooks.clock_skew_secs)
+    }
+
+    /// Test-only: if the failpoint `step` is armed, the process kills itself
+    /// with SIGKILL right here (no destructor, no flush: like a power cut).
+    pub fn failpoint(&self, step: &str) {
+        if self.hooks.failpoint.as_deref() == Some(step) {
+            tracing::warn!(step, "failpoint reached: killing the process");
+            // SAFETY: kill(2) on our own pid has no memory-safety preconditions.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Hooks for crash and clock tests. Never set them in production: they are
+/// read from `COUNTERSIGN_FAILPOINT` (a step name of the commit path, see
+/// docs/CONFIG.md) and `COUNTERSIGN_CLOCK_SKEW_SECS` (seconds added to the
+/// server's clock), and a warning is logged at start when either is set.
+#[derive(Debug, Clone, Default)]
+pub struct TestHooks {
+    pub failpoint: Option<String>,
+    pub clock_skew_secs: i64,
+}
+
+impl TestHooks {
+    pub fn from_env() -> TestHooks {
+        let failpoint = std::env::var("COUNTERSIGN_FAILPOINT").ok().filter(|s| !s.is_empty());
+        let clock_skew_secs =
+            std::env::var("COUNTERSIGN_CLOCK_SKEW_SECS").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+        TestHooks { failpoint, clock_skew_secs }
+    }
+
+    pub fn any(&self) -> bool {
+        self.failpoint.is_some() || self.clock_skew_secs != 0
+    }
+}
+
+/// Marks an operation as having a rail call in flight in this process until dropped.
+pub struct InFlight<'a> {
+    state: &'a AppState,
+    id: String,
+}
+
+impl<'a> InFlight<'a> {
+    pub fn enter(state: &'a AppState, id: &str) -> InFlight<'a> {
+        state.in_flight.lock().expect("in-flight set").insert(id.to_owned());
+        InFlight { state, id: id.to_owned() }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut set) = self.state.in_flight.lock() {
+            set.remove(&self.id);
+        }
     }
 }

@@ -70,8 +70,9 @@ impl ProposalStatus {
             PendingApproval => matches!(to, Approved | Rejected | Cancelled | Expired),
             Approved => matches!(to, Executing | Cancelled | ApprovalExpired),
             ApprovalExpired => matches!(to, Approved | Rejected | Cancelled | Expired),
-            Executing => matches!(to, Succeeded | Failed | Unknown),
-            Unknown => matches!(to, Succeeded | Failed | NeedsReview),
+            Executing => matches!(to, Succeeded | Failed | Unknown | NeedsReview),
+            // Reconciliation found the rail accepted it, and it has not settled yet.
+            Unknown => matches!(to, Executing | Succeeded | Failed | NeedsReview),
             NeedsReview => matches!(to, Succeeded | Failed),
             Succeeded => matches!(to, Reversed),
             Rejected | Cancelled | Expired | Failed | Reversed => false,

@@ -14,6 +14,7 @@ use std::time::Duration as StdDuration;
 use super::console::QueueQuery;
 use super::error::ApiError;
 use super::extract::{AgentAuth, JsonBody};
+use crate::commit::CommitError;
 use crate::domain::{jcs, FieldError};
 use crate::proposals::{self, ActionError, AgentPrincipal, ProposalView, ProposeError, Proposed};
 use crate::state::Shared;
@@ -30,6 +31,18 @@ impl From<ProposeError> for ApiError {
             ProposeError::Denied(decision) => ApiError::PolicyDenied(decision),
             ProposeError::Store(e) => e.into(),
             ProposeError::Approval(message) => ApiError::Internal(message.into()),
+        }
+    }
+}
+
+impl From<CommitError> for ApiError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::Token(reason) => ApiError::ApprovalTokenInvalid(reason),
+            CommitError::NotFound => ApiError::NotFound,
+            CommitError::Denied(decision) => ApiError::PolicyDenied(decision),
+            CommitError::InvalidState(s) => ApiError::InvalidState(s),
+            CommitError::Store(e) => e.into(),
         }
     }
 }
@@ -223,4 +236,46 @@ pub async fn cancel(
 ) -> Result<Response, ApiError> {
     let view = proposals::cancel(&state, &agent, &id, Utc::now()).await?;
     Ok(proposal_response(StatusCode::OK, &view))
+}
+
+/// `POST /api/v1/proposals/{id}/commit` with `{"approval_token": "…"}`.
+pub async fn commit(
+    State(state): State<Shared>,
+    AgentAuth(agent): AgentAuth,
+    Path(id): Path<String>,
+    JsonBody { value }: JsonBody,
+) -> Result<Response, ApiError> {
+    let token = commit_token(&value)?;
+    let view = crate::commit::commit(&state, &agent, &id, token).await?;
+    Ok(proposal_response(StatusCode::OK, &view))
+}
+
+/// The body of a commit: exactly `{"approval_token": "<string>"}`.
+fn commit_token(body: &Value) -> Result<&str, ApiError> {
+    let invalid = |field: &str, code: &'static str, message: &str| {
+        ApiError::Validation(vec![FieldError::new(field, code, message)])
+    };
+    let Some(object) = body.as_object() else {
+        return Err(invalid("body", "invalid_type", "must be a JSON object"));
+    };
+    let mut errors: Vec<FieldError> = object
+        .keys()
+        .filter(|k| k.as_str() != "approval_token")
+        .map(|k| FieldError::new(k, "unknown_field", "is not a field of a commit request"))
+        .collect();
+    let token = match object.get("approval_token") {
+        None => {
+            errors.push(FieldError::new("approval_token", "required", "is required"));
+            None
+        }
+        Some(Value::String(t)) if !t.is_empty() => Some(t.as_str()),
+        Some(_) => {
+            errors.push(FieldError::new("approval_token", "invalid_type", "must be a non-empty string"));
+            None
+        }
+    };
+    match token {
+        Some(t) if errors.is_empty() => Ok(t),
+        _ => Err(ApiError::Validation(errors)),
+    }
 }

@@ -45,6 +45,8 @@ pub enum ApiError {
     IdempotencyKeyReused,
     #[error("denied by policy")]
     PolicyDenied(Decision),
+    #[error("the approval token is not valid for this commit ({0})")]
+    ApprovalTokenInvalid(&'static str),
     #[error("too many requests")]
     RateLimited,
     #[error("internal error")]
@@ -64,7 +66,7 @@ impl ApiError {
             InvalidJson(_) => StatusCode::BAD_REQUEST,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Unauthenticated => StatusCode::UNAUTHORIZED,
+            Unauthenticated | ApprovalTokenInvalid(_) => StatusCode::UNAUTHORIZED,
             Forbidden | ForbiddenBecause(_) | PolicyDenied(_) => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
             InvalidState(_) | IdempotencyKeyInUse => StatusCode::CONFLICT,
@@ -89,6 +91,7 @@ impl ApiError {
             UnknownDestination(_) => "unknown_destination",
             IdempotencyKeyReused => "idempotency_key_reused",
             PolicyDenied(_) => "policy_denied",
+            ApprovalTokenInvalid(_) => "approval_token_invalid",
             RateLimited => "rate_limited",
             Internal(_) => "internal_error",
         }
@@ -100,6 +103,7 @@ impl ApiError {
             ApiError::Validation(fields) => json!(fields),
             ApiError::PolicyDenied(decision) => json!(decision.reasons),
             ApiError::InvalidState(status) => json!([{"current_status": status}]),
+            ApiError::ApprovalTokenInvalid(reason) => json!([{"reason": reason}]),
             _ => json!([]),
         };
         let message = match self {
@@ -127,6 +131,9 @@ impl ApiError {
         });
         if let ApiError::InvalidState(status) = self {
             error["current_status"] = json!(status);
+        }
+        if let ApiError::ApprovalTokenInvalid(reason) = self {
+            error["reason"] = json!(reason);
         }
         json!({ "error": error })
     }

@@ -47,6 +47,7 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .route("/proposals", post(agent::create).get(agent::list))
         .route("/proposals/{id}", get(agent::get))
         .route("/proposals/{id}/cancel", post(agent::cancel))
+        .route("/proposals/{id}/commit", post(agent::commit))
         .with_state(state.clone());
     let console_api = Router::new()
         .route("/session", post(console::sign_in_json).delete(console::sign_out_json))

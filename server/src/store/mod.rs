@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod directory;
 pub mod idempotency;
+pub mod operations;
 pub mod proposals;
 
 use chrono::{DateTime, SecondsFormat, Utc};

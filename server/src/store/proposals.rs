@@ -337,6 +337,19 @@ pub async fn insert_token(conn: &mut SqliteConnection, t: &TokenRow) -> sqlx::Re
     Ok(())
 }
 
+fn token_from_row(r: &sqlx::sqlite::SqliteRow) -> TokenRow {
+    TokenRow {
+        jti: r.get("jti"),
+        proposal_id: r.get("proposal_id"),
+        round: r.get("round"),
+        token: r.get("token"),
+        kid: r.get("kid"),
+        issued_at: r.get("issued_at"),
+        expires_at: r.get("expires_at"),
+        used_at: r.get("used_at"),
+    }
+}
+
 /// The token of the proposal's current round, if one was minted.
 pub async fn current_token(pool: &SqlitePool, proposal_id: &str) -> sqlx::Result<Option<TokenRow>> {
     let row = sqlx::query(
@@ -346,16 +359,13 @@ pub async fn current_token(pool: &SqlitePool, proposal_id: &str) -> sqlx::Result
     .bind(proposal_id)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|r| TokenRow {
-        jti: r.get("jti"),
-        proposal_id: r.get("proposal_id"),
-        round: r.get("round"),
-        token: r.get("token"),
-        kid: r.get("kid"),
-        issued_at: r.get("issued_at"),
-        expires_at: r.get("expires_at"),
-        used_at: r.get("used_at"),
-    }))
+    Ok(row.as_ref().map(token_from_row))
+}
+
+/// The token this server minted with that `jti`, if any.
+pub async fn token(pool: &SqlitePool, jti: &str) -> sqlx::Result<Option<TokenRow>> {
+    let row = sqlx::query("SELECT * FROM approval_tokens WHERE jti = ?").bind(jti).fetch_optional(pool).await?;
+    Ok(row.as_ref().map(token_from_row))
 }
 
 /// Approved proposals whose current token expired unredeemed before `cutoff`:

@@ -307,6 +307,16 @@ impl TestServer {
         (self.dir, self.config)
     }
 
+    /// Waits for the server to exit on its own (e.g. killed by a failpoint);
+    /// returns its directory for a restart.
+    pub async fn crashed(mut self) -> (TempDir, PathBuf) {
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("the server exits within 30 s")
+            .expect("wait for the server");
+        (self.dir, self.config)
+    }
+
     pub fn get(&self, path: &str, key: &str) -> reqwest::RequestBuilder {
         self.client.get(self.url(path)).bearer_auth(key)
     }

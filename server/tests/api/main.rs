@@ -3,11 +3,13 @@
 
 mod console_client;
 mod helpers;
+mod rail_harness;
 
 mod approval_tokens;
 mod audit;
 mod cancel;
 mod cli_commands;
+mod commit;
 mod config;
 mod console_csrf;
 mod console_decide;

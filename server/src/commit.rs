@@ -1,0 +1,336 @@
+//! The commit path (SPEC §6): the only code that moves money.
+//!
+//! 1. Verify the approval token: signature under a known `kid` with ES256
+//!    exactly, `typ`, `iss`, `aud`, `nbf`/`exp` (30 s leeway), `pid`, `tid`,
+//!    `azp` (`approval::token`).
+//! 2. `rh` equals the stored request hash **and** the hash recomputed from the
+//!    stored canonical request; the `jti` is the proposal's current token.
+//! 3. A retried commit (an operation exists) returns the operation as it
+//!    stands and never calls the rail again.
+//! 4. The proposal is `approved` (409 otherwise); every approver is still
+//!    active, an approver and within their limit; policy and the daily
+//!    budget still allow it (403 otherwise).
+//! 5. One write transaction: the `jti` marked used, the operation recorded
+//!    (`pending`, idempotency key derived from the proposal id and request
+//!    hash), the budget reserved, the proposal moved to `executing`.
+//! 6. Only then the rail call, outside any transaction; its outcome is
+//!    written by [`crate::operations::record`].
+//!
+//! A crash anywhere after step 5 leaves an open operation that
+//! reconciliation settles with the same key.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::approval::token::{ApprovalClaims, Expected};
+use crate::domain::{CanonicalRequest, ProposalKind, ProposalStatus};
+use crate::operations;
+use crate::policy::{Decision, Outcome, Reason};
+use crate::proposals::{self, AgentPrincipal, ProposalView};
+use crate::state::{AppState, InFlight};
+use crate::store::{self, audit::AuditEntry, directory::Role, operations::NewOperation, proposals::ProposalRow};
+
+/// Why a commit was refused. Nothing was recorded and the rail was not called.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// 401 `approval_token_invalid` with this `reason`.
+    #[error("the approval token is invalid: {0}")]
+    Token(&'static str),
+    #[error("no such proposal")]
+    NotFound,
+    #[error("denied by policy")]
+    Denied(Decision),
+    #[error("the proposal is {0}")]
+    InvalidState(ProposalStatus),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+fn denied(rule: &str, message: String) -> CommitError {
+    CommitError::Denied(Decision {
+        outcome: Outcome::Denied,
+        required_approvals: 0,
+        reasons: vec![Reason { rule: rule.into(), message }],
+    })
+}
+
+/// The rail idempotency key of a proposal: derived from its id and request
+/// hash, never random, never chosen by the agent. Every resubmission of the
+/// operation uses it.
+pub fn idempotency_key(proposal_id: &str, request_hash: &str) -> String {
+    let hex = request_hash.strip_prefix("sha256:").unwrap_or(request_hash);
+    format!("cs-{proposal_id}-{}", &hex[..hex.len().min(16)])
+}
+
+/// The UTC calendar day a budget reservation belongs to.
+pub fn budget_day(now: DateTime<Utc>) -> String {
+    now.format("%Y-%m-%d").to_string()
+}
+
+/// Commits an approved proposal for its agent; see the module doc.
+pub async fn commit(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    proposal_id: &str,
+    token: &str,
+) -> Result<ProposalView, CommitError> {
+    let now = state.now();
+    let expected = Expected {
+        issuer: &state.settings.public_url,
+        proposal_id,
+        tenant_id: &agent.tenant_id,
+        agent_id: &agent.agent_id,
+        now,
+    };
+    let claims = state.keys.verify(token, &expected).map_err(|r| CommitError::Token(r.reason()))?;
+    let row = store::proposals::get(&state.db.read, &agent.tenant_id, proposal_id)
+        .await?
+        .filter(|r| r.agent_id == agent.agent_id)
+        .ok_or(CommitError::NotFound)?;
+    check_hash(&claims, &row)?;
+    let minted = store::proposals::token(&state.db.read, &claims.jti)
+        .await?
+        .filter(|t| t.proposal_id == row.id)
+        .ok_or(CommitError::Token("unknown_token"))?;
+
+    if store::operations::for_proposal(&state.db.read, &row.id).await?.is_some() {
+        return view(state, agent, proposal_id).await;
+    }
+    if row.status != ProposalStatus::Approved {
+        return Err(CommitError::InvalidState(row.status));
+    }
+    if minted.round != row.approval_round {
+        return Err(CommitError::Token("superseded"));
+    }
+    let canonical: CanonicalRequest =
+        serde_json::from_str(&row.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    recheck(state, agent, &row, &claims, now).await?;
+    let reverses = match canonical.kind {
+        ProposalKind::Transfer => None,
+        ProposalKind::Reversal => Some(reversed_transfer(state, &row, &canonical).await?),
+    };
+
+    state.failpoint("commit.before_record");
+    let op_id = store::new_id("op", now);
+    let _in_flight = InFlight::enter(state, &op_id);
+    if !record(state, &row, &claims, &op_id, reverses.as_deref(), now).await? {
+        // Another commit of this proposal got there first: answer with its operation.
+        return view(state, agent, proposal_id).await;
+    }
+    state.changes.publish(&row.id);
+    state.failpoint("commit.after_record");
+
+    let op = store::operations::get(&state.db.read, &op_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    let outcome = operations::call_rail(state, &op, &row, &canonical).await;
+    state.failpoint("commit.after_rail");
+    operations::record(state, &op, outcome, state.now()).await?;
+    state.failpoint("commit.after_outcome");
+    view(state, agent, proposal_id).await
+}
+
+async fn view(state: &AppState, agent: &AgentPrincipal, id: &str) -> Result<ProposalView, CommitError> {
+    proposals::for_agent(state, agent, id).await.map_err(|e| match e {
+        proposals::ActionError::NotFound => CommitError::NotFound,
+        proposals::ActionError::InvalidState(s) => CommitError::InvalidState(s),
+        proposals::ActionError::Store(e) => CommitError::Store(e),
+    })
+}
+
+/// Check 4: the token's `rh` names the stored hash, and the stored canonical
+/// request still hashes to it (a tampered row is caught here).
+fn check_hash(claims: &ApprovalClaims, row: &ProposalRow) -> Result<(), CommitError> {
+    if claims.rh != row.request_hash {
+        return Err(CommitError::Token("request_hash_mismatch"));
+    }
+    let recomputed = serde_json::from_str::<CanonicalRequest>(&row.canonical_request).ok().map(|c| c.hash());
+    match recomputed {
+        Some(hash) if hash.matches(&row.request_hash) => Ok(()),
+        _ => {
+            tracing::error!(proposal_id = %row.id, "stored canonical request does not hash to the stored request hash");
+            Err(CommitError::Token("request_hash_mismatch"))
+        }
+    }
+}
+
+/// Check 5: approvers, policy and budget as they stand now.
+async fn recheck(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    row: &ProposalRow,
+    claims: &ApprovalClaims,
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let decision = crate::approvals::evaluate_now(state, agent, row).await.map_err(|e| match e {
+        crate::approvals::DecideError::Store(e) => CommitError::Store(e),
+        other => CommitError::Store(sqlx::Error::Protocol(other.to_string())),
+    })?;
+    if decision.outcome == Outcome::Denied {
+        return Err(CommitError::Denied(decision));
+    }
+    let currency = crate::domain::Currency::parse(&row.currency).ok();
+    let format = |minor: u64| currency.map(|c| c.format_minor(minor)).unwrap_or_else(|| minor.to_string());
+    let mut humans = 0usize;
+    let mut conn = state.db.read.acquire().await?;
+    for approver in &claims.approvers {
+        if approver.starts_with("policy:") {
+            if decision.outcome != Outcome::AutoApproved {
+                return Err(denied(
+                    "auto_approve",
+                    "This payment no longer qualifies for approval by policy alone; a human must approve it.".into(),
+                ));
+            }
+            continue;
+        }
+        let user = store::directory::user_by_id(&mut conn, approver).await?;
+        let Some(user) = user.filter(|u| u.tenant_id == row.tenant_id && u.active && u.roles.contains(&Role::Approver))
+        else {
+            return Err(denied("approver_active", format!("Approver {approver} is no longer an active approver.")));
+        };
+        if user.id == agent.acts_for {
+            return Err(denied(
+                "segregation_of_duties",
+                format!(
+                    "{} is the person agent {} acts for and cannot approve its proposals.",
+                    user.username, agent.agent_id
+                ),
+            ));
+        }
+        let limit = user.approval_limits_minor.get(&row.currency).copied().unwrap_or(0);
+        if row.amount_minor > limit {
+            return Err(denied(
+                "approver_limit",
+                format!(
+                    "{} is above {}'s approval limit of {}.",
+                    format(row.amount_minor),
+                    user.username,
+                    format(limit)
+                ),
+            ));
+        }
+        humans += 1;
+    }
+    if decision.outcome == Outcome::NeedsApproval && humans < usize::from(decision.required_approvals.max(1)) {
+        return Err(denied(
+            "dual_approval",
+            format!("Policy now needs {} approvals; this token carries {humans}.", decision.required_approvals),
+        ));
+    }
+    if row.kind == ProposalKind::Transfer.as_str() {
+        if let Some(limit) = store::operations::daily_limit(&mut conn, &row.tenant_id, &row.currency).await? {
+            let used = store::operations::reserved(&mut conn, &row.tenant_id, &row.currency, &budget_day(now)).await?;
+            if used.saturating_add(row.amount_minor) > limit {
+                return Err(budget_denied(&format, used, limit));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn budget_denied(format: &dyn Fn(u64) -> String, used: u64, limit: u64) -> CommitError {
+    denied(
+        "daily_budget",
+        format!("Today's budget (UTC) would be exceeded: {} of {} is already reserved.", format(used), format(limit)),
+    )
+}
+
+/// The rail transfer a reversal proposal names: the succeeded operation of
+/// the transfer proposal in its canonical request.
+async fn reversed_transfer(
+    state: &AppState,
+    row: &ProposalRow,
+    canonical: &CanonicalRequest,
+) -> Result<String, CommitError> {
+    let named = canonical.transfer_id.as_ref().map(|t| t.as_str().to_owned()).unwrap_or_default();
+    let original = if named.starts_with("tr_") {
+        Some(named.clone())
+    } else {
+        store::proposals::get(&state.db.read, &row.tenant_id, &named).await?.map(|p| p.id)
+    };
+    let op = match original {
+        Some(id) if id.starts_with("tr_") => {
+            store::operations::by_rail_reference(&state.db.read, &row.tenant_id, &id).await?
+        }
+        Some(id) => store::operations::for_proposal(&state.db.read, &id).await?,
+        None => None,
+    };
+    match op {
+        Some(op) if op.kind == "transfer" && op.status == store::operations::OpStatus::Succeeded => {
+            op.rail_reference.ok_or_else(|| denied("reversal", "The transfer to reverse has no rail reference.".into()))
+        }
+        _ => Err(denied("reversal", "The transfer to reverse has not succeeded.".into())),
+    }
+}
+
+/// Step 5, one transaction. Returns false when another commit of the same
+/// proposal recorded its operation first (nothing was changed here).
+async fn record(
+    state: &AppState,
+    row: &ProposalRow,
+    claims: &ApprovalClaims,
+    op_id: &str,
+    reverses: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<bool, CommitError> {
+    let key = idempotency_key(&row.id, &row.request_hash);
+    let day = budget_day(now);
+    let is_transfer = row.kind == ProposalKind::Transfer.as_str();
+    let mut tx = state.db.write.begin().await?;
+    if store::operations::for_proposal_in(&mut tx, &row.id).await?.is_some() {
+        return Ok(false);
+    }
+    if !store::operations::use_token(&mut tx, &claims.jti, &row.id, now).await? {
+        return Err(CommitError::Token("already_used"));
+    }
+    if is_transfer {
+        let limit = store::operations::daily_limit(&mut tx, &row.tenant_id, &row.currency).await?;
+        let cap = limit.unwrap_or(i64::MAX as u64);
+        if !store::operations::reserve(&mut tx, &row.tenant_id, &row.currency, &day, row.amount_minor, cap).await? {
+            let used = store::operations::reserved(&mut tx, &row.tenant_id, &row.currency, &day).await?;
+            let currency = crate::domain::Currency::parse(&row.currency).ok();
+            let format = |m: u64| currency.map(|c| c.format_minor(m)).unwrap_or_else(|| m.to_string());
+            return Err(budget_denied(&format, used, cap));
+        }
+    }
+    store::operations::insert(
+        &mut tx,
+        &NewOperation {
+            id: op_id,
+            proposal_id: &row.id,
+            jti: &claims.jti,
+            idempotency_key: &key,
+            tenant_id: &row.tenant_id,
+            kind: &row.kind,
+            amount_minor: row.amount_minor,
+            currency: &row.currency,
+            budget_day: is_transfer.then_some(day.as_str()),
+            reverses,
+            now,
+        },
+    )
+    .await?;
+    if !store::proposals::transition(&mut tx, &row.id, &[ProposalStatus::Approved], ProposalStatus::Executing, now)
+        .await?
+    {
+        let latest = store::proposals::get_in(&mut tx, &row.tenant_id, &row.id).await?.ok_or(CommitError::NotFound)?;
+        return Err(CommitError::InvalidState(latest.status));
+    }
+    store::audit::append(
+        &mut tx,
+        &AuditEntry {
+            tenant_id: Some(row.tenant_id.clone()),
+            actor: format!("agent:{}", row.agent_id),
+            action: "operation.created".into(),
+            proposal_id: Some(row.id.clone()),
+            request_hash: Some(row.request_hash.clone()),
+            data: json!({
+                "from": ProposalStatus::Approved, "to": ProposalStatus::Executing,
+                "operation_id": op_id, "idempotency_key": key, "jti": claims.jti,
+                "amount_minor": row.amount_minor, "currency": row.currency,
+                "budget_day": is_transfer.then_some(&day), "reverses": reverses,
+            }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}

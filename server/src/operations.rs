@@ -1,0 +1,537 @@
+//! Operations after they are recorded: the rail call, its outcome, and
+//! reconciliation (SPEC §6 outcomes, §7, §8).
+//!
+//! | rail says | operation | proposal |
+//! |---|---|---|
+//! | accepted and settled (`paid`) | `succeeded` | `succeeded` |
+//! | accepted, not settled (`pending`) | `accepted` | `executing` |
+//! | typed decline | `failed` + code | `failed` (budget released) |
+//! | timeout, dropped, 5xx, unparseable | `unknown` | `unknown` |
+//! | reversal done | `succeeded` | `succeeded`; the reversed transfer's proposal `reversed` (when reversed in full) |
+//! | reversal past the cutoff | `too_late` + `action_required: escalate_to_ops` | `failed` |
+//!
+//! Reconciliation reads the rail's own record by idempotency key
+//! (`transfer_group`): a record must match the operation (amount, currency,
+//! destination) to settle it; none found inside the resubmit window → the
+//! same request again with the same key; none found past it → `needs_review`,
+//! decided by a human ([`resolve`]).
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+
+use crate::domain::{CanonicalRequest, ProposalKind, ProposalStatus};
+use crate::rail::connector::{CreateOutcome, RailStatus, RailTransfer, ReversalOutcome, TransferOrder, UnknownCause};
+use crate::state::{AppState, InFlight};
+use crate::store::{
+    self,
+    audit::AuditEntry,
+    directory::Role,
+    operations::{OpStatus, OperationRow, Update},
+    parse_ts,
+};
+
+/// What the rail said, in the operation's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RailOutcome {
+    /// Settled: the money moved (transfer `paid`, or the reversal done).
+    Succeeded { reference: String },
+    /// Accepted, not settled yet.
+    Accepted { reference: String },
+    /// A definite refusal, with the SPEC §6 code.
+    Failed { code: &'static str, message: &'static str },
+    /// A reversal past the rail's cutoff.
+    TooLate,
+    /// The money may or may not have moved.
+    Unknown(UnknownCause),
+}
+
+/// The rail's status of a transfer that matches the operation.
+fn from_transfer(t: &RailTransfer) -> RailOutcome {
+    match t.status {
+        RailStatus::Paid | RailStatus::Reversed => RailOutcome::Succeeded { reference: t.id.clone() },
+        RailStatus::Pending => RailOutcome::Accepted { reference: t.id.clone() },
+        RailStatus::Failed => {
+            RailOutcome::Failed { code: "rail_rejected", message: "The rail reports the transfer failed." }
+        }
+    }
+}
+
+fn decline_message(code: &str) -> &'static str {
+    match code {
+        "insufficient_funds" => "The source account has insufficient funds.",
+        "destination_closed" => "The destination account is closed.",
+        "limit_exceeded" => "The amount exceeds the rail's limit.",
+        _ => "The rail rejected the request.",
+    }
+}
+
+/// Calls the rail for a recorded operation (first call or resubmission: the
+/// same order under the same idempotency key).
+pub async fn call_rail(
+    state: &AppState,
+    op: &OperationRow,
+    row: &store::proposals::ProposalRow,
+    canonical: &CanonicalRequest,
+) -> RailOutcome {
+    match canonical.kind {
+        ProposalKind::Transfer => {
+            let metadata = [("proposal_id", row.id.as_str())];
+            let order = TransferOrder {
+                idempotency_key: &op.idempotency_key,
+                amount_minor: op.amount_minor,
+                currency: &op.currency,
+                destination: canonical.destination.id.expose(),
+                source_account: canonical.source_account.expose(),
+                metadata: &metadata,
+            };
+            match state.rail.create_transfer(&order).await {
+                CreateOutcome::Accepted(t) => from_transfer(&t),
+                CreateOutcome::Declined(d) => {
+                    RailOutcome::Failed { code: d.code(), message: decline_message(d.code()) }
+                }
+                CreateOutcome::Unknown(cause) => RailOutcome::Unknown(cause),
+            }
+        }
+        ProposalKind::Reversal => {
+            let Some(transfer) = op.reverses.as_deref() else {
+                return RailOutcome::Failed { code: "rail_rejected", message: "No transfer to reverse." };
+            };
+            match state.rail.reverse(transfer, &op.idempotency_key, Some(op.amount_minor)).await {
+                ReversalOutcome::Reversed { reversal_id } => RailOutcome::Succeeded { reference: reversal_id },
+                ReversalOutcome::TooLate => RailOutcome::TooLate,
+                ReversalOutcome::Declined(d) => {
+                    RailOutcome::Failed { code: d.code(), message: decline_message(d.code()) }
+                }
+                ReversalOutcome::Unknown(cause) => RailOutcome::Unknown(cause),
+            }
+        }
+    }
+}
+
+/// How long to wait before looking at an open operation again.
+fn next_check(state: &AppState, op: &OperationRow, now: DateTime<Utc>) -> DateTime<Utc> {
+    let base = state.settings.rail.reconcile_interval_secs as i64;
+    let backoff = base.saturating_mul(1i64 << op.attempts.clamp(0, 8)).min(300);
+    now + Duration::seconds(backoff)
+}
+
+/// Writes an outcome: the operation (compare-and-set from the status it was
+/// read in), the proposal, the budget and the audit trail, in one transaction.
+/// Returns whether anything changed (false: someone else settled it first).
+pub async fn record(
+    state: &AppState,
+    op: &OperationRow,
+    outcome: RailOutcome,
+    now: DateTime<Utc>,
+) -> sqlx::Result<bool> {
+    let (to, update, proposal_to) = match &outcome {
+        RailOutcome::Succeeded { reference } => (
+            OpStatus::Succeeded,
+            Update { rail_reference: Some(reference), attempted: true, ..Default::default() },
+            ProposalStatus::Succeeded,
+        ),
+        RailOutcome::Accepted { reference } => (
+            OpStatus::Accepted,
+            Update {
+                rail_reference: Some(reference),
+                attempted: true,
+                next_check_at: Some(now + Duration::seconds(state.settings.rail.reconcile_interval_secs as i64)),
+                ..Default::default()
+            },
+            ProposalStatus::Executing,
+        ),
+        RailOutcome::Failed { code, message } => (
+            OpStatus::Failed,
+            Update { error: Some((code, message)), attempted: true, ..Default::default() },
+            ProposalStatus::Failed,
+        ),
+        RailOutcome::TooLate => (
+            OpStatus::TooLate,
+            Update {
+                error: Some(("too_late", "The transfer is past the rail's reversal cutoff: escalate to operations.")),
+                attempted: true,
+                ..Default::default()
+            },
+            ProposalStatus::Failed,
+        ),
+        RailOutcome::Unknown(cause) => {
+            tracing::warn!(operation_id = %op.id, ?cause, "rail outcome unknown; reconciliation will settle it");
+            (
+                OpStatus::Unknown,
+                Update { attempted: true, next_check_at: Some(next_check(state, op, now)), ..Default::default() },
+                ProposalStatus::Unknown,
+            )
+        }
+    };
+    settle(state, op, to, &update, proposal_to, "system:rail", json!({"rail_outcome": format!("{outcome:?}")}), now)
+        .await
+}
+
+/// Moves the operation from the status it was read in to `to` and the
+/// proposal to `proposal_to`, in one transaction with the audit entry.
+#[allow(clippy::too_many_arguments)]
+async fn settle(
+    state: &AppState,
+    op: &OperationRow,
+    to: OpStatus,
+    update: &Update<'_>,
+    proposal_to: ProposalStatus,
+    actor: &str,
+    mut data: serde_json::Value,
+    now: DateTime<Utc>,
+) -> sqlx::Result<bool> {
+    let mut tx = state.db.write.begin().await?;
+    if !store::operations::set_status(&mut tx, &op.id, &[op.status], to, update, now).await? {
+        return Ok(false);
+    }
+    let proposal =
+        store::proposals::get_in(&mut tx, &op.tenant_id, &op.proposal_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    if proposal.status != proposal_to && proposal.status.can_become(proposal_to) {
+        store::proposals::transition(&mut tx, &proposal.id, &[proposal.status], proposal_to, now).await?;
+    } else {
+        store::proposals::touch(&mut tx, &proposal.id, now).await?;
+    }
+    if to == OpStatus::Failed || to == OpStatus::TooLate {
+        if let Some(day) = &op.budget_day {
+            store::operations::release(&mut tx, &op.tenant_id, &op.currency, day, op.amount_minor).await?;
+        }
+    }
+    let mut reversed_proposal = None;
+    if to == OpStatus::Succeeded && op.kind == "reversal" {
+        reversed_proposal = mark_reversed(&mut tx, op, now).await?;
+    }
+    if let Some(obj) = data.as_object_mut() {
+        obj.insert("operation_id".into(), json!(op.id));
+        obj.insert("idempotency_key".into(), json!(op.idempotency_key));
+        obj.insert("operation_from".into(), json!(op.status));
+        obj.insert("operation_to".into(), json!(to));
+        obj.insert("from".into(), json!(proposal.status));
+        obj.insert("to".into(), json!(proposal_to));
+        obj.insert("rail_reference".into(), json!(update.rail_reference.or(op.rail_reference.as_deref())));
+        obj.insert("error_code".into(), json!(update.error.map(|(c, _)| c)));
+        if to == OpStatus::Failed && op.budget_day.is_some() {
+            obj.insert("budget_released".into(), json!(op.amount_minor));
+        }
+    }
+    store::audit::append(
+        &mut tx,
+        &AuditEntry {
+            tenant_id: Some(op.tenant_id.clone()),
+            actor: actor.to_owned(),
+            action: format!("operation.{}", to.as_str()),
+            proposal_id: Some(op.proposal_id.clone()),
+            request_hash: Some(proposal.request_hash.clone()),
+            data,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    state.changes.publish(&op.proposal_id);
+    if let Some(id) = reversed_proposal {
+        state.changes.publish(&id);
+    }
+    Ok(true)
+}
+
+/// A reversal succeeded: the transfer it reversed, when reversed in full,
+/// moves to `reversed`. Returns that proposal's id when it moved.
+async fn mark_reversed(
+    tx: &mut sqlx::SqliteConnection,
+    op: &OperationRow,
+    now: DateTime<Utc>,
+) -> sqlx::Result<Option<String>> {
+    let Some(reference) = op.reverses.as_deref() else { return Ok(None) };
+    let Some(original) = store::operations::by_rail_reference_in(tx, &op.tenant_id, reference).await? else {
+        return Ok(None);
+    };
+    if op.amount_minor < original.amount_minor {
+        return Ok(None);
+    }
+    let moved = store::proposals::transition(
+        tx,
+        &original.proposal_id,
+        &[ProposalStatus::Succeeded],
+        ProposalStatus::Reversed,
+        now,
+    )
+    .await?;
+    if !moved {
+        return Ok(None);
+    }
+    let row =
+        store::proposals::get_in(tx, &op.tenant_id, &original.proposal_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    store::audit::append(
+        tx,
+        &AuditEntry {
+            tenant_id: Some(op.tenant_id.clone()),
+            actor: "system:rail".into(),
+            action: "proposal.reversed".into(),
+            proposal_id: Some(original.proposal_id.clone()),
+            request_hash: Some(row.request_hash),
+            data: json!({"from": ProposalStatus::Succeeded, "to": ProposalStatus::Reversed,
+                         "reversal_proposal_id": op.proposal_id, "reversal_operation_id": op.id}),
+        },
+    )
+    .await?;
+    Ok(Some(original.proposal_id))
+}
+
+/// What one reconciliation pass did to one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reconciled {
+    /// Skipped: a rail call for it is running in this process.
+    InFlight,
+    /// Nothing settled yet (the rail could not be read, or still pending).
+    StillOpen,
+    /// Moved to this status.
+    Moved(OpStatus),
+    /// Another worker settled it first.
+    Raced,
+}
+
+/// Reconciles one open operation; see the module doc.
+pub async fn reconcile_one(state: &AppState, op: &OperationRow, now: DateTime<Utc>) -> anyhow::Result<Reconciled> {
+    if !OpStatus::OPEN.contains(&op.status) {
+        return Ok(Reconciled::StillOpen);
+    }
+    if state.in_flight.lock().map(|s| s.contains(&op.id)).unwrap_or(false) {
+        return Ok(Reconciled::InFlight);
+    }
+    let _guard = InFlight::enter(state, &op.id);
+    let row = store::proposals::get(&state.db.read, &op.tenant_id, &op.proposal_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("operation {} has no proposal", op.id))?;
+    let canonical: CanonicalRequest = serde_json::from_str(&row.canonical_request)?;
+    let in_window = now < parse_ts(&op.created_at) + Duration::seconds(state.settings.rail.resubmit_window_secs as i64);
+
+    let outcome = if op.kind == "transfer" {
+        match state.rail.find_by_group(&op.idempotency_key).await {
+            Err(cause) => {
+                tracing::warn!(operation_id = %op.id, ?cause, "rail record could not be read; will retry");
+                store::operations::reschedule(
+                    &mut *state.db.write.acquire().await?,
+                    &op.id,
+                    next_check(state, op, now),
+                    true,
+                )
+                .await?;
+                return Ok(Reconciled::StillOpen);
+            }
+            Ok(found) => {
+                let destination = canonical.destination.id.expose();
+                let (matching, foreign): (Vec<_>, Vec<_>) = found.into_iter().partition(|t| {
+                    t.amount_minor == op.amount_minor
+                        && t.currency.eq_ignore_ascii_case(&op.currency)
+                        && t.destination == destination
+                });
+                if !foreign.is_empty() || matching.len() > 1 {
+                    let why = if foreign.is_empty() { "duplicate_rail_records" } else { "rail_record_mismatch" };
+                    tracing::error!(operation_id = %op.id, why, "rail record does not settle the operation");
+                    return review(state, op, why, now).await;
+                }
+                match matching.first() {
+                    Some(t) => from_transfer(t),
+                    None if op.status == OpStatus::Accepted => {
+                        tracing::error!(operation_id = %op.id, "accepted transfer missing from the rail's records");
+                        return review(state, op, "rail_record_missing", now).await;
+                    }
+                    None if in_window => {
+                        tracing::info!(operation_id = %op.id, "no rail record; resubmitting with the same key");
+                        call_rail(state, op, &row, &canonical).await
+                    }
+                    None => return review(state, op, "no_rail_record", now).await,
+                }
+            }
+        }
+    } else if in_window {
+        // A reversal resubmitted under its key replays the rail's first outcome.
+        call_rail(state, op, &row, &canonical).await
+    } else {
+        return review(state, op, "no_rail_record", now).await;
+    };
+    if let (RailOutcome::Accepted { .. }, OpStatus::Accepted) = (&outcome, op.status) {
+        store::operations::reschedule(&mut *state.db.write.acquire().await?, &op.id, next_check(state, op, now), false)
+            .await?;
+        return Ok(Reconciled::StillOpen);
+    }
+    if let (RailOutcome::Unknown(_), OpStatus::Unknown) = (&outcome, op.status) {
+        store::operations::reschedule(&mut *state.db.write.acquire().await?, &op.id, next_check(state, op, now), true)
+            .await?;
+        return Ok(Reconciled::StillOpen);
+    }
+    let to = match &outcome {
+        RailOutcome::Succeeded { .. } => OpStatus::Succeeded,
+        RailOutcome::Accepted { .. } => OpStatus::Accepted,
+        RailOutcome::Failed { .. } => OpStatus::Failed,
+        RailOutcome::TooLate => OpStatus::TooLate,
+        RailOutcome::Unknown(_) => OpStatus::Unknown,
+    };
+    Ok(if record(state, op, outcome, now).await? { Reconciled::Moved(to) } else { Reconciled::Raced })
+}
+
+/// Hands an operation to a human: `needs_review` with why.
+async fn review(
+    state: &AppState,
+    op: &OperationRow,
+    why: &'static str,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Reconciled> {
+    let message = match why {
+        "no_rail_record" => {
+            "The rail has no record under this key and the resubmit window has passed: a human must decide."
+        }
+        "rail_record_mismatch" => "The rail's record under this key does not match the operation: a human must decide.",
+        "duplicate_rail_records" => "The rail holds more than one transfer under this key: a human must decide.",
+        _ => "The rail's record is missing: a human must decide.",
+    };
+    let update = Update { error: Some((why, message)), ..Default::default() };
+    let moved = settle(
+        state,
+        op,
+        OpStatus::NeedsReview,
+        &update,
+        ProposalStatus::NeedsReview,
+        "system:reconcile",
+        json!({"why": why}),
+        now,
+    )
+    .await?;
+    Ok(if moved { Reconciled::Moved(OpStatus::NeedsReview) } else { Reconciled::Raced })
+}
+
+/// One pass over the open operations that are due. Returns (operation id, result).
+pub async fn reconcile_due(state: &AppState, now: DateTime<Utc>) -> anyhow::Result<Vec<(String, Reconciled)>> {
+    let due = store::operations::due(&state.db.read, now, 100).await?;
+    let mut done = Vec::with_capacity(due.len());
+    for op in due {
+        let result = reconcile_one(state, &op, now).await;
+        match result {
+            Ok(r) => done.push((op.id, r)),
+            Err(e) => tracing::error!(operation_id = %op.id, error = %e, "reconciliation failed"),
+        }
+    }
+    Ok(done)
+}
+
+/// The background worker: runs until shutdown, a pass every interval.
+pub async fn run(state: crate::state::Shared, shutdown: crate::shutdown::Shutdown) {
+    let every = std::time::Duration::from_secs(state.settings.rail.reconcile_interval_secs);
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shutdown.wait() => return,
+        }
+        match reconcile_due(&state, state.now()).await {
+            Ok(done) => {
+                for (id, result) in done.iter().filter(|(_, r)| matches!(r, Reconciled::Moved(_))) {
+                    tracing::info!(operation_id = %id, ?result, "reconciled");
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "reconciliation pass failed"),
+        }
+    }
+}
+
+/// A human's decision on an operation that needs review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// The money moved: the rail reference proves it.
+    Succeeded { rail_reference: String },
+    /// The money did not move.
+    Failed { reason: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("no such operation")]
+    NotFound,
+    #[error("only admins can resolve operations")]
+    NotAnAdmin,
+    #[error("the operation is {0}, not needs_review")]
+    InvalidState(&'static str),
+    #[error("{0}")]
+    BadInput(&'static str),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// Who resolves: an authenticated console user.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    pub user_id: String,
+    pub tenant_id: String,
+    pub roles: Vec<Role>,
+}
+
+/// Settles a `needs_review` operation by a human decision (audited).
+pub async fn resolve(
+    state: &AppState,
+    who: &Resolver,
+    op_id: &str,
+    resolution: Resolution,
+    now: DateTime<Utc>,
+) -> Result<OperationRow, ResolveError> {
+    let op = store::operations::get(&state.db.read, op_id)
+        .await?
+        .filter(|o| o.tenant_id == who.tenant_id)
+        .ok_or(ResolveError::NotFound)?;
+    if !who.roles.contains(&Role::Admin) {
+        return Err(ResolveError::NotAnAdmin);
+    }
+    if op.status != OpStatus::NeedsReview {
+        return Err(ResolveError::InvalidState(op.status.as_str()));
+    }
+    let actor = format!("user:{}", who.user_id);
+    let moved = match &resolution {
+        Resolution::Succeeded { rail_reference } => {
+            let ok = rail_reference.len() <= 255
+                && (rail_reference.starts_with("tr_") || rail_reference.starts_with("trr_"))
+                && rail_reference.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !ok {
+                return Err(ResolveError::BadInput("the rail reference must look like tr_… or trr_…"));
+            }
+            let update =
+                Update { rail_reference: Some(rail_reference), resolved_by: Some(&who.user_id), ..Default::default() };
+            settle(
+                state,
+                &op,
+                OpStatus::Succeeded,
+                &update,
+                ProposalStatus::Succeeded,
+                &actor,
+                json!({"resolution": "succeeded"}),
+                now,
+            )
+            .await?
+        }
+        Resolution::Failed { reason } => {
+            let reason = reason.trim();
+            if reason.is_empty() || reason.chars().count() > 500 || reason.chars().any(char::is_control) {
+                return Err(ResolveError::BadInput("a reason of 1-500 characters is required to mark it failed"));
+            }
+            let update = Update {
+                error: Some(("rail_rejected", "Marked failed after review: the rail did not move the money.")),
+                resolved_by: Some(&who.user_id),
+                ..Default::default()
+            };
+            settle(
+                state,
+                &op,
+                OpStatus::Failed,
+                &update,
+                ProposalStatus::Failed,
+                &actor,
+                json!({"resolution": "failed", "reason": reason}),
+                now,
+            )
+            .await?
+        }
+    };
+    if !moved {
+        let latest = store::operations::get(&state.db.read, op_id).await?.ok_or(ResolveError::NotFound)?;
+        return Err(ResolveError::InvalidState(latest.status.as_str()));
+    }
+    store::operations::get(&state.db.read, op_id).await?.ok_or(ResolveError::NotFound)
+}

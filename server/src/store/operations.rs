@@ -1,0 +1,383 @@
+//! Durable operations (one per proposal) and daily budget reservations.
+//! Status changes are compare-and-set; a reservation is a conditional UPDATE.
+
+use chrono::{DateTime, Utc};
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+
+use super::ts;
+
+/// Where an operation stands. `Pending`, `Accepted` and `Unknown` are open
+/// (reconciliation looks at them); the rest are settled or wait for a human.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpStatus {
+    /// Recorded; the rail has not answered yet (or the process died mid-call).
+    Pending,
+    /// The rail accepted the transfer; it has not settled yet.
+    Accepted,
+    Succeeded,
+    /// A typed decline: the money did not move.
+    Failed,
+    /// The money may or may not have moved.
+    Unknown,
+    /// Reconciliation could not decide: a human must.
+    NeedsReview,
+    /// A reversal past the rail's cutoff: escalate to operations.
+    TooLate,
+}
+
+impl OpStatus {
+    pub const OPEN: [OpStatus; 3] = [OpStatus::Pending, OpStatus::Accepted, OpStatus::Unknown];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OpStatus::Pending => "pending",
+            OpStatus::Accepted => "accepted",
+            OpStatus::Succeeded => "succeeded",
+            OpStatus::Failed => "failed",
+            OpStatus::Unknown => "unknown",
+            OpStatus::NeedsReview => "needs_review",
+            OpStatus::TooLate => "too_late",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OpStatus> {
+        use OpStatus::*;
+        [Pending, Accepted, Succeeded, Failed, Unknown, NeedsReview, TooLate].into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct OperationRow {
+    pub id: String,
+    pub proposal_id: String,
+    pub jti: String,
+    pub idempotency_key: String,
+    pub tenant_id: String,
+    pub kind: String,
+    pub status: OpStatus,
+    pub amount_minor: u64,
+    pub currency: String,
+    pub budget_day: Option<String>,
+    pub rail_reference: Option<String>,
+    pub reverses: Option<String>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub attempts: i64,
+    pub next_check_at: String,
+    pub resolved_by: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+fn from_row(r: &sqlx::sqlite::SqliteRow) -> OperationRow {
+    OperationRow {
+        id: r.get("id"),
+        proposal_id: r.get("proposal_id"),
+        jti: r.get("jti"),
+        idempotency_key: r.get("idempotency_key"),
+        tenant_id: r.get("tenant_id"),
+        kind: r.get("kind"),
+        // An unreadable status is shown as needing review, never as settled.
+        status: OpStatus::parse(r.get::<&str, _>("status")).unwrap_or(OpStatus::NeedsReview),
+        amount_minor: r.get::<i64, _>("amount_minor") as u64,
+        currency: r.get("currency"),
+        budget_day: r.get("budget_day"),
+        rail_reference: r.get("rail_reference"),
+        reverses: r.get("reverses"),
+        error_code: r.get("error_code"),
+        error_message: r.get("error_message"),
+        attempts: r.get("attempts"),
+        next_check_at: r.get("next_check_at"),
+        resolved_by: r.get("resolved_by"),
+        created_at: r.get("created_at"),
+        updated_at: r.get("updated_at"),
+    }
+}
+
+/// What `insert` needs; the operation starts `pending`.
+#[derive(Debug, Clone)]
+pub struct NewOperation<'a> {
+    pub id: &'a str,
+    pub proposal_id: &'a str,
+    pub jti: &'a str,
+    pub idempotency_key: &'a str,
+    pub tenant_id: &'a str,
+    pub kind: &'a str,
+    pub amount_minor: u64,
+    pub currency: &'a str,
+    pub budget_day: Option<&'a str>,
+    pub reverses: Option<&'a str>,
+    pub now: DateTime<Utc>,
+}
+
+pub async fn insert(conn: &mut SqliteConnection, op: &NewOperation<'_>) -> sqlx::Result<()> {
+    let now = ts(op.now);
+    sqlx::query(
+        "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
+             currency, budget_day, reverses, attempts, next_check_at, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0, ?, ?, ?)",
+    )
+    .bind(op.id)
+    .bind(op.proposal_id)
+    .bind(op.jti)
+    .bind(op.idempotency_key)
+    .bind(op.tenant_id)
+    .bind(op.kind)
+    .bind(op.amount_minor as i64)
+    .bind(op.currency)
+    .bind(op.budget_day)
+    .bind(op.reverses)
+    .bind(&now)
+    .bind(&now)
+    .bind(&now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn for_proposal(pool: &SqlitePool, proposal_id: &str) -> sqlx::Result<Option<OperationRow>> {
+    let row =
+        sqlx::query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(pool).await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+/// The operations of the given proposals (any order).
+pub async fn for_proposals(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<OperationRow>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("SELECT * FROM operations WHERE proposal_id IN (");
+    let mut sep = q.separated(", ");
+    for id in ids {
+        sep.push_bind(*id);
+    }
+    q.push(")");
+    Ok(q.build().fetch_all(pool).await?.iter().map(from_row).collect())
+}
+
+pub async fn for_proposal_in(conn: &mut SqliteConnection, proposal_id: &str) -> sqlx::Result<Option<OperationRow>> {
+    let row =
+        sqlx::query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(conn).await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+/// The tenant's transfer operation that the rail knows as `rail_reference`.
+pub async fn by_rail_reference(
+    pool: &SqlitePool,
+    tenant: &str,
+    rail_reference: &str,
+) -> sqlx::Result<Option<OperationRow>> {
+    let row = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND rail_reference = ? AND kind = 'transfer'")
+        .bind(tenant)
+        .bind(rail_reference)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+pub async fn by_rail_reference_in(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    rail_reference: &str,
+) -> sqlx::Result<Option<OperationRow>> {
+    let row = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND rail_reference = ? AND kind = 'transfer'")
+        .bind(tenant)
+        .bind(rail_reference)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+pub async fn get(pool: &SqlitePool, id: &str) -> sqlx::Result<Option<OperationRow>> {
+    let row = sqlx::query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(pool).await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+pub async fn get_in(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<Option<OperationRow>> {
+    let row = sqlx::query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(conn).await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+/// Open operations whose next check is due, oldest first.
+pub async fn due(pool: &SqlitePool, now: DateTime<Utc>, limit: u32) -> sqlx::Result<Vec<OperationRow>> {
+    let rows = sqlx::query(
+        "SELECT * FROM operations WHERE status IN ('pending', 'accepted', 'unknown') AND next_check_at <= ?
+         ORDER BY next_check_at, id LIMIT ?",
+    )
+    .bind(ts(now))
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.iter().map(from_row).collect())
+}
+
+/// A tenant's operations in one status, newest first.
+pub async fn of_tenant(
+    pool: &SqlitePool,
+    tenant: &str,
+    status: OpStatus,
+    limit: u32,
+) -> sqlx::Result<Vec<OperationRow>> {
+    let rows = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND status = ? ORDER BY id DESC LIMIT ?")
+        .bind(tenant)
+        .bind(status.as_str())
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await?;
+    Ok(rows.iter().map(from_row).collect())
+}
+
+/// The new state of an operation, written only if it is still in one of `from`.
+#[derive(Debug, Clone, Default)]
+pub struct Update<'a> {
+    pub rail_reference: Option<&'a str>,
+    pub error: Option<(&'a str, &'a str)>,
+    pub resolved_by: Option<&'a str>,
+    /// Counts a rail call.
+    pub attempted: bool,
+    pub next_check_at: Option<DateTime<Utc>>,
+}
+
+/// Compare-and-set: moves `id` from one of `from` to `to`. Returns whether it moved.
+pub async fn set_status(
+    conn: &mut SqliteConnection,
+    id: &str,
+    from: &[OpStatus],
+    to: OpStatus,
+    u: &Update<'_>,
+    now: DateTime<Utc>,
+) -> sqlx::Result<bool> {
+    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("UPDATE operations SET status = ");
+    q.push_bind(to.as_str()).push(", updated_at = ").push_bind(ts(now));
+    if let Some(r) = u.rail_reference {
+        q.push(", rail_reference = ").push_bind(r.to_owned());
+    }
+    if let Some((code, message)) = u.error {
+        q.push(", error_code = ").push_bind(code.to_owned()).push(", error_message = ").push_bind(message.to_owned());
+    }
+    if let Some(by) = u.resolved_by {
+        q.push(", resolved_by = ").push_bind(by.to_owned());
+    }
+    if u.attempted {
+        q.push(", attempts = attempts + 1");
+    }
+    if let Some(at) = u.next_check_at {
+        q.push(", next_check_at = ").push_bind(ts(at));
+    }
+    q.push(" WHERE id = ").push_bind(id).push(" AND status IN (");
+    let mut sep = q.separated(", ");
+    for f in from {
+        sep.push_bind(f.as_str());
+    }
+    q.push(")");
+    Ok(q.build().execute(conn).await?.rows_affected() == 1)
+}
+
+/// Postpones the next reconciliation check of an open operation.
+pub async fn reschedule(conn: &mut SqliteConnection, id: &str, at: DateTime<Utc>, attempted: bool) -> sqlx::Result<()> {
+    let bump = if attempted { ", attempts = attempts + 1" } else { "" };
+    sqlx::query(&format!("UPDATE operations SET next_check_at = ?{bump} WHERE id = ?"))
+        .bind(ts(at))
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Marks the approval token used. False when it was used already or is not
+/// the proposal's (the `used_at IS NULL` compare-and-set makes it single use).
+pub async fn use_token(
+    conn: &mut SqliteConnection,
+    jti: &str,
+    proposal_id: &str,
+    now: DateTime<Utc>,
+) -> sqlx::Result<bool> {
+    let done =
+        sqlx::query("UPDATE approval_tokens SET used_at = ? WHERE jti = ? AND proposal_id = ? AND used_at IS NULL")
+            .bind(ts(now))
+            .bind(jti)
+            .bind(proposal_id)
+            .execute(conn)
+            .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The daily limit of a tenant for a currency, if one is set.
+pub async fn daily_limit(conn: &mut SqliteConnection, tenant: &str, currency: &str) -> sqlx::Result<Option<u64>> {
+    let limit: Option<i64> =
+        sqlx::query_scalar("SELECT daily_limit_minor FROM budgets WHERE tenant_id = ? AND currency = ?")
+            .bind(tenant)
+            .bind(currency)
+            .fetch_optional(conn)
+            .await?;
+    Ok(limit.map(|l| l as u64))
+}
+
+/// What a tenant has reserved for a currency on a UTC day.
+pub async fn reserved(conn: &mut SqliteConnection, tenant: &str, currency: &str, day: &str) -> sqlx::Result<u64> {
+    let reserved: Option<i64> =
+        sqlx::query_scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = ? AND currency = ? AND day = ?")
+            .bind(tenant)
+            .bind(currency)
+            .bind(day)
+            .fetch_optional(conn)
+            .await?;
+    Ok(reserved.unwrap_or(0) as u64)
+}
+
+/// Reserves `amount` on the day's budget if it stays within `limit`.
+/// Returns false (and changes nothing) when it would not.
+pub async fn reserve(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    currency: &str,
+    day: &str,
+    amount: u64,
+    limit: u64,
+) -> sqlx::Result<bool> {
+    sqlx::query(
+        "INSERT INTO budget_days (tenant_id, currency, day, reserved_minor) VALUES (?, ?, ?, 0)
+         ON CONFLICT (tenant_id, currency, day) DO NOTHING",
+    )
+    .bind(tenant)
+    .bind(currency)
+    .bind(day)
+    .execute(&mut *conn)
+    .await?;
+    let done = sqlx::query(
+        "UPDATE budget_days SET reserved_minor = reserved_minor + ?
+         WHERE tenant_id = ? AND currency = ? AND day = ? AND reserved_minor + ? <= ?",
+    )
+    .bind(amount as i64)
+    .bind(tenant)
+    .bind(currency)
+    .bind(day)
+    .bind(amount as i64)
+    .bind(limit as i64)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Gives a failed operation's reservation back to the day it was taken from.
+pub async fn release(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    currency: &str,
+    day: &str,
+    amount: u64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE budget_days SET reserved_minor = CASE WHEN reserved_minor > ? THEN reserved_minor - ? ELSE 0 END
+         WHERE tenant_id = ? AND currency = ? AND day = ?",
+    )
+    .bind(amount as i64)
+    .bind(amount as i64)
+    .bind(tenant)
+    .bind(currency)
+    .bind(day)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

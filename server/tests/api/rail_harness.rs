@@ -1,0 +1,151 @@
+//! Harness for the commit tests: a real `countersign rail-sim` process, a
+//! server pointed at it, and helpers to get a proposal approved and commit it.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::process::Stdio;
+use std::time::Duration;
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::helpers::*;
+
+/// A `countersign rail-sim` process with its own SQLite file, killed when dropped.
+pub struct RailSim {
+    pub url: String,
+    pub dir: TempDir,
+    http: reqwest::Client,
+    child: Child,
+}
+
+impl RailSim {
+    pub async fn start() -> RailSim {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut child = Command::new(BIN)
+            .args(["rail-sim", "--listen", "127.0.0.1:0", "--db"])
+            .arg(dir.path().join("rail.db"))
+            .env("COUNTERSIGN_LOG", "warn")
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn rail-sim");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let url = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.expect("read stdout") {
+                if let Some(url) = line.strip_prefix("rail-sim listening on ") {
+                    return url.trim().to_owned();
+                }
+            }
+            panic!("rail-sim exited before listening");
+        })
+        .await
+        .expect("rail-sim listens within 30 s");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        RailSim { url, dir, http: reqwest::Client::new(), child }
+    }
+
+    async fn sim_post(&self, path: &str, body: Value) -> Value {
+        let r = self.http.post(format!("{}{path}", self.url)).json(&body).send().await.expect("rail-sim answers");
+        assert!(r.status().is_success(), "POST {path}: {}", r.status());
+        r.json().await.expect("json")
+    }
+
+    /// Every transfer the rail holds, oldest first.
+    pub async fn transfers(&self) -> Vec<Value> {
+        let r = self.http.get(format!("{}/_sim/transfers", self.url)).send().await.expect("rail-sim answers");
+        let body: Value = r.json().await.expect("json");
+        body["data"].as_array().expect("data").clone()
+    }
+
+    /// `POST /_sim/faults`: the next `count` transfer creations misbehave.
+    pub async fn fault(&self, mode: &str, count: u32) {
+        self.sim_post("/_sim/faults", json!({"mode": mode, "count": count})).await;
+    }
+
+    pub async fn set_balance(&self, account: &str, currency: &str, amount: i64) {
+        self.sim_post("/_sim/balances", json!({"account": account, "currency": currency, "amount": amount})).await;
+    }
+
+    pub async fn close_destination(&self, destination: &str) {
+        self.sim_post("/_sim/destinations/closed", json!({"destination": destination})).await;
+    }
+
+    pub async fn advance_clock(&self, secs: i64) {
+        self.sim_post("/_sim/clock", json!({"advance_secs": secs})).await;
+    }
+}
+
+/// A fixture server (with `config`) talking to a fresh rail-sim process.
+pub async fn with_rail(config: &str) -> (TestServer, RailSim) {
+    with_rail_env(config, &[]).await
+}
+
+/// [`with_rail`] with extra environment for the server.
+pub async fn with_rail_env(config: &str, extra: &[(&str, &str)]) -> (TestServer, RailSim) {
+    let rail = RailSim::start().await;
+    let scratch = Scratch::new(config);
+    scratch.apply_fixture().await;
+    let server = scratch.serve(&env_for(&rail, extra)).await;
+    (server, rail)
+}
+
+/// The rail environment plus `extra`, borrowed as the harness wants it.
+pub fn env_for<'a>(rail: &'a RailSim, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env: Vec<(&str, &str)> =
+        vec![("COUNTERSIGN_RAIL__URL", rail.url.as_str()), ("COUNTERSIGN_RAIL__RECONCILE_INTERVAL_SECS", "1")];
+    env.extend_from_slice(extra);
+    env
+}
+
+static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A fresh run id, so equal requests are distinct proposals.
+pub fn fresh_run() -> String {
+    format!("commit-run-{}", RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// A small payment to the trusted payee: approved by policy at once.
+/// Returns (proposal id, approval token).
+pub async fn auto_approved(server: &TestServer, amount_minor: u64) -> (String, String) {
+    let body = with(
+        transfer(),
+        json!({"run_id": fresh_run(), "amount_minor": amount_minor, "destination": ACME_TRUSTED_PAYEE}),
+    );
+    let p = server.create(&body).await;
+    assert_eq!(p["status"], "approved", "{p}");
+    let id = p["id"].as_str().expect("id").to_owned();
+    let token = p["approval_token"].as_str().unwrap_or_else(|| panic!("approval_token: {p}")).to_owned();
+    (id, token)
+}
+
+impl TestServer {
+    /// `POST /api/v1/proposals/{id}/commit` as the agent with `key`.
+    pub async fn commit_as(&self, key: &str, id: &str, token: &str) -> Reply {
+        send(self.post_json(&format!("/api/v1/proposals/{id}/commit"), key, &json!({"approval_token": token}))).await
+    }
+
+    /// Commits as the acme payout bot.
+    pub async fn commit(&self, id: &str, token: &str) -> Reply {
+        self.commit_as(ACME_BOT_KEY, id, token).await
+    }
+
+    /// Polls the proposal until `pred` holds on it (at most `secs` seconds).
+    pub async fn wait_for(&self, id: &str, secs: u64, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let r = self.get_proposal(ACME_BOT_KEY, id).await;
+            if r.status == 200 && pred(&r.body) {
+                return r.body;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "proposal {id} never got there: {}", r.text);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Waits until the proposal's status is `status`.
+    pub async fn wait_status(&self, id: &str, status: &str, secs: u64) -> Value {
+        self.wait_for(id, secs, |p| p["status"] == status).await
+    }
+}
