@@ -451,8 +451,8 @@ pub enum ResolveError {
     NotAnAdmin,
     #[error("the operation is {0}, not needs_review")]
     InvalidState(&'static str),
-    #[error("{0}")]
-    BadInput(&'static str),
+    #[error("{1}")]
+    BadInput(&'static str, &'static str),
     #[error(transparent)]
     Store(#[from] sqlx::Error),
 }
@@ -490,7 +490,7 @@ pub async fn resolve(
                 && (rail_reference.starts_with("tr_") || rail_reference.starts_with("trr_"))
                 && rail_reference.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
             if !ok {
-                return Err(ResolveError::BadInput("the rail reference must look like tr_… or trr_…"));
+                return Err(ResolveError::BadInput("rail_reference", "must be the rail's id: tr_… or trr_…"));
             }
             let update =
                 Update { rail_reference: Some(rail_reference), resolved_by: Some(&who.user_id), ..Default::default() };
@@ -509,7 +509,7 @@ pub async fn resolve(
         Resolution::Failed { reason } => {
             let reason = reason.trim();
             if reason.is_empty() || reason.chars().count() > 500 || reason.chars().any(char::is_control) {
-                return Err(ResolveError::BadInput("a reason of 1-500 characters is required to mark it failed"));
+                return Err(ResolveError::BadInput("reason", "1-500 characters are required to mark it failed"));
             }
             let update = Update {
                 error: Some(("rail_rejected", "Marked failed after review: the rail did not move the money.")),

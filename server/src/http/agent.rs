@@ -252,30 +252,8 @@ pub async fn commit(
 
 /// The body of a commit: exactly `{"approval_token": "<string>"}`.
 fn commit_token(body: &Value) -> Result<&str, ApiError> {
-    let invalid = |field: &str, code: &'static str, message: &str| {
-        ApiError::Validation(vec![FieldError::new(field, code, message)])
-    };
-    let Some(object) = body.as_object() else {
-        return Err(invalid("body", "invalid_type", "must be a JSON object"));
-    };
-    let mut errors: Vec<FieldError> = object
-        .keys()
-        .filter(|k| k.as_str() != "approval_token")
-        .map(|k| FieldError::new(k, "unknown_field", "is not a field of a commit request"))
-        .collect();
-    let token = match object.get("approval_token") {
-        None => {
-            errors.push(FieldError::new("approval_token", "required", "is required"));
-            None
-        }
-        Some(Value::String(t)) if !t.is_empty() => Some(t.as_str()),
-        Some(_) => {
-            errors.push(FieldError::new("approval_token", "invalid_type", "must be a non-empty string"));
-            None
-        }
-    };
-    match token {
-        Some(t) if errors.is_empty() => Ok(t),
-        _ => Err(ApiError::Validation(errors)),
-    }
+    super::console::only_fields(body, &["approval_token"])?;
+    super::console::field(body, "approval_token").filter(|t| !t.is_empty()).ok_or_else(|| {
+        ApiError::Validation(vec![FieldError::new("approval_token", "required", "is required, as a non-empty string")])
+    })
 }

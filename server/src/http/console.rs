@@ -17,6 +17,7 @@ use super::error::ApiError;
 use super::extract::JsonBody;
 use super::session::{self, client_address, CurrentUser, SignInError};
 use crate::approvals::{self, DecideError, Verdict};
+use crate::operations::{Resolution, ResolveError};
 use crate::domain::{FieldError, ProposalStatus};
 use crate::proposals::{self, ProposalView};
 use crate::state::Shared;
@@ -36,11 +37,23 @@ impl From<DecideError> for ApiError {
     }
 }
 
-fn field<'a>(value: &'a Value, name: &str) -> Option<&'a str> {
+impl From<ResolveError> for ApiError {
+    fn from(e: ResolveError) -> Self {
+        match e {
+            ResolveError::NotFound => ApiError::NotFound,
+            ResolveError::NotAnAdmin => ApiError::ForbiddenBecause("only admins can resolve operations"),
+            ResolveError::InvalidState(s) => ApiError::OperationState(s),
+            ResolveError::BadInput(field, why) => ApiError::Validation(vec![FieldError::new(field, "invalid_value", why)]),
+            ResolveError::Store(e) => e.into(),
+        }
+    }
+}
+
+pub(super) fn field<'a>(value: &'a Value, name: &str) -> Option<&'a str> {
     value.get(name).and_then(Value::as_str)
 }
 
-fn only_fields(value: &Value, allowed: &[&str]) -> Result<(), ApiError> {
+pub(super) fn only_fields(value: &Value, allowed: &[&str]) -> Result<(), ApiError> {
     let Some(obj) = value.as_object() else {
         return Err(ApiError::Validation(vec![FieldError::new("", "invalid_type", "the body must be a JSON object")]));
     };
@@ -250,6 +263,58 @@ pub async fn decide_json(
     let verdict = verdict(field(&value, "decision"), field(&value, "reason"))?;
     let view = approvals::decide(&state, &user.approver("api"), &id, verdict, Utc::now()).await?;
     Ok(Json(view))
+}
+
+fn resolution(outcome: Option<&str>, rail_reference: Option<&str>, reason: Option<&str>) -> Result<Resolution, ApiError> {
+    match outcome {
+        Some("succeeded") => Ok(Resolution::Succeeded { rail_reference: rail_reference.unwrap_or_default().trim().to_owned() }),
+        Some("failed") => Ok(Resolution::Failed { reason: reason.unwrap_or_default().to_owned() }),
+        _ => Err(ApiError::Validation(vec![FieldError::new("outcome", "invalid_value", "must be succeeded or failed")])),
+    }
+}
+
+/// `POST /api/v1/operations/{id}/resolution` — an admin settles an operation
+/// that needs review: `{"outcome": "succeeded", "rail_reference": "tr_…"}` or
+/// `{"outcome": "failed", "reason": "…"}`. Answers with the proposal object.
+pub async fn resolve_json(
+    State(state): State<Shared>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    JsonBody { value }: JsonBody,
+) -> Result<Json<ProposalView>, ApiError> {
+    only_fields(&value, &["outcome", "rail_reference", "reason"])?;
+    let resolution = resolution(field(&value, "outcome"), field(&value, "rail_reference"), field(&value, "reason"))?;
+    let op = crate::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await?;
+    let view = proposals::load_view(&state, &user.user.tenant_id, &op.proposal_id).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(view))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ResolveForm {
+    outcome: String,
+    rail_reference: Option<String>,
+    reason: Option<String>,
+}
+
+/// `POST /operations/{id}/resolve` (form) — the operations page; redirects back.
+pub async fn resolve_form(
+    State(state): State<Shared>,
+    user: Option<CurrentUser>,
+    Path(id): Path<String>,
+    Form(form): Form<ResolveForm>,
+) -> Response {
+    let Some(user) = user else { return Redirect::to("/login").into_response() };
+    let back = |key: &str, code: &str| Redirect::to(&format!("/operations?{key}={code}")).into_response();
+    let Ok(resolution) = resolution(Some(&form.outcome), form.rail_reference.as_deref(), form.reason.as_deref()) else {
+        return back("error", "invalid");
+    };
+    match crate::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await {
+        Ok(op) => back("result", op.status.as_str()),
+        Err(ResolveError::BadInput(field, _)) => back("error", field),
+        Err(ResolveError::InvalidState(_)) => back("error", "invalid_state"),
+        Err(ResolveError::NotAnAdmin) => back("error", "forbidden"),
+        Err(e) => ApiError::from(e).into_response(),
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -35,6 +35,8 @@ pub enum ApiError {
     NotFound,
     #[error("the proposal is {0}")]
     InvalidState(ProposalStatus),
+    #[error("the operation is {0}")]
+    OperationState(&'static str),
     #[error("a request with this Idempotency-Key is still being processed")]
     IdempotencyKeyInUse,
     #[error("the request is invalid")]
@@ -69,7 +71,7 @@ impl ApiError {
             Unauthenticated | ApprovalTokenInvalid(_) => StatusCode::UNAUTHORIZED,
             Forbidden | ForbiddenBecause(_) | PolicyDenied(_) => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
-            InvalidState(_) | IdempotencyKeyInUse => StatusCode::CONFLICT,
+            InvalidState(_) | OperationState(_) | IdempotencyKeyInUse => StatusCode::CONFLICT,
             Validation(_) | UnknownDestination(_) | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -85,7 +87,7 @@ impl ApiError {
             Unauthenticated => "unauthenticated",
             Forbidden | ForbiddenBecause(_) => "forbidden",
             NotFound => "not_found",
-            InvalidState(_) => "invalid_state",
+            InvalidState(_) | OperationState(_) => "invalid_state",
             IdempotencyKeyInUse => "idempotency_key_in_use",
             Validation(_) => "validation_failed",
             UnknownDestination(_) => "unknown_destination",
@@ -103,6 +105,7 @@ impl ApiError {
             ApiError::Validation(fields) => json!(fields),
             ApiError::PolicyDenied(decision) => json!(decision.reasons),
             ApiError::InvalidState(status) => json!([{"current_status": status}]),
+            ApiError::OperationState(status) => json!([{"current_status": status}]),
             ApiError::ApprovalTokenInvalid(reason) => json!([{"reason": reason}]),
             _ => json!([]),
         };

@@ -53,6 +53,7 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .route("/session", post(console::sign_in_json).delete(console::sign_out_json))
         .route("/queue", get(console::queue))
         .route("/proposals/{id}/approvals", post(console::decide_json))
+        .route("/operations/{id}/resolution", post(console::resolve_json))
         .with_state(state.clone())
         .layer(csrf.clone())
         .layer(session_layer.clone());
@@ -83,6 +84,7 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .route("/login", post(console::sign_in_form))
         .route("/logout", post(console::sign_out_form))
         .route("/proposals/{id}/decision", post(console::decide_form))
+        .route("/operations/{id}/resolve", post(console::resolve_form))
         .route("/admin/users", post(console::admin_add_user))
         .route("/admin/agents", post(console::admin_add_agent))
         .route("/admin/payees", post(console::admin_add_payee))

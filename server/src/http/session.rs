@@ -47,6 +47,14 @@ impl CurrentUser {
         }
     }
 
+    pub fn resolver(&self) -> crate::operations::Resolver {
+        crate::operations::Resolver {
+            user_id: self.user.id.clone(),
+            tenant_id: self.user.tenant_id.clone(),
+            roles: self.user.roles.clone(),
+        }
+    }
+
     pub fn approver(&self, via: &'static str) -> crate::approvals::Approver {
         crate::approvals::Approver {
             user_id: self.user.id.clone(),
