@@ -10,6 +10,7 @@ mod audit;
 mod cancel;
 mod cli_commands;
 mod commit;
+mod commit_recovery;
 mod config;
 mod console_csrf;
 mod console_decide;
