@@ -17,8 +17,8 @@ use super::error::ApiError;
 use super::extract::JsonBody;
 use super::session::{self, client_address, CurrentUser, SignInError};
 use crate::approvals::{self, DecideError, Verdict};
-use crate::operations::{Resolution, ResolveError};
 use crate::domain::{FieldError, ProposalStatus};
+use crate::operations::{Resolution, ResolveError};
 use crate::proposals::{self, ProposalView};
 use crate::state::Shared;
 use crate::store;
@@ -43,7 +43,9 @@ impl From<ResolveError> for ApiError {
             ResolveError::NotFound => ApiError::NotFound,
             ResolveError::NotAnAdmin => ApiError::ForbiddenBecause("only admins can resolve operations"),
             ResolveError::InvalidState(s) => ApiError::OperationState(s),
-            ResolveError::BadInput(field, why) => ApiError::Validation(vec![FieldError::new(field, "invalid_value", why)]),
+            ResolveError::BadInput(field, why) => {
+                ApiError::Validation(vec![FieldError::new(field, "invalid_value", why)])
+            }
             ResolveError::Store(e) => e.into(),
         }
     }
@@ -265,11 +267,19 @@ pub async fn decide_json(
     Ok(Json(view))
 }
 
-fn resolution(outcome: Option<&str>, rail_reference: Option<&str>, reason: Option<&str>) -> Result<Resolution, ApiError> {
+fn resolution(
+    outcome: Option<&str>,
+    rail_reference: Option<&str>,
+    reason: Option<&str>,
+) -> Result<Resolution, ApiError> {
     match outcome {
-        Some("succeeded") => Ok(Resolution::Succeeded { rail_reference: rail_reference.unwrap_or_default().trim().to_owned() }),
+        Some("succeeded") => {
+            Ok(Resolution::Succeeded { rail_reference: rail_reference.unwrap_or_default().trim().to_owned() })
+        }
         Some("failed") => Ok(Resolution::Failed { reason: reason.unwrap_or_default().to_owned() }),
-        _ => Err(ApiError::Validation(vec![FieldError::new("outcome", "invalid_value", "must be succeeded or failed")])),
+        _ => {
+            Err(ApiError::Validation(vec![FieldError::new("outcome", "invalid_value", "must be succeeded or failed")]))
+        }
     }
 }
 
