@@ -334,3 +334,27 @@ async fn record(
     tx.commit().await?;
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rail_key_is_derived_from_the_proposal_and_its_hash() {
+        let hash = format!("sha256:{}", "ab".repeat(32));
+        let key = idempotency_key("prop_01abc", &hash);
+        assert_eq!(key, "cs-prop_01abc-abababababababab");
+        assert_eq!(key, idempotency_key("prop_01abc", &hash), "stable: never random at call time");
+        assert_ne!(key, idempotency_key("prop_01abd", &hash));
+        assert_ne!(key, idempotency_key("prop_01abc", &format!("sha256:{}", "cd".repeat(32))));
+        assert!(key.len() <= 255 && key.bytes().all(|b| b.is_ascii_graphic()), "fits the Idempotency-Key header");
+    }
+
+    #[test]
+    fn budgets_count_by_utc_calendar_day() {
+        let late = DateTime::parse_from_rfc3339("2026-03-01T23:59:59-05:00").unwrap().with_timezone(&Utc);
+        assert_eq!(budget_day(late), "2026-03-02", "04:59 UTC the next day");
+        let early = DateTime::parse_from_rfc3339("2026-03-01T00:00:00Z").unwrap().with_timezone(&Utc);
+        assert_eq!(budget_day(early), "2026-03-01");
+    }
+}

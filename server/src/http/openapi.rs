@@ -27,6 +27,7 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/api/v1/session"),
     ("GET", "/api/v1/queue"),
     ("POST", "/api/v1/proposals/{id}/approvals"),
+    ("POST", "/api/v1/operations/{id}/resolution"),
 ];
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that
@@ -245,6 +246,7 @@ fn paths() -> Value {
         ("/api/v1/proposals/{id}/cancel", json!({ "post": cancel_proposal() })),
         ("/api/v1/proposals/{id}/commit", json!({ "post": commit_proposal() })),
         ("/api/v1/proposals/{id}/approvals", json!({ "post": decide_proposal() })),
+        ("/api/v1/operations/{id}/resolution", json!({ "post": resolve_operation() })),
         ("/api/v1/session", json!({ "post": sign_in(), "delete": sign_out() })),
         ("/api/v1/queue", json!({ "get": list_queue() })),
         ("/.well-known/jwks.json", json!({ "get": get_jwks() })),
@@ -429,9 +431,8 @@ fn commit_proposal() -> Value {
     json!({
         "tags": ["agent"],
         "operationId": "commitProposal",
-        "summary": "Execute an approved proposal (not served yet)",
-        "x-countersign-available": false,
-        "description": "NOT SERVED BY THIS VERSION: the commit path and the rail connector are still being built, and this route answers 404 `not_found` until they land. The contract it will honour: verifies the approval token (ES256 under a published `kid`, `typ` `countersign-approval+jwt`, `iss`, `aud` `countersign:commit`, `nbf`/`exp`, `pid`/`tid`/`azp`, `rh` against the stored and the recomputed request hash), rechecks approvers, policy and budget, records the durable operation, and only then calls the rail with an idempotency key derived from the proposal id and request hash. An ambiguous rail outcome is `unknown`, never `failed`; reconciliation settles it.",
+        "summary": "Execute an approved proposal",
+        "description": "Verifies the approval token (ES256 under a published `kid`, `typ` `countersign-approval+jwt`, `iss`, `aud` `countersign:commit`, `nbf`/`exp` with 30 s leeway, `pid`/`tid`/`azp`, `rh` against the stored and the recomputed request hash, `jti` the proposal's current token), rechecks approvers, policy and the daily budget, then in one transaction marks the token used, records the durable operation, reserves the budget and moves the proposal to `executing`; only then calls the rail with an idempotency key derived from the proposal id and request hash. The answer carries the outcome: `succeeded`, `executing` (accepted, settling), `failed` with a typed `operation.error.code`, or `unknown` (the rail may have acted; reconciliation settles it, never a blind retry). A retried commit for the same proposal returns the existing operation and never calls the rail again.",
         "security": agent_security(),
         "parameters": [param_ref("ProposalId")],
         "requestBody": json_body(schema_ref("CommitRequest")),
@@ -468,6 +469,40 @@ fn decide_proposal() -> Value {
         "parameters": [param_ref("ProposalId"), param_ref("CsrfToken")],
         "requestBody": json_body(schema_ref("DecisionRequest")),
         "responses": decide_proposal_responses(),
+    })
+}
+
+fn resolve_operation() -> Value {
+    json!({
+        "tags": ["console"],
+        "operationId": "resolveOperation",
+        "summary": "Decide an operation that needs review (admins)",
+        "description": "Reconciliation hands an operation to a human when the rail has no record under its key past the resubmit window, or a record that does not match. An admin of the tenant settles it: `{\"outcome\": \"succeeded\", \"rail_reference\": \"tr_…\"}` (the money moved; the rail's id proves it) or `{\"outcome\": \"failed\", \"reason\": \"…\"}` (it did not; the budget reservation is released). Audited with the admin as actor.",
+        "security": console_security(),
+        "parameters": [
+            { "name": "id", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^op_" } },
+            param_ref("CsrfToken"),
+        ],
+        "requestBody": json_body(json!({
+            "type": "object",
+            "properties": {
+                "outcome": { "type": "string", "enum": ["succeeded", "failed"] },
+                "rail_reference": { "type": "string", "pattern": "^trr?_[A-Za-z0-9_]+$" },
+                "reason": { "type": "string", "minLength": 1, "maxLength": 500 },
+            },
+            "required": ["outcome"],
+            "additionalProperties": false,
+        })),
+        "responses": {
+            "200": proposal_response("The proposal after the decision, with its settled operation."),
+            "400": response_ref("InvalidJson"),
+            "401": response_ref("Unauthenticated"),
+            "403": error_response("Missing or wrong `X-CSRF-Token`, or not an admin.", &["forbidden"]),
+            "404": response_ref("NotFound"),
+            "409": error_response("The operation does not need review (any more).", &["invalid_state"]),
+            "422": error_response("A bad `outcome`, a missing `rail_reference` or `reason`.", &["validation_failed"]),
+            "500": response_ref("InternalError"),
+        },
     })
 }
 
@@ -1037,7 +1072,7 @@ fn operation_schema() -> Value {
             "rail_reference": { "type": ["string", "null"], "examples": ["tr_1Nv0"] },
             "error": {
                 "type": ["object", "null"],
-                "description": "A typed failure; `code` is one of `insufficient_funds`, `destination_closed`, `limit_exceeded`, `rail_rejected`. Raw rail bodies are never passed through.",
+                "description": "Set with `failed` (`code` one of `insufficient_funds`, `destination_closed`, `limit_exceeded`, `rail_rejected`), `too_late` (`too_late`) and `needs_review` (why: `no_rail_record`, `rail_record_mismatch`, `duplicate_rail_records`, `rail_record_missing`). Raw rail bodies are never passed through.",
                 "properties": {
                     "code": { "type": "string", "examples": ["insufficient_funds", "destination_closed", "limit_exceeded", "rail_rejected"] },
                     "message": { "type": "string" },
@@ -1049,8 +1084,10 @@ fn operation_schema() -> Value {
                 "enum": ["escalate_to_ops", null],
                 "description": "Set with status `too_late` (a reversal past the rail's cutoff): a terminal result for humans, not an error to retry.",
             },
+            "created_at": { "type": "string", "format": "date-time" },
+            "updated_at": { "type": "string", "format": "date-time" },
         },
-        "required": ["id", "status", "idempotency_key", "rail_reference", "error"],
+        "required": ["id", "status", "idempotency_key", "rail_reference", "error", "action_required", "created_at", "updated_at"],
     })
 }
 
