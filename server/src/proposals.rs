@@ -356,8 +356,18 @@ async fn canonical_reversal(
 ) -> Result<CanonicalRequest, ProposeError> {
     let invalid =
         |message: &str| ProposeError::Validation(vec![FieldError::new("transfer_id", "invalid_value", message)]);
-    let original = store::proposals::get(&state.db.read, &agent.tenant_id, r.transfer.as_str())
-        .await?
+    // Named by its proposal id, or by the rail's transfer id of its operation.
+    let named = r.transfer.as_str();
+    let proposal_id = if named.starts_with("tr_") {
+        store::operations::by_rail_reference(&state.db.read, &agent.tenant_id, named).await?.map(|op| op.proposal_id)
+    } else {
+        Some(named.to_owned())
+    };
+    let original = match proposal_id {
+        Some(id) => store::proposals::get(&state.db.read, &agent.tenant_id, &id).await?,
+        None => None,
+    };
+    let original = original
         .filter(|p| p.kind == ProposalKind::Transfer.as_str())
         .ok_or_else(|| invalid("names no transfer of this tenant"))?;
     if original.status != ProposalStatus::Succeeded {

@@ -270,7 +270,9 @@ async fn a_reversal_past_the_rails_cutoff_is_too_late_and_escalated() {
     let (server, rail) = with_rail("").await;
     let transfer = succeeded_transfer(&server).await;
     rail.advance_clock(8 * 24 * 3600).await;
-    let (_, r) = reverse(&server, &transfer).await;
+    // Named by the rail's transfer id this time.
+    let rail_id = server.get_proposal(ACME_BOT_KEY, &transfer).await.body["operation"]["rail_reference"].clone();
+    let (_, r) = reverse(&server, rail_id.as_str().unwrap()).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let op = &r.body["operation"];
     assert_eq!(op["status"], "too_late", "{}", r.text);
