@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::approval::token::MintRequest;
 use crate::domain::{ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
-use crate::policy::{self, Decision, Outcome, PolicyInput, Reason};
+use crate::policy::{self, Decision, Outcome, PolicyInput};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
 use crate::state::AppState;
 use crate::store::{self, audit::AuditEntry, directory::Role, proposals::ApprovalRow};
@@ -52,11 +52,7 @@ pub enum DecideError {
 }
 
 fn denied(rule: &str, message: String) -> DecideError {
-    DecideError::Denied(Decision {
-        outcome: Outcome::Denied,
-        required_approvals: 0,
-        reasons: vec![Reason { rule: rule.into(), message }],
-    })
+    DecideError::Denied(Decision::denied_by(rule, message))
 }
 
 /// A rejection reason: 1–500 characters after trimming, no control characters.

@@ -25,7 +25,7 @@ use serde_json::json;
 use crate::approval::token::{ApprovalClaims, Expected};
 use crate::domain::{CanonicalRequest, ProposalKind, ProposalStatus};
 use crate::operations;
-use crate::policy::{Decision, Outcome, Reason};
+use crate::policy::{Decision, Outcome};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
 use crate::state::{AppState, InFlight};
 use crate::store::{self, audit::AuditEntry, directory::Role, operations::NewOperation, proposals::ProposalRow};
@@ -47,11 +47,7 @@ pub enum CommitError {
 }
 
 fn denied(rule: &str, message: String) -> CommitError {
-    CommitError::Denied(Decision {
-        outcome: Outcome::Denied,
-        required_approvals: 0,
-        reasons: vec![Reason { rule: rule.into(), message }],
-    })
+    CommitError::Denied(Decision::denied_by(rule, message))
 }
 
 /// The rail idempotency key of a proposal: derived from its id and request
@@ -275,7 +271,7 @@ async fn record(
     let day = budget_day(now);
     let is_transfer = row.kind == ProposalKind::Transfer.as_str();
     let mut tx = state.db.write.begin().await?;
-    if store::operations::for_proposal_in(&mut tx, &row.id).await?.is_some() {
+    if store::operations::for_proposal(&mut *tx, &row.id).await?.is_some() {
         return Ok(false);
     }
     if !store::operations::use_token(&mut tx, &claims.jti, &row.id, now).await? {

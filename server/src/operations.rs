@@ -241,7 +241,7 @@ async fn mark_reversed(
     now: DateTime<Utc>,
 ) -> sqlx::Result<Option<String>> {
     let Some(reference) = op.reverses.as_deref() else { return Ok(None) };
-    let Some(original) = store::operations::by_rail_reference_in(tx, &op.tenant_id, reference).await? else {
+    let Some(original) = store::operations::by_rail_reference(&mut *tx, &op.tenant_id, reference).await? else {
         return Ok(None);
     };
     if op.amount_minor < original.amount_minor {
@@ -416,13 +416,7 @@ pub async fn reconcile_due(state: &AppState, now: DateTime<Utc>) -> anyhow::Resu
 /// The background worker: runs until shutdown, a pass every interval.
 pub async fn run(state: crate::state::Shared, shutdown: crate::shutdown::Shutdown) {
     let every = std::time::Duration::from_secs(state.settings.rail.reconcile_interval_secs);
-    let mut ticker = tokio::time::interval(every);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = shutdown.wait() => return,
-        }
+    crate::shutdown::every(every, &shutdown, || async {
         match reconcile_due(&state, state.now()).await {
             Ok(done) => {
                 for (id, result) in done.iter().filter(|(_, r)| matches!(r, Reconciled::Moved(_))) {
@@ -431,7 +425,8 @@ pub async fn run(state: crate::state::Shared, shutdown: crate::shutdown::Shutdow
             }
             Err(e) => tracing::error!(error = %e, "reconciliation pass failed"),
         }
-    }
+    })
+    .await;
 }
 
 /// A human's decision on an operation that needs review.

@@ -122,6 +122,16 @@ pub struct Decision {
 pub const RULE_AUTO_APPROVE: &str = "auto_approve_trusted_payee";
 
 impl Decision {
+    /// A refusal by one rule (checks made outside `evaluate`: limits,
+    /// segregation of duties, budgets).
+    pub fn denied_by(rule: &str, message: String) -> Decision {
+        Decision {
+            outcome: Outcome::Denied,
+            required_approvals: 0,
+            reasons: vec![Reason { rule: rule.into(), message }],
+        }
+    }
+
     /// The rule id an auto-approval is attributed to (`policy:<rule>`).
     pub fn auto_approver(&self) -> Option<String> {
         (self.outcome == Outcome::AutoApproved).then(|| format!("policy:{RULE_AUTO_APPROVE}"))

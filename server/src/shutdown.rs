@@ -25,3 +25,21 @@ impl Shutdown {
         let _ = rx.wait_for(|fired| *fired).await;
     }
 }
+
+/// Runs `tick` every `period` (the first at once) until `shutdown` fires;
+/// a tick that overruns delays the next one.
+pub async fn every<F, Fut>(period: std::time::Duration, shutdown: &Shutdown, mut tick: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shutdown.wait() => return,
+        }
+        tick().await;
+    }
+}

@@ -2,7 +2,7 @@
 //! Status changes are compare-and-set; a reservation is a conditional UPDATE.
 
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqliteExecutor, SqlitePool};
 
 use super::ts;
 
@@ -136,9 +136,10 @@ pub async fn insert(conn: &mut SqliteConnection, op: &NewOperation<'_>) -> sqlx:
     Ok(())
 }
 
-pub async fn for_proposal(pool: &SqlitePool, proposal_id: &str) -> sqlx::Result<Option<OperationRow>> {
+/// The operation of a proposal, on a pool or inside a transaction.
+pub async fn for_proposal<'e>(db: impl SqliteExecutor<'e>, proposal_id: &str) -> sqlx::Result<Option<OperationRow>> {
     let row =
-        sqlx::query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(pool).await?;
+        sqlx::query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(db).await?;
     Ok(row.as_ref().map(from_row))
 }
 
@@ -156,46 +157,22 @@ pub async fn for_proposals(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<
     Ok(q.build().fetch_all(pool).await?.iter().map(from_row).collect())
 }
 
-pub async fn for_proposal_in(conn: &mut SqliteConnection, proposal_id: &str) -> sqlx::Result<Option<OperationRow>> {
-    let row =
-        sqlx::query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(conn).await?;
-    Ok(row.as_ref().map(from_row))
-}
-
 /// The tenant's transfer operation that the rail knows as `rail_reference`.
-pub async fn by_rail_reference(
-    pool: &SqlitePool,
+pub async fn by_rail_reference<'e>(
+    db: impl SqliteExecutor<'e>,
     tenant: &str,
     rail_reference: &str,
 ) -> sqlx::Result<Option<OperationRow>> {
     let row = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND rail_reference = ? AND kind = 'transfer'")
         .bind(tenant)
         .bind(rail_reference)
-        .fetch_optional(pool)
+        .fetch_optional(db)
         .await?;
     Ok(row.as_ref().map(from_row))
 }
 
-pub async fn by_rail_reference_in(
-    conn: &mut SqliteConnection,
-    tenant: &str,
-    rail_reference: &str,
-) -> sqlx::Result<Option<OperationRow>> {
-    let row = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND rail_reference = ? AND kind = 'transfer'")
-        .bind(tenant)
-        .bind(rail_reference)
-        .fetch_optional(conn)
-        .await?;
-    Ok(row.as_ref().map(from_row))
-}
-
-pub async fn get(pool: &SqlitePool, id: &str) -> sqlx::Result<Option<OperationRow>> {
-    let row = sqlx::query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(pool).await?;
-    Ok(row.as_ref().map(from_row))
-}
-
-pub async fn get_in(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<Option<OperationRow>> {
-    let row = sqlx::query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(conn).await?;
+pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> sqlx::Result<Option<OperationRow>> {
+    let row = sqlx::query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(db).await?;
     Ok(row.as_ref().map(from_row))
 }
 
