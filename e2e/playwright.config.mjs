@@ -36,6 +36,10 @@ export default defineConfig({
     env: {
       COUNTERSIGN_PUBLIC_URL: `http://localhost:${port}`,
       COUNTERSIGN_LOG: 'warn',
+      // Never resubmit a lost transfer: an operation whose rail call failed
+      // without a record goes straight to needs_review (operations.spec.mjs).
+      // Commits whose rail answer arrives are unaffected.
+      COUNTERSIGN_RAIL__RESUBMIT_WINDOW_SECS: '0',
     },
   },
 });

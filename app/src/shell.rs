@@ -6,7 +6,10 @@ use leptos_router::{
 };
 
 use crate::components::CsrfField;
-use crate::pages::{admin::AdminPage, approve::ApprovePage, home::HomePage, login::LoginPage, proposal::ProposalPage};
+use crate::pages::{
+    admin::AdminPage, approve::ApprovePage, home::HomePage, login::LoginPage, operations::OperationsPage,
+    proposal::ProposalPage,
+};
 use crate::views::Viewer;
 
 /// The script policy: only our own files and the hydration script carrying
@@ -65,6 +68,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id/approve") view=ApprovePage ssr=SsrMode::Async/>
+                    <Route path=path!("/operations") view=OperationsPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
@@ -80,6 +84,7 @@ fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
         view! {
             <nav class="who">
                 <a href="/">"Queue"</a>
+                <a href="/operations">"Operations"</a>
                 {admin}
                 <span class="user" id="signed-in-as">{v.username.clone()}" "<span class="muted">{format!("({roles})")}</span></span>
                 <form method="post" action="/logout" class="inline">

@@ -95,7 +95,40 @@ pub struct ProposalDetail {
     /// Whether the viewer may approve or reject now, and if not, why.
     pub can_decide: bool,
     pub decide_blocker: Option<String>,
+    /// The payment's durable operation, once the agent has committed.
+    pub operation_status: Option<String>,
     pub rail_reference: Option<String>,
+    /// "message (code)" of a failed, too-late or needs-review operation.
+    pub operation_error: Option<String>,
+    /// `escalate_to_ops` when a reversal came too late.
+    pub action_required: Option<String>,
+}
+
+/// One operation on the operations page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationItem {
+    pub id: String,
+    pub proposal_id: String,
+    pub status: String,
+    /// The proposal's canonical request restated in words.
+    pub sentence: String,
+    pub amount: String,
+    pub idempotency_key: String,
+    pub rail_reference: Option<String>,
+    /// Why it waits: the reconciler's finding, or what is being checked.
+    pub why: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// Operations a human must settle (`needs_review`), and those reconciliation
+/// is still working on (`unknown`), of the viewer's tenant, newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationsPage {
+    pub needs_review: Vec<OperationItem>,
+    pub reconciling: Vec<OperationItem>,
+    /// Whether the viewer may resolve (admins only).
+    pub can_resolve: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

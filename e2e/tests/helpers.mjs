@@ -2,6 +2,9 @@
 // against the published JWKS with WebCrypto (independent of the server).
 import { expect } from '@playwright/test';
 import { webcrypto } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const AGENT_KEY = 'cs_test_demo0payout0bot0key000000000000';
 export const PASSWORD = 'countersign-demo';
@@ -67,4 +70,28 @@ export async function verifyToken(request, token) {
   );
   expect(ok, 'signature verifies against the JWKS').toBe(true);
   return JSON.parse(b64url(p).toString());
+}
+
+/** The agent commits an approved proposal with its approval token. */
+export async function commit(request, id, token) {
+  const response = await request.post(`/api/v1/proposals/${id}/commit`, {
+    headers: { Authorization: `Bearer ${AGENT_KEY}` },
+    data: { approval_token: token },
+  });
+  expect(response.status(), await response.text()).toBe(200);
+  return response.json();
+}
+
+/** Polls the proposal until it has `status` (the reconciler runs every 2 s). */
+export async function pollUntil(request, id, status, timeout = 30_000) {
+  let last;
+  await expect.poll(async () => (last = await poll(request, id)).status, { timeout, intervals: [500] }).toBe(status);
+  return last;
+}
+
+/** The URL of the rail simulator `serve` started in-process (it writes it into the data dir). */
+export function simulatorUrl() {
+  const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+  const dataDir = path.resolve(repo, process.env.E2E_DATA_DIR || 'artifacts/data');
+  return readFileSync(path.join(dataDir, 'rail-sim.url'), 'utf8').trim();
 }

@@ -6,14 +6,22 @@ use std::pin::Pin;
 
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
-    AdminData, AgentRow, ApprovalLine, ConsoleError, PayeeRow, ProposalDetail, QueueItem, QueuePage, ReasonLine,
-    TimelineLine, UserRow, Viewer,
+    AdminData, AgentRow, ApprovalLine, ConsoleError, OperationItem, OperationsPage, PayeeRow, ProposalDetail,
+    QueueItem, QueuePage, ReasonLine, TimelineLine, UserRow, Viewer,
 };
 
 use crate::domain::{mask_account, CanonicalRequest, ProposalStatus};
 use crate::http::console::{QueueQuery, ADMIN_FLASH, ADMIN_NEW_KEY};
 use crate::state::Shared;
-use crate::store::{self, directory::Role, proposals::ProposalRow};
+use crate::store::{
+    self,
+    directory::Role,
+    operations::{OpStatus, OperationRow},
+    proposals::ProposalRow,
+};
+
+/// How many operations of each kind the operations page lists.
+const OPERATIONS_LIMIT: u32 = 200;
 
 pub struct ConsoleService {
     pub state: Shared,
@@ -79,6 +87,7 @@ impl ConsoleService {
             .pop()
             .ok_or(ConsoleError::NotFound)?;
         let blocker = self.blocker(viewer, &row, &view).await?;
+        let operation = view.operation.as_ref();
         let names = self.usernames(&viewer.tenant_id).await?;
         let name_of = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
         let timeline = store::audit::for_proposal(&state.db.read, &row.id)
@@ -136,8 +145,56 @@ impl ConsoleService {
             expires_at: row.expires_at.clone(),
             can_decide: blocker.is_none(),
             decide_blocker: blocker,
-            rail_reference: None,
+            operation_status: operation.map(|o| o.status.as_str().to_owned()),
+            rail_reference: operation.and_then(|o| o.rail_reference.clone()),
+            operation_error: operation.and_then(|o| o.error.as_ref()).map(|e| format!("{} ({})", e.message, e.code)),
+            action_required: operation.and_then(|o| o.action_required).map(str::to_owned),
         })
+    }
+
+    /// The operations page: `needs_review` (a human decides) and `unknown`
+    /// (reconciliation is still reading the rail), of the viewer's tenant.
+    async fn operations_page(&self, viewer: &Viewer) -> Result<OperationsPage, ConsoleError> {
+        let pool = &self.state.db.read;
+        let tenant = &viewer.tenant_id;
+        let needs_review = store::operations::of_tenant(pool, tenant, OpStatus::NeedsReview, OPERATIONS_LIMIT)
+            .await
+            .map_err(unavailable)?;
+        let unknown = store::operations::of_tenant(pool, tenant, OpStatus::Unknown, OPERATIONS_LIMIT)
+            .await
+            .map_err(unavailable)?;
+        Ok(OperationsPage {
+            needs_review: self.operation_items(tenant, needs_review).await?,
+            reconciling: self.operation_items(tenant, unknown).await?,
+            can_resolve: viewer.is_admin(),
+        })
+    }
+
+    async fn operation_items(&self, tenant: &str, ops: Vec<OperationRow>) -> Result<Vec<OperationItem>, ConsoleError> {
+        let mut items = Vec::with_capacity(ops.len());
+        for op in ops {
+            let row = store::proposals::get(&self.state.db.read, tenant, &op.proposal_id).await.map_err(unavailable)?;
+            let sentence = match row {
+                Some(row) => canonical(&row)?.sentence(),
+                None => format!("Proposal {}", op.proposal_id),
+            };
+            let amount = crate::domain::Currency::parse(&op.currency)
+                .map(|c| c.format_minor(op.amount_minor))
+                .unwrap_or_else(|_| format!("{} {}", op.amount_minor, op.currency.to_uppercase()));
+            items.push(OperationItem {
+                why: why(&op),
+                id: op.id,
+                proposal_id: op.proposal_id,
+                status: op.status.as_str().to_owned(),
+                sentence,
+                amount,
+                idempotency_key: op.idempotency_key,
+                rail_reference: op.rail_reference,
+                created_at: op.created_at,
+                updated_at: op.updated_at,
+            });
+        }
+        Ok(items)
     }
 
     /// User id -> username, for showing people by name.
@@ -237,6 +294,20 @@ impl ConsoleService {
     }
 }
 
+/// Why an operation waits: the reconciler's finding, else what is being done.
+fn why(op: &OperationRow) -> String {
+    match (&op.error_code, &op.error_message) {
+        (Some(code), Some(message)) if !message.is_empty() => format!("{message} ({code})"),
+        (Some(code), _) => code.clone(),
+        (None, _) if op.status == OpStatus::Unknown => format!(
+            "The rail's answer was lost (timeout, dropped connection or rail error); reconciliation reads the rail's \
+             record by idempotency key. Next check at {}.",
+            op.next_check_at
+        ),
+        (None, _) => "No finding was recorded.".into(),
+    }
+}
+
 fn role_name(r: Role) -> &'static str {
     match r {
         Role::Viewer => "viewer",
@@ -265,6 +336,10 @@ impl ConsolePort for ConsoleService {
         let session = leptos::prelude::use_context::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<tower_sessions::Session>().cloned());
         Box::pin(self.admin_data(viewer, session))
+    }
+
+    fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage> {
+        Box::pin(self.operations_page(viewer))
     }
 
     fn wait_for_change(&self, max_secs: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {

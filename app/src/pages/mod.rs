@@ -2,5 +2,6 @@ pub mod admin;
 pub mod approve;
 pub mod home;
 pub mod login;
+pub mod operations;
 pub mod proposal;
 pub mod queue;

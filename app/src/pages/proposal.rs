@@ -96,11 +96,22 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
     } else {
         detail.decide_blocker.clone().map(|b| view! { <p class="muted">{b}</p> }).into_any()
     };
+    let payment = detail.operation_status.clone().map(|status| {
+        view! {
+            <Payment
+                status
+                rail_reference=detail.rail_reference.clone()
+                error=detail.operation_error.clone()
+                action_required=detail.action_required.clone()
+            />
+        }
+    });
     view! {
         <header class="proposal-head">
             <StatusBadge status=detail.status.clone()/>
             <h1 class="sentence">{detail.sentence.clone()}</h1>
         </header>
+        {payment}
         <div class="grid">
             <dl class="facts card">
                 <dt>"Amount"</dt><dd class="num">{detail.amount.clone()}</dd>
@@ -112,7 +123,6 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
                 <dt>"Request hash"</dt><dd><code class="hash">{detail.request_hash.clone()}</code></dd>
                 <dt>"Proposed"</dt><dd><time>{detail.created_at.clone()}</time></dd>
                 <dt>"Expires"</dt><dd><time>{detail.expires_at.clone()}</time></dd>
-                {detail.rail_reference.clone().map(|r| view! { <dt>"Rail reference"</dt><dd><code>{r}</code></dd> })}
             </dl>
             <div class="card untrusted">
                 <h2>"Reference from the agent"</h2>
@@ -134,6 +144,59 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         <div class="card">
             <h2>"Timeline"</h2>
             <ol class="timeline">{timeline}</ol>
+        </div>
+    }
+}
+
+/// What one sentence says about an operation in each status.
+fn operation_explained(status: &str) -> &'static str {
+    match status {
+        "pending" => "Recorded; the rail has not answered yet.",
+        "accepted" => "The rail accepted the transfer; it has not settled yet.",
+        "succeeded" => "The rail settled the payment.",
+        "failed" => "The rail refused the payment: no money moved.",
+        "unknown" => "The rail's answer was lost. Reconciliation is reading the rail's record; nothing to do yet.",
+        "needs_review" => {
+            "Reconciliation could not tell whether money moved: an admin must decide on the Operations page."
+        }
+        "too_late" => "The transfer is past the rail's reversal cutoff.",
+        _ => "",
+    }
+}
+
+/// The committed payment: its operation's status, the rail's reference,
+/// the error, and what a human must do, if anything.
+#[component]
+fn Payment(
+    status: String,
+    rail_reference: Option<String>,
+    error: Option<String>,
+    action_required: Option<String>,
+) -> impl IntoView {
+    let explained = operation_explained(&status);
+    let review =
+        (status == "needs_review").then(|| view! { " " <a href="/operations">"Operations needing review"</a> });
+    let escalate = action_required.as_deref() == Some("escalate_to_ops");
+    view! {
+        <div class="card payment" id="payment">
+            <h2>"Payment"</h2>
+            <dl class="facts">
+                <dt>"Operation"</dt><dd id="operation-status"><StatusBadge status=status/></dd>
+                <dt>"Rail reference"</dt>
+                <dd>{match rail_reference {
+                    Some(r) => view! { <code id="rail-reference">{r}</code> }.into_any(),
+                    None => view! { <span class="muted">"none yet"</span> }.into_any(),
+                }}</dd>
+                {error.map(|e| view! { <dt>"Error"</dt><dd class="error-text" id="operation-error">{e}</dd> })}
+            </dl>
+            <p class="muted small">{explained}{review}</p>
+            {escalate.then(|| view! {
+                <div class="notice notice-error" role="alert" id="escalate">
+                    <strong>"Escalate to operations."</strong>
+                    " The rail can no longer reverse this transfer automatically. Retrying will not help: \
+                     operations must recover the money with the payee directly."
+                </div>
+            })}
         </div>
     }
 }

@@ -1,0 +1,100 @@
+import { test, expect } from '@playwright/test';
+import { commit, poll, pollUntil, propose, signIn, simulatorUrl, verifyToken } from './helpers.mjs';
+
+test('approved in the browser, committed by the agent: the proposal page shows the settled payment', async ({ page, request }) => {
+  const proposal = await propose(request, { amount_minor: 34000 });
+  expect(proposal.status).toBe('pending_approval');
+
+  await signIn(page, 'ana');
+  await page.goto(`/proposals/${proposal.id}`);
+  await expect(page.locator('#payment')).toHaveCount(0);
+  await page.click('#approve');
+  await page.click('#confirm-approve');
+  await expect(page.locator('.proposal-head .badge')).toHaveText('approved');
+
+  const approved = await poll(request, proposal.id);
+  const claims = await verifyToken(request, approved.approval_token);
+  expect(claims.pid).toBe(proposal.id);
+
+  const committed = await commit(request, proposal.id, approved.approval_token);
+  expect(['executing', 'succeeded']).toContain(committed.status);
+  expect(committed.operation.idempotency_key).toBeTruthy();
+
+  const done = await pollUntil(request, proposal.id, 'succeeded');
+  expect(done.operation.status).toBe('succeeded');
+  const reference = done.operation.rail_reference;
+  expect(reference).toMatch(/^tr_/);
+
+  await page.goto(`/proposals/${proposal.id}`);
+  await expect(page.locator('.proposal-head .badge')).toHaveText('succeeded');
+  await expect(page.locator('#operation-status .badge')).toHaveText('succeeded');
+  await expect(page.locator('#rail-reference')).toHaveText(reference);
+  await expect(page.locator('#operation-error')).toHaveCount(0);
+  await expect(page.locator('#escalate')).toHaveCount(0);
+  await page.screenshot({ path: 'artifacts/proposal-succeeded.png', fullPage: true });
+});
+
+test('the operations page renders for an admin and asks anyone else to sign in', async ({ page }) => {
+  await page.goto('/operations');
+  await expect(page.locator('.notice-error')).toContainText('Please sign in');
+
+  await signIn(page, 'ada');
+  await page.click('nav.who a[href="/operations"]');
+  await expect(page).toHaveURL(/\/operations$/);
+  await expect(page.locator('h1')).toHaveText('Operations needing review');
+  await expect(page.locator('#needs-review')).toBeVisible();
+  await expect(page.locator('#reconciling')).toBeVisible();
+  await page.screenshot({ path: 'artifacts/operations.png', fullPage: true });
+});
+
+test('an operation the rail lost needs review; an admin resolves it in the browser', async ({ page, request }) => {
+  // The rail answers the next transfer with a 500 and records nothing; with
+  // the resubmit window at 0 (playwright.config.mjs) reconciliation hands it to a human.
+  const fault = await request.post(`${simulatorUrl()}/_sim/faults`, { data: { mode: 'error_500', count: 1 } });
+  expect(fault.status()).toBe(200);
+  const proposal = await propose(request, { amount_minor: 4200, destination: 'acct_acme0000000001' });
+  expect(proposal.status).toBe('approved');
+  const token = proposal.approval_token || (await poll(request, proposal.id)).approval_token;
+  const committed = await commit(request, proposal.id, token);
+  expect(committed.status).toBe('unknown');
+  const review = await pollUntil(request, proposal.id, 'needs_review');
+  const op = review.operation;
+  expect(op.error.code).toBe('no_rail_record');
+  const card = page.locator(`article[data-operation="${op.id}"]`);
+
+  // An approver sees it, read-only.
+  await signIn(page, 'ana');
+  await page.goto('/operations');
+  await expect(card).toBeVisible();
+  await expect(card.locator('form')).toHaveCount(0);
+  await page.click('nav.who button[type=submit]');
+
+  // The admin sees why, the key to look up at the rail, and the two decisions.
+  await signIn(page, 'ada');
+  await page.goto('/operations');
+  await expect(card).toBeVisible();
+  await expect(card.locator('.why')).toContainText('no_rail_record');
+  await expect(card).toContainText(op.idempotency_key);
+  await expect(card).toContainText('Pay Acme Supplies Ltd');
+  await expect(card.locator('a.sentence')).toHaveAttribute('href', `/proposals/${proposal.id}`);
+  await page.screenshot({ path: 'artifacts/operations-needs-review.png', fullPage: true });
+
+  // A reference that is not the rail's id is refused, with a fixed message.
+  await card.locator('input[name=rail_reference]').fill('not-a-rail-id');
+  await card.locator('.resolve-succeeded button').click();
+  await expect(page.locator('.notice-error')).toContainText("must be the rail's transfer id");
+  await expect(card).toBeVisible();
+
+  const reference = `tr_e2e${Date.now().toString(36)}`;
+  await card.locator('input[name=rail_reference]').fill(reference);
+  await card.locator('.resolve-succeeded button').click();
+  await expect(page.locator('.notice-ok')).toContainText('marked succeeded');
+  await expect(card).toHaveCount(0);
+
+  const settled = await poll(request, proposal.id);
+  expect(settled.status).toBe('succeeded');
+  expect(settled.operation.status).toBe('succeeded');
+  expect(settled.operation.rail_reference).toBe(reference);
+  await page.goto(`/proposals/${proposal.id}`);
+  await expect(page.locator('#rail-reference')).toHaveText(reference);
+});
