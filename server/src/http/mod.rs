@@ -101,6 +101,17 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .route("/.well-known/jwks.json", get(jwks))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        // The built console assets, outside the session layers: a script or
+        // wasm request costs no session read or write.
+        .nest_service(
+            "/pkg",
+            tower::ServiceBuilder::new()
+                .layer(tower_http::set_header::SetResponseHeaderLayer::if_not_present(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=300"),
+                ))
+                .service(tower_http::services::ServeDir::new(state.settings.site_root.join("pkg"))),
+        )
         .with_state(state)
         .merge(console)
         .layer(middleware::from_fn(request_context))

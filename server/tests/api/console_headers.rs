@@ -145,3 +145,27 @@ async fn html_pages_allow_their_scripts_by_a_fresh_nonce() {
         page_nonce(&path, &r);
     }
 }
+
+#[tokio::test]
+async fn asset_requests_never_touch_the_session() {
+    // A signed-in browser sends its cookie with every script and wasm request;
+    // those are served outside the session layers (no read, no refresh).
+    let scratch = Scratch::new("");
+    scratch.apply_fixture().await;
+    let site = scratch.dir.path().join("site");
+    std::fs::create_dir_all(site.join("pkg")).unwrap();
+    std::fs::write(site.join("pkg/countersign.js"), "export default 1;\n").unwrap();
+    let server = scratch.serve(&[("COUNTERSIGN_SITE_ROOT", site.to_str().unwrap())]).await;
+    let ana = Console::sign_in(&server, "ana").await;
+    let asset = send(ana.bare(reqwest::Method::GET, "/pkg/countersign.js")).await;
+    assert_eq!(asset.status, 200, "{}", asset.text);
+    assert_eq!(asset.text, "export default 1;\n");
+    assert!(asset.header("set-cookie").is_none(), "an asset request refreshed the session: {:?}", asset.headers);
+    assert_eq!(asset.header("x-content-type-options"), Some("nosniff"));
+    let missing = send(ana.bare(reqwest::Method::GET, "/pkg/nope.js")).await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.header("set-cookie").is_none());
+    // A page request does refresh it (the idle timeout counts from the last request).
+    let page = send(ana.bare(reqwest::Method::GET, "/")).await;
+    assert!(page.header("set-cookie").is_some(), "pages keep refreshing the session");
+}
