@@ -108,7 +108,7 @@ pub async fn commit(
 
     state.failpoint("commit.before_record");
     let op_id = store::new_id("op", now);
-    let _in_flight = InFlight::enter(state, &op_id);
+    let _in_flight = InFlight::claim(state, &op_id).expect("a fresh operation id is not in flight");
     if !record(state, &row, &claims, &op_id, reverses.as_deref(), now).await? {
         // Another commit of this proposal got there first: answer with its operation.
         return view(state, agent, proposal_id).await;
@@ -163,8 +163,7 @@ async fn recheck(
     if decision.outcome == Outcome::Denied {
         return Err(CommitError::Denied(decision));
     }
-    let currency = crate::domain::Currency::parse(&row.currency).ok();
-    let format = |minor: u64| currency.map(|c| c.format_minor(minor)).unwrap_or_else(|| minor.to_string());
+    let format = |minor: u64| format_amount(row, minor);
     let mut humans = 0usize;
     let mut conn = state.db.read.acquire().await?;
     for approver in &claims.approvers {
@@ -215,17 +214,26 @@ async fn recheck(
         if let Some(limit) = store::operations::daily_limit(&mut conn, &row.tenant_id, &row.currency).await? {
             let used = store::operations::reserved(&mut conn, &row.tenant_id, &row.currency, &budget_day(now)).await?;
             if used.saturating_add(row.amount_minor) > limit {
-                return Err(budget_denied(&format, used, limit));
+                return Err(budget_denied(row, used, limit));
             }
         }
     }
     Ok(())
 }
 
-fn budget_denied(format: &dyn Fn(u64) -> String, used: u64, limit: u64) -> CommitError {
+/// `minor` units in the proposal's currency, e.g. "250.00 USD".
+fn format_amount(row: &ProposalRow, minor: u64) -> String {
+    crate::domain::Currency::parse(&row.currency).map(|c| c.format_minor(minor)).unwrap_or_else(|_| minor.to_string())
+}
+
+fn budget_denied(row: &ProposalRow, used: u64, limit: u64) -> CommitError {
     denied(
         "daily_budget",
-        format!("Today's budget (UTC) would be exceeded: {} of {} is already reserved.", format(used), format(limit)),
+        format!(
+            "Today's budget (UTC) would be exceeded: {} of {} is already reserved.",
+            format_amount(row, used),
+            format_amount(row, limit)
+        ),
     )
 }
 
@@ -282,9 +290,7 @@ async fn record(
         let cap = limit.unwrap_or(i64::MAX as u64);
         if !store::operations::reserve(&mut tx, &row.tenant_id, &row.currency, &day, row.amount_minor, cap).await? {
             let used = store::operations::reserved(&mut tx, &row.tenant_id, &row.currency, &day).await?;
-            let currency = crate::domain::Currency::parse(&row.currency).ok();
-            let format = |m: u64| currency.map(|c| c.format_minor(m)).unwrap_or_else(|| m.to_string());
-            return Err(budget_denied(&format, used, cap));
+            return Err(budget_denied(row, used, cap));
         }
     }
     store::operations::insert(

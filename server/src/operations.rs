@@ -294,10 +294,9 @@ pub async fn reconcile_one(state: &AppState, op: &OperationRow, now: DateTime<Ut
     if !OpStatus::OPEN.contains(&op.status) {
         return Ok(Reconciled::StillOpen);
     }
-    if state.in_flight.lock().map(|s| s.contains(&op.id)).unwrap_or(false) {
+    let Some(_guard) = InFlight::claim(state, &op.id) else {
         return Ok(Reconciled::InFlight);
-    }
-    let _guard = InFlight::enter(state, &op.id);
+    };
     let row = store::proposals::get(&state.db.read, &op.tenant_id, &op.proposal_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("operation {} has no proposal", op.id))?;

@@ -99,9 +99,11 @@ pub struct InFlight<'a> {
 }
 
 impl<'a> InFlight<'a> {
-    pub fn enter(state: &'a AppState, id: &str) -> InFlight<'a> {
-        state.in_flight.lock().expect("in-flight set").insert(id.to_owned());
-        InFlight { state, id: id.to_owned() }
+    /// Claims the operation for this task; `None` when another task of this
+    /// process holds it (check and insert are one step under the lock).
+    pub fn claim(state: &'a AppState, id: &str) -> Option<InFlight<'a>> {
+        let fresh = state.in_flight.lock().expect("in-flight set").insert(id.to_owned());
+        fresh.then(|| InFlight { state, id: id.to_owned() })
     }
 }
 
