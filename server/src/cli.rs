@@ -110,6 +110,22 @@ pub struct TenantAdd {
 pub enum UserCommand {
     /// Add or update a user. The password is read from COUNTERSIGN_USER_PASSWORD or, if unset, stdin.
     Add(UserAdd),
+    /// Link a user to their Slack user id (button presses act as them), or unlink them.
+    LinkSlack(UserLinkSlack),
+}
+
+#[derive(Args, Debug)]
+pub struct UserLinkSlack {
+    #[arg(long)]
+    pub tenant: String,
+    #[arg(long)]
+    pub username: String,
+    /// The Slack member id, e.g. U0123ABCD.
+    #[arg(long, required_unless_present = "unlink", conflicts_with = "unlink")]
+    pub slack_user_id: Option<String>,
+    /// Remove the link instead.
+    #[arg(long)]
+    pub unlink: bool,
 }
 
 #[derive(Args, Debug)]
@@ -240,6 +256,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             )
             .await?;
             println!("user {} saved as {id}", a.username);
+        }
+        Command::User { command: UserCommand::LinkSlack(a) } => {
+            let db = Db::open(&settings.data_dir).await?;
+            let slack = a.slack_user_id.as_deref();
+            if let Err(why) = crate::provision::link_slack(&db, &a.tenant, &a.username, slack, "cli").await {
+                eprintln!("error: {why}");
+                return Ok(2);
+            }
+            match slack {
+                Some(id) => println!("user {} linked to Slack user {id}", a.username),
+                None => println!("user {} unlinked from Slack", a.username),
+            }
         }
         Command::Agent { command: AgentCommand::Add(a) } => {
             let db = Db::open(&settings.data_dir).await?;

@@ -7,7 +7,7 @@ use figment::{
     providers::{Env, Format, Serialized, Toml},
     Figment,
 };
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -106,13 +106,53 @@ impl Default for ConsoleSettings {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SlackSettings {
+    /// The incoming-webhook URL new pending proposals are posted to, for every
+    /// tenant without an entry in `webhook_urls`. Unset: no messages.
     #[serde(skip_serializing)]
     pub webhook_url: Option<SecretString>,
+    /// Per-tenant incoming-webhook URLs (tenant id → URL), so one tenant's
+    /// payments never reach another tenant's channel.
+    #[serde(skip_serializing)]
+    pub webhook_urls: BTreeMap<String, SecretString>,
+    /// Signing secrets; a request signed with any of them is accepted (list
+    /// the new secret beside the old one while rotating). Empty: every
+    /// button press is refused.
     #[serde(skip_serializing)]
     pub signing_secrets: Vec<SecretString>,
+    /// The only hosts outbound requests (webhook, `response_url`) may go to.
+    pub allowed_hosts: Vec<String>,
+    /// Per currency: above this amount (minor units) the Approve button only
+    /// links to the console, and an approve press is refused. Currencies not
+    /// listed have no such cap.
+    pub max_direct_approve_minor: BTreeMap<String, u64>,
+    /// One outbound request, connect to last byte.
+    pub timeout_ms: u64,
+    /// The longest wait between two delivery attempts (backoff doubles up to it).
+    pub max_backoff_secs: u64,
+}
+
+impl Default for SlackSettings {
+    fn default() -> Self {
+        SlackSettings {
+            webhook_url: None,
+            webhook_urls: BTreeMap::new(),
+            signing_secrets: Vec::new(),
+            allowed_hosts: vec!["hooks.slack.com".into()],
+            max_direct_approve_minor: BTreeMap::new(),
+            timeout_ms: 5_000,
+            max_backoff_secs: 300,
+        }
+    }
+}
+
+impl SlackSettings {
+    /// The webhook URL messages about `tenant`'s proposals go to, if any.
+    pub fn webhook_for(&self, tenant: &str) -> Option<&SecretString> {
+        self.webhook_urls.get(tenant).or(self.webhook_url.as_ref())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -287,7 +327,37 @@ impl Settings {
         if !self.rail.simulator_listen.ip().is_loopback() {
             return bad("rail.simulator_listen", "the bundled simulator listens on loopback only");
         }
+        self.validate_slack()?;
         self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
+    }
+
+    fn validate_slack(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
+        let slack = &self.slack;
+        if slack.timeout_ms == 0 || slack.max_backoff_secs == 0 {
+            return bad("slack", "timeout_ms and max_backoff_secs must be greater than zero");
+        }
+        if slack.allowed_hosts.iter().any(|h| h.trim().is_empty() || h.contains(['/', ':', '@'])) {
+            return bad("slack.allowed_hosts", "each entry is a bare host name such as hooks.slack.com");
+        }
+        let allow = crate::slack::Allowlist::new(&slack.allowed_hosts);
+        let urls = slack.webhook_url.iter().map(|u| ("slack.webhook_url".to_owned(), u));
+        let per_tenant = slack.webhook_urls.iter().map(|(t, u)| (format!("slack.webhook_urls.{t}"), u));
+        for (key, url) in urls.chain(per_tenant) {
+            // The reason names the rule, never the URL (it holds a secret).
+            if let Err(why) = allow.check(url.expose_secret()) {
+                return bad(&key, why);
+            }
+        }
+        for (code, cap) in &slack.max_direct_approve_minor {
+            if !self.currencies.contains(code) {
+                return bad(&format!("slack.max_direct_approve_minor.{code}"), "is not an accepted currency");
+            }
+            if *cap == 0 {
+                return bad(&format!("slack.max_direct_approve_minor.{code}"), "must be greater than zero");
+            }
+        }
+        Ok(())
     }
 
     pub fn currency_rules(&self) -> CurrencyRules {
@@ -345,7 +415,6 @@ fn one_line(e: &figment::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use secrecy::ExposeSecret;
 
     #[test]
     fn defaults_validate() {

@@ -22,6 +22,7 @@ pub mod proposals;
 pub mod provision;
 pub mod rail;
 pub mod shutdown;
+pub mod slack;
 pub mod startup;
 pub mod state;
 pub mod store;

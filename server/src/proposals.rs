@@ -218,6 +218,7 @@ pub async fn propose(
     insert_new(state, &mut tx, agent, &canonical, &hash, run_id, &decision, &id, now, summary).await?;
     tx.commit().await?;
     state.changes.publish(&id);
+    crate::slack::outbox::wake(state);
     Ok(Proposed::Created(owned_view(state, agent, &id).await?))
 }
 
@@ -275,24 +276,27 @@ async fn insert_new(
         data: summary,
     };
     store::audit::append(tx, &created).await?;
-    if let Some(approver) = decision.auto_approver() {
-        let approval = store::proposals::ApprovalRow {
-            proposal_id: id.to_owned(),
-            round: 1,
-            approver_id: approver,
-            decision: "approve".into(),
-            reason: None,
-            via: "policy".into(),
-            amr: "policy".into(),
-            at: store::ts(now),
-        };
-        store::proposals::insert_approval(tx, &approval).await?;
-        let row = store::proposals::get_in(tx, &agent.tenant_id, id).await?.ok_or(sqlx::Error::RowNotFound)?;
-        crate::approvals::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
-            crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
-            other => ProposeError::Approval(other.to_string()),
-        })?;
-    }
+    let Some(approver) = decision.auto_approver() else {
+        let card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+        crate::slack::outbox::announce(state, tx, &card, now).await?;
+        return Ok(());
+    };
+    let approval = store::proposals::ApprovalRow {
+        proposal_id: id.to_owned(),
+        round: 1,
+        approver_id: approver,
+        decision: "approve".into(),
+        reason: None,
+        via: "policy".into(),
+        amr: "policy".into(),
+        at: store::ts(now),
+    };
+    store::proposals::insert_approval(tx, &approval).await?;
+    let row = store::proposals::get_in(tx, &agent.tenant_id, id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    crate::approvals::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
+        crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
+        other => ProposeError::Approval(other.to_string()),
+    })?;
     Ok(())
 }
 

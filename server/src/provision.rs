@@ -307,6 +307,35 @@ async fn add_one(db: &Db, plan: impl FnOnce(&mut Checker<'_>) -> Plan) -> Result
     execute(db, &source, &plan).await
 }
 
+/// `countersign user link-slack` and the admin page: links a user of
+/// `tenant` to a Slack user id (or unlinks them with `None`), with an audit
+/// entry naming `actor`. The error is one line for a person to read.
+pub async fn link_slack(db: &Db, tenant: &str, username: &str, slack: Option<&str>, actor: &str) -> Result<(), String> {
+    let slack = slack.map(slack_user_id).transpose().map_err(|why| format!("slack_user_id {why}"))?;
+    let fail = |e: sqlx::Error| {
+        if is_unique_violation(&e) {
+            "that Slack user id is already linked to another user".to_owned()
+        } else {
+            tracing::error!(error = %e, "cannot link a Slack user id");
+            "database error".to_owned()
+        }
+    };
+    let mut tx = db.write.begin().await.map_err(fail)?;
+    if !directory::set_slack_user_id(&mut tx, tenant, username, slack.as_deref()).await.map_err(fail)? {
+        return Err(format!("there is no user {username} in tenant {tenant}"));
+    }
+    let entry = AuditEntry {
+        tenant_id: Some(tenant.to_owned()),
+        actor: actor.to_owned(),
+        action: if slack.is_some() { "registry.user.slack_linked" } else { "registry.user.slack_unlinked" }.into(),
+        proposal_id: None,
+        request_hash: None,
+        data: json!({"username": username, "slack_user_id": slack}),
+    };
+    audit::append(&mut tx, &entry).await.map_err(fail)?;
+    tx.commit().await.map_err(fail)
+}
+
 /// A new agent bearer key: `cs_live_` (or `cs_test_`) and 32 random base62
 /// characters from the operating system's generator (about 190 bits).
 /// `CUR=AMOUNT_MINOR` (e.g. `USD=500_000`), as the CLI flags and the admin

@@ -106,6 +106,7 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
     vec![
         tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::operations::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::slack::outbox::run(state.clone(), shutdown.clone())),
     ]
 }
 

@@ -30,6 +30,8 @@ pub struct AppState {
     pub in_flight: Mutex<HashSet<String>>,
     /// Test-only hooks (failpoint, clock skew), from the environment.
     pub hooks: TestHooks,
+    /// Outbound Slack messages (allowlisted client, delivery wake-up).
+    pub slack: crate::slack::Slack,
 }
 
 pub type Shared = Arc<AppState>;
@@ -37,6 +39,7 @@ pub type Shared = Arc<AppState>;
 impl AppState {
     pub fn new(db: Db, settings: Settings, keys: KeyStore, rail: RailClient, shutdown: Shutdown) -> Shared {
         let currencies = settings.currency_rules();
+        let slack = crate::slack::Slack::new(&settings.slack);
         Arc::new(AppState {
             db,
             settings,
@@ -48,6 +51,7 @@ impl AppState {
             rail,
             in_flight: Mutex::new(HashSet::new()),
             hooks: TestHooks::from_env(),
+            slack,
         })
     }
 

@@ -74,6 +74,12 @@ fn Admin(admin: AdminData) -> impl IntoView {
                 <input name="slack_user_id" placeholder="Slack user id"/>
                 <button type="submit">"Add user"</button>
             </form>
+            <form method="post" action="/admin/slack-links" class="inline-form" aria-label="Link a Slack user">
+                <CsrfField token=csrf.clone()/>
+                <input name="username" placeholder="username" required/>
+                <input name="slack_user_id" placeholder="Slack user id (empty: unlink)"/>
+                <button type="submit">"Link Slack user"</button>
+            </form>
         </div>
         <div class="card">
             <h2>"Agents"</h2>

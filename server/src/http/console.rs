@@ -490,6 +490,26 @@ pub async fn admin_add_user(
     admin_done(&session, outcome).await
 }
 
+/// `POST /admin/slack-links` (form): links a user of the admin's tenant to a
+/// Slack user id; an empty id unlinks.
+pub async fn admin_link_slack(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let username = trimmed(&form, "username");
+    let slack = Some(trimmed(&form, "slack_user_id")).filter(|s| !s.is_empty());
+    let actor = format!("user:{}", admin.user.id);
+    let outcome =
+        crate::provision::link_slack(&state.db, &admin.user.tenant_id, &username, slack.as_deref(), &actor).await;
+    let message = match &slack {
+        Some(id) => format!("User {username} linked to Slack user {id}."),
+        None => format!("User {username} unlinked from Slack."),
+    };
+    admin_done(&session, outcome.map(|()| message)).await
+}
+
 /// `POST /admin/agents` (form) — the key is shown once, on the next admin page.
 pub async fn admin_add_agent(
     State(state): State<Shared>,

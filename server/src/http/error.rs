@@ -49,6 +49,8 @@ pub enum ApiError {
     PolicyDenied(Decision),
     #[error("the approval token is not valid for this commit ({0})")]
     ApprovalTokenInvalid(&'static str),
+    #[error("the request is not a valid signed Slack request ({0})")]
+    SlackRequestRefused(&'static str),
     #[error("too many requests")]
     RateLimited,
     #[error("internal error")]
@@ -68,7 +70,7 @@ impl ApiError {
             InvalidJson(_) => StatusCode::BAD_REQUEST,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Unauthenticated | ApprovalTokenInvalid(_) => StatusCode::UNAUTHORIZED,
+            Unauthenticated | ApprovalTokenInvalid(_) | SlackRequestRefused(_) => StatusCode::UNAUTHORIZED,
             Forbidden | ForbiddenBecause(_) | PolicyDenied(_) => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
             InvalidState(_) | OperationState(_) | IdempotencyKeyInUse => StatusCode::CONFLICT,
@@ -84,7 +86,7 @@ impl ApiError {
             InvalidJson(_) => "invalid_json",
             PayloadTooLarge => "payload_too_large",
             UnsupportedMediaType => "unsupported_media_type",
-            Unauthenticated => "unauthenticated",
+            Unauthenticated | SlackRequestRefused(_) => "unauthenticated",
             Forbidden | ForbiddenBecause(_) => "forbidden",
             NotFound => "not_found",
             InvalidState(_) | OperationState(_) => "invalid_state",
@@ -106,7 +108,9 @@ impl ApiError {
             ApiError::PolicyDenied(decision) => json!(decision.reasons),
             ApiError::InvalidState(status) => json!([{"current_status": status}]),
             ApiError::OperationState(status) => json!([{"current_status": status}]),
-            ApiError::ApprovalTokenInvalid(reason) => json!([{"reason": reason}]),
+            ApiError::ApprovalTokenInvalid(reason) | ApiError::SlackRequestRefused(reason) => {
+                json!([{"reason": reason}])
+            }
             _ => json!([]),
         };
         let message = match self {
@@ -135,7 +139,7 @@ impl ApiError {
         if let ApiError::InvalidState(status) = self {
             error["current_status"] = json!(status);
         }
-        if let ApiError::ApprovalTokenInvalid(reason) = self {
+        if let ApiError::ApprovalTokenInvalid(reason) | ApiError::SlackRequestRefused(reason) = self {
             error["reason"] = json!(reason);
         }
         json!({ "error": error })

@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod openapi;
 pub mod session;
+pub mod slack;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderName, HeaderValue};
@@ -88,6 +89,7 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .route("/admin/users", post(console::admin_add_user))
         .route("/admin/agents", post(console::admin_add_agent))
         .route("/admin/payees", post(console::admin_add_payee))
+        .route("/admin/slack-links", post(console::admin_link_slack))
         .with_state(state.clone());
     let console = forms
         .merge(pages)
@@ -99,6 +101,10 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .nest("/api/v1", api)
         .route("/openapi.json", get(openapi_json))
         .route("/.well-known/jwks.json", get(jwks))
+        .route(
+            "/integrations/slack/interactions",
+            post(slack::interactions).layer(axum::extract::DefaultBodyLimit::max(slack::MAX_BODY)),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         // The built console assets, outside the session layers: a script or

@@ -424,3 +424,35 @@ pub async fn budgets_of(conn: &mut SqliteConnection, tenant: &str) -> sqlx::Resu
         .await?;
     Ok(rows.iter().map(|r| (r.get("currency"), r.get::<i64, _>("daily_limit_minor") as u64)).collect())
 }
+
+/// The user a Slack user id is linked to, if any.
+pub async fn user_by_slack_id(pool: &SqlitePool, slack_user_id: &str) -> sqlx::Result<Option<User>> {
+    let mut conn = pool.acquire().await?;
+    let Some(row) = sqlx::query("SELECT * FROM users WHERE slack_user_id = ?")
+        .bind(slack_user_id)
+        .fetch_optional(&mut *conn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let limits = limits_of(&mut conn, row.get::<&str, _>("id")).await?;
+    Ok(Some(user_from_row(&row, limits)))
+}
+
+/// Sets (or with `None` clears) a user's Slack user id. Returns whether the
+/// user exists in that tenant; a Slack id linked to someone else is a unique
+/// violation.
+pub async fn set_slack_user_id(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    username: &str,
+    slack_user_id: Option<&str>,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query("UPDATE users SET slack_user_id = ? WHERE tenant_id = ? AND username = ?")
+        .bind(slack_user_id)
+        .bind(tenant)
+        .bind(username)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -10,6 +10,7 @@ pub mod directory;
 pub mod idempotency;
 pub mod operations;
 pub mod proposals;
+pub mod slack;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use rand::Rng;

@@ -115,3 +115,17 @@ async fn an_existing_data_directory_is_tightened_to_0700() {
     let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "data dir mode {mode:o}");
 }
+
+#[tokio::test]
+async fn a_slack_webhook_off_the_allowlist_is_refused_at_start_without_printing_it() {
+    let stderr = serve_fails("[slack]\nwebhook_url = \"https://evil.example/T0SECRET/B0/XYZ\"\n", &[]).await;
+    assert!(stderr.contains("slack.webhook_url") && stderr.contains("allowed_hosts"), "{stderr}");
+    assert!(!stderr.contains("T0SECRET") && !stderr.contains("evil.example"), "{stderr}");
+    let stderr = serve_fails(
+        "[slack]\nallowed_hosts = [\"hooks.slack.com\"]\n[slack.webhook_urls]\nacme = \"http://hooks.slack.com/T0SECRET\"\n",
+        &[],
+    )
+    .await;
+    assert!(stderr.contains("slack.webhook_urls.acme") && stderr.contains("https"), "{stderr}");
+    assert!(!stderr.contains("T0SECRET"), "{stderr}");
+}

@@ -4,6 +4,7 @@
 mod console_client;
 mod helpers;
 mod rail_harness;
+mod slack_harness;
 
 mod approval_tokens;
 mod audit;
@@ -21,6 +22,7 @@ mod idempotency;
 mod listing;
 mod policy;
 mod proposals_create;
+mod slack;
 mod status_poll;
 mod strict_schema;
 mod surface;

@@ -1,0 +1,145 @@
+//! The Slack outbox (messages waiting to be delivered) and the replay guard
+//! of inbound requests.
+
+use chrono::{DateTime, Utc};
+use sqlx::{Row, SqliteExecutor};
+
+use super::{new_id, ts};
+
+/// Where a message goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The tenant's incoming webhook (its URL lives in the settings).
+    Webhook,
+    /// An interaction's `response_url` (stored in the row).
+    ResponseUrl,
+}
+
+impl Target {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Target::Webhook => "webhook",
+            Target::ResponseUrl => "response_url",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewMessage<'a> {
+    /// Both set for a webhook message; a reply may be about no proposal.
+    pub tenant_id: Option<&'a str>,
+    pub proposal_id: Option<&'a str>,
+    pub target: Target,
+    pub url: Option<&'a str>,
+    pub body: &'a serde_json::Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct OutboxRow {
+    pub id: String,
+    pub tenant_id: Option<String>,
+    pub proposal_id: Option<String>,
+    pub target: Target,
+    pub url: Option<String>,
+    pub body: String,
+    pub attempts: i64,
+    pub created_at: String,
+}
+
+/// Queues a message, due at once. Call it inside the transaction that makes
+/// the change the message announces.
+pub async fn enqueue<'e>(db: impl SqliteExecutor<'e>, m: &NewMessage<'_>, now: DateTime<Utc>) -> sqlx::Result<String> {
+    let id = new_id("msg", now);
+    sqlx::query(
+        "INSERT INTO slack_outbox (id, tenant_id, proposal_id, target, url, body, next_attempt_at, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(m.tenant_id)
+    .bind(m.proposal_id)
+    .bind(m.target.as_str())
+    .bind(m.url)
+    .bind(m.body.to_string())
+    .bind(ts(now))
+    .bind(ts(now))
+    .execute(db)
+    .await?;
+    Ok(id)
+}
+
+/// Pending messages whose next attempt is due, oldest first.
+pub async fn due<'e>(db: impl SqliteExecutor<'e>, now: DateTime<Utc>, limit: u32) -> sqlx::Result<Vec<OutboxRow>> {
+    let rows = sqlx::query(
+        "SELECT * FROM slack_outbox WHERE status = 'pending' AND next_attempt_at <= ?
+         ORDER BY next_attempt_at, id LIMIT ?",
+    )
+    .bind(ts(now))
+    .bind(i64::from(limit))
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|r| OutboxRow {
+            id: r.get("id"),
+            tenant_id: r.get("tenant_id"),
+            proposal_id: r.get("proposal_id"),
+            target: if r.get::<&str, _>("target") == "webhook" { Target::Webhook } else { Target::ResponseUrl },
+            url: r.get("url"),
+            body: r.get("body"),
+            attempts: r.get("attempts"),
+            created_at: r.get("created_at"),
+        })
+        .collect())
+}
+
+/// Ends a pending message: `delivered` or `abandoned` (with why).
+pub async fn finish<'e>(
+    db: impl SqliteExecutor<'e>,
+    id: &str,
+    delivered: bool,
+    error: Option<&str>,
+    now: DateTime<Utc>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE slack_outbox SET status = ?, attempts = attempts + ?, last_error = COALESCE(?, last_error),
+         finished_at = ? WHERE id = ? AND status = 'pending'",
+    )
+    .bind(if delivered { "delivered" } else { "abandoned" })
+    .bind(i64::from(delivered))
+    .bind(error)
+    .bind(ts(now))
+    .bind(id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Counts a failed attempt and sets the next one.
+pub async fn retry_at<'e>(db: impl SqliteExecutor<'e>, id: &str, at: DateTime<Utc>, error: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE slack_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
+         WHERE id = ? AND status = 'pending'",
+    )
+    .bind(ts(at))
+    .bind(error)
+    .bind(id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Remembers a verified request; false when it was seen before (a replay).
+pub async fn first_sighting<'e>(db: impl SqliteExecutor<'e>, key: &str, now: DateTime<Utc>) -> sqlx::Result<bool> {
+    let done = sqlx::query("INSERT INTO slack_requests (id, seen_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
+        .bind(key)
+        .bind(ts(now))
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Forgets requests seen before `cutoff` (their timestamps are out of the window by then).
+pub async fn forget_requests_before<'e>(db: impl SqliteExecutor<'e>, cutoff: DateTime<Utc>) -> sqlx::Result<u64> {
+    let done = sqlx::query("DELETE FROM slack_requests WHERE seen_at < ?").bind(ts(cutoff)).execute(db).await?;
+    Ok(done.rows_affected())
+}
