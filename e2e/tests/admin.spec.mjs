@@ -36,3 +36,27 @@ test('a non-admin cannot open the admin page', async ({ page }) => {
   await page.goto('/admin');
   await expect(page.locator('.notice-error')).toContainText('role does not allow');
 });
+
+test('an admin links a user to a Slack user id and unlinks them', async ({ page }) => {
+  await signIn(page, 'ada');
+  await page.goto('/admin');
+  const form = 'form[action="/admin/slack-links"]';
+  const slackId = `U0E2E${Date.now().toString(36).toUpperCase()}`;
+  await page.fill(`${form} input[name=username]`, 'vic');
+  await page.fill(`${form} input[name=slack_user_id]`, slackId);
+  await page.click(`${form} button`);
+  await expect(page.locator('.notice')).toContainText(`linked to Slack user ${slackId}`);
+  const vicRow = page.locator('table').first().locator('tr', { hasText: 'vic' });
+  await expect(vicRow).toContainText(slackId);
+
+  await page.fill(`${form} input[name=username]`, 'vic');
+  await page.click(`${form} button`);
+  await expect(page.locator('.notice')).toContainText('unlinked');
+  await expect(vicRow).not.toContainText(slackId);
+
+  // An unknown username is refused (users of other tenants are unknown here too).
+  await page.fill(`${form} input[name=username]`, 'nobody-here');
+  await page.fill(`${form} input[name=slack_user_id]`, 'U0NOBODY');
+  await page.click(`${form} button`);
+  await expect(page.locator('.notice')).toContainText('Not saved');
+});
