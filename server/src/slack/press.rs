@@ -30,7 +30,7 @@ pub enum Outcome {
 
 /// Handles one verified, parsed press and queues the follow-up message.
 pub async fn handle(state: &AppState, press: Interaction) -> sqlx::Result<Outcome> {
-    let (outcome, reply, about) = decide(state, &press).await?;
+    let Answer { outcome, reply, about } = answer(state, &press).await?;
     tracing::info!(slack_user = %press.user_id, ?outcome, "slack button press");
     if let (Some(reply), Some(url)) = (reply, &press.response_url) {
         match state.slack.allowlist().check(url) {
@@ -53,17 +53,24 @@ pub async fn handle(state: &AppState, press: Interaction) -> sqlx::Result<Outcom
 
 const NOT_FOUND: &str = "Nothing was done: this payment was not found.";
 
-type Decided = (Outcome, Option<Value>, Option<(String, String)>);
-
-fn refused(reason: &'static str, text: String, proposal: Option<(String, String)>) -> Decided {
-    (Outcome::Refused(reason), Some(notice(&text)), proposal)
+/// What a press came to, and what the presser is told.
+struct Answer {
+    outcome: Outcome,
+    /// The follow-up for `response_url`.
+    reply: Option<Value>,
+    /// The (tenant, proposal) the press was about, once known.
+    about: Option<(String, String)>,
 }
 
-async fn decide(state: &AppState, press: &Interaction) -> sqlx::Result<Decided> {
+fn refused(reason: &'static str, text: String, about: Option<(String, String)>) -> Answer {
+    Answer { outcome: Outcome::Refused(reason), reply: Some(notice(&text)), about }
+}
+
+async fn answer(state: &AppState, press: &Interaction) -> sqlx::Result<Answer> {
     let (button, verdict) = match &press.action {
         Action::Approve(b) => (b, Verdict::Approve),
         Action::Reject(b) => (b, Verdict::Reject { reason: String::new() }),
-        Action::Link => return Ok((Outcome::Ignored, None, None)),
+        Action::Link => return Ok(Answer { outcome: Outcome::Ignored, reply: None, about: None }),
     };
     let Some(user) = store::directory::user_by_slack_id(&state.db.read, &press.user_id).await?.filter(|u| u.active)
     else {
@@ -140,5 +147,5 @@ async fn decide(state: &AppState, press: &Interaction) -> sqlx::Result<Decided> 
         )),
         other => card.decided(&format!("This payment is now {other}")),
     };
-    Ok((Outcome::Decided(view.status), Some(update), about))
+    Ok(Answer { outcome: Outcome::Decided(view.status), reply: Some(update), about })
 }
