@@ -168,6 +168,23 @@ fn decode_json_object(part: &str) -> Option<Map<String, Value>> {
     }
 }
 
+/// ECDSA signatures are malleable: when (r, s) verifies, so does (r, n − s).
+/// Tokens are minted with the low-s form and verification refuses the other,
+/// so a token has exactly one valid string (found by fuzzing the verifier).
+fn is_low_s(signature: &[u8]) -> bool {
+    p256::ecdsa::Signature::from_slice(signature).is_ok_and(|s| s.normalize_s() == s)
+}
+
+fn with_low_s(token: String) -> String {
+    let Some((input, signature_b64)) = token.rsplit_once('.') else { return token };
+    let Some(signature) =
+        URL_SAFE_NO_PAD.decode(signature_b64).ok().and_then(|b| p256::ecdsa::Signature::from_slice(&b).ok())
+    else {
+        return token;
+    };
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.normalize_s().to_bytes()))
+}
+
 impl KeyStore {
     /// Signs an approval token with the active key. Lifetime: `nbf = iat =
     /// now`, `exp = now + ttl_secs`.
@@ -197,7 +214,7 @@ impl KeyStore {
         header.typ = Some(TOKEN_TYP.to_owned());
         header.kid = Some(key.kid.clone());
         let token = jsonwebtoken::encode(&header, &claims, &key.encoding).map_err(TokenError::Signing)?;
-        Ok((token, claims))
+        Ok((with_low_s(token), claims))
     }
 
     /// SPEC §6 checks 1–3. The `rh` comparison, `jti` single use and the
@@ -215,9 +232,9 @@ impl KeyStore {
         };
         let header = decode_json_object(header_b64).ok_or(R::Malformed)?;
         let payload = decode_json_object(payload_b64).ok_or(R::Malformed)?;
-        if URL_SAFE_NO_PAD.decode(signature_b64).is_err() {
+        let Ok(signature) = URL_SAFE_NO_PAD.decode(signature_b64) else {
             return Err(R::Malformed);
-        }
+        };
 
         if header.get("alg").and_then(Value::as_str) != Some(ALG) {
             return Err(R::WrongAlg);
@@ -234,7 +251,7 @@ impl KeyStore {
         let signing_input = &token[..header_b64.len() + 1 + payload_b64.len()];
         // Hard-coded ES256 with an EC public key: the header cannot pick either.
         match jsonwebtoken::crypto::verify(signature_b64, signing_input.as_bytes(), &key.decoding, Algorithm::ES256) {
-            Ok(true) => {}
+            Ok(true) if is_low_s(&signature) => {}
             _ => return Err(R::BadSignature),
         }
 
@@ -344,7 +361,12 @@ mod tests {
     fn sign(key: &EncodingKey, alg: Algorithm, header: &Value, claims: &Value) -> String {
         let input = format!("{}.{}", b64json(header), b64json(claims));
         let sig = jsonwebtoken::crypto::sign(input.as_bytes(), key, alg).unwrap();
-        format!("{input}.{sig}")
+        // Signed as the server signs: ES256 in its low-s form.
+        if alg == Algorithm::ES256 {
+            with_low_s(format!("{input}.{sig}"))
+        } else {
+            format!("{input}.{sig}")
+        }
     }
 
     /// Signs arbitrary header/claims with the store's own active key.
@@ -748,6 +770,26 @@ mod tests {
         assert_eq!(parts(&after).0["kid"], json!(new_kid));
         assert_eq!(server.active_kid(), new_kid);
         assert!(server.verify(&before, &expected(t0())).is_ok());
+    }
+
+    #[test]
+    fn a_token_has_one_valid_string_the_high_s_twin_is_refused() {
+        use p256::ecdsa::Signature;
+        let (_tmp, store) = setup();
+        for _ in 0..20 {
+            let (token, _) = mint(&store);
+            let (input, sig_b64) = token.rsplit_once('.').unwrap();
+            let sig = Signature::from_slice(&URL_SAFE_NO_PAD.decode(sig_b64).unwrap()).unwrap();
+            assert_eq!(sig.normalize_s(), sig, "minted low-s");
+            // (r, n - s) is the same signature to ECDSA, a different string to us.
+            let (r, s) = sig.split_scalars();
+            use p256::elliptic_curve::PrimeField;
+            let twin = Signature::from_scalars(r.to_repr(), (-*s).to_repr()).unwrap();
+            let twin_token = format!("{input}.{}", URL_SAFE_NO_PAD.encode(twin.to_bytes()));
+            assert_ne!(twin_token, token);
+            assert_eq!(reject(&store, &twin_token), "bad_signature");
+            assert!(store.verify(&token, &expected(t0())).is_ok());
+        }
     }
 
     #[test]
