@@ -764,6 +764,36 @@ impl<'s> Checker<'s> {
         }
     }
 
+    /// Exactly one of a credential's stored form (`stored`: its key name and
+    /// value) and its development-only plain form: the one given, or `None`
+    /// with a problem when both or neither are.
+    fn exactly_one<'v, H, P, E>(
+        &mut self,
+        at: &str,
+        entry: &Spanned<E>,
+        stored: (&str, &'v Option<Spanned<H>>),
+        plain: (&str, &'v Option<Spanned<P>>),
+        what_stored_is: &str,
+    ) -> Option<Given<'v, H, P>> {
+        match (stored.1, plain.1) {
+            (Some(value), None) => Some(Given::Stored(value)),
+            (None, Some(value)) => Some(Given::Plain(value)),
+            (Some(value), Some(_)) => {
+                let why = format!("give either `{}` or `{}`, not both", stored.0, plain.0);
+                self.fail(&join(at, stored.0), value, why);
+                None
+            }
+            (None, None) => {
+                let why = format!(
+                    "is missing: give `{}` ({what_stored_is}) or, for development only, `{}`",
+                    stored.0, plain.0
+                );
+                self.fail(&join(at, stored.0), entry, why);
+                None
+            }
+        }
+    }
+
     /// A non-empty list, each item parsed by `rule`; sorted and deduplicated
     /// so that the stored form does not depend on the order written.
     fn list<U: Ord, E: fmt::Display>(
@@ -876,36 +906,31 @@ fn validate_user(c: &mut Checker<'_>, at: &str, entry: &Spanned<UserEntry>, rule
     })
 }
 
+/// Which of a credential's two forms an entry gave.
+enum Given<'v, H, P> {
+    Stored(&'v Spanned<H>),
+    Plain(&'v Spanned<P>),
+}
+
 /// Exactly one of `password_hash` (an argon2id PHC string) and `password`.
 fn credential(c: &mut Checker<'_>, at: &str, entry: &Spanned<UserEntry>) -> Option<Credential> {
     let e = entry.get_ref();
     let (hash_key, plain_key) = (join(at, "password_hash"), join(at, "password"));
-    match (&e.password_hash, &e.password) {
-        (Some(hash), None) => c.parse(&hash_key, hash, |h| {
+    let stored = ("password_hash", &e.password_hash);
+    match c.exactly_one(at, entry, stored, ("password", &e.password), "an argon2id PHC string")? {
+        Given::Stored(hash) => c.parse(&hash_key, hash, |h| {
             if password::is_argon2id_phc(h) {
                 Ok(Credential::Hash(h.clone()))
             } else {
                 Err("must be an argon2id PHC string ($argon2id$v=19$m=…,t=…,p=…$salt$hash)")
             }
         }),
-        (None, Some(plain)) => {
+        Given::Plain(plain) => {
             let plain_at = c.loc(&plain_key, plain);
             c.parse(&plain_key, plain, |p| match p.expose_secret().chars().count() {
                 0..=7 => Err("must be at least 8 characters"),
                 _ => Ok(Credential::Plain { password: p.clone(), at: plain_at }),
             })
-        }
-        (Some(hash), Some(_)) => {
-            c.fail(&hash_key, hash, "give either `password_hash` or `password`, not both");
-            None
-        }
-        (None, None) => {
-            c.fail(
-                &hash_key,
-                entry,
-                "is missing: give `password_hash` (an argon2id PHC string) or, for development only, `password`",
-            );
-            None
         }
     }
 }
@@ -936,24 +961,13 @@ fn validate_agent(c: &mut Checker<'_>, at: &str, entry: &Spanned<AgentEntry>) ->
 fn agent_key(c: &mut Checker<'_>, at: &str, entry: &Spanned<AgentEntry>) -> Option<(Located<String>, Option<Loc>)> {
     let e = entry.get_ref();
     let (hash_key, plain_key) = (join(at, "key_sha256"), join(at, "key"));
-    match (&e.key_sha256, &e.key) {
-        (Some(hash), None) => c.parse_located(&hash_key, hash, |h| sha256_hex(h)).map(|h| (h, None)),
-        (None, Some(key)) => {
+    let stored = ("key_sha256", &e.key_sha256);
+    match c.exactly_one(at, entry, stored, ("key", &e.key), "64 lowercase hex digits")? {
+        Given::Stored(hash) => c.parse_located(&hash_key, hash, |h| sha256_hex(h)).map(|h| (h, None)),
+        Given::Plain(key) => {
             let hash = c.parse_located(&plain_key, key, |k| test_key(k.expose_secret()).map(key_sha256))?;
             let plain_at = hash.at.clone();
             Some((hash, Some(plain_at)))
-        }
-        (Some(hash), Some(_)) => {
-            c.fail(&hash_key, hash, "give either `key_sha256` or `key`, not both");
-            None
-        }
-        (None, None) => {
-            c.fail(
-                &hash_key,
-                entry,
-                "is missing: give `key_sha256` (64 lowercase hex digits) or, for development only, `key`",
-            );
-            None
         }
     }
 }
