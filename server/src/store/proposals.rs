@@ -210,7 +210,14 @@ pub struct Listing<'a> {
 
 /// One page plus whether more follow. Ids sort by creation time.
 pub async fn list(pool: &SqlitePool, l: &Listing<'_>) -> sqlx::Result<(Vec<ProposalRow>, bool)> {
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(SELECT);
+    let rows = listing_query("", l).build().fetch_all(pool).await?;
+    let more = rows.len() > l.limit as usize;
+    Ok((rows.iter().take(l.limit as usize).map(from_row).collect(), more))
+}
+
+/// The statement of a listing page, after `prefix` (tests explain it).
+fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> QueryBuilder<'a, Sqlite> {
+    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(format!("{prefix}{SELECT}"));
     q.push(" WHERE p.tenant_id = ").push_bind(l.tenant_id);
     if let Some(agent) = l.agent_id {
         q.push(" AND p.agent_id = ").push_bind(agent);
@@ -223,9 +230,7 @@ pub async fn list(pool: &SqlitePool, l: &Listing<'_>) -> sqlx::Result<(Vec<Propo
     }
     q.push(if l.oldest_first { " ORDER BY p.id ASC" } else { " ORDER BY p.id DESC" });
     q.push(" LIMIT ").push_bind(i64::from(l.limit) + 1);
-    let rows = q.build().fetch_all(pool).await?;
-    let more = rows.len() > l.limit as usize;
-    Ok((rows.iter().take(l.limit as usize).map(from_row).collect(), more))
+    q
 }
 
 /// Moves `id` to `to` if it is currently in one of `from`; bumps its version.
@@ -585,5 +590,31 @@ mod tests {
 
         assert!(bundle(&db.read, "other", "prop_1").await.unwrap().is_none(), "another tenant sees nothing");
         assert!(bundle(&db.read, "t", "prop_2").await.unwrap().is_none());
+    }
+
+    /// Every listing (agent or console queue, any status filter, either
+    /// order, any page) reads its page in index order: sorting the whole
+    /// tenant for one page took ~300 ms at 100,000 proposals.
+    #[tokio::test]
+    async fn every_listing_reads_a_page_in_index_order() {
+        let (_tmp, db) = setup().await;
+        for agent in [None, Some("bot")] {
+            for status in [None, Some(ProposalStatus::PendingApproval)] {
+                for oldest_first in [false, true] {
+                    for cursor in [None, Some("prop_1")] {
+                        let l = Listing { tenant_id: "t", agent_id: agent, status, oldest_first, limit: 25, cursor };
+                        let plan: Vec<String> = listing_query("EXPLAIN QUERY PLAN ", &l)
+                            .build()
+                            .fetch_all(&db.read)
+                            .await
+                            .unwrap()
+                            .iter()
+                            .map(|r| r.get::<String, _>("detail"))
+                            .collect();
+                        assert!(plan.iter().all(|step| !step.contains("TEMP B-TREE")), "{l:?}: {plan:?}");
+                    }
+                }
+            }
+        }
     }
 }
