@@ -6,6 +6,7 @@
 
 pub mod approval;
 pub mod approvals;
+pub mod bench_baseline;
 pub mod changes;
 pub mod cli;
 pub mod commit;

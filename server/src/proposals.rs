@@ -406,26 +406,23 @@ pub async fn views(state: &AppState, rows: Vec<ProposalRow>) -> sqlx::Result<Vec
     Ok(rows
         .into_iter()
         .map(|row| {
-            let operation = operations
-                .iter()
-                .position(|o| o.proposal_id == row.id)
-                .map(|i| OperationView::from(operations.swap_remove(i)));
-            let mine = approvals
-                .iter()
-                .filter(|a| a.proposal_id == row.id)
-                .map(|a| ApprovalView {
-                    approver_id: a.approver_id.clone(),
-                    decision: a.decision.clone(),
-                    reason: a.reason.clone(),
-                    via: a.via.clone(),
-                    at: a.at.clone(),
-                })
-                .collect();
+            let operation = operations.iter().position(|o| o.proposal_id == row.id).map(|i| operations.swap_remove(i));
+            let mine = approvals.iter().filter(|a| a.proposal_id == row.id).map(approval_view).collect();
             let mut view = to_view(state, row, mine);
-            view.operation = operation;
+            view.operation = operation.map(OperationView::from);
             view
         })
         .collect())
+}
+
+fn approval_view(a: &store::proposals::ApprovalRow) -> ApprovalView {
+    ApprovalView {
+        approver_id: a.approver_id.clone(),
+        decision: a.decision.clone(),
+        reason: a.reason.clone(),
+        via: a.via.clone(),
+        at: a.at.clone(),
+    }
 }
 
 fn to_view(state: &AppState, row: ProposalRow, approvals: Vec<ApprovalView>) -> ProposalView {
@@ -473,15 +470,17 @@ pub async fn load_view(state: &AppState, tenant: &str, id: &str) -> sqlx::Result
 
 /// One of the agent's own proposals; another agent's or tenant's is "not found".
 /// Only here, for the owning agent, does the view carry the approval token.
+/// Read in one statement: this is what every status poll costs.
 pub async fn for_agent(state: &AppState, agent: &AgentPrincipal, id: &str) -> Result<ProposalView, ActionError> {
-    let row = store::proposals::get(&state.db.read, &agent.tenant_id, id)
+    let bundle = store::proposals::bundle(&state.db.read, &agent.tenant_id, id)
         .await?
-        .filter(|r| r.agent_id == agent.agent_id)
+        .filter(|b| b.row.agent_id == agent.agent_id)
         .ok_or(ActionError::NotFound)?;
-    let mut view = views(state, vec![row]).await?.pop().expect("one row in, one view out");
+    let approvals = bundle.approvals.iter().map(approval_view).collect();
+    let mut view = to_view(state, bundle.row, approvals);
+    view.operation = bundle.operation.map(OperationView::from);
     if view.status == ProposalStatus::Approved {
-        if let Some(token) = store::proposals::current_token(&state.db.read, id).await?.filter(|t| t.used_at.is_none())
-        {
+        if let Some(token) = bundle.token.filter(|t| t.used_at.is_none()) {
             view.approval_token = Some(token.token);
             view.approval_expires_at = Some(token.expires_at);
         }

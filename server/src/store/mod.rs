@@ -84,22 +84,26 @@ fn sqlite_options(path: &Path) -> SqliteConnectOptions {
         .busy_timeout(Duration::from_secs(10))
 }
 
+/// Pool settings shared by the writer and the readers. A connection to a
+/// local SQLite file cannot drop like a network connection, so the pool does
+/// not ping it before handing it out: with sqlx every statement (and every
+/// ping) is a round trip to the connection's own worker thread, and the ping
+/// doubled the thread switches of a short query (docs/BENCHMARKS.md).
+fn pool_options(connections: u32) -> SqlitePoolOptions {
+    SqlitePoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(Duration::from_secs(30))
+        .test_before_acquire(false)
+}
+
 /// A pool of exactly one connection: every write queues on it.
 pub async fn writer_pool(path: &Path) -> sqlx::Result<SqlitePool> {
-    SqlitePoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect_with(sqlite_options(path))
-        .await
+    pool_options(1).connect_with(sqlite_options(path)).await
 }
 
 /// Read-only connections beside the writer (WAL lets them run concurrently).
 pub async fn reader_pool(path: &Path, connections: u32) -> sqlx::Result<SqlitePool> {
-    SqlitePoolOptions::new()
-        .max_connections(connections)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect_with(sqlite_options(path).read_only(true))
-        .await
+    pool_options(connections).connect_with(sqlite_options(path).read_only(true)).await
 }
 
 /// Timestamps are stored as fixed-width RFC 3339 UTC text with milliseconds,

@@ -71,27 +71,34 @@ pub struct OperationRow {
 }
 
 fn from_row(r: &sqlx::sqlite::SqliteRow) -> OperationRow {
+    from_row_prefixed(r, "")
+}
+
+/// An operation whose columns are named `{prefix}id`, `{prefix}status`, …
+/// (the aliases of a join).
+pub(super) fn from_row_prefixed(r: &sqlx::sqlite::SqliteRow, prefix: &str) -> OperationRow {
+    let col = |name: &str| format!("{prefix}{name}");
     OperationRow {
-        id: r.get("id"),
-        proposal_id: r.get("proposal_id"),
-        jti: r.get("jti"),
-        idempotency_key: r.get("idempotency_key"),
-        tenant_id: r.get("tenant_id"),
-        kind: r.get("kind"),
+        id: r.get(col("id").as_str()),
+        proposal_id: r.get(col("proposal_id").as_str()),
+        jti: r.get(col("jti").as_str()),
+        idempotency_key: r.get(col("idempotency_key").as_str()),
+        tenant_id: r.get(col("tenant_id").as_str()),
+        kind: r.get(col("kind").as_str()),
         // An unreadable status is shown as needing review, never as settled.
-        status: OpStatus::parse(r.get::<&str, _>("status")).unwrap_or(OpStatus::NeedsReview),
-        amount_minor: r.get::<i64, _>("amount_minor") as u64,
-        currency: r.get("currency"),
-        budget_day: r.get("budget_day"),
-        rail_reference: r.get("rail_reference"),
-        reverses: r.get("reverses"),
-        error_code: r.get("error_code"),
-        error_message: r.get("error_message"),
-        attempts: r.get("attempts"),
-        next_check_at: r.get("next_check_at"),
-        resolved_by: r.get("resolved_by"),
-        created_at: r.get("created_at"),
-        updated_at: r.get("updated_at"),
+        status: OpStatus::parse(r.get::<&str, _>(col("status").as_str())).unwrap_or(OpStatus::NeedsReview),
+        amount_minor: r.get::<i64, _>(col("amount_minor").as_str()) as u64,
+        currency: r.get(col("currency").as_str()),
+        budget_day: r.get(col("budget_day").as_str()),
+        rail_reference: r.get(col("rail_reference").as_str()),
+        reverses: r.get(col("reverses").as_str()),
+        error_code: r.get(col("error_code").as_str()),
+        error_message: r.get(col("error_message").as_str()),
+        attempts: r.get(col("attempts").as_str()),
+        next_check_at: r.get(col("next_check_at").as_str()),
+        resolved_by: r.get(col("resolved_by").as_str()),
+        created_at: r.get(col("created_at").as_str()),
+        updated_at: r.get(col("updated_at").as_str()),
     }
 }
 

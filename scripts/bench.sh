@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the console in release mode (server + hydrate wasm) and the
+# benchmark tool, then runs `countersign-bench` from the repository root.
+# Arguments go to the tool; without any, the whole suite runs (~5 minutes).
+#   scripts/bench.sh                          # every benchmark (make bench)
+#   scripts/bench.sh suite --only poll,queue  # some of them
+#   scripts/bench.sh soak --minutes 10        # the soak test (make soak: 10 minutes)
+# Scratch databases and logs go to data/bench/ (emptied per benchmark).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+scripts/setup.sh
+
+printf '\n==> building the console (release) and countersign-bench\n'
+cargo leptos build --release
+cargo build --release -p server --bin countersign-bench
+
+[ $# -eq 0 ] && set -- suite
+printf '\n==> countersign-bench %s\n' "$*"
+exec "$CARGO_TARGET_DIR/release/countersign-bench" --site-root target/site "$@"

@@ -1,0 +1,79 @@
+//! `countersign-bench`: the benchmarks and the soak test (docs/BENCHMARKS.md).
+//!
+//! Everything runs against real processes on loopback: `countersign serve`
+//! (the release binary next to this one, or `--bin`), `countersign rail-sim`
+//! and the hidden `countersign bench-baseline`, each with its own SQLite
+//! files on disk under `--work-dir`. This process is the client.
+//!
+//! ```text
+//! countersign-bench suite [--only poll,intake,commit,longpoll,queue,wasm] [--connections 32] [--duration 10]
+//! countersign-bench soak [--minutes 2]
+//! ```
+
+mod client;
+mod commit;
+mod env;
+mod intake;
+mod longpoll;
+mod poll;
+mod queue;
+mod soak;
+mod stats;
+mod suite;
+mod wasm;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "countersign-bench", about = "Benchmarks and soak test for countersign")]
+struct Cli {
+    /// The `countersign` binary under test (default: the one next to this binary).
+    #[arg(long, global = true)]
+    bin: Option<PathBuf>,
+    /// Scratch directory for the databases and logs of each run (emptied per benchmark).
+    #[arg(long, global = true, default_value = "data/bench")]
+    work_dir: PathBuf,
+    /// The built console (`site_root`, containing `pkg/`).
+    #[arg(long, global = true, default_value = "target/site")]
+    site_root: PathBuf,
+    /// Worker threads of this client's runtime (the server has its own).
+    #[arg(long, global = true, default_value_t = 1)]
+    client_threads: usize,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the benchmarks and print each figure with its baseline and goal.
+    Suite(suite::SuiteArgs),
+    /// Mixed traffic with rail faults, then consistency checks.
+    Soak(soak::SoakArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let limit = env::raise_nofile();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.client_threads.max(1))
+        .enable_all()
+        .build()
+        .context("building the client runtime")?;
+    let bin = match &cli.bin {
+        Some(bin) => bin.clone(),
+        None => std::env::current_exe()?.with_file_name("countersign"),
+    };
+    anyhow::ensure!(bin.exists(), "{} does not exist (build it, or pass --bin)", bin.display());
+    let env = env::Env { bin, work: std::path::absolute(&cli.work_dir)?, site_root: cli.site_root.clone() };
+    std::fs::create_dir_all(&env.work)?;
+    println!("open-file limit {limit} (inherited by the servers); client threads {}", cli.client_threads.max(1));
+    let code = runtime.block_on(async {
+        match &cli.command {
+            Command::Suite(args) => suite::run(&env, args).await,
+            Command::Soak(args) => soak::run(&env, args).await,
+        }
+    })?;
+    std::process::exit(code);
+}
