@@ -16,10 +16,11 @@
 //! Invariants (a panic or a violation is a crash):
 //!
 //! - verification never panics;
-//! - an accepted token carries exactly the signature our key makes for its
-//!   signing input (ECDSA here is deterministic, RFC 6979): no other
-//!   encoding or signature of the same content is accepted. One exception is
-//!   tolerated while it is a known finding, see [`TOLERATE_HIGH_S_TWIN`];
+//! - an accepted token carries exactly the signature `mint` makes for its
+//!   signing input (ECDSA here is deterministic, RFC 6979, and minted in its
+//!   low-s form): no other encoding or signature of the same content is
+//!   accepted. (This target found the (r, n - s) twin being accepted; fixed
+//!   in `token.rs`, `a_token_has_one_valid_string_the_high_s_twin_is_refused`.)
 //! - an accepted token has `alg` ES256, our `typ` and our `kid`, and claims
 //!   that meet the expectation: issuer, audience, proposal, tenant, agent,
 //!   `nbf` and `exp` within the 30 s leeway of the caller's clock;
@@ -47,17 +48,6 @@ use p256::pkcs8::{EncodePrivateKey, LineEnding};
 use p256::SecretKey;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
-
-/// KNOWN FINDING (fuzzing, issue 6): P-256 ECDSA signatures are malleable:
-/// when (r, s) is valid, so is (r, n - s). `mint` does not normalize s and
-/// `verify` accepts both, so a second token string with the same header and
-/// claims verifies. The jti is single-use in the database, so it buys an
-/// attacker nothing in Countersign, but the bytes of an accepted token are
-/// not unique. While this is `true` the target tolerates exactly that twin
-/// (and nothing else); set it to `false` once minting emits low-S and
-/// verification refuses high-S (`token.rs`,
-/// `high_s_twin_of_a_genuine_signature_is_refused`).
-const TOLERATE_HIGH_S_TWIN: bool = true;
 
 const ISS: &str = "https://console.example";
 /// The order n of the P-256 group, big-endian.
@@ -481,12 +471,11 @@ fn der_integer(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Whether `a` and `b` are the two signatures (r, s) and (r, n - s).
-fn is_s_twin(a: &str, b: &str) -> bool {
-    match (URL_SAFE_NO_PAD.decode(a), URL_SAFE_NO_PAD.decode(b)) {
-        (Ok(a), Ok(b)) if a.len() == 64 && b.len() == 64 => a[..32] == b[..32] && negate(&a[32..]) == b[32..],
-        _ => false,
-    }
+/// The signature `mint` puts on `input`: deterministic ES256, low-s form.
+fn minted_signature(input: &str, key: &EncodingKey) -> Vec<u8> {
+    let raw = jsonwebtoken::crypto::sign(input.as_bytes(), key, Algorithm::ES256).expect("sign");
+    let raw = URL_SAFE_NO_PAD.decode(raw).expect("jsonwebtoken encodes base64url");
+    p256::ecdsa::Signature::from_slice(&raw).expect("64-byte r || s").normalize_s().to_bytes().to_vec()
 }
 
 fn mutate(fx: &Fixture, genuine: &Genuine, case: &Case) -> String {
@@ -531,9 +520,7 @@ fn mutate(fx: &Fixture, genuine: &Genuine, case: &Case) -> String {
         Resign::Foreign => Some(&fx.foreign),
     };
     if let Some(key) = key {
-        let input = parts.signing_input();
-        let sig = jsonwebtoken::crypto::sign(input.as_bytes(), key, Algorithm::ES256).expect("sign");
-        parts.segments[2] = URL_SAFE_NO_PAD.decode(sig).expect("jsonwebtoken encodes base64url");
+        parts.segments[2] = minted_signature(&parts.signing_input(), key);
     }
     let mut token: Vec<char> = parts.token().chars().collect();
     for op in &case.text_ops {
@@ -608,13 +595,8 @@ fn check(fx: &Fixture, token: &str, expect: &Expect, signed_anywhere: bool) {
         return;
     };
     let (input, signature) = token.rsplit_once('.').expect("an accepted token has three segments");
-    let ours = jsonwebtoken::crypto::sign(input.as_bytes(), &fx.ours, Algorithm::ES256).expect("sign");
-    if signature != ours {
-        assert!(
-            TOLERATE_HIGH_S_TWIN && is_s_twin(signature, &ours),
-            "accepted a token whose signature is not the one our key makes for its content: {token}"
-        );
-    }
+    let ours = URL_SAFE_NO_PAD.encode(minted_signature(input, &fx.ours));
+    assert_eq!(signature, ours, "accepted a token whose signature is not the one `mint` makes for its content");
     let (header, payload) = input.split_once('.').expect("an accepted token has three segments");
     let header = decode_object(header);
     assert_eq!(header.get("alg"), Some(&json!("ES256")), "accepted alg");
