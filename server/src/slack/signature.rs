@@ -72,9 +72,12 @@ pub fn verify(
     if at > now_unix + WINDOW_SECS {
         return Err(Refusal::FutureTimestamp);
     }
+    // Lowercase hex only, as Slack sends it: the replay guard remembers the
+    // signature as sent, so a second spelling of the same MAC (`…aB…` for
+    // `…ab…`) must not verify, or a captured request could be replayed.
     let given = signature
         .strip_prefix("v0=")
-        .filter(|h| h.len() == 64)
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
         .and_then(|h| hex::decode(h).ok())
         .ok_or(Refusal::BadSignature)?;
     // Each comparison is constant time; stopping at the first match reveals
@@ -123,6 +126,26 @@ mod tests {
         assert_eq!(check(&["old", "new"], &ts, &sign("old", &ts, body), body), Ok(()));
         assert_eq!(check(&["old", "new"], &ts, &sign("new", &ts, body), body), Ok(()));
         assert_eq!(check(&["old", "new"], &ts, &sign("other", &ts, body), body), Err(Refusal::BadSignature));
+    }
+
+    /// Found by fuzzing (`fuzz/fuzz_targets/slack_interaction.rs`): hex
+    /// decoding accepts either case, so `v0=` + the MAC with some digits
+    /// upper-cased verified too, and the replay guard, which remembers the
+    /// signature as sent, saw a new request.
+    #[test]
+    fn a_signature_has_one_spelling_upper_case_hex_is_refused() {
+        let body = b"payload=%7B%7D";
+        let ts = NOW.to_string();
+        let good = sign("s", &ts, body);
+        assert_eq!(check(&["s"], &ts, &good, body), Ok(()));
+        let hex = &good[3..];
+        let letter = hex.find(|c: char| c.is_ascii_alphabetic()).expect("this MAC has a digit a-f");
+        let one_upper = format!("v0={}{}{}", &hex[..letter], hex[letter..=letter].to_uppercase(), &hex[letter + 1..]);
+        let all_upper = format!("v0={}", hex.to_uppercase());
+        for respelled in [one_upper, all_upper] {
+            assert_ne!(respelled, good);
+            assert_eq!(check(&["s"], &ts, &respelled, body), Err(Refusal::BadSignature), "{respelled}");
+        }
     }
 
     #[test]

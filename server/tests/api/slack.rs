@@ -242,6 +242,11 @@ async fn every_failure_of_the_signature_check_changes_nothing() {
     let replay = post_interaction(&server, &body, Some(&ts), Some(&good)).await;
     assert_eq!(replay.status, 401, "{}", replay.text);
     assert_eq!(replay.body["error"]["reason"], "replayed");
+    // Nor does a replay with the signature's hex digits re-cased (found by fuzzing).
+    let respelled = format!("v0={}", good[3..].to_uppercase());
+    let replay = post_interaction(&server, &body, Some(&ts), Some(&respelled)).await;
+    assert_eq!(replay.status, 401, "{}", replay.text);
+    assert_eq!(replay.body["error"]["reason"], "bad_signature");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(slack.received("/r/forged").len(), 1, "one follow-up, for the genuine press only");
     assert_eq!(status(&server, id).await["approvals"].as_array().unwrap().len(), 1);
