@@ -208,14 +208,15 @@ pub async fn propose(
         return Err(ProposeError::Denied(decision));
     }
     let run_id = request.run_id().as_str();
-    if let Some(existing) =
-        store::proposals::find_duplicate(&mut tx, &agent.tenant_id, &agent.agent_id, run_id, hash.as_str()).await?
-    {
+    let id = store::new_id("prop", now);
+    if !insert_new(state, &mut tx, agent, &canonical, &hash, run_id, &decision, &id, now, summary).await? {
+        let existing =
+            store::proposals::find_duplicate(&mut tx, &agent.tenant_id, &agent.agent_id, run_id, hash.as_str())
+                .await?
+                .ok_or(sqlx::Error::RowNotFound)?;
         tx.rollback().await?;
         return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
     }
-    let id = store::new_id("prop", now);
-    insert_new(state, &mut tx, agent, &canonical, &hash, run_id, &decision, &id, now, summary).await?;
     tx.commit().await?;
     state.changes.publish(&id);
     crate::slack::outbox::wake(state);
@@ -231,6 +232,8 @@ async fn owned_view(state: &AppState, agent: &AgentPrincipal, id: &str) -> Resul
 
 /// Stores a new proposal (pending) with its audit entry; when policy approves
 /// it alone, the policy's approval goes through the same `grant` as a human's.
+/// Returns false, having written nothing, when the identical request is
+/// already in this run.
 #[allow(clippy::too_many_arguments)]
 async fn insert_new(
     state: &AppState,
@@ -243,10 +246,10 @@ async fn insert_new(
     id: &str,
     now: DateTime<Utc>,
     summary: Value,
-) -> Result<(), ProposeError> {
+) -> Result<bool, ProposeError> {
     let canonical_json = canonical.to_value().to_string();
     let policy_json = serde_json::to_string(decision).expect("decision serializes");
-    store::proposals::insert(
+    let inserted = store::proposals::insert(
         tx,
         &store::proposals::NewProposal {
             id,
@@ -267,6 +270,9 @@ async fn insert_new(
         },
     )
     .await?;
+    if !inserted {
+        return Ok(false);
+    }
     let created = AuditEntry {
         tenant_id: Some(agent.tenant_id.clone()),
         actor: agent.actor(),
@@ -279,7 +285,7 @@ async fn insert_new(
     let Some(approver) = decision.auto_approver() else {
         let card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
         crate::slack::outbox::announce(state, tx, &card, now).await?;
-        return Ok(());
+        return Ok(true);
     };
     let approval = store::proposals::ApprovalRow {
         proposal_id: id.to_owned(),
@@ -297,7 +303,7 @@ async fn insert_new(
         crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
         other => ProposeError::Approval(other.to_string()),
     })?;
-    Ok(())
+    Ok(true)
 }
 
 /// What the audit trail keeps of a request: amounts, ids, masked accounts.

@@ -97,12 +97,17 @@ pub async fn find_duplicate(
     .await
 }
 
-pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::Result<()> {
+/// Inserts the proposal unless the same request is already in this run
+/// (the unique (tenant, agent, run, request hash)); returns whether it did.
+/// Letting the insert detect the duplicate saves the write transaction a
+/// statement, a round trip to the writer's thread (docs/BENCHMARKS.md).
+pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::Result<bool> {
     let now = ts(p.now);
-    sqlx::query(
+    let done = sqlx::query(
         "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
              canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+         ON CONFLICT (tenant_id, agent_id, run_id, request_hash) DO NOTHING",
     )
     .bind(p.id)
     .bind(p.tenant_id)
@@ -122,7 +127,7 @@ pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::R
     .bind(ts(p.expires_at))
     .execute(conn)
     .await?;
-    Ok(())
+    Ok(done.rows_affected() == 1)
 }
 
 /// The proposal `id` within `tenant`, or None (also for other tenants' ids).
@@ -590,6 +595,37 @@ mod tests {
 
         assert!(bundle(&db.read, "other", "prop_1").await.unwrap().is_none(), "another tenant sees nothing");
         assert!(bundle(&db.read, "t", "prop_2").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn insert_reports_the_same_request_in_the_same_run() {
+        let (_tmp, db) = setup().await;
+        let mut c = db.write.acquire().await.unwrap();
+        let now = Utc::now();
+        let mut p = NewProposal {
+            id: "prop_2",
+            tenant_id: "t",
+            agent_id: "bot",
+            run_id: "run",
+            kind: "transfer",
+            status: ProposalStatus::PendingApproval,
+            amount_minor: 100,
+            currency: "USD",
+            payee_id: "ba_x",
+            canonical_request: "{}",
+            request_hash: "sha256:00",
+            policy: "{}",
+            required_approvals: 1,
+            now,
+            expires_at: now,
+        };
+        assert!(!insert(&mut c, &p).await.unwrap(), "prop_1 holds this request in this run");
+        assert_eq!(find_duplicate(&mut c, "t", "bot", "run", "sha256:00").await.unwrap().as_deref(), Some("prop_1"));
+        p.run_id = "another-run";
+        assert!(insert(&mut c, &p).await.unwrap(), "another run is another proposal");
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM proposals ORDER BY id").fetch_all(&mut *c).await.unwrap();
+        assert_eq!(ids, ["prop_1", "prop_2"]);
     }
 
     /// Every listing (agent or console queue, any status filter, either
