@@ -95,7 +95,19 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
     let foreign_secret = fixed_key("countersign fuzz: a key nobody trusts");
     let kid = kid_of(&secret);
 
-    let data_dir = std::env::temp_dir().join(format!("countersign-fuzz-token-{}", std::process::id()));
+    // One key directory per process (libFuzzer may run several); those of
+    // processes that have ended are removed.
+    const PREFIX: &str = "countersign-fuzz-token-";
+    let tmp = std::env::temp_dir();
+    for entry in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix(PREFIX) {
+            if !std::path::Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let data_dir = tmp.join(format!("{PREFIX}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::DirBuilder::new().mode(0o700).recursive(true).create(data_dir.join("keys")).expect("keys dir");
     let pem = secret.to_pkcs8_pem(LineEnding::LF).expect("PEM");
