@@ -259,6 +259,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                     limits: to_map(&a.limits),
                     slack_user_id: a.slack_user_id,
                 },
+                "cli",
             )
             .await?;
             println!("user {} saved as {id}", a.username);
@@ -287,13 +288,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                     source_accounts: a.source_accounts,
                     purposes: a.purposes,
                 },
+                "cli",
             )
             .await?;
             println!("agent {} saved. Its bearer key, shown only this once:\n{key}", a.id);
         }
         Command::Payee { command: PayeeCommand::Add(a) } => {
             let db = Db::open(&settings.data_dir).await?;
-            crate::provision::add_payee(&db, &a.tenant, &a.id, &a.legal_name, a.trusted).await?;
+            crate::provision::add_payee(&db, &a.tenant, &a.id, &a.legal_name, a.trusted, "cli").await?;
             println!("payee {} saved", crate::domain::mask_account(&a.id));
         }
         Command::Demo => {

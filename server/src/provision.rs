@@ -235,7 +235,7 @@ pub async fn add_tenant(
         daily_budget_minor: Some(cli_amounts(budgets)),
     };
     let rules = settings.currency_rules();
-    add_one(db, |c| Plan {
+    add_one(db, "cli", |c| Plan {
         tenants: validate_tenant(c, "tenant", &cli(entry), &rules).into_iter().collect(),
         ..Plan::default()
     })
@@ -244,8 +244,9 @@ pub async fn add_tenant(
 }
 
 /// `countersign user add`: creates the user or updates the one with that
-/// username (in the same tenant). Returns the user id.
-pub async fn add_user(db: &Db, settings: &Settings, u: NewUser) -> Result<String, ApplyError> {
+/// username (in the same tenant). Returns the user id. `actor` is who the
+/// audit entry names (`cli`, or `user:…` for an admin on the console).
+pub async fn add_user(db: &Db, settings: &Settings, u: NewUser, actor: &str) -> Result<String, ApplyError> {
     let entry = UserEntry {
         tenant: cli(u.tenant),
         username: cli(u.username),
@@ -256,7 +257,7 @@ pub async fn add_user(db: &Db, settings: &Settings, u: NewUser) -> Result<String
         slack_user_id: u.slack_user_id.map(cli),
     };
     let rules = settings.currency_rules();
-    let applied = add_one(db, |c| Plan {
+    let applied = add_one(db, actor, |c| Plan {
         users: validate_user(c, "user", &cli(entry), &rules).into_iter().collect(),
         ..Plan::default()
     })
@@ -267,7 +268,7 @@ pub async fn add_user(db: &Db, settings: &Settings, u: NewUser) -> Result<String
 /// `countersign agent add`: creates the agent (or updates it, rotating its
 /// key) with a freshly generated live key, of which only the SHA-256 is
 /// stored. Returns the key, to be shown once.
-pub async fn add_agent(db: &Db, _settings: &Settings, a: NewAgent) -> Result<String, ApplyError> {
+pub async fn add_agent(db: &Db, _settings: &Settings, a: NewAgent, actor: &str) -> Result<String, ApplyError> {
     let key = generate_agent_key(true);
     let entry = AgentEntry {
         tenant: cli(a.tenant),
@@ -278,29 +279,42 @@ pub async fn add_agent(db: &Db, _settings: &Settings, a: NewAgent) -> Result<Str
         source_accounts: cli(a.source_accounts.into_iter().map(cli).collect()),
         purposes: cli(a.purposes.into_iter().map(cli).collect()),
     };
-    add_one(db, |c| Plan { agents: validate_agent(c, "agent", &cli(entry)).into_iter().collect(), ..Plan::default() })
-        .await?;
+    add_one(db, actor, |c| Plan {
+        agents: validate_agent(c, "agent", &cli(entry)).into_iter().collect(),
+        ..Plan::default()
+    })
+    .await?;
     Ok(key)
 }
 
 /// `countersign payee add`: creates the payee or updates its legal name and
 /// trust.
-pub async fn add_payee(db: &Db, tenant: &str, id: &str, legal_name: &str, trusted: bool) -> Result<(), ApplyError> {
+pub async fn add_payee(
+    db: &Db,
+    tenant: &str,
+    id: &str,
+    legal_name: &str,
+    trusted: bool,
+    actor: &str,
+) -> Result<(), ApplyError> {
     let entry = PayeeEntry {
         tenant: cli(tenant.to_owned()),
         id: cli(id.to_owned()),
         legal_name: cli(legal_name.to_owned()),
         trusted: Some(cli(trusted)),
     };
-    add_one(db, |c| Plan { payees: validate_payee(c, "payee", &cli(entry)).into_iter().collect(), ..Plan::default() })
-        .await
-        .map(drop)
+    add_one(db, actor, |c| Plan {
+        payees: validate_payee(c, "payee", &cli(entry)).into_iter().collect(),
+        ..Plan::default()
+    })
+    .await
+    .map(drop)
 }
 
 /// The `add` commands: validates one command-line entry into a plan (with
 /// the same rules as a file) and applies it.
-async fn add_one(db: &Db, plan: impl FnOnce(&mut Checker<'_>) -> Plan) -> Result<Applied, ApplyError> {
-    let source = Source::cli();
+async fn add_one(db: &Db, actor: &str, plan: impl FnOnce(&mut Checker<'_>) -> Plan) -> Result<Applied, ApplyError> {
+    let source = Source::cli(actor);
     let mut checker = Checker::new(&source);
     let plan = plan(&mut checker);
     let plan = checker.finish(plan)?;
@@ -440,15 +454,17 @@ fn cli_amounts(amounts: &BTreeMap<String, u64>) -> Spanned<Amounts> {
 struct Source<'a> {
     name: Option<&'a str>,
     text: &'a str,
+    /// Who the audit entries name: `cli`, or the admin (`user:…`) on the console.
+    actor: &'a str,
 }
 
 impl<'a> Source<'a> {
     fn file(name: &'a str, text: &'a str) -> Self {
-        Source { name: Some(name), text }
+        Source { name: Some(name), text, actor: "cli" }
     }
 
-    fn cli() -> Source<'static> {
-        Source { name: None, text: "" }
+    fn cli(actor: &'a str) -> Source<'a> {
+        Source { name: None, text: "", actor }
     }
 
     fn loc(&self, key: String, span: &Range<usize>) -> Loc {
@@ -1147,7 +1163,7 @@ async fn execute(db: &Db, source: &Source<'_>, plan: &Plan) -> Result<Applied, A
     if !problems.is_empty() {
         return Err(ApplyError::Invalid(problems));
     }
-    let applied = apply_plan(&mut tx, plan).await?;
+    let applied = apply_plan(&mut tx, plan, source.actor).await?;
     tx.commit().await?;
     Ok(applied)
 }
@@ -1192,20 +1208,20 @@ async fn tenant_of_user(conn: &mut SqliteConnection, plan: &Plan, username: &str
     Ok(directory::user_by_username(conn, username).await?.map(|u| u.tenant_id))
 }
 
-async fn apply_plan(conn: &mut SqliteConnection, plan: &Plan) -> Result<Applied, ApplyError> {
+async fn apply_plan(conn: &mut SqliteConnection, plan: &Plan, actor: &str) -> Result<Applied, ApplyError> {
     let mut applied = Applied { summary: ApplySummary::default(), user_ids: BTreeMap::new() };
     for tenant in &plan.tenants {
-        apply_tenant(conn, tenant, &mut applied.summary).await?;
+        apply_tenant(conn, tenant, &mut applied.summary, actor).await?;
     }
     for user in &plan.users {
-        let id = apply_user(conn, user, &mut applied.summary.users).await?;
+        let id = apply_user(conn, user, &mut applied.summary.users, actor).await?;
         applied.user_ids.insert(user.username.value.clone(), id);
     }
     for agent in &plan.agents {
-        apply_agent(conn, agent, &applied.user_ids, &mut applied.summary.agents).await?;
+        apply_agent(conn, agent, &applied.user_ids, &mut applied.summary.agents, actor).await?;
     }
     for payee in &plan.payees {
-        apply_payee(conn, payee, &mut applied.summary.payees).await?;
+        apply_payee(conn, payee, &mut applied.summary.payees, actor).await?;
     }
     Ok(applied)
 }
@@ -1214,10 +1230,12 @@ async fn apply_tenant(
     conn: &mut SqliteConnection,
     t: &TenantPlan,
     summary: &mut ApplySummary,
+    actor: &str,
 ) -> Result<(), ApplyError> {
     let id = &t.id.value;
     let outcome = directory::upsert_tenant(conn, id, &t.name).await?;
-    record(conn, &mut summary.tenants, outcome, "tenant", id, json!({ "tenant_id": id, "name": t.name })).await?;
+    record(conn, &mut summary.tenants, outcome, "tenant", id, json!({ "tenant_id": id, "name": t.name }), actor)
+        .await?;
     let stored = directory::budgets_of(conn, id).await?;
     for (currency, limit) in &t.budgets {
         let outcome = match stored.get(currency) {
@@ -1229,13 +1247,18 @@ async fn apply_tenant(
             directory::set_budget(conn, id, currency, *limit).await?;
         }
         let data = json!({ "currency": currency, "daily_limit_minor": limit });
-        record(conn, &mut summary.budgets, outcome, "budget", id, data).await?;
+        record(conn, &mut summary.budgets, outcome, "budget", id, data, actor).await?;
     }
     Ok(())
 }
 
 /// Upserts the user; returns its id.
-async fn apply_user(conn: &mut SqliteConnection, u: &UserPlan, counts: &mut Counts) -> Result<String, ApplyError> {
+async fn apply_user(
+    conn: &mut SqliteConnection,
+    u: &UserPlan,
+    counts: &mut Counts,
+    actor: &str,
+) -> Result<String, ApplyError> {
     let spec = UserSpec {
         tenant_id: u.tenant.value.clone(),
         username: u.username.value.clone(),
@@ -1259,7 +1282,7 @@ async fn apply_user(conn: &mut SqliteConnection, u: &UserPlan, counts: &mut Coun
         "approval_limit_minor": spec.approval_limits_minor,
         "slack_user_id": spec.slack_user_id,
     });
-    record(conn, counts, outcome, "user", &spec.tenant_id, data).await?;
+    record(conn, counts, outcome, "user", &spec.tenant_id, data, actor).await?;
     Ok(id)
 }
 
@@ -1285,6 +1308,7 @@ async fn apply_agent(
     a: &AgentPlan,
     planned_users: &BTreeMap<String, String>,
     counts: &mut Counts,
+    actor: &str,
 ) -> Result<(), ApplyError> {
     let acts_for = match planned_users.get(&a.acts_for.value) {
         Some(id) => id.clone(),
@@ -1309,10 +1333,15 @@ async fn apply_agent(
         "source_accounts": a.source_accounts.iter().map(SourceAccount::masked).collect::<Vec<_>>(),
         "purposes": spec.purposes,
     });
-    record(conn, counts, outcome, "agent", &spec.tenant_id, data).await
+    record(conn, counts, outcome, "agent", &spec.tenant_id, data, actor).await
 }
 
-async fn apply_payee(conn: &mut SqliteConnection, p: &PayeePlan, counts: &mut Counts) -> Result<(), ApplyError> {
+async fn apply_payee(
+    conn: &mut SqliteConnection,
+    p: &PayeePlan,
+    counts: &mut Counts,
+    actor: &str,
+) -> Result<(), ApplyError> {
     let payee = Payee {
         tenant_id: p.tenant.value.clone(),
         id: p.id.value.expose().to_owned(),
@@ -1321,7 +1350,7 @@ async fn apply_payee(conn: &mut SqliteConnection, p: &PayeePlan, counts: &mut Co
     };
     let outcome = directory::upsert_payee(conn, &payee).await.map_err(|e| conflict(e, &p.entry))?;
     let data = json!({ "payee_id": p.id.value.masked(), "legal_name": payee.legal_name, "trusted": payee.trusted });
-    record(conn, counts, outcome, "payee", &payee.tenant_id, data).await
+    record(conn, counts, outcome, "payee", &payee.tenant_id, data, actor).await
 }
 
 /// A unique-constraint violation is a conflict with another row, reported
@@ -1347,6 +1376,7 @@ async fn record(
     kind: &str,
     tenant: &str,
     data: serde_json::Value,
+    actor: &str,
 ) -> Result<(), ApplyError> {
     counts.add(outcome);
     let verb = match outcome {
@@ -1356,7 +1386,7 @@ async fn record(
     };
     let entry = AuditEntry {
         tenant_id: Some(tenant.to_owned()),
-        actor: "cli".into(),
+        actor: actor.to_owned(),
         action: format!("registry.{kind}.{verb}"),
         proposal_id: None,
         request_hash: None,
@@ -1820,9 +1850,9 @@ purposes = ["vendor"]
             limits: BTreeMap::from([("USD".to_owned(), 500_000)]),
             slack_user_id: None,
         };
-        let id = add_user(&db, &settings, new_user("ana", "acme")).await.unwrap();
+        let id = add_user(&db, &settings, new_user("ana", "acme"), "cli").await.unwrap();
         assert!(id.starts_with("usr_"), "{id}");
-        assert_eq!(add_user(&db, &settings, new_user("ana", "acme")).await.unwrap(), id, "the same user again");
+        assert_eq!(add_user(&db, &settings, new_user("ana", "acme"), "cli").await.unwrap(), id, "the same user again");
         let ana = directory::user_by_id(&mut db.read.acquire().await.unwrap(), &id).await.unwrap().unwrap();
         assert_eq!(ana.roles, vec![Role::Viewer, Role::Approver], "sorted, deduplicated");
 
@@ -1833,15 +1863,15 @@ purposes = ["vendor"]
             source_accounts: vec!["acct_0123456789abcdef".into()],
             purposes: vec!["vendor".into()],
         };
-        let key = add_agent(&db, &settings, agent.clone()).await.unwrap();
+        let key = add_agent(&db, &settings, agent.clone(), "cli").await.unwrap();
         assert!(key.starts_with("cs_live_") && key.len() == 40, "{key}");
         let found = directory::agent_by_key_hash(&db.read, &key_sha256(&key)).await.unwrap().unwrap();
         assert_eq!(found.acts_for, id);
-        let rotated = add_agent(&db, &settings, agent.clone()).await.unwrap();
+        let rotated = add_agent(&db, &settings, agent.clone(), "cli").await.unwrap();
         assert_ne!(rotated, key, "adding again rotates the key");
         assert!(directory::agent_by_key_hash(&db.read, &key_sha256(&key)).await.unwrap().is_none());
 
-        add_payee(&db, "acme", "acct_acme0000000001", "Acme Supplies Ltd", true).await.unwrap();
+        add_payee(&db, "acme", "acct_acme0000000001", "Acme Supplies Ltd", true, "cli").await.unwrap();
         assert!(directory::payee(&db.read, "acme", "acct_acme0000000001").await.unwrap().unwrap().trusted);
 
         let audit = audit_text(&db).await;
@@ -1861,19 +1891,20 @@ purposes = ["vendor"]
         );
 
         // Refusals name the key, and say where the reference was looked for.
-        let p = problem(add_agent(&db, &settings, NewAgent { acts_for: "maya".into(), ..agent.clone() }).await);
+        let p = problem(add_agent(&db, &settings, NewAgent { acts_for: "maya".into(), ..agent.clone() }, "cli").await);
         assert_eq!(p.to_string(), "key `agent.acts_for`: user `maya` is not defined in the database");
         add_tenant(&db, &settings, "beta", "Beta", &BTreeMap::new()).await.unwrap();
-        let p = problem(add_agent(&db, &settings, NewAgent { tenant: "beta".into(), ..agent.clone() }).await);
+        let p = problem(add_agent(&db, &settings, NewAgent { tenant: "beta".into(), ..agent.clone() }, "cli").await);
         assert_eq!(p.to_string(), "key `agent.acts_for`: user `ana` belongs to another tenant");
-        let p = problem(add_user(&db, &settings, new_user("ana", "beta")).await);
+        let p = problem(add_user(&db, &settings, new_user("ana", "beta"), "cli").await);
         assert_eq!(p.to_string(), "key `user.username`: username `ana` belongs to another tenant");
-        let p =
-            problem(add_user(&db, &settings, NewUser { roles: vec!["boss".into()], ..new_user("bo", "acme") }).await);
+        let p = problem(
+            add_user(&db, &settings, NewUser { roles: vec!["boss".into()], ..new_user("bo", "acme") }, "cli").await,
+        );
         assert_eq!(p.key.as_deref(), Some("user.roles[0]"));
         let p = problem(add_tenant(&db, &settings, "gamma", "Gamma", &BTreeMap::from([("XXX".to_owned(), 1)])).await);
         assert_eq!(p.key.as_deref(), Some("tenant.daily_budget_minor.XXX"));
-        let p = problem(add_payee(&db, "nope", "ba_1", "Nope Ltd", false).await);
+        let p = problem(add_payee(&db, "nope", "ba_1", "Nope Ltd", false, "cli").await);
         assert_eq!(p.to_string(), "key `payee.tenant`: tenant `nope` is not defined in the database");
         assert_eq!(audit::verify(&db.read).await.unwrap(), Verification::Intact { entries: 7 });
     }

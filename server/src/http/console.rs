@@ -483,6 +483,7 @@ pub async fn admin_add_user(
             limits,
             slack_user_id: slack,
         },
+        &admin.actor(),
     )
     .await
     .map(|_| format!("User {username} saved."))
@@ -500,9 +501,9 @@ pub async fn admin_link_slack(
 ) -> Response {
     let username = trimmed(&form, "username");
     let slack = Some(trimmed(&form, "slack_user_id")).filter(|s| !s.is_empty());
-    let actor = format!("user:{}", admin.user.id);
     let outcome =
-        crate::provision::link_slack(&state.db, &admin.user.tenant_id, &username, slack.as_deref(), &actor).await;
+        crate::provision::link_slack(&state.db, &admin.user.tenant_id, &username, slack.as_deref(), &admin.actor())
+            .await;
     let message = match &slack {
         Some(id) => format!("User {username} linked to Slack user {id}."),
         None => format!("User {username} unlinked from Slack."),
@@ -529,6 +530,7 @@ pub async fn admin_add_agent(
             source_accounts: words(&get("source_accounts")),
             purposes: words(&get("purposes")),
         },
+        &admin.actor(),
     )
     .await;
     match result {
@@ -555,6 +557,7 @@ pub async fn admin_add_payee(
         &get("id"),
         &legal_name,
         form.contains_key("trusted"),
+        &admin.actor(),
     )
     .await
     .map(|_| format!("Payee {legal_name} saved."))

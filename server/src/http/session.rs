@@ -37,6 +37,11 @@ pub struct CurrentUser {
 }
 
 impl CurrentUser {
+    /// How the audit trail names this user as an actor.
+    pub fn actor(&self) -> String {
+        format!("user:{}", self.user.id)
+    }
+
     pub fn viewer(&self) -> app::views::Viewer {
         app::views::Viewer {
             user_id: self.user.id.clone(),

@@ -6,6 +6,7 @@ mod helpers;
 mod rail_harness;
 mod slack_harness;
 
+mod admin_forms;
 mod approval_tokens;
 mod audit;
 mod cancel;
