@@ -386,6 +386,11 @@ impl Settings {
         }
     }
 
+    /// A proposal's page in the console (the API's `approval_url`, Slack's links).
+    pub fn proposal_url(&self, id: &str) -> String {
+        format!("{}/proposals/{id}", self.public_url.trim_end_matches('/'))
+    }
+
     pub fn secure_cookies(&self) -> bool {
         self.public_url.starts_with("https://")
     }

@@ -446,7 +446,7 @@ fn to_view(state: &AppState, row: ProposalRow, approvals: Vec<ApprovalView>) -> 
         reasons: Vec::new(),
     });
     ProposalView {
-        approval_url: format!("{}/proposals/{}", state.settings.public_url.trim_end_matches('/'), row.id),
+        approval_url: state.settings.proposal_url(&row.id),
         id: row.id,
         status: row.status,
         kind: row.kind,

@@ -38,7 +38,7 @@ pub fn card<'a>(
         request,
         request_hash,
         required_approvals,
-        console_url: format!("{}/proposals/{proposal_id}", state.settings.public_url.trim_end_matches('/')),
+        console_url: state.settings.proposal_url(proposal_id),
         direct_approve: cap.is_none_or(|cap| request.amount_minor <= *cap),
     }
 }

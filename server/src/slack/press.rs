@@ -82,7 +82,7 @@ async fn answer(state: &AppState, press: &Interaction) -> sqlx::Result<Answer> {
         return Ok(refused("not_found", NOT_FOUND.into(), None));
     };
     let about = Some((row.tenant_id.clone(), row.id.clone()));
-    let console_url = format!("{}/proposals/{}", state.settings.public_url.trim_end_matches('/'), row.id);
+    let console_url = state.settings.proposal_url(&row.id);
     if row.request_hash != button.request_hash {
         let text = format!(
             "Nothing was done: this message no longer matches the payment as it stands. Review it in the console: {console_url}"
