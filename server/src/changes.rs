@@ -1,24 +1,73 @@
-//! Change notifications for long-polling: a waiter subscribes to one
-//! proposal, a writer publishes after its transaction commits, and every
-//! waiter on that proposal wakes at once — no sleep loops.
+//! Change notifications: a writer publishes after its transaction commits,
+//! and then
+//! - the proposal's cached status-poll view is dropped;
+//! - every long-poll waiting on that proposal wakes at once (no sleep loops).
 //!
-//! In-process only: with several server instances (PostgreSQL), this is fed
-//! by `LISTEN/NOTIFY` instead.
+//! Changes made by other processes (the CLI's `reconcile`, `apply`,
+//! `agent add`…) reach this process through the change log that database
+//! triggers fill: [`follow`] reads it every [`FOLLOW_EVERY`] and publishes
+//! what it finds. The read caches are only used while the follower is
+//! keeping up, so a change is never hidden for longer than that.
+//!
+//! With several server instances (PostgreSQL), `LISTEN/NOTIFY` would feed
+//! the same calls.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-#[derive(Clone, Default)]
+use crate::cache::ReadCache;
+use crate::proposals::{AgentPrincipal, PolledView};
+use crate::shutdown::Shutdown;
+use crate::state::Shared;
+use crate::store::change_log::{self, Change};
+
+/// How often the change log is read: the longest a change made by another
+/// process can go unseen by a cached status poll or agent credential.
+pub const FOLLOW_EVERY: Duration = Duration::from_millis(100);
+/// The caches are bypassed when the log was last read longer ago than this.
+const FOLLOW_TRUSTED_FOR: Duration = Duration::from_millis(1_000);
+/// Log entries are pruned after this many minutes.
+const KEEP_LOG_MINUTES: u32 = 10;
+/// More changes than this between two reads: drop every cached entry instead.
+const MAX_BATCH: u32 = 2_000;
+/// Cached views (per generation, see [`ReadCache`]): about 2 KB each.
+const VIEW_CAPACITY: usize = 4_096;
+const AGENT_CAPACITY: usize = 1_024;
+
+#[derive(Clone)]
 pub struct Changes {
     inner: Arc<Inner>,
 }
 
-#[derive(Default)]
 struct Inner {
     by_proposal: Mutex<HashMap<String, Weak<Notify>>>,
     /// Wakes whoever watches every proposal of every tenant (the queue page).
     any: Notify,
+    /// Status-poll views by proposal id, as sent.
+    views: ReadCache<Arc<PolledView>>,
+    /// Active agents by the SHA-256 of their key (read-only endpoints only).
+    agents: ReadCache<AgentPrincipal>,
+    /// When the follower last read the log, in ms since `started` (0: never).
+    followed_at_ms: AtomicU64,
+    started: Instant,
+}
+
+impl Default for Changes {
+    fn default() -> Self {
+        Changes {
+            inner: Arc::new(Inner {
+                by_proposal: Mutex::default(),
+                any: Notify::new(),
+                views: ReadCache::new(VIEW_CAPACITY),
+                agents: ReadCache::new(AGENT_CAPACITY),
+                followed_at_ms: AtomicU64::new(0),
+                started: Instant::now(),
+            }),
+        }
+    }
 }
 
 impl Changes {
@@ -36,8 +85,10 @@ impl Changes {
         notify
     }
 
-    /// Wakes every waiter on `proposal_id` and every queue watcher.
+    /// Drops the cached view of `proposal_id`, then wakes every waiter on it
+    /// and every queue watcher.
     pub fn publish(&self, proposal_id: &str) {
+        self.inner.views.invalidate(proposal_id);
         let waiter = {
             let mut map = self.inner.by_proposal.lock().expect("changes lock");
             match map.get(proposal_id).and_then(Weak::upgrade) {
@@ -59,10 +110,107 @@ impl Changes {
         self.inner.any.notified().await
     }
 
+    /// The read caches, or `None` while the follower is not keeping up (not
+    /// started, or the log could not be read): then every read goes to the
+    /// database.
+    pub fn caches(&self) -> Option<Caches<'_>> {
+        let at = self.inner.followed_at_ms.load(Ordering::Acquire);
+        let now = self.inner.started.elapsed().as_millis() as u64;
+        (at > 0 && now.saturating_sub(at) <= FOLLOW_TRUSTED_FOR.as_millis() as u64)
+            .then_some(Caches { views: &self.inner.views, agents: &self.inner.agents })
+    }
+
+    fn apply(&self, change: &Change) {
+        match change {
+            Change::Proposal(id) => self.publish(id),
+            Change::Agents => self.inner.agents.clear(),
+            Change::Payees => self.inner.views.clear(),
+            Change::Unknown => self.clear_caches(),
+        }
+    }
+
+    fn clear_caches(&self) {
+        self.inner.views.clear();
+        self.inner.agents.clear();
+    }
+
+    fn mark_followed(&self) {
+        let now = (self.inner.started.elapsed().as_millis() as u64).max(1);
+        self.inner.followed_at_ms.store(now, Ordering::Release);
+    }
+
     /// Number of proposals with live waiters (for metrics and tests).
     pub fn watched(&self) -> usize {
         self.inner.by_proposal.lock().expect("changes lock").values().filter(|w| w.strong_count() > 0).count()
     }
+}
+
+/// The read caches, handed out only while they can be trusted.
+pub struct Caches<'a> {
+    pub views: &'a ReadCache<Arc<PolledView>>,
+    pub agents: &'a ReadCache<AgentPrincipal>,
+}
+
+/// Follows the change log until `shutdown` fires (see the module comment).
+pub async fn follow(state: Shared, shutdown: Shutdown) {
+    let changes = &state.changes;
+    let mut seen = None;
+    let mut ticker = tokio::time::interval(FOLLOW_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut pruned_at = Instant::now();
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shutdown.wait() => return,
+        }
+        match follow_once(&state, &mut seen).await {
+            Ok(()) => {
+                if failing {
+                    tracing::info!("change log readable again; read caches resume");
+                    failing = false;
+                }
+                changes.mark_followed();
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::error!(error = %e, "cannot read the change log; read caches bypassed until it can");
+                    failing = true;
+                }
+                // What was missed is unknown: start again from an empty cache.
+                seen = None;
+            }
+        }
+        if pruned_at.elapsed() >= Duration::from_secs(60) {
+            pruned_at = Instant::now();
+            if let Err(e) = change_log::prune(&state.db.write, KEEP_LOG_MINUTES).await {
+                tracing::warn!(error = %e, "change log prune failed");
+            }
+        }
+    }
+}
+
+/// One read of the log. `seen` is `None` at start and after a failure: the
+/// caches are emptied and following starts from the newest entry.
+async fn follow_once(state: &Shared, seen: &mut Option<i64>) -> sqlx::Result<()> {
+    let changes = &state.changes;
+    let Some(from) = *seen else {
+        let latest = change_log::latest(&state.db.read).await?;
+        changes.clear_caches();
+        *seen = Some(latest);
+        return Ok(());
+    };
+    let batch = change_log::since(&state.db.read, from, MAX_BATCH).await?;
+    if batch.len() as u32 >= MAX_BATCH {
+        tracing::info!("more than {MAX_BATCH} changes at once; read caches emptied");
+        *seen = None;
+        return Box::pin(follow_once(state, seen)).await;
+    }
+    for (seq, change) in &batch {
+        changes.apply(change);
+        *seen = Some(*seq);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

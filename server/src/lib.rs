@@ -7,6 +7,7 @@
 pub mod approval;
 pub mod approvals;
 pub mod bench_baseline;
+pub mod cache;
 pub mod changes;
 pub mod cli;
 pub mod commit;
@@ -16,6 +17,7 @@ pub mod demo;
 pub mod domain;
 pub mod expiry;
 pub mod http;
+pub mod intake;
 pub mod operations;
 pub mod password;
 pub mod policy;

@@ -169,6 +169,29 @@ pub async fn propose(
     body: &Value,
     now: DateTime<Utc>,
 ) -> Result<Proposed, ProposeError> {
+    let job = prepare(state, agent, body, now).await?;
+    let (id, run_id, hash) = (job.id.clone(), job.run_id.clone(), job.hash.to_string());
+    if !state.intake.store(state, job).await? {
+        let mut conn = state.db.read.acquire().await?;
+        let existing = store::proposals::find_duplicate(&mut conn, &agent.tenant_id, &agent.agent_id, &run_id, &hash)
+            .await?
+            .ok_or(sqlx::Error::RowNotFound)?;
+        drop(conn);
+        return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
+    }
+    state.changes.publish(&id);
+    crate::slack::outbox::wake(state);
+    Ok(Proposed::Created(owned_view(state, agent, &id).await?))
+}
+
+/// Everything before storing: parse, canonicalize, hash, evaluate policy. A
+/// denial is audited here and returned as an error.
+pub(crate) async fn prepare(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    body: &Value,
+    now: DateTime<Utc>,
+) -> Result<NewProposalJob, ProposeError> {
     let request = ProposalRequest::parse(body, &state.currencies).map_err(ProposeError::Validation)?;
     // Reversals are never treated as going to a trusted payee.
     let (canonical, payee_trusted) = match &request {
@@ -190,8 +213,8 @@ pub async fn propose(
     );
     let summary = audit_summary(&canonical, request.run_id().as_str(), &decision);
 
-    let mut tx = state.db.write.begin().await?;
     if decision.outcome == Outcome::Denied {
+        let mut tx = state.db.write.begin().await?;
         store::audit::append(
             &mut tx,
             &AuditEntry {
@@ -207,20 +230,16 @@ pub async fn propose(
         tx.commit().await?;
         return Err(ProposeError::Denied(decision));
     }
-    let run_id = request.run_id().as_str();
-    let id = store::new_id("prop", now);
-    if !insert_new(state, &mut tx, agent, &canonical, &hash, run_id, &decision, &id, now, summary).await? {
-        let existing =
-            store::proposals::find_duplicate(&mut tx, &agent.tenant_id, &agent.agent_id, run_id, hash.as_str())
-                .await?
-                .ok_or(sqlx::Error::RowNotFound)?;
-        tx.rollback().await?;
-        return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
-    }
-    tx.commit().await?;
-    state.changes.publish(&id);
-    crate::slack::outbox::wake(state);
-    Ok(Proposed::Created(owned_view(state, agent, &id).await?))
+    Ok(NewProposalJob {
+        agent: agent.clone(),
+        canonical,
+        hash,
+        run_id: request.run_id().as_str().to_owned(),
+        decision,
+        id: store::new_id("prop", now),
+        now,
+        summary,
+    })
 }
 
 async fn owned_view(state: &AppState, agent: &AgentPrincipal, id: &str) -> Result<ProposalView, ProposeError> {
@@ -230,80 +249,97 @@ async fn owned_view(state: &AppState, agent: &AgentPrincipal, id: &str) -> Resul
     })
 }
 
-/// Stores a new proposal (pending) with its audit entry; when policy approves
-/// it alone, the policy's approval goes through the same `grant` as a human's.
-/// Returns false, having written nothing, when the identical request is
-/// already in this run.
-#[allow(clippy::too_many_arguments)]
-async fn insert_new(
-    state: &AppState,
-    tx: &mut sqlx::SqliteConnection,
-    agent: &AgentPrincipal,
-    canonical: &CanonicalRequest,
-    hash: &RequestHash,
-    run_id: &str,
-    decision: &Decision,
-    id: &str,
+/// A new proposal ready to be stored (see `crate::intake`).
+pub struct NewProposalJob {
+    agent: AgentPrincipal,
+    canonical: CanonicalRequest,
+    hash: RequestHash,
+    run_id: String,
+    decision: Decision,
+    id: String,
     now: DateTime<Utc>,
     summary: Value,
-) -> Result<bool, ProposeError> {
-    let canonical_json = canonical.to_value().to_string();
-    let policy_json = serde_json::to_string(decision).expect("decision serializes");
-    let inserted = store::proposals::insert(
-        tx,
-        &store::proposals::NewProposal {
-            id,
-            tenant_id: &agent.tenant_id,
-            agent_id: &agent.agent_id,
-            run_id,
-            kind: canonical.kind.as_str(),
-            status: ProposalStatus::PendingApproval,
-            amount_minor: canonical.amount_minor,
-            currency: canonical.currency.code(),
-            payee_id: canonical.destination.id.expose(),
-            canonical_request: &canonical_json,
-            request_hash: hash.as_str(),
-            policy: &policy_json,
-            required_approvals: decision.required_approvals,
-            now,
-            expires_at: now + Duration::seconds(state.settings.proposals.ttl_secs as i64),
-        },
-    )
-    .await?;
-    if !inserted {
-        return Ok(false);
+}
+
+impl NewProposalJob {
+    #[cfg(test)]
+    pub(crate) fn reuse_id_for_test(&mut self, id: &str) {
+        id.clone_into(&mut self.id);
     }
-    let created = AuditEntry {
-        tenant_id: Some(agent.tenant_id.clone()),
-        actor: agent.actor(),
-        action: "proposal.created".into(),
-        proposal_id: Some(id.to_owned()),
-        request_hash: Some(hash.to_string()),
-        data: summary,
-    };
-    store::audit::append(tx, &created).await?;
-    let Some(approver) = decision.auto_approver() else {
-        let card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
-        crate::slack::outbox::announce(state, tx, &card, now).await?;
-        return Ok(true);
-    };
-    let approval = store::proposals::ApprovalRow {
-        proposal_id: id.to_owned(),
-        round: 1,
-        approver_id: approver,
-        decision: "approve".into(),
-        reason: None,
-        via: "policy".into(),
-        amr: "policy".into(),
-        at: store::ts(now),
-    };
-    store::proposals::insert_approval(tx, &approval).await?;
-    let row = store::proposals::get_in(tx, &agent.tenant_id, id).await?.ok_or(sqlx::Error::RowNotFound)?;
-    crate::approvals::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
-        crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
-        other => ProposeError::Approval(other.to_string()),
-    })?;
-    Ok(true)
+
+    /// In a transaction of its own.
+    pub async fn store_alone(&self, state: &AppState) -> Result<bool, ProposeError> {
+        let mut tx = state.db.write.begin().await?;
+        let stored = self.insert(state, &mut tx).await?;
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    /// Stores a new proposal (pending) with its audit entry; when policy
+    /// approves it alone, the policy's approval goes through the same `grant`
+    /// as a human's. Returns false, having written nothing, when the
+    /// identical request is already in this run.
+    pub async fn insert(&self, state: &AppState, tx: &mut sqlx::SqliteConnection) -> Result<bool, ProposeError> {
+        let NewProposalJob { agent, canonical, hash, run_id, decision, id, now, summary } = self;
+        let (id, now, summary) = (id.as_str(), *now, summary.clone());
+        let canonical_json = canonical.to_value().to_string();
+        let policy_json = serde_json::to_string(decision).expect("decision serializes");
+        let inserted = store::proposals::insert(
+            tx,
+            &store::proposals::NewProposal {
+                id,
+                tenant_id: &agent.tenant_id,
+                agent_id: &agent.agent_id,
+                run_id,
+                kind: canonical.kind.as_str(),
+                status: ProposalStatus::PendingApproval,
+                amount_minor: canonical.amount_minor,
+                currency: canonical.currency.code(),
+                payee_id: canonical.destination.id.expose(),
+                canonical_request: &canonical_json,
+                request_hash: hash.as_str(),
+                policy: &policy_json,
+                required_approvals: decision.required_approvals,
+                now,
+                expires_at: now + Duration::seconds(state.settings.proposals.ttl_secs as i64),
+            },
+        )
+        .await?;
+        if !inserted {
+            return Ok(false);
+        }
+        let created = AuditEntry {
+            tenant_id: Some(agent.tenant_id.clone()),
+            actor: agent.actor(),
+            action: "proposal.created".into(),
+            proposal_id: Some(id.to_owned()),
+            request_hash: Some(hash.to_string()),
+            data: summary,
+        };
+        store::audit::append(tx, &created).await?;
+        let Some(approver) = decision.auto_approver() else {
+            let card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+            crate::slack::outbox::announce(state, tx, &card, now).await?;
+            return Ok(true);
+        };
+        let approval = store::proposals::ApprovalRow {
+            proposal_id: id.to_owned(),
+            round: 1,
+            approver_id: approver,
+            decision: "approve".into(),
+            reason: None,
+            via: "policy".into(),
+            amr: "policy".into(),
+            at: store::ts(now),
+        };
+        store::proposals::insert_approval(tx, &approval).await?;
+        let row = store::proposals::get_in(tx, &agent.tenant_id, id).await?.ok_or(sqlx::Error::RowNotFound)?;
+        crate::approvals::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
+            crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
+            other => ProposeError::Approval(other.to_string()),
+        })?;
+        Ok(true)
+    }
 }
 
 /// What the audit trail keeps of a request: amounts, ids, masked accounts.
@@ -492,6 +528,56 @@ pub async fn for_agent(state: &AppState, agent: &AgentPrincipal, id: &str) -> Re
         }
     }
     Ok(view)
+}
+
+/// A proposal as its agent's status poll sends it: the serialized view and
+/// its `ETag`, with the owner to check every request against.
+#[derive(Debug)]
+pub struct PolledView {
+    pub tenant_id: String,
+    pub agent_id: String,
+    pub etag: String,
+    pub body: axum::body::Bytes,
+}
+
+impl PolledView {
+    /// `view` as read by `for_agent`, which checked that `owner` owns it.
+    fn render(owner: &AgentPrincipal, view: &ProposalView) -> PolledView {
+        PolledView {
+            tenant_id: owner.tenant_id.clone(),
+            agent_id: owner.agent_id.clone(),
+            etag: view.etag(),
+            body: serde_json::to_vec(view).expect("views serialize").into(),
+        }
+    }
+}
+
+/// [`for_agent`], already serialized, from the read cache when it can be
+/// trusted (`crate::changes`). The status poll's path: most polls find the
+/// proposal unchanged and never reach the database.
+pub async fn poll(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    id: &str,
+) -> Result<std::sync::Arc<PolledView>, ActionError> {
+    let caches = state.changes.caches();
+    let cached = caches.as_ref().and_then(|c| c.views.get(id));
+    let polled = match cached {
+        Some(polled) => polled,
+        None => {
+            let ticket = caches.as_ref().map(|c| c.views.ticket());
+            let polled = std::sync::Arc::new(PolledView::render(agent, &for_agent(state, agent, id).await?));
+            if let (Some(c), Some(t)) = (&caches, ticket) {
+                c.views.fill(t, id, polled.clone());
+            }
+            polled
+        }
+    };
+    // The same owner check as the database read's, for what came from the cache.
+    if polled.tenant_id != agent.tenant_id || polled.agent_id != agent.agent_id {
+        return Err(ActionError::NotFound);
+    }
+    Ok(polled)
 }
 
 /// The agent withdraws its proposal while it is still waiting or approved.

@@ -32,6 +32,8 @@ pub struct AppState {
     pub hooks: TestHooks,
     /// Outbound Slack messages (allowlisted client, delivery wake-up).
     pub slack: crate::slack::Slack,
+    /// Group commit of new proposals.
+    pub intake: crate::intake::Intake,
 }
 
 pub type Shared = Arc<AppState>;
@@ -52,6 +54,7 @@ impl AppState {
             in_flight: Mutex::new(HashSet::new()),
             hooks: TestHooks::from_env(),
             slack,
+            intake: Default::default(),
         })
     }
 

@@ -13,10 +13,10 @@ use std::time::Duration as StdDuration;
 
 use super::console::QueueQuery;
 use super::error::ApiError;
-use super::extract::{AgentAuth, JsonBody};
+use super::extract::{AgentAuth, JsonBody, ReadOnlyAgentAuth};
 use crate::commit::CommitError;
 use crate::domain::{jcs, FieldError};
-use crate::proposals::{self, ActionError, AgentPrincipal, ProposalView, ProposeError, Proposed};
+use crate::proposals::{self, ActionError, AgentPrincipal, PolledView, ProposalView, ProposeError, Proposed};
 use crate::state::Shared;
 use crate::store::{self, idempotency::Claim};
 
@@ -154,9 +154,10 @@ pub(super) fn query_error(e: impl std::fmt::Display) -> ApiError {
 }
 
 /// `GET /api/v1/proposals/{id}` with `ETag`, `If-None-Match` and `?wait=N` long-polling.
+/// Served from the read cache when it can be (`proposals::poll`).
 pub async fn get(
     State(state): State<Shared>,
-    AgentAuth(agent): AgentAuth,
+    ReadOnlyAgentAuth(agent): ReadOnlyAgentAuth,
     Path(id): Path<String>,
     params: Result<Query<WaitParams>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
@@ -169,39 +170,59 @@ pub async fn get(
     let known = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
     drop(headers);
 
-    // Subscribe before reading, so a change between the read and the wait is not missed.
+    let unchanged = |polled: &PolledView| known.as_deref() == Some(polled.etag.as_str());
+    let polled = proposals::poll(&state, &agent, &id).await?;
+    if !unchanged(&polled) {
+        return Ok(polled_response(&polled));
+    }
+    if wait == 0 {
+        return Ok(not_modified(&polled.etag));
+    }
+    // Subscribe, then read again, so a change between the first read and the
+    // wait is not missed. Wait holding only what the wait needs (the request's
+    // headers and the view are freed; 10,000 held polls add up,
+    // docs/BENCHMARKS.md).
+    let etag = polled.etag.clone();
+    drop(polled);
     let notify = state.changes.subscribe(&id);
     let changed = notify.notified();
     tokio::pin!(changed);
     changed.as_mut().enable();
-
-    let view = proposals::for_agent(&state, &agent, &id).await?;
-    let Some(etag) = known.filter(|k| *k == view.etag()) else {
-        return Ok(proposal_response(StatusCode::OK, &view));
-    };
-    // Unchanged: wait holding only what the wait needs (the request's headers
-    // and the view are freed; 10,000 held polls add up, docs/BENCHMARKS.md).
-    drop(view);
     let deadline = tokio::time::Instant::now() + StdDuration::from_secs(wait);
     loop {
+        let polled = proposals::poll(&state, &agent, &id).await?;
+        if polled.etag != etag {
+            return Ok(polled_response(&polled));
+        }
+        drop(polled);
         tokio::select! {
             _ = &mut changed => {
                 changed.set(notify.notified());
                 changed.as_mut().enable();
-                let view = proposals::for_agent(&state, &agent, &id).await?;
-                if view.etag() != etag {
-                    return Ok(proposal_response(StatusCode::OK, &view));
-                }
             }
             _ = tokio::time::sleep_until(deadline) => break,
             _ = state.shutdown.wait() => break,
         }
     }
+    Ok(not_modified(&etag))
+}
+
+fn polled_response(polled: &PolledView) -> Response {
+    let mut response = (StatusCode::OK, polled.body.clone()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(etag) = HeaderValue::from_str(&polled.etag) {
+        headers.insert(header::ETAG, etag);
+    }
+    response
+}
+
+fn not_modified(etag: &str) -> Response {
     let mut response = StatusCode::NOT_MODIFIED.into_response();
-    if let Ok(etag) = HeaderValue::from_str(&etag) {
+    if let Ok(etag) = HeaderValue::from_str(etag) {
         response.headers_mut().insert(header::ETAG, etag);
     }
-    Ok(response)
+    response
 }
 
 #[derive(Debug, Deserialize)]

@@ -24,18 +24,52 @@ impl FromRequestParts<Shared> for AgentAuth {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, Self::Rejection> {
-        let key = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|k| !k.is_empty() && k.len() <= 256)
-            .ok_or(ApiError::Unauthenticated)?;
-        let digest = hex::encode(Sha256::digest(key.as_bytes()));
+        let digest = key_digest(parts)?;
         let agent =
             store::directory::agent_by_key_hash(&state.db.read, &digest).await?.ok_or(ApiError::Unauthenticated)?;
         Ok(AgentAuth(agent.into()))
+    }
+}
+
+/// The SHA-256 (hex) of the bearer key, or 401 when there is none.
+fn key_digest(parts: &Parts) -> Result<String, ApiError> {
+    let key = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.len() <= 256)
+        .ok_or(ApiError::Unauthenticated)?;
+    Ok(hex::encode(Sha256::digest(key.as_bytes())))
+}
+
+/// [`AgentAuth`] for endpoints that only read (the status poll): the
+/// credential may come from the read cache, which a deactivated or changed
+/// agent leaves at once when the change is made by this process and within
+/// `changes::FOLLOW_EVERY` otherwise. Endpoints that change anything (propose,
+/// cancel, commit) use `AgentAuth`, which always asks the database.
+pub struct ReadOnlyAgentAuth(pub AgentPrincipal);
+
+impl FromRequestParts<Shared> for ReadOnlyAgentAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, Self::Rejection> {
+        let digest = key_digest(parts)?;
+        let caches = state.changes.caches();
+        if let Some(agent) = caches.as_ref().and_then(|c| c.agents.get(&digest)) {
+            return Ok(ReadOnlyAgentAuth(agent));
+        }
+        let ticket = caches.as_ref().map(|c| c.agents.ticket());
+        // Unknown keys are not remembered: the cache holds only real agents.
+        let agent: AgentPrincipal = store::directory::agent_by_key_hash(&state.db.read, &digest)
+            .await?
+            .ok_or(ApiError::Unauthenticated)?
+            .into();
+        if let (Some(c), Some(t)) = (&caches, ticket) {
+            c.agents.fill(t, &digest, agent.clone());
+        }
+        Ok(ReadOnlyAgentAuth(agent))
     }
 }
 

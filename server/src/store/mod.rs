@@ -6,6 +6,7 @@
 //! PostgreSQL both pools become one.
 
 pub mod audit;
+pub mod change_log;
 pub mod directory;
 pub mod idempotency;
 pub mod operations;

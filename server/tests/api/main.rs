@@ -23,6 +23,7 @@ mod idempotency;
 mod listing;
 mod policy;
 mod proposals_create;
+mod read_cache;
 mod slack;
 mod status_poll;
 mod strict_schema;

@@ -1,0 +1,149 @@
+//! The status poll's read caches (agent credentials and proposal views) never
+//! hide a change for long, whoever makes it: the server itself, the CLI in
+//! another process, or a hand-run SQL statement (docs/ARCHITECTURE.md,
+//! "Read caches"). The changes below are all made outside the server.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::helpers::*;
+
+/// How long a change made by another process may stay unseen: the follower
+/// reads the change log every 100 ms; generous for a busy CI machine.
+const SEEN_WITHIN: Duration = Duration::from_secs(3);
+
+/// Polls `GET /api/v1/proposals/{id}` with `key` until `done` holds; returns
+/// the reply that satisfied it and how long it took.
+async fn poll_until(server: &TestServer, key: &str, id: &str, done: impl Fn(&Reply) -> bool) -> (Reply, Duration) {
+    let started = Instant::now();
+    loop {
+        let r = server.get_proposal(key, id).await;
+        if done(&r) || started.elapsed() > SEEN_WITHIN {
+            return (r, started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_key_rotated_by_the_cli_stops_working_for_status_polls() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    for _ in 0..3 {
+        assert_eq!(server.get_proposal(ACME_BOT_KEY, &id).await.status, 200, "the old key polls (and is cached)");
+    }
+
+    // `agent add` on an existing agent replaces its key.
+    let (code, out, err) = server
+        .cli(&[
+            "agent",
+            "add",
+            "--tenant",
+            "acme",
+            "--id",
+            "payout-bot",
+            "--acts-for",
+            "maya",
+            "--source-account",
+            ACME_SOURCE,
+            "--purpose",
+            "vendor",
+            "--purpose",
+            "refund",
+        ])
+        .await;
+    assert_eq!(code, 0, "{out}{err}");
+    let new_key = out.split_whitespace().find(|w| w.starts_with("cs_")).expect("the new key").to_owned();
+
+    // Endpoints that change anything always ask the database: refused at once.
+    let propose = server.propose_as(ACME_BOT_KEY, &with(transfer(), serde_json::json!({"run_id": "after"}))).await;
+    propose.assert_error(401, "unauthenticated");
+
+    let (r, took) = poll_until(&server, ACME_BOT_KEY, &id, |r| r.status == 401).await;
+    r.assert_error(401, "unauthenticated");
+    assert!(took < SEEN_WITHIN, "the old key was refused after {took:?}");
+    let r = server.get_proposal(&new_key, &id).await;
+    assert_eq!(r.status, 200, "the new key reads the agent's proposal: {}", r.text);
+    assert_eq!(r.body["id"], id.as_str());
+}
+
+#[tokio::test]
+async fn a_payee_trusted_by_the_cli_shows_in_the_next_polls() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let before = server.get_proposal(ACME_BOT_KEY, &id).await;
+    assert_eq!(before.body["payee"]["trusted"], false, "{}", before.text);
+
+    let (code, out, err) = server
+        .cli(&[
+            "payee",
+            "add",
+            "--tenant",
+            "acme",
+            "--id",
+            ACME_PAYEE,
+            "--legal-name",
+            "Northwind Traders GmbH",
+            "--trusted",
+        ])
+        .await;
+    assert_eq!(code, 0, "{out}{err}");
+
+    let (r, took) = poll_until(&server, ACME_BOT_KEY, &id, |r| r.body["payee"]["trusted"] == true).await;
+    assert_eq!(r.body["payee"]["trusted"], true, "after {took:?}: {}", r.text);
+}
+
+#[tokio::test]
+async fn a_proposal_changed_by_another_process_wakes_its_long_poll() {
+    let server = Arc::new(TestServer::start().await);
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
+
+    let started = Instant::now();
+    let waiter = {
+        let (server, id, etag) = (server.clone(), id.clone(), etag.clone());
+        tokio::spawn(async move {
+            send(server.get(&format!("/api/v1/proposals/{id}?wait=20"), ACME_BOT_KEY).header("If-None-Match", &etag))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Another process (this test) writes the database directly.
+    let db = server.db().await;
+    let changed = sqlx::query("UPDATE proposals SET status = 'cancelled', version = version + 1 WHERE id = ?")
+        .bind(&id)
+        .execute(&db)
+        .await
+        .expect("update");
+    assert_eq!(changed.rows_affected(), 1);
+
+    let r = waiter.await.expect("poll task");
+    let took = started.elapsed();
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["status"], "cancelled", "{}", r.text);
+    assert!(took < Duration::from_secs(10), "woke by the change, not at the 20 s deadline: {took:?}");
+    assert_ne!(r.header("etag"), Some(etag.as_str()));
+    // And a plain poll agrees.
+    assert_eq!(server.get_proposal(ACME_BOT_KEY, &id).await.body["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn the_change_log_is_written_by_triggers_and_not_by_new_proposals() {
+    let server = TestServer::start().await;
+    let db = server.db().await;
+    let start = scalar(&db, "SELECT COALESCE(MAX(seq), 0) FROM change_log").await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        scalar(&db, &format!("SELECT COUNT(*) FROM change_log WHERE seq > {start}")).await,
+        0,
+        "a new proposal invalidates nothing, so intake pays for no log row"
+    );
+    assert_eq!(server.cancel(ACME_BOT_KEY, &id).await.status, 200);
+    let logged: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT kind, proposal_id FROM change_log WHERE seq > ? ORDER BY seq")
+            .bind(start)
+            .fetch_all(&db)
+            .await
+            .unwrap();
+    assert!(logged.contains(&("proposal".to_owned(), Some(id.clone()))), "{logged:?}");
+}
