@@ -22,13 +22,14 @@ use tokio::sync::{mpsc, oneshot};
 use crate::proposals::{NewProposalJob, ProposeError};
 use crate::shutdown::Shutdown;
 use crate::state::{AppState, Shared};
+use crate::store::proposals::ProposalRow;
 
 /// The most proposals written in one transaction.
 const MAX_BATCH: usize = 64;
 /// Requests that may wait for the writer before senders wait for room.
 const QUEUE: usize = 1_024;
 
-type Reply = oneshot::Sender<Result<bool, ProposeError>>;
+type Reply = oneshot::Sender<Result<Option<ProposalRow>, ProposeError>>;
 
 pub struct Intake {
     tx: mpsc::Sender<(NewProposalJob, Reply)>,
@@ -46,9 +47,10 @@ impl Default for Intake {
 }
 
 impl Intake {
-    /// Stores `job` (with the worker's next batch when it runs); `false`:
-    /// the identical request already exists in this run, nothing was written.
-    pub async fn store(&self, state: &AppState, job: NewProposalJob) -> Result<bool, ProposeError> {
+    /// Stores `job` (with the worker's next batch when it runs) and returns
+    /// the stored row; `None`: the identical request already exists in this
+    /// run, nothing was written.
+    pub async fn store(&self, state: &AppState, job: NewProposalJob) -> Result<Option<ProposalRow>, ProposeError> {
         if !self.running.load(Ordering::Acquire) {
             return job.store_alone(state).await;
         }
@@ -67,6 +69,20 @@ impl Intake {
     pub fn largest_batch(&self) -> usize {
         self.largest_batch.load(Ordering::Relaxed)
     }
+}
+
+/// Starts [`run`] on a thread of its own. On the shared runtime, every
+/// statement's round trip to the SQLite thread would also wait for the
+/// worker to be scheduled again behind the HTTP tasks, and the writer would
+/// sit idle in between (docs/BENCHMARKS.md, "Intake").
+pub fn spawn(state: Shared, shutdown: Shutdown) -> tokio::task::JoinHandle<()> {
+    tokio::task::spawn_blocking(move || {
+        match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(run(state, shutdown)),
+            // Without the worker, proposals are stored one by one.
+            Err(e) => tracing::error!(error = %e, "cannot start the intake worker's runtime"),
+        }
+    })
 }
 
 /// The batch writer; runs until `shutdown` fires, then writes what is queued.
@@ -112,7 +128,10 @@ async fn write(state: &AppState, batch: Vec<(NewProposalJob, Reply)>) {
     }
 }
 
-async fn write_together(state: &AppState, batch: &[(NewProposalJob, Reply)]) -> Result<Vec<bool>, ProposeError> {
+async fn write_together(
+    state: &AppState,
+    batch: &[(NewProposalJob, Reply)],
+) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
     let mut tx = state.db.write.begin().await?;
     let mut stored = Vec::with_capacity(batch.len());
     for (job, _) in batch {
@@ -225,10 +244,10 @@ mod tests {
         for a in answers {
             results.push(a.await.expect("answered"));
         }
-        assert!(matches!(results[0], Ok(true)), "{:?}", results[0]);
+        assert!(matches!(results[0], Ok(Some(_))), "{:?}", results[0]);
         assert!(matches!(results[1], Err(ProposeError::Store(_))), "{:?}", results[1]);
-        assert!(matches!(results[2], Ok(true)), "{:?}", results[2]);
-        assert!(matches!(results[3], Ok(false)), "the identical request of the same run: {:?}", results[3]);
+        assert!(matches!(results[2], Ok(Some(_))), "{:?}", results[2]);
+        assert!(matches!(results[3], Ok(None)), "the identical request of the same run: {:?}", results[3]);
         assert_eq!(count(&state).await, before + 2);
         chain_intact(&state).await;
     }

@@ -171,17 +171,24 @@ pub async fn propose(
 ) -> Result<Proposed, ProposeError> {
     let job = prepare(state, agent, body, now).await?;
     let (id, run_id, hash) = (job.id.clone(), job.run_id.clone(), job.hash.to_string());
-    if !state.intake.store(state, job).await? {
+    let auto_approved = job.decision.auto_approver().is_some();
+    let Some(row) = state.intake.store(state, job).await? else {
         let mut conn = state.db.read.acquire().await?;
         let existing = store::proposals::find_duplicate(&mut conn, &agent.tenant_id, &agent.agent_id, &run_id, &hash)
             .await?
             .ok_or(sqlx::Error::RowNotFound)?;
         drop(conn);
         return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
-    }
+    };
     state.changes.publish(&id);
     crate::slack::outbox::wake(state);
-    Ok(Proposed::Created(owned_view(state, agent, &id).await?))
+    if auto_approved {
+        // Approved by policy in the same transaction: read back its approval and token.
+        return Ok(Proposed::Created(owned_view(state, agent, &id).await?));
+    }
+    // Waiting for approval: the stored row is the whole proposal (no
+    // approvals, operation or token yet).
+    Ok(Proposed::Created(to_view(state, row, Vec::new())))
 }
 
 /// Everything before storing: parse, canonicalize, hash, evaluate policy. A
@@ -233,6 +240,7 @@ pub(crate) async fn prepare(
     Ok(NewProposalJob {
         agent: agent.clone(),
         canonical,
+        payee_trusted,
         hash,
         run_id: request.run_id().as_str().to_owned(),
         decision,
@@ -253,6 +261,7 @@ async fn owned_view(state: &AppState, agent: &AgentPrincipal, id: &str) -> Resul
 pub struct NewProposalJob {
     agent: AgentPrincipal,
     canonical: CanonicalRequest,
+    payee_trusted: bool,
     hash: RequestHash,
     run_id: String,
     decision: Decision,
@@ -268,7 +277,7 @@ impl NewProposalJob {
     }
 
     /// In a transaction of its own.
-    pub async fn store_alone(&self, state: &AppState) -> Result<bool, ProposeError> {
+    pub async fn store_alone(&self, state: &AppState) -> Result<Option<ProposalRow>, ProposeError> {
         let mut tx = state.db.write.begin().await?;
         let stored = self.insert(state, &mut tx).await?;
         tx.commit().await?;
@@ -277,14 +286,18 @@ impl NewProposalJob {
 
     /// Stores a new proposal (pending) with its audit entry; when policy
     /// approves it alone, the policy's approval goes through the same `grant`
-    /// as a human's. Returns false, having written nothing, when the
-    /// identical request is already in this run.
-    pub async fn insert(&self, state: &AppState, tx: &mut sqlx::SqliteConnection) -> Result<bool, ProposeError> {
-        let NewProposalJob { agent, canonical, hash, run_id, decision, id, now, summary } = self;
+    /// as a human's. Returns the row as inserted (pending), or None, having
+    /// written nothing, when the identical request is already in this run.
+    pub async fn insert(
+        &self,
+        state: &AppState,
+        tx: &mut sqlx::SqliteConnection,
+    ) -> Result<Option<ProposalRow>, ProposeError> {
+        let NewProposalJob { agent, canonical, hash, run_id, decision, id, now, summary, .. } = self;
         let (id, now, summary) = (id.as_str(), *now, summary.clone());
         let canonical_json = canonical.to_value().to_string();
         let policy_json = serde_json::to_string(decision).expect("decision serializes");
-        let inserted = store::proposals::insert(
+        let stored = store::proposals::insert(
             tx,
             &store::proposals::NewProposal {
                 id,
@@ -305,9 +318,8 @@ impl NewProposalJob {
             },
         )
         .await?;
-        if !inserted {
-            return Ok(false);
-        }
+        let Some(mut row) = stored else { return Ok(None) };
+        row.payee_trusted = self.payee_trusted;
         let created = AuditEntry {
             tenant_id: Some(agent.tenant_id.clone()),
             actor: agent.actor(),
@@ -320,7 +332,7 @@ impl NewProposalJob {
         let Some(approver) = decision.auto_approver() else {
             let card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
             crate::slack::outbox::announce(state, tx, &card, now).await?;
-            return Ok(true);
+            return Ok(Some(row));
         };
         let approval = store::proposals::ApprovalRow {
             proposal_id: id.to_owned(),
@@ -333,12 +345,11 @@ impl NewProposalJob {
             at: store::ts(now),
         };
         store::proposals::insert_approval(tx, &approval).await?;
-        let row = store::proposals::get_in(tx, &agent.tenant_id, id).await?.ok_or(sqlx::Error::RowNotFound)?;
         crate::approvals::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
             crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
             other => ProposeError::Approval(other.to_string()),
         })?;
-        Ok(true)
+        Ok(Some(row))
     }
 }
 

@@ -108,7 +108,7 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         tokio::spawn(crate::operations::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::slack::outbox::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::changes::follow(state.clone(), shutdown.clone())),
-        tokio::spawn(crate::intake::run(state.clone(), shutdown.clone())),
+        crate::intake::spawn(state.clone(), shutdown.clone()),
     ]
 }
 

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use sqlx::{Row, SqliteConnection, SqlitePool};
+use std::sync::Mutex;
 
 use super::ts;
 use crate::domain::jcs;
@@ -47,34 +48,75 @@ fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
+/// The chain's head as this process last wrote or read it: only a guess
+/// (another process may have appended since, or its transaction rolled
+/// back), so the insert checks it in the same statement.
+static HEAD_HINT: Mutex<Option<(i64, String)>> = Mutex::new(None);
+
+fn hint() -> Option<(i64, String)> {
+    HEAD_HINT.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn set_hint(head: (i64, String)) {
+    *HEAD_HINT.lock().unwrap_or_else(|p| p.into_inner()) = Some(head);
+}
+
 /// Appends `entry` to the chain. Call inside the write transaction of the
 /// change it records.
+///
+/// Usually one statement: the entry is linked to the remembered head and
+/// inserted only if that is still the head. Otherwise (first append, or the
+/// guess was stale) the head is read first, as two statements.
 pub async fn append(conn: &mut SqliteConnection, entry: &AuditEntry) -> sqlx::Result<()> {
+    if let Some((seq, prev)) = hint() {
+        if insert(conn, seq + 1, &prev, entry, true).await? {
+            return Ok(());
+        }
+    }
     let last =
         sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetch_optional(&mut *conn).await?;
     let (seq, prev) = match last {
         Some(row) => (row.get::<i64, _>("seq") + 1, row.get::<String, _>("hash")),
         None => (1, GENESIS.to_owned()),
     };
-    let at = ts(Utc::now());
-    let hash = entry_hash(seq, &at, entry, &prev);
-    sqlx::query(
-        "INSERT INTO audit_log (seq, at, tenant_id, actor, action, proposal_id, request_hash, data, prev_hash, hash)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(seq)
-    .bind(&at)
-    .bind(&entry.tenant_id)
-    .bind(&entry.actor)
-    .bind(&entry.action)
-    .bind(&entry.proposal_id)
-    .bind(&entry.request_hash)
-    .bind(entry.data.to_string())
-    .bind(&prev)
-    .bind(&hash)
-    .execute(conn)
-    .await?;
+    insert(conn, seq, &prev, entry, false).await?;
     Ok(())
+}
+
+/// Inserts `entry` as number `seq` after `prev`; with `guarded`, only if
+/// `prev` is the hash of the newest entry (returns whether it was inserted).
+async fn insert(
+    conn: &mut SqliteConnection,
+    seq: i64,
+    prev: &str,
+    entry: &AuditEntry,
+    guarded: bool,
+) -> sqlx::Result<bool> {
+    let at = ts(Utc::now());
+    let hash = entry_hash(seq, &at, entry, prev);
+    let guard = if guarded { " WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ?" } else { "" };
+    let sql = format!(
+        "INSERT INTO audit_log (seq, at, tenant_id, actor, action, proposal_id, request_hash, data, prev_hash, hash)
+         SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{guard}"
+    );
+    let query = sqlx::query(&sql)
+        .bind(seq)
+        .bind(&at)
+        .bind(&entry.tenant_id)
+        .bind(&entry.actor)
+        .bind(&entry.action)
+        .bind(&entry.proposal_id)
+        .bind(&entry.request_hash)
+        .bind(entry.data.to_string())
+        .bind(prev)
+        .bind(&hash);
+    let query = if guarded { query.bind(prev) } else { query };
+    let done = query.execute(conn).await?;
+    let inserted = done.rows_affected() == 1;
+    if inserted {
+        set_hint((seq, hash));
+    }
+    Ok(inserted)
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -163,6 +205,32 @@ mod tests {
             request_hash: None,
             data: json!({"n": 1}),
         }
+    }
+
+    #[tokio::test]
+    async fn a_stale_head_guess_never_forks_the_chain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(tmp.path()).await.unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let other = Db::open(other.path()).await.unwrap();
+        append(&mut db.write.acquire().await.unwrap(), &entry("a")).await.unwrap();
+        // b is appended, then rolled back: the remembered head is gone
+        let mut tx = db.write.begin().await.unwrap();
+        append(&mut tx, &entry("b")).await.unwrap();
+        tx.rollback().await.unwrap();
+        let mut conn = db.write.acquire().await.unwrap();
+        append(&mut conn, &entry("c")).await.unwrap();
+        // another database (another process's view of the head) in between
+        append(&mut other.write.acquire().await.unwrap(), &entry("x")).await.unwrap();
+        append(&mut conn, &entry("d")).await.unwrap();
+        // and a plainly wrong guess
+        set_hint((1, GENESIS.to_owned()));
+        append(&mut conn, &entry("e")).await.unwrap();
+        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 4 });
+        assert_eq!(verify(&other.read).await.unwrap(), Verification::Intact { entries: 1 });
+        let actions: Vec<String> =
+            sqlx::query_scalar("SELECT action FROM audit_log ORDER BY seq").fetch_all(&db.read).await.unwrap();
+        assert_eq!(actions, ["a", "c", "d", "e"]);
     }
 
     #[tokio::test]

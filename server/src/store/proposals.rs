@@ -98,16 +98,20 @@ pub async fn find_duplicate(
 }
 
 /// Inserts the proposal unless the same request is already in this run
-/// (the unique (tenant, agent, run, request hash)); returns whether it did.
-/// Letting the insert detect the duplicate saves the write transaction a
-/// statement, a round trip to the writer's thread (docs/BENCHMARKS.md).
-pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::Result<bool> {
+/// (the unique (tenant, agent, run, request hash)); returns the stored row,
+/// or None when it was a duplicate. Letting the insert detect the duplicate
+/// and return the row saves the write transaction a statement and the
+/// request a read, each a round trip to a connection's thread
+/// (docs/BENCHMARKS.md). The row's `payee_trusted` is false: the caller knows
+/// the payee.
+pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::Result<Option<ProposalRow>> {
     let now = ts(p.now);
-    let done = sqlx::query(
+    let row = sqlx::query(
         "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
              canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at, expires_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
-         ON CONFLICT (tenant_id, agent_id, run_id, request_hash) DO NOTHING",
+         ON CONFLICT (tenant_id, agent_id, run_id, request_hash) DO NOTHING
+         RETURNING *, 0 AS payee_trusted",
     )
     .bind(p.id)
     .bind(p.tenant_id)
@@ -125,9 +129,9 @@ pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::R
     .bind(&now)
     .bind(&now)
     .bind(ts(p.expires_at))
-    .execute(conn)
+    .fetch_optional(conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(row.as_ref().map(from_row))
 }
 
 /// The proposal `id` within `tenant`, or None (also for other tenants' ids).
@@ -619,10 +623,11 @@ mod tests {
             now,
             expires_at: now,
         };
-        assert!(!insert(&mut c, &p).await.unwrap(), "prop_1 holds this request in this run");
+        assert!(insert(&mut c, &p).await.unwrap().is_none(), "prop_1 holds this request in this run");
         assert_eq!(find_duplicate(&mut c, "t", "bot", "run", "sha256:00").await.unwrap().as_deref(), Some("prop_1"));
         p.run_id = "another-run";
-        assert!(insert(&mut c, &p).await.unwrap(), "another run is another proposal");
+        let stored = insert(&mut c, &p).await.unwrap().expect("another run is another proposal");
+        assert_eq!((stored.id.as_str(), stored.version, stored.status), ("prop_2", 1, ProposalStatus::PendingApproval));
         let ids: Vec<String> =
             sqlx::query_scalar("SELECT id FROM proposals ORDER BY id").fetch_all(&mut *c).await.unwrap();
         assert_eq!(ids, ["prop_1", "prop_2"]);
