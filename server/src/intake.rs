@@ -117,7 +117,9 @@ async fn write(state: &AppState, batch: Vec<(NewProposalJob, Reply)>) {
             }
         }
         Err(e) if batch.len() == 1 => {
-            let _ = batch.into_iter().next().map(|(_, reply)| reply.send(Err(e)));
+            if let Some((_, reply)) = batch.into_iter().next() {
+                let _ = reply.send(Err(e));
+            }
         }
         Err(e) => {
             tracing::warn!(error = %e, proposals = batch.len(), "batch rolled back; storing its proposals one by one");
