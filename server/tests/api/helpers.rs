@@ -556,3 +556,16 @@ pub fn transfer() -> serde_json::Value {
         "invoice_id": "1842"
     })
 }
+
+/// Creates a transfer and starts, in the background, a long-poll on it with
+/// its current ETag and `?wait=wait`. Returns the id, the ETag and the poll.
+pub async fn parked_long_poll(
+    server: &std::sync::Arc<TestServer>,
+    wait: u64,
+) -> (String, String, tokio::task::JoinHandle<Reply>) {
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
+    let request =
+        server.get(&format!("/api/v1/proposals/{id}?wait={wait}"), ACME_BOT_KEY).header("If-None-Match", &etag);
+    (id, etag, tokio::spawn(send(request)))
+}

@@ -96,17 +96,8 @@ async fn a_payee_trusted_by_the_cli_shows_in_the_next_polls() {
 #[tokio::test]
 async fn a_proposal_changed_by_another_process_wakes_its_long_poll() {
     let server = Arc::new(TestServer::start().await);
-    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
-    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
-
     let started = Instant::now();
-    let waiter = {
-        let (server, id, etag) = (server.clone(), id.clone(), etag.clone());
-        tokio::spawn(async move {
-            send(server.get(&format!("/api/v1/proposals/{id}?wait=20"), ACME_BOT_KEY).header("If-None-Match", &etag))
-                .await
-        })
-    };
+    let (id, etag, waiter) = parked_long_poll(&server, 20).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     // Another process (this test) writes the database directly.
     let db = server.db().await;

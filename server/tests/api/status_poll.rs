@@ -46,14 +46,8 @@ async fn matching_if_none_match_is_304_at_once() {
 #[tokio::test]
 async fn long_poll_wakes_with_200_as_soon_as_the_proposal_is_cancelled() {
     let server = Arc::new(TestServer::start().await);
-    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
-    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
-
+    let (id, etag, waiter) = parked_long_poll(&server, 10).await;
     let started = Instant::now();
-    let waiter = {
-        let (server, id, etag) = (server.clone(), id.clone(), etag.clone());
-        tokio::spawn(async move { send(poll(&server, &id, 10, &etag)).await })
-    };
     // Let the poll start waiting; the cancel then happens while it is parked.
     tokio::time::sleep(Duration::from_millis(750)).await;
     let cancelled = server.cancel(ACME_BOT_KEY, &id).await;
