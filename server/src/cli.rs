@@ -153,7 +153,21 @@ pub struct UserAdd {
 #[derive(Subcommand, Debug)]
 pub enum AgentCommand {
     /// Add an agent; prints its bearer key once (only its SHA-256 is stored).
+    /// For an existing agent, replaces its key (and scope).
     Add(AgentAdd),
+    /// Refuse the agent's key from now on (a stolen key, a retired agent).
+    /// Its proposals stay; it can no longer commit them.
+    Deactivate(AgentRef),
+    /// Accept the agent's key again.
+    Activate(AgentRef),
+}
+
+#[derive(Args, Debug)]
+pub struct AgentRef {
+    #[arg(long)]
+    pub tenant: String,
+    #[arg(long)]
+    pub id: String,
 }
 
 #[derive(Args, Debug)]
@@ -293,6 +307,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             .await?;
             println!("agent {} saved. Its bearer key, shown only this once:\n{key}", a.id);
         }
+        Command::Agent { command: AgentCommand::Deactivate(a) } => set_agent_active(&settings, &a, false).await?,
+        Command::Agent { command: AgentCommand::Activate(a) } => set_agent_active(&settings, &a, true).await?,
         Command::Payee { command: PayeeCommand::Add(a) } => {
             let db = Db::open(&settings.data_dir).await?;
             crate::provision::add_payee(&db, &a.tenant, &a.id, &a.legal_name, a.trusted, "cli").await?;
@@ -368,4 +384,16 @@ async fn reconcile(settings: Settings, operation: Option<&str>) -> anyhow::Resul
     }
     println!("reconciled {} operation(s), {stuck} still open", ops.len());
     Ok(0)
+}
+
+/// `countersign agent deactivate|activate --tenant T --id ID`.
+async fn set_agent_active(settings: &Settings, a: &AgentRef, active: bool) -> anyhow::Result<()> {
+    let db = Db::open(&settings.data_dir).await?;
+    crate::provision::set_agent_active(&db, &a.tenant, &a.id, active, "cli").await.map_err(anyhow::Error::msg)?;
+    println!(
+        "agent {} {}",
+        a.id,
+        if active { "activated: its key is accepted again" } else { "deactivated: its key is refused" }
+    );
+    Ok(())
 }

@@ -350,6 +350,31 @@ pub async fn link_slack(db: &Db, tenant: &str, username: &str, slack: Option<&st
     tx.commit().await.map_err(fail)
 }
 
+/// `countersign agent deactivate` / `activate`: an inactive agent's key is
+/// refused everywhere (propose, cancel and commit at once; status polls as
+/// soon as the server reads the change log, docs/ARCHITECTURE.md "Read
+/// caches"). Its proposals stay as they are. Audited with `actor`.
+pub async fn set_agent_active(db: &Db, tenant: &str, id: &str, active: bool, actor: &str) -> Result<(), String> {
+    let fail = |e: sqlx::Error| {
+        tracing::error!(error = %e, "cannot change an agent's active flag");
+        "database error".to_owned()
+    };
+    let mut tx = db.write.begin().await.map_err(fail)?;
+    if !directory::set_agent_active(&mut tx, tenant, id, active).await.map_err(fail)? {
+        return Err(format!("there is no agent {id} in tenant {tenant}"));
+    }
+    let entry = AuditEntry {
+        tenant_id: Some(tenant.to_owned()),
+        actor: actor.to_owned(),
+        action: if active { "registry.agent.activated" } else { "registry.agent.deactivated" }.into(),
+        proposal_id: None,
+        request_hash: None,
+        data: json!({"agent_id": id}),
+    };
+    audit::append(&mut tx, &entry).await.map_err(fail)?;
+    tx.commit().await.map_err(fail)
+}
+
 /// A new agent bearer key: `cs_live_` (or `cs_test_`) and 32 random base62
 /// characters from the operating system's generator (about 190 bits).
 /// `CUR=AMOUNT_MINOR` (e.g. `USD=500_000`), as the CLI flags and the admin

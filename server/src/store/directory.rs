@@ -442,6 +442,18 @@ pub async fn user_by_slack_id(pool: &SqlitePool, slack_user_id: &str) -> sqlx::R
 /// Sets (or with `None` clears) a user's Slack user id. Returns whether the
 /// user exists in that tenant; a Slack id linked to someone else is a unique
 /// violation.
+/// Sets the agent's `active` flag; false when there is no such agent.
+/// An inactive agent's key authenticates nothing.
+pub async fn set_agent_active(conn: &mut SqliteConnection, tenant: &str, id: &str, active: bool) -> sqlx::Result<bool> {
+    let done = sqlx::query("UPDATE agents SET active = ? WHERE tenant_id = ? AND id = ?")
+        .bind(i64::from(active))
+        .bind(tenant)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub async fn set_slack_user_id(
     conn: &mut SqliteConnection,
     tenant: &str,

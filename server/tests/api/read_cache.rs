@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use crate::rail_harness::auto_approved;
 
 /// How long a change made by another process may stay unseen: the follower
 /// reads the change log every 100 ms; generous for a busy CI machine.
@@ -65,6 +66,49 @@ async fn a_key_rotated_by_the_cli_stops_working_for_status_polls() {
     let r = server.get_proposal(&new_key, &id).await;
     assert_eq!(r.status, 200, "the new key reads the agent's proposal: {}", r.text);
     assert_eq!(r.body["id"], id.as_str());
+}
+
+#[tokio::test]
+async fn a_deactivated_agent_is_refused_everywhere_until_activated_again() {
+    let server = TestServer::start().await;
+    let (approved, token) = auto_approved(&server, 5_000).await;
+    assert_eq!(server.get_proposal(ACME_BOT_KEY, &approved).await.status, 200, "polled (and cached)");
+
+    let (code, out, err) = server.cli(&["agent", "deactivate", "--tenant", "acme", "--id", "payout-bot"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("deactivated"), "{out}");
+    // Refused at once where anything would change or move money.
+    server.commit(&approved, &token).await.assert_error(401, "unauthenticated");
+    server.cancel(ACME_BOT_KEY, &approved).await.assert_error(401, "unauthenticated");
+    server.propose_as(ACME_BOT_KEY, &transfer()).await.assert_error(401, "unauthenticated");
+    // The status poll within the change log's bound.
+    let (r, took) = poll_until(&server, ACME_BOT_KEY, &approved, |r| r.status == 401).await;
+    r.assert_error(401, "unauthenticated");
+    assert!(took < SEEN_WITHIN, "still answered after {took:?}");
+    // Another agent of the tenant is untouched; the proposal is unchanged.
+    assert_eq!(server.propose_as(ACME_OTHER_KEY, &transfer()).await.status, 201);
+    assert_eq!(
+        server.scalar(&format!("SELECT COUNT(*) FROM proposals WHERE id = '{approved}' AND status = 'approved'")).await,
+        1
+    );
+
+    let (code, out, err) = server.cli(&["agent", "activate", "--tenant", "acme", "--id", "payout-bot"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (r, _) = poll_until(&server, ACME_BOT_KEY, &approved, |r| r.status == 200).await;
+    assert_eq!(r.status, 200, "the key works again: {}", r.text);
+    assert_eq!(server.cancel(ACME_BOT_KEY, &approved).await.status, 200);
+
+    let (code, _, err) = server.cli(&["agent", "deactivate", "--tenant", "globex", "--id", "other-bot"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("there is no agent other-bot in tenant globex"), "{err}");
+    let audited: Vec<(String, String)> = sqlx::query_as(
+        "SELECT action, actor FROM audit_log WHERE action LIKE 'registry.agent.%activated' ORDER BY seq",
+    )
+    .fetch_all(&server.db().await)
+    .await
+    .unwrap();
+    let expected = [("registry.agent.deactivated", "cli"), ("registry.agent.activated", "cli")];
+    assert_eq!(audited, expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
 }
 
 #[tokio::test]
