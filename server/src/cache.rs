@@ -16,6 +16,7 @@
 //! keeps what is used without an LRU list.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Mutex;
 
 pub struct ReadCache<V> {
@@ -98,6 +99,25 @@ impl<V: Clone> ReadCache<V> {
     }
 }
 
+/// `key`'s value from `cache`, or else `load`'s, kept in `cache` unless an
+/// invalidation raced the load. Without a cache (`None`: not trusted right
+/// now), always `load`. The ticket is taken before `load` runs (a future
+/// does nothing until awaited).
+pub async fn read_through<V: Clone, E>(
+    cache: Option<&ReadCache<V>>,
+    key: &str,
+    load: impl Future<Output = Result<V, E>>,
+) -> Result<V, E> {
+    let Some(cache) = cache else { return load.await };
+    if let Some(value) = cache.get(key) {
+        return Ok(value);
+    }
+    let ticket = cache.ticket();
+    let value = load.await?;
+    cache.fill(ticket, key, value.clone());
+    Ok(value)
+}
+
 impl<V> Generations<V> {
     fn insert_young(&mut self, key: String, value: V, capacity: usize) {
         if self.young.len() >= capacity && !self.young.contains_key(&key) {
@@ -156,6 +176,26 @@ mod tests {
         }
         assert_eq!(cache.get("k0"), None, "the oldest unused entries are gone");
         assert_eq!(cache.get("k99"), Some(99));
+    }
+
+    #[tokio::test]
+    async fn read_through_loads_once_and_never_keeps_a_raced_load() {
+        let cache = ReadCache::new(4);
+        let loaded = read_through(Some(&cache), "a", async { Ok::<_, ()>(1) }).await;
+        assert_eq!(loaded, Ok(1));
+        let again = read_through(Some(&cache), "a", async { Ok::<_, ()>(2) }).await;
+        assert_eq!(again, Ok(1), "served from the cache");
+        // a change lands while "b" is being loaded: the loaded value is answered, not kept
+        let raced = read_through(Some(&cache), "b", async {
+            cache.invalidate("b");
+            Ok::<_, ()>("old".len())
+        })
+        .await;
+        assert_eq!(raced, Ok(3));
+        assert_eq!(cache.get("b"), None);
+        assert_eq!(read_through(Some(&cache), "c", async { Err::<usize, _>("gone") }).await, Err("gone"));
+        assert_eq!(cache.get("c"), None, "failures are not kept");
+        assert_eq!(read_through(None, "a", async { Ok::<_, ()>(9) }).await, Ok(9), "no cache: always loads");
     }
 
     #[test]

@@ -190,26 +190,25 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
     }
 }
 
-/// One read of the log. `seen` is `None` at start and after a failure: the
-/// caches are emptied and following starts from the newest entry.
+/// One read of the log. `seen` is `None` at start and after a failure.
 async fn follow_once(state: &Shared, seen: &mut Option<i64>) -> sqlx::Result<()> {
     let changes = &state.changes;
-    let Some(from) = *seen else {
-        let latest = change_log::latest(&state.db.read).await?;
-        changes.clear_caches();
-        *seen = Some(latest);
-        return Ok(());
-    };
-    let batch = change_log::since(&state.db.read, from, MAX_BATCH).await?;
-    if batch.len() as u32 >= MAX_BATCH {
+    if let Some(from) = *seen {
+        let batch = change_log::since(&state.db.read, from, MAX_BATCH).await?;
+        if (batch.len() as u32) < MAX_BATCH {
+            for (seq, change) in &batch {
+                changes.apply(change);
+                *seen = Some(*seq);
+            }
+            return Ok(());
+        }
         tracing::info!("more than {MAX_BATCH} changes at once; read caches emptied");
-        *seen = None;
-        return Box::pin(follow_once(state, seen)).await;
     }
-    for (seq, change) in &batch {
-        changes.apply(change);
-        *seen = Some(*seq);
-    }
+    // At start, after a failure, or after too many changes for one read:
+    // empty caches, following from the newest entry.
+    let latest = change_log::latest(&state.db.read).await?;
+    changes.clear_caches();
+    *seen = Some(latest);
     Ok(())
 }
 

@@ -35,7 +35,7 @@ pub struct Intake {
     tx: mpsc::Sender<(NewProposalJob, Reply)>,
     rx: Mutex<Option<mpsc::Receiver<(NewProposalJob, Reply)>>>,
     running: AtomicBool,
-    /// The most proposals one transaction has held so far (for tests and benchmarks).
+    /// The most proposals one transaction has held so far (the tests read it).
     largest_batch: AtomicUsize,
 }
 

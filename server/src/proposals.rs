@@ -572,18 +572,10 @@ pub async fn poll(
     id: &str,
 ) -> Result<std::sync::Arc<PolledView>, ActionError> {
     let caches = state.changes.caches();
-    let cached = caches.as_ref().and_then(|c| c.views.get(id));
-    let polled = match cached {
-        Some(polled) => polled,
-        None => {
-            let ticket = caches.as_ref().map(|c| c.views.ticket());
-            let polled = std::sync::Arc::new(PolledView::render(agent, &for_agent(state, agent, id).await?));
-            if let (Some(c), Some(t)) = (&caches, ticket) {
-                c.views.fill(t, id, polled.clone());
-            }
-            polled
-        }
+    let load = async {
+        Ok::<_, ActionError>(std::sync::Arc::new(PolledView::render(agent, &for_agent(state, agent, id).await?)))
     };
+    let polled = crate::cache::read_through(caches.as_ref().map(|c| c.views), id, load).await?;
     // The same owner check as the database read's, for what came from the cache.
     if polled.tenant_id != agent.tenant_id || polled.agent_id != agent.agent_id {
         return Err(ActionError::NotFound);

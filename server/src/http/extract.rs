@@ -57,18 +57,12 @@ impl FromRequestParts<Shared> for ReadOnlyAgentAuth {
     async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, Self::Rejection> {
         let digest = key_digest(parts)?;
         let caches = state.changes.caches();
-        if let Some(agent) = caches.as_ref().and_then(|c| c.agents.get(&digest)) {
-            return Ok(ReadOnlyAgentAuth(agent));
-        }
-        let ticket = caches.as_ref().map(|c| c.agents.ticket());
         // Unknown keys are not remembered: the cache holds only real agents.
-        let agent: AgentPrincipal = store::directory::agent_by_key_hash(&state.db.read, &digest)
-            .await?
-            .ok_or(ApiError::Unauthenticated)?
-            .into();
-        if let (Some(c), Some(t)) = (&caches, ticket) {
-            c.agents.fill(t, &digest, agent.clone());
-        }
+        let load = async {
+            let agent = store::directory::agent_by_key_hash(&state.db.read, &digest).await?;
+            agent.map(AgentPrincipal::from).ok_or(ApiError::Unauthenticated)
+        };
+        let agent = crate::cache::read_through(caches.as_ref().map(|c| c.agents), &digest, load).await?;
         Ok(ReadOnlyAgentAuth(agent))
     }
 }

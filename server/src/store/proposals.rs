@@ -464,6 +464,27 @@ mod tests {
     use crate::store::operations::{self, NewOperation};
     use crate::store::Db;
 
+    /// prop_1 of tenant t's bot in run "run", as `setup` stores it.
+    fn sample(now: DateTime<Utc>) -> NewProposal<'static> {
+        NewProposal {
+            id: "prop_1",
+            tenant_id: "t",
+            agent_id: "bot",
+            run_id: "run",
+            kind: "transfer",
+            status: ProposalStatus::PendingApproval,
+            amount_minor: 100,
+            currency: "USD",
+            payee_id: "ba_x",
+            canonical_request: "{}",
+            request_hash: "sha256:00",
+            policy: "{}",
+            required_approvals: 2,
+            now,
+            expires_at: now,
+        }
+    }
+
     async fn setup() -> (tempfile::TempDir, Db) {
         let tmp = tempfile::tempdir().unwrap();
         let db = Db::open(tmp.path()).await.unwrap();
@@ -478,29 +499,7 @@ mod tests {
         ] {
             sqlx::query(sql).execute(&mut *c).await.unwrap();
         }
-        let now = Utc::now();
-        insert(
-            &mut c,
-            &NewProposal {
-                id: "prop_1",
-                tenant_id: "t",
-                agent_id: "bot",
-                run_id: "run",
-                kind: "transfer",
-                status: ProposalStatus::PendingApproval,
-                amount_minor: 100,
-                currency: "USD",
-                payee_id: "ba_x",
-                canonical_request: "{}",
-                request_hash: "sha256:00",
-                policy: "{}",
-                required_approvals: 2,
-                now,
-                expires_at: now,
-            },
-        )
-        .await
-        .unwrap();
+        insert(&mut c, &sample(Utc::now())).await.unwrap();
         drop(c);
         (tmp, db)
     }
@@ -605,24 +604,7 @@ mod tests {
     async fn insert_reports_the_same_request_in_the_same_run() {
         let (_tmp, db) = setup().await;
         let mut c = db.write.acquire().await.unwrap();
-        let now = Utc::now();
-        let mut p = NewProposal {
-            id: "prop_2",
-            tenant_id: "t",
-            agent_id: "bot",
-            run_id: "run",
-            kind: "transfer",
-            status: ProposalStatus::PendingApproval,
-            amount_minor: 100,
-            currency: "USD",
-            payee_id: "ba_x",
-            canonical_request: "{}",
-            request_hash: "sha256:00",
-            policy: "{}",
-            required_approvals: 1,
-            now,
-            expires_at: now,
-        };
+        let mut p = NewProposal { id: "prop_2", required_approvals: 1, ..sample(Utc::now()) };
         assert!(insert(&mut c, &p).await.unwrap().is_none(), "prop_1 holds this request in this run");
         assert_eq!(find_duplicate(&mut c, "t", "bot", "run", "sha256:00").await.unwrap().as_deref(), Some("prop_1"));
         p.run_id = "another-run";
