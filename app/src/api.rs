@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::GetUrl;
 
-use crate::views::{AdminData, ConsoleError, OperationsPage, ProposalDetail, QueuePage};
+use crate::views::{AdminData, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage};
 
 #[cfg(feature = "ssr")]
 fn context() -> Result<(crate::console::Port, crate::views::Viewer), ServerFnError> {
@@ -55,6 +55,12 @@ pub async fn load_admin() -> Result<AdminData, ServerFnError> {
 pub async fn load_operations() -> Result<OperationsPage, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.operations(&viewer).await.map_err(failure)
+}
+
+#[server(input = GetUrl, prefix = "/console", endpoint = "resolution")]
+pub async fn load_resolution(id: String) -> Result<ResolvePage, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.resolution(&viewer, id).await.map_err(failure)
 }
 
 /// Long-poll: returns at the next change to any proposal (or after 25 s), so

@@ -7,7 +7,7 @@ pub use ssr::*;
 
 #[cfg(feature = "ssr")]
 mod ssr {
-    use crate::views::{AdminData, ConsoleError, OperationsPage, ProposalDetail, QueuePage, Viewer};
+    use crate::views::{AdminData, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage, Viewer};
     use std::future::Future;
     use std::pin::Pin;
     use std::sync::Arc;
@@ -26,6 +26,8 @@ mod ssr {
         fn admin<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, AdminData>;
         /// The tenant's operations needing review, and those being reconciled.
         fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage>;
+        /// An operation needing review and the rail's records for it (admins).
+        fn resolution<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ResolvePage>;
         /// Resolves at the next change to any proposal, or after `max_secs`.
         fn wait_for_change(&self, max_secs: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
     }

@@ -7,7 +7,11 @@ use leptos_router::{
 
 use crate::components::CsrfField;
 use crate::pages::{
-    admin::AdminPage, approve::ApprovePage, home::HomePage, login::LoginPage, operations::OperationsPage,
+    admin::AdminPage,
+    approve::ApprovePage,
+    home::HomePage,
+    login::LoginPage,
+    operations::{OperationsPage, ResolveOperationPage},
     proposal::ProposalPage,
 };
 use crate::views::Viewer;
@@ -69,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id/approve") view=ApprovePage ssr=SsrMode::Async/>
                     <Route path=path!("/operations") view=OperationsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/operations/:id/resolve") view=ResolveOperationPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>
                 </Routes>
             </main>

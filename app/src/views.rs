@@ -156,15 +156,56 @@ pub struct PayeeRow {
     pub trusted: bool,
 }
 
+/// A registry change proposed by one admin, waiting for a second.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingChangeRow {
+    pub id: String,
+    /// user | agent | payee | slack_link
+    pub kind: String,
+    /// What it does, in words (accounts masked).
+    pub lines: Vec<String>,
+    /// The proposing admin's username.
+    pub proposed_by: String,
+    pub proposed_at: String,
+    /// Why the viewer cannot confirm it, if they cannot.
+    pub blocker: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminData {
     pub users: Vec<UserRow>,
     pub agents: Vec<AgentRow>,
     pub payees: Vec<PayeeRow>,
-    /// A newly created agent's (id, key), shown exactly once.
-    pub new_agent_key: Option<(String, String)>,
+    /// Changes waiting for a second admin, oldest first.
+    pub pending_changes: Vec<PendingChangeRow>,
+    /// The accepted currencies, for approval limits typed in major units.
+    pub currencies: Vec<String>,
     /// The outcome of the last admin form, shown once.
     pub flash: Option<String>,
+}
+
+/// One record the rail holds that might settle an operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RailRecord {
+    pub reference: String,
+    pub amount: String,
+    /// Masked.
+    pub destination: String,
+    pub status: String,
+    /// `None` when it settles the operation; else why not.
+    pub mismatch: Option<String>,
+}
+
+/// The resolution page of an operation that needs review: the operation,
+/// and what the rail holds for it, read when the page was loaded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvePage {
+    pub operation: OperationItem,
+    /// transfer | reversal
+    pub kind: String,
+    pub records: Vec<RailRecord>,
+    /// Set when the rail could not be read.
+    pub rail_error: Option<String>,
 }
 
 /// What can go wrong loading a page's data. The message is fixed per kind:

@@ -1,18 +1,26 @@
 import { test, expect } from '@playwright/test';
 import { signIn } from './helpers.mjs';
 
-test('an admin adds a payee and an agent; the key is shown once and works', async ({ page, request }) => {
+/** Signs `username` out (the top bar's form). */
+async function signOut(page) {
+  await page.click('nav.who button[type=submit]');
+  await expect(page).toHaveURL(/\/login$/);
+}
+
+test('an admin proposes an agent; its key is shown once; a second admin confirms and it works', async ({ page, request }) => {
   await signIn(page, 'ada');
   await page.goto('/admin');
   await expect(page.locator('h1')).toHaveText('Administration');
 
+  // An untrusted payee is saved at once.
   const suffix = Date.now().toString(36);
   await page.fill('form[action="/admin/payees"] input[name=id]', `acct_e2e${suffix}`);
   await page.fill('form[action="/admin/payees"] input[name=legal_name]', `E2E Payee ${suffix}`);
   await page.click('form[action="/admin/payees"] button');
-  await expect(page.locator('.notice')).toContainText('saved');
+  await expect(page.locator('#admin-flash')).toContainText('saved');
   await expect(page.locator('table').nth(2)).toContainText(`E2E Payee ${suffix}`);
 
+  // An agent waits for a second admin; its key is in the form's own answer.
   await page.fill('form[action="/admin/agents"] input[name=id]', `bot-${suffix}`);
   await page.fill('form[action="/admin/agents"] input[name=acts_for]', 'maya');
   await page.fill('form[action="/admin/agents"] input[name=source_accounts]', 'acct_demo000000001234');
@@ -20,13 +28,27 @@ test('an admin adds a payee and an agent; the key is shown once and works', asyn
   await page.click('form[action="/admin/agents"] button');
   const key = (await page.locator('#new-agent-key').textContent()).trim();
   expect(key).toMatch(/^cs_live_[A-Za-z0-9]{32}$/);
+  await page.screenshot({ path: 'artifacts/admin-new-agent-key.png', fullPage: true });
+  const before = await request.get('/api/v1/proposals', { headers: { Authorization: `Bearer ${key}` } });
+  expect(before.status(), 'not before a second admin confirms').toBe(401);
+
+  // Back on the admin page the key is gone; the change waits, and ada cannot confirm it.
+  await page.goto('/admin');
+  await expect(page.locator('#new-agent-key')).toHaveCount(0);
+  const change = page.locator('.pending-change', { hasText: `bot-${suffix}` });
+  await expect(change).toContainText(`Add agent bot-${suffix}, acting for maya`);
+  await expect(change.locator('button', { hasText: 'Confirm' })).toHaveCount(0);
+  await expect(change.locator('.blocker')).toContainText('another admin must confirm');
+  await signOut(page);
+
+  await signIn(page, 'abe');
+  await page.goto('/admin');
+  await page.screenshot({ path: 'artifacts/admin-pending-change.png', fullPage: true });
+  await change.locator('button', { hasText: 'Confirm' }).click();
+  await expect(page.locator('#admin-flash')).toContainText('Change confirmed');
+  await expect(page.locator('table').nth(1)).toContainText(`bot-${suffix}`);
   await page.screenshot({ path: 'artifacts/admin.png', fullPage: true });
 
-  // Shown once: a reload no longer shows it.
-  await page.reload();
-  await expect(page.locator('#new-agent-key')).toHaveCount(0);
-
-  // The key authenticates the new agent.
   const listing = await request.get('/api/v1/proposals', { headers: { Authorization: `Bearer ${key}` } });
   expect(listing.status()).toBe(200);
 });
@@ -37,7 +59,7 @@ test('a non-admin cannot open the admin page', async ({ page }) => {
   await expect(page.locator('.notice-error')).toContainText('role does not allow');
 });
 
-test('an admin links a user to a Slack user id and unlinks them', async ({ page }) => {
+test('a Slack link waits for a second admin; an unlink applies at once', async ({ page }) => {
   await signIn(page, 'ada');
   await page.goto('/admin');
   const form = 'form[action="/admin/slack-links"]';
@@ -45,18 +67,25 @@ test('an admin links a user to a Slack user id and unlinks them', async ({ page 
   await page.fill(`${form} input[name=username]`, 'vic');
   await page.fill(`${form} input[name=slack_user_id]`, slackId);
   await page.click(`${form} button`);
-  await expect(page.locator('.notice')).toContainText(`linked to Slack user ${slackId}`);
+  await expect(page.locator('#admin-flash')).toContainText('Proposed');
   const vicRow = page.locator('table').first().locator('tr', { hasText: 'vic' });
+  await expect(vicRow).not.toContainText(slackId);
+  await signOut(page);
+
+  await signIn(page, 'abe');
+  await page.goto('/admin');
+  await page.locator('.pending-change', { hasText: slackId }).locator('button', { hasText: 'Confirm' }).click();
+  await expect(page.locator('#admin-flash')).toContainText('Change confirmed');
   await expect(vicRow).toContainText(slackId);
 
   await page.fill(`${form} input[name=username]`, 'vic');
   await page.click(`${form} button`);
-  await expect(page.locator('.notice')).toContainText('unlinked');
+  await expect(page.locator('#admin-flash')).toContainText('unlinked');
   await expect(vicRow).not.toContainText(slackId);
 
   // An unknown username is refused (users of other tenants are unknown here too).
   await page.fill(`${form} input[name=username]`, 'nobody-here');
   await page.fill(`${form} input[name=slack_user_id]`, 'U0NOBODY');
   await page.click(`${form} button`);
-  await expect(page.locator('.notice')).toContainText('Not saved');
+  await expect(page.locator('#admin-flash')).toContainText('Not saved');
 });

@@ -66,10 +66,10 @@ test('an operation the rail lost needs review; an admin resolves it in the brows
   await signIn(page, 'ana');
   await page.goto('/operations');
   await expect(card).toBeVisible();
-  await expect(card.locator('form')).toHaveCount(0);
+  await expect(card.locator('a', { hasText: 'Resolve' })).toHaveCount(0);
   await page.click('nav.who button[type=submit]');
 
-  // The admin sees why, the key to look up at the rail, and the two decisions.
+  // The admin sees why, the key to look up at the rail, and a way to resolve it.
   await signIn(page, 'ada');
   await page.goto('/operations');
   await expect(card).toBeVisible();
@@ -79,15 +79,36 @@ test('an operation the rail lost needs review; an admin resolves it in the brows
   await expect(card.locator('a.sentence')).toHaveAttribute('href', `/proposals/${proposal.id}`);
   await page.screenshot({ path: 'artifacts/operations-needs-review.png', fullPage: true });
 
-  // A reference that is not the rail's id is refused, with a fixed message.
-  await card.locator('input[name=rail_reference]').fill('not-a-rail-id');
-  await card.locator('.resolve-succeeded button').click();
-  await expect(page.locator('.notice-error')).toContainText("must be the rail's transfer id");
-  await expect(card).toBeVisible();
+  // The resolution page reads the rail: nothing under the key yet.
+  await card.locator('a', { hasText: 'Resolve' }).click();
+  await expect(page).toHaveURL(new RegExp(`/operations/${op.id}/resolve$`));
+  await expect(page.locator('#no-rail-records')).toBeVisible();
+  await expect(page.locator('.resolve-succeeded button')).toHaveCount(0);
 
-  const reference = `tr_e2e${Date.now().toString(36)}`;
-  await card.locator('input[name=rail_reference]').fill(reference);
-  await card.locator('.resolve-succeeded button').click();
+  // The rail's support pushes the payment through under the operation's key.
+  const pushed = await request.post(`${simulatorUrl()}/v1/transfers`, {
+    headers: { 'Idempotency-Key': `support-${op.idempotency_key}` },
+    form: {
+      amount: '4200', currency: 'usd', destination: 'acct_acme0000000001',
+      transfer_group: op.idempotency_key, 'metadata[source_account]': 'acct_demo000000001234',
+    },
+  });
+  expect(pushed.status()).toBe(200);
+  const reference = (await pushed.json()).id;
+  // Past the simulator's settlement delay: the record is paid.
+  const clock = await request.post(`${simulatorUrl()}/_sim/clock`, { data: { advance_secs: 5 } });
+  expect(clock.status()).toBe(200);
+  await page.reload();
+  const record = page.locator(`tr[data-record="${reference}"]`);
+  await expect(record).toContainText('Matches this operation');
+  await page.screenshot({ path: 'artifacts/operations-resolve.png', fullPage: true });
+
+  // Picking it without ticking the confirmation is refused by the browser's
+  // required field; the server refuses it too (checked without the form).
+  await record.locator('input[type=radio]').check();
+  await page.locator('.resolve-succeeded input[name=confirm]').check();
+  await page.locator('.resolve-succeeded button').click();
+  await expect(page).toHaveURL(/\/operations\?result=succeeded$/);
   await expect(page.locator('.notice-ok')).toContainText('marked succeeded');
   await expect(card).toHaveCount(0);
 

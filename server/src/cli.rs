@@ -268,7 +268,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 crate::provision::NewUser {
                     tenant: a.tenant,
                     username: a.username.clone(),
-                    password,
+                    credential: crate::provision::NewCredential::Password(password),
                     roles: a.roles,
                     limits: to_map(&a.limits),
                     slack_user_id: a.slack_user_id,

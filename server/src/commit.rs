@@ -237,31 +237,24 @@ fn budget_denied(row: &ProposalRow, used: u64, limit: u64) -> CommitError {
     )
 }
 
-/// The rail transfer a reversal proposal names: the succeeded operation of
-/// the transfer proposal in its canonical request.
+/// The rail transfer a reversal proposal names: a succeeded transfer of the
+/// same agent (checked again now, as at proposal time), by its operation's
+/// rail reference. Any miss is the same refusal.
 async fn reversed_transfer(
     state: &AppState,
     row: &ProposalRow,
     canonical: &CanonicalRequest,
 ) -> Result<String, CommitError> {
-    let named = canonical.transfer_id.as_ref().map(|t| t.as_str().to_owned()).unwrap_or_default();
-    let original = if named.starts_with("tr_") {
-        Some(named.clone())
-    } else {
-        store::proposals::get(&state.db.read, &row.tenant_id, &named).await?.map(|p| p.id)
+    let named = canonical.transfer_id.as_ref().map(|t| t.as_str()).unwrap_or_default();
+    let refused = || denied("reversal", "The transfer to reverse is not a succeeded transfer of this agent.".into());
+    let Some(original) = proposals::own_succeeded_transfer(state, &row.tenant_id, &row.agent_id, named).await? else {
+        return Err(refused());
     };
-    let op = match original {
-        Some(id) if id.starts_with("tr_") => {
-            store::operations::by_rail_reference(&state.db.read, &row.tenant_id, &id).await?
-        }
-        Some(id) => store::operations::for_proposal(&state.db.read, &id).await?,
-        None => None,
-    };
-    match op {
+    match store::operations::for_proposal(&state.db.read, &original.id).await? {
         Some(op) if op.kind == "transfer" && op.status == store::operations::OpStatus::Succeeded => {
-            op.rail_reference.ok_or_else(|| denied("reversal", "The transfer to reverse has no rail reference.".into()))
+            op.rail_reference.ok_or_else(refused)
         }
-        _ => Err(denied("reversal", "The transfer to reverse has not succeeded.".into())),
+        _ => Err(refused()),
     }
 }
 

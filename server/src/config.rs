@@ -98,11 +98,16 @@ pub struct ConsoleSettings {
     pub idle_timeout_secs: u64,
     /// ... and this long after sign-in, whatever happens.
     pub absolute_timeout_secs: u64,
+    /// The reverse proxies in front of the console (addresses or CIDR
+    /// ranges). Only when the connection comes from one of them is the
+    /// client address taken from `X-Forwarded-For` / `Forwarded` (for
+    /// sign-in throttling). Empty: the connection's peer is the client.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Default for ConsoleSettings {
     fn default() -> Self {
-        ConsoleSettings { idle_timeout_secs: 30 * 60, absolute_timeout_secs: 12 * 3600 }
+        ConsoleSettings { idle_timeout_secs: 30 * 60, absolute_timeout_secs: 12 * 3600, trusted_proxies: Vec::new() }
     }
 }
 
@@ -292,6 +297,9 @@ impl Settings {
         }
         if self.console.idle_timeout_secs == 0 || self.console.absolute_timeout_secs == 0 {
             return bad("console", "session timeouts must be greater than zero");
+        }
+        if let Err(why) = crate::http::client_ip::TrustedProxies::parse(&self.console.trusted_proxies) {
+            return bad("console.trusted_proxies", &why);
         }
         if self.idempotency.retention_hours <= 24 {
             return bad("idempotency.retention_hours", "must be more than 24 (the rail's key window)");

@@ -6,12 +6,12 @@ use std::pin::Pin;
 
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
-    AdminData, AgentRow, ApprovalLine, ConsoleError, OperationItem, OperationsPage, PayeeRow, ProposalDetail,
-    QueueItem, QueuePage, ReasonLine, TimelineLine, UserRow, Viewer,
+    AdminData, AgentRow, ApprovalLine, ConsoleError, OperationItem, OperationsPage, PayeeRow, PendingChangeRow,
+    ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine, ResolvePage, TimelineLine, UserRow, Viewer,
 };
 
 use crate::domain::{mask_account, CanonicalRequest, ProposalStatus};
-use crate::http::console::{QueueQuery, ADMIN_FLASH, ADMIN_NEW_KEY};
+use crate::http::console::{QueueQuery, ADMIN_FLASH};
 use crate::state::Shared;
 use crate::store::{
     self,
@@ -170,6 +170,45 @@ impl ConsoleService {
         })
     }
 
+    /// The resolution page: the operation, and what the rail holds for it now.
+    async fn resolution_page(&self, viewer: &Viewer, id: String) -> Result<ResolvePage, ConsoleError> {
+        use crate::operations::ResolveError;
+        let who = crate::operations::Resolver {
+            user_id: viewer.user_id.clone(),
+            tenant_id: viewer.tenant_id.clone(),
+            roles: viewer.roles.iter().filter_map(|r| Role::parse(r)).collect(),
+        };
+        let (op, records, rail_error) = match crate::operations::rail_candidates(&self.state, &who, &id).await {
+            Ok((op, candidates)) => (op, candidates, None),
+            Err(ResolveError::RailUnavailable) => {
+                let op = store::operations::get(&self.state.db.read, &id)
+                    .await
+                    .map_err(unavailable)?
+                    .filter(|o| o.tenant_id == viewer.tenant_id)
+                    .ok_or(ConsoleError::NotFound)?;
+                (op, Vec::new(), Some("The rail could not be read just now; reload to try again.".to_owned()))
+            }
+            Err(ResolveError::NotAnAdmin) => return Err(ConsoleError::Forbidden),
+            Err(ResolveError::NotFound | ResolveError::InvalidState(_)) => return Err(ConsoleError::NotFound),
+            Err(e) => return Err(unavailable(e)),
+        };
+        let currency = crate::domain::Currency::parse(&op.currency).ok();
+        let amount = |minor: u64| currency.map(|c| c.format_minor(minor)).unwrap_or_else(|| minor.to_string());
+        let records = records
+            .into_iter()
+            .map(|c| RailRecord {
+                amount: amount(c.amount_minor),
+                reference: c.reference,
+                destination: c.destination,
+                status: c.status.to_owned(),
+                mismatch: c.mismatch,
+            })
+            .collect();
+        let kind = op.kind.clone();
+        let operation = self.operation_items(&viewer.tenant_id, vec![op]).await?.pop().ok_or(ConsoleError::NotFound)?;
+        Ok(ResolvePage { operation, kind, records, rail_error })
+    }
+
     async fn operation_items(&self, tenant: &str, ops: Vec<OperationRow>) -> Result<Vec<OperationItem>, ConsoleError> {
         let mut items = Vec::with_capacity(ops.len());
         for op in ops {
@@ -248,20 +287,36 @@ impl ConsoleService {
 
         let agents = store::directory::agents_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let payees = store::directory::payees_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
-        let (flash, new_agent_key) = match session {
-            Some(s) => (
-                s.remove::<String>(ADMIN_FLASH).await.ok().flatten(),
-                s.remove::<(String, String)>(ADMIN_NEW_KEY).await.ok().flatten(),
-            ),
-            None => (None, None),
+        let flash = match session {
+            Some(s) => s.remove::<String>(ADMIN_FLASH).await.ok().flatten(),
+            None => None,
         };
+        let admin = crate::registry_changes::Admin {
+            user_id: viewer.user_id.clone(),
+            username: viewer.username.clone(),
+            tenant_id: viewer.tenant_id.clone(),
+            roles: viewer.roles.iter().filter_map(|r| Role::parse(r)).collect(),
+        };
+        let pending_changes = crate::registry_changes::pending(state, &admin)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .map(|c| PendingChangeRow {
+                proposed_by: names.get(&c.proposed_by).cloned().unwrap_or(c.proposed_by),
+                id: c.id,
+                kind: c.kind,
+                lines: c.lines,
+                proposed_at: c.proposed_at,
+                blocker: c.blocker.map(str::to_owned),
+            })
+            .collect();
         Ok(AdminData {
             users: users
                 .into_iter()
                 .map(|u| UserRow {
                     id: u.id,
                     username: u.username,
-                    roles: u.roles.iter().map(|r| role_name(*r).to_owned()).collect(),
+                    roles: u.roles.iter().map(|r| r.as_str().to_owned()).collect(),
                     limits: u
                         .approval_limits_minor
                         .iter()
@@ -288,7 +343,8 @@ impl ConsoleService {
                     trusted: p.trusted,
                 })
                 .collect(),
-            new_agent_key,
+            pending_changes,
+            currencies: state.currencies.allowed().map(|c| c.code().to_owned()).collect(),
             flash,
         })
     }
@@ -305,14 +361,6 @@ fn why(op: &OperationRow) -> String {
             op.next_check_at
         ),
         (None, _) => "No finding was recorded.".into(),
-    }
-}
-
-fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::Viewer => "viewer",
-        Role::Approver => "approver",
-        Role::Admin => "admin",
     }
 }
 
@@ -340,6 +388,10 @@ impl ConsolePort for ConsoleService {
 
     fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage> {
         Box::pin(self.operations_page(viewer))
+    }
+
+    fn resolution<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ResolvePage> {
+        Box::pin(self.resolution_page(viewer, id))
     }
 
     fn wait_for_change(&self, max_secs: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {

@@ -26,7 +26,11 @@ pub struct DemoSummary {
 impl fmt::Display for DemoSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "demo tenant `demo` loaded with {} sample proposals", self.proposals)?;
-        writeln!(f, "  console:   {}  (users ana, ben, maya, vic, ada; password `{DEMO_PASSWORD}`)", self.public_url)?;
+        writeln!(
+            f,
+            "  console:   {}  (users ana, ben, maya, vic, admins ada and abe; password `{DEMO_PASSWORD}`)",
+            self.public_url
+        )?;
         write!(f, "  agent key: {DEMO_AGENT_KEY}  (agent payout-bot, acts for maya)")
     }
 }

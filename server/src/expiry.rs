@@ -1,5 +1,6 @@
 //! Background housekeeping: pending proposals past their TTL become
-//! `expired`; idempotency keys past their retention are purged.
+//! `expired`; idempotency keys past their retention and expired console
+//! sessions are purged.
 
 use crate::shutdown::Shutdown;
 use chrono::Duration;
@@ -28,5 +29,8 @@ async fn sweep(state: &Shared, retention: Duration) {
     }
     if let Err(e) = crate::store::idempotency::purge(&state.db.write, now, retention).await {
         tracing::error!(error = %e, "idempotency key purge failed");
+    }
+    if let Err(e) = crate::store::sessions::delete_expired(&state.db.write, chrono::Utc::now()).await {
+        tracing::error!(error = %e, "expired session purge failed");
     }
 }

@@ -24,6 +24,7 @@ pub mod policy;
 pub mod proposals;
 pub mod provision;
 pub mod rail;
+pub mod registry_changes;
 pub mod shutdown;
 pub mod slack;
 pub mod startup;

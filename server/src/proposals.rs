@@ -405,31 +405,24 @@ async fn canonical_transfer(
     Ok((canonical, trusted))
 }
 
-/// A reversal restates the succeeded transfer it names, in this tenant.
+/// A reversal restates the succeeded transfer it names: one of this agent's
+/// own transfers. Every miss — no such transfer, another agent's, another
+/// tenant's, one that has not succeeded — is the same error, so a reversal
+/// request tells nothing about other agents' payments.
 async fn canonical_reversal(
     state: &AppState,
     agent: &AgentPrincipal,
     r: &ReversalRequest,
 ) -> Result<CanonicalRequest, ProposeError> {
-    let invalid =
-        |message: &str| ProposeError::Validation(vec![FieldError::new("transfer_id", "invalid_value", message)]);
-    // Named by its proposal id, or by the rail's transfer id of its operation.
-    let named = r.transfer.as_str();
-    let proposal_id = if named.starts_with("tr_") {
-        store::operations::by_rail_reference(&state.db.read, &agent.tenant_id, named).await?.map(|op| op.proposal_id)
-    } else {
-        Some(named.to_owned())
-    };
-    let original = match proposal_id {
-        Some(id) => store::proposals::get(&state.db.read, &agent.tenant_id, &id).await?,
-        None => None,
-    };
-    let original = original
-        .filter(|p| p.kind == ProposalKind::Transfer.as_str())
-        .ok_or_else(|| invalid("names no transfer of this tenant"))?;
-    if original.status != ProposalStatus::Succeeded {
-        return Err(invalid("names a transfer that has not succeeded"));
-    }
+    let original = own_succeeded_transfer(state, &agent.tenant_id, &agent.agent_id, r.transfer.as_str())
+        .await?
+        .ok_or_else(|| {
+            ProposeError::Validation(vec![FieldError::new(
+                "transfer_id",
+                "invalid_value",
+                "does not name a succeeded transfer of this agent",
+            )])
+        })?;
     let base: CanonicalRequest =
         serde_json::from_str(&original.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     let amount = r.amount_minor.unwrap_or(base.amount_minor);
@@ -449,6 +442,28 @@ async fn canonical_reversal(
         reason_code: Some(r.reason),
         ..base
     })
+}
+
+/// The transfer proposal `named` (by its proposal id, or by the rail's
+/// transfer id `tr_…` of its operation) if it is `agent`'s own, in `tenant`,
+/// and succeeded; `None` for anything else.
+pub async fn own_succeeded_transfer(
+    state: &AppState,
+    tenant: &str,
+    agent: &str,
+    named: &str,
+) -> sqlx::Result<Option<ProposalRow>> {
+    let proposal_id = if named.starts_with("tr_") {
+        match store::operations::by_rail_reference(&state.db.read, tenant, named).await? {
+            Some(op) if op.kind == ProposalKind::Transfer.as_str() => op.proposal_id,
+            _ => return Ok(None),
+        }
+    } else {
+        named.to_owned()
+    };
+    Ok(store::proposals::get(&state.db.read, tenant, &proposal_id).await?.filter(|p| {
+        p.agent_id == agent && p.kind == ProposalKind::Transfer.as_str() && p.status == ProposalStatus::Succeeded
+    }))
 }
 
 /// Builds the API view of proposal rows (approvals loaded in one query).

@@ -48,7 +48,7 @@ use crate::store::{is_unique_violation, Db};
 pub struct NewUser {
     pub tenant: String,
     pub username: String,
-    pub password: String,
+    pub credential: NewCredential,
     pub roles: Vec<String>,
     /// Approval limit per currency, in minor units.
     pub limits: BTreeMap<String, u64>,
@@ -60,11 +60,32 @@ impl fmt::Debug for NewUser {
         f.debug_struct("NewUser")
             .field("tenant", &self.tenant)
             .field("username", &self.username)
-            .field("password", &"[redacted]")
+            .field("credential", &self.credential)
             .field("roles", &self.roles)
             .field("limits", &self.limits)
             .field("slack_user_id", &self.slack_user_id)
             .finish()
+    }
+}
+
+/// How a [`NewUser`]'s password is given.
+pub enum NewCredential {
+    /// A plain password (the CLI): hashed before the write transaction starts.
+    Password(String),
+    /// An argon2id PHC string, hashed earlier (the console hashes through the
+    /// server's password gate when the change is proposed).
+    Hash(String),
+    /// Keep the stored password of an existing user of the same tenant.
+    Keep,
+}
+
+impl fmt::Debug for NewCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NewCredential::Password(_) => "Password([redacted])",
+            NewCredential::Hash(_) => "Hash([redacted])",
+            NewCredential::Keep => "Keep",
+        })
     }
 }
 
@@ -247,22 +268,48 @@ pub async fn add_tenant(
 /// username (in the same tenant). Returns the user id. `actor` is who the
 /// audit entry names (`cli`, or `user:…` for an admin on the console).
 pub async fn add_user(db: &Db, settings: &Settings, u: NewUser, actor: &str) -> Result<String, ApplyError> {
+    let applied = add_one(db, actor, user_plan(settings, u)).await?;
+    Ok(applied.user_ids.into_values().next().expect("the plan held exactly one user"))
+}
+
+/// [`add_user`] inside the caller's write transaction (a confirmed console
+/// change). The credential must already be a hash (or kept).
+pub async fn add_user_in(
+    conn: &mut SqliteConnection,
+    settings: &Settings,
+    u: NewUser,
+    actor: &str,
+) -> Result<String, ApplyError> {
+    let applied = add_one_in(conn, actor, user_plan(settings, u)).await?;
+    Ok(applied.user_ids.into_values().next().expect("the plan held exactly one user"))
+}
+
+/// Checks a user as [`add_user`] would (every value, no references), without applying it.
+pub fn check_user(settings: &Settings, u: NewUser) -> Result<(), ApplyError> {
+    let source = Source::cli("check");
+    let mut checker = Checker::new(&source);
+    let plan = user_plan(settings, u)(&mut checker);
+    checker.finish(plan).map(drop)
+}
+
+fn user_plan(settings: &Settings, u: NewUser) -> impl FnOnce(&mut Checker<'_>) -> Plan {
+    let (password, password_hash, keep_password) = match u.credential {
+        NewCredential::Password(p) => (Some(cli(SecretString::from(p))), None, false),
+        NewCredential::Hash(h) => (None, Some(cli(h)), false),
+        NewCredential::Keep => (None, None, true),
+    };
     let entry = UserEntry {
         tenant: cli(u.tenant),
         username: cli(u.username),
-        password: Some(cli(SecretString::from(u.password))),
-        password_hash: None,
+        password,
+        password_hash,
+        keep_password,
         roles: cli(u.roles.into_iter().map(cli).collect()),
         approval_limit_minor: Some(cli_amounts(&u.limits)),
         slack_user_id: u.slack_user_id.map(cli),
     };
     let rules = settings.currency_rules();
-    let applied = add_one(db, actor, |c| Plan {
-        users: validate_user(c, "user", &cli(entry), &rules).into_iter().collect(),
-        ..Plan::default()
-    })
-    .await?;
-    Ok(applied.user_ids.into_values().next().expect("the plan held exactly one user"))
+    move |c| Plan { users: validate_user(c, "user", &cli(entry), &rules).into_iter().collect(), ..Plan::default() }
 }
 
 /// `countersign agent add`: creates the agent (or updates it, rotating its
@@ -270,21 +317,40 @@ pub async fn add_user(db: &Db, settings: &Settings, u: NewUser, actor: &str) -> 
 /// stored. Returns the key, to be shown once.
 pub async fn add_agent(db: &Db, _settings: &Settings, a: NewAgent, actor: &str) -> Result<String, ApplyError> {
     let key = generate_agent_key(true);
+    add_one(db, actor, agent_plan(a, key_sha256(&key))).await?;
+    Ok(key)
+}
+
+/// Checks an agent (and its key hash) as [`add_agent`] would, without applying it.
+pub fn check_agent(a: NewAgent, key_sha256: String) -> Result<(), ApplyError> {
+    let source = Source::cli("check");
+    let mut checker = Checker::new(&source);
+    let plan = agent_plan(a, key_sha256)(&mut checker);
+    checker.finish(plan).map(drop)
+}
+
+/// [`add_agent`] with a key generated earlier (only its SHA-256 is given),
+/// inside the caller's write transaction (a confirmed console change).
+pub async fn add_agent_in(
+    conn: &mut SqliteConnection,
+    a: NewAgent,
+    key_sha256: String,
+    actor: &str,
+) -> Result<(), ApplyError> {
+    add_one_in(conn, actor, agent_plan(a, key_sha256)).await.map(drop)
+}
+
+fn agent_plan(a: NewAgent, key_sha256: String) -> impl FnOnce(&mut Checker<'_>) -> Plan {
     let entry = AgentEntry {
         tenant: cli(a.tenant),
         id: cli(a.id),
-        key_sha256: Some(cli(key_sha256(&key))),
+        key_sha256: Some(cli(key_sha256)),
         key: None,
         acts_for: cli(a.acts_for),
         source_accounts: cli(a.source_accounts.into_iter().map(cli).collect()),
         purposes: cli(a.purposes.into_iter().map(cli).collect()),
     };
-    add_one(db, actor, |c| Plan {
-        agents: validate_agent(c, "agent", &cli(entry)).into_iter().collect(),
-        ..Plan::default()
-    })
-    .await?;
-    Ok(key)
+    move |c| Plan { agents: validate_agent(c, "agent", &cli(entry)).into_iter().collect(), ..Plan::default() }
 }
 
 /// `countersign payee add`: creates the payee or updates its legal name and
@@ -297,18 +363,37 @@ pub async fn add_payee(
     trusted: bool,
     actor: &str,
 ) -> Result<(), ApplyError> {
+    add_one(db, actor, payee_plan(tenant, id, legal_name, trusted)).await.map(drop)
+}
+
+/// [`add_payee`] inside the caller's write transaction (a confirmed console change).
+pub async fn add_payee_in(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    id: &str,
+    legal_name: &str,
+    trusted: bool,
+    actor: &str,
+) -> Result<(), ApplyError> {
+    add_one_in(conn, actor, payee_plan(tenant, id, legal_name, trusted)).await.map(drop)
+}
+
+/// Checks a payee as [`add_payee`] would, without applying it.
+pub fn check_payee(tenant: &str, id: &str, legal_name: &str) -> Result<(), ApplyError> {
+    let source = Source::cli("check");
+    let mut checker = Checker::new(&source);
+    let plan = payee_plan(tenant, id, legal_name, false)(&mut checker);
+    checker.finish(plan).map(drop)
+}
+
+fn payee_plan(tenant: &str, id: &str, legal_name: &str, trusted: bool) -> impl FnOnce(&mut Checker<'_>) -> Plan {
     let entry = PayeeEntry {
         tenant: cli(tenant.to_owned()),
         id: cli(id.to_owned()),
         legal_name: cli(legal_name.to_owned()),
         trusted: Some(cli(trusted)),
     };
-    add_one(db, actor, |c| Plan {
-        payees: validate_payee(c, "payee", &cli(entry)).into_iter().collect(),
-        ..Plan::default()
-    })
-    .await
-    .map(drop)
+    move |c| Plan { payees: validate_payee(c, "payee", &cli(entry)).into_iter().collect(), ..Plan::default() }
 }
 
 /// The `add` commands: validates one command-line entry into a plan (with
@@ -321,21 +406,54 @@ async fn add_one(db: &Db, actor: &str, plan: impl FnOnce(&mut Checker<'_>) -> Pl
     execute(db, &source, &plan).await
 }
 
+/// [`add_one`] inside the caller's transaction: no plain password may be in
+/// the plan (nothing slow runs while the writer is held).
+async fn add_one_in(
+    conn: &mut SqliteConnection,
+    actor: &str,
+    plan: impl FnOnce(&mut Checker<'_>) -> Plan,
+) -> Result<Applied, ApplyError> {
+    let source = Source::cli(actor);
+    let mut checker = Checker::new(&source);
+    let plan = plan(&mut checker);
+    let plan = checker.finish(plan)?;
+    execute_in(conn, &source, &plan, &BTreeMap::new()).await
+}
+
 /// `countersign user link-slack` and the admin page: links a user of
 /// `tenant` to a Slack user id (or unlinks them with `None`), with an audit
 /// entry naming `actor`. The error is one line for a person to read.
 pub async fn link_slack(db: &Db, tenant: &str, username: &str, slack: Option<&str>, actor: &str) -> Result<(), String> {
-    let slack = slack.map(slack_user_id).transpose().map_err(|why| format!("slack_user_id {why}"))?;
-    let fail = |e: sqlx::Error| {
-        if is_unique_violation(&e) {
-            "that Slack user id is already linked to another user".to_owned()
-        } else {
-            tracing::error!(error = %e, "cannot link a Slack user id");
-            "database error".to_owned()
-        }
-    };
-    let mut tx = db.write.begin().await.map_err(fail)?;
-    if !directory::set_slack_user_id(&mut tx, tenant, username, slack.as_deref()).await.map_err(fail)? {
+    let mut tx = db.write.begin().await.map_err(slack_link_failure)?;
+    link_slack_in(&mut tx, tenant, username, slack, actor).await?;
+    tx.commit().await.map_err(slack_link_failure)
+}
+
+fn slack_link_failure(e: sqlx::Error) -> String {
+    if is_unique_violation(&e) {
+        "that Slack user id is already linked to another user".to_owned()
+    } else {
+        tracing::error!(error = %e, "cannot link a Slack user id");
+        "database error".to_owned()
+    }
+}
+
+/// Checks a Slack user id as [`link_slack`] would.
+pub fn check_slack_user_id(slack: &str) -> Result<String, String> {
+    slack_user_id(slack).map_err(|why| format!("slack_user_id {why}"))
+}
+
+/// [`link_slack`] inside the caller's write transaction.
+pub async fn link_slack_in(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    username: &str,
+    slack: Option<&str>,
+    actor: &str,
+) -> Result<(), String> {
+    let slack = slack.map(check_slack_user_id).transpose()?;
+    let fail = slack_link_failure;
+    if !directory::set_slack_user_id(&mut *conn, tenant, username, slack.as_deref()).await.map_err(fail)? {
         return Err(format!("there is no user {username} in tenant {tenant}"));
     }
     let entry = AuditEntry {
@@ -346,8 +464,7 @@ pub async fn link_slack(db: &Db, tenant: &str, username: &str, slack: Option<&st
         request_hash: None,
         data: json!({"username": username, "slack_user_id": slack}),
     };
-    audit::append(&mut tx, &entry).await.map_err(fail)?;
-    tx.commit().await.map_err(fail)
+    audit::append(conn, &entry).await.map_err(fail)
 }
 
 /// `countersign agent deactivate` / `activate`: an inactive agent's key is
@@ -434,6 +551,9 @@ struct UserEntry {
     /// Development only: hashed before it is stored.
     password: Option<Spanned<SecretString>>,
     password_hash: Option<Spanned<String>>,
+    /// Never in a file: the console's "keep the current password".
+    #[serde(skip)]
+    keep_password: bool,
     roles: TextList,
     approval_limit_minor: Option<Spanned<Amounts>>,
     slack_user_id: Option<Spanned<String>>,
@@ -727,8 +847,11 @@ struct UserPlan {
 enum Credential {
     /// An argon2id PHC string, stored as is.
     Hash(String),
-    /// A plain password (the `add` command, or a development file), hashed on apply.
+    /// A plain password (the `add` command, or a development file), hashed
+    /// before the write transaction starts.
     Plain { password: SecretString, at: Loc },
+    /// The stored password of the existing user stays.
+    Keep { at: Loc },
 }
 
 struct AgentPlan {
@@ -956,6 +1079,9 @@ enum Given<'v, H, P> {
 /// Exactly one of `password_hash` (an argon2id PHC string) and `password`.
 fn credential(c: &mut Checker<'_>, at: &str, entry: &Spanned<UserEntry>) -> Option<Credential> {
     let e = entry.get_ref();
+    if e.keep_password && e.password.is_none() && e.password_hash.is_none() {
+        return Some(Credential::Keep { at: c.loc(at, entry) });
+    }
     let (hash_key, plain_key) = (join(at, "password_hash"), join(at, "password"));
     let stored = ("password_hash", &e.password_hash);
     match c.exactly_one(at, entry, stored, ("password", &e.password), "an argon2id PHC string")? {
@@ -1183,14 +1309,71 @@ struct Applied {
 /// Checks references, then applies the whole plan, in one write
 /// transaction: on any error it is rolled back and nothing is applied.
 async fn execute(db: &Db, source: &Source<'_>, plan: &Plan) -> Result<Applied, ApplyError> {
+    let hashes = hash_plain_passwords(db, plan).await?;
     let mut tx = db.write.begin().await?;
-    let problems = check_references(&mut tx, source, plan).await?;
+    let applied = execute_in(&mut tx, source, plan, &hashes).await?;
+    tx.commit().await?;
+    Ok(applied)
+}
+
+/// Checks references and applies the plan in the caller's transaction.
+/// `hashes` holds the hash of every plain password (by username).
+async fn execute_in(
+    conn: &mut SqliteConnection,
+    source: &Source<'_>,
+    plan: &Plan,
+    hashes: &BTreeMap<String, String>,
+) -> Result<Applied, ApplyError> {
+    let problems = check_references(conn, source, plan).await?;
     if !problems.is_empty() {
         return Err(ApplyError::Invalid(problems));
     }
-    let applied = apply_plan(&mut tx, plan, source.actor).await?;
-    tx.commit().await?;
-    Ok(applied)
+    apply_plan(conn, plan, source.actor, hashes).await
+}
+
+/// The hash to store for every plain password of the plan, computed before
+/// any write transaction starts (argon2 is slow: the writer must not wait
+/// on it). A plain password keeps the stored hash when it still matches (a
+/// fresh salt would otherwise change it on every apply). Only a user of the
+/// same tenant is ever looked at: a username taken in another tenant is
+/// refused without touching that user's hash, with one generic message.
+async fn hash_plain_passwords(db: &Db, plan: &Plan) -> Result<BTreeMap<String, String>, ApplyError> {
+    let mut hashes = BTreeMap::new();
+    let mut problems = Vec::new();
+    for u in &plan.users {
+        let Credential::Plain { password, .. } = &u.credential else { continue };
+        let existing = {
+            let mut conn = db.read.acquire().await?;
+            directory::user_by_username(&mut conn, &u.username.value).await?
+        };
+        let stored = match existing {
+            Some(other) if other.tenant_id != u.tenant.value => {
+                problems.push(u.username.at.problem(unavailable_username(&u.username.value)));
+                continue;
+            }
+            Some(same) => directory::password_hash(&db.read, &same.id).await?,
+            None => None,
+        };
+        let password = password.clone();
+        let hash = tokio::task::spawn_blocking(move || match stored {
+            Some(hash) if password::verify_password(password.expose_secret(), &hash) => hash,
+            _ => password::hash_password(password.expose_secret()),
+        })
+        .await
+        .map_err(|_| ApplyError::Hashing)?;
+        hashes.insert(u.username.value.clone(), hash);
+    }
+    if problems.is_empty() {
+        Ok(hashes)
+    } else {
+        Err(ApplyError::Invalid(problems))
+    }
+}
+
+/// The one answer for a username another tenant holds (usernames are global:
+/// they are what people sign in with). It says no more than that.
+pub fn unavailable_username(username: &str) -> String {
+    format!("username `{username}` is not available")
 }
 
 /// Every tenant named must be in the plan or the database; every user an
@@ -1233,13 +1416,18 @@ async fn tenant_of_user(conn: &mut SqliteConnection, plan: &Plan, username: &str
     Ok(directory::user_by_username(conn, username).await?.map(|u| u.tenant_id))
 }
 
-async fn apply_plan(conn: &mut SqliteConnection, plan: &Plan, actor: &str) -> Result<Applied, ApplyError> {
+async fn apply_plan(
+    conn: &mut SqliteConnection,
+    plan: &Plan,
+    actor: &str,
+    hashes: &BTreeMap<String, String>,
+) -> Result<Applied, ApplyError> {
     let mut applied = Applied { summary: ApplySummary::default(), user_ids: BTreeMap::new() };
     for tenant in &plan.tenants {
         apply_tenant(conn, tenant, &mut applied.summary, actor).await?;
     }
     for user in &plan.users {
-        let id = apply_user(conn, user, &mut applied.summary.users, actor).await?;
+        let id = apply_user(conn, user, hashes, &mut applied.summary.users, actor).await?;
         applied.user_ids.insert(user.username.value.clone(), id);
     }
     for agent in &plan.agents {
@@ -1281,23 +1469,23 @@ async fn apply_tenant(
 async fn apply_user(
     conn: &mut SqliteConnection,
     u: &UserPlan,
+    hashes: &BTreeMap<String, String>,
     counts: &mut Counts,
     actor: &str,
 ) -> Result<String, ApplyError> {
     let spec = UserSpec {
         tenant_id: u.tenant.value.clone(),
         username: u.username.value.clone(),
-        password_hash: password_hash(conn, u).await?,
+        password_hash: password_hash(conn, u, hashes).await?,
         roles: u.roles.clone(),
         approval_limits_minor: u.limits.clone(),
         slack_user_id: u.slack_user_id.as_ref().map(|s| s.value.clone()),
     };
     let (id, outcome) = directory::upsert_user(conn, &spec).await.map_err(|e| match e {
         // upsert_user's only protocol error: the username is another tenant's.
-        sqlx::Error::Protocol(_) => ApplyError::Invalid(vec![u
-            .username
-            .at
-            .problem(format!("username `{}` belongs to another tenant", spec.username))]),
+        sqlx::Error::Protocol(_) => {
+            ApplyError::Invalid(vec![u.username.at.problem(unavailable_username(&spec.username))])
+        }
         e => conflict(e, &u.entry),
     })?;
     let data = json!({
@@ -1311,21 +1499,25 @@ async fn apply_user(
     Ok(id)
 }
 
-/// The hash to store for `u`. A plain password keeps the stored hash when it
-/// still matches (a fresh salt would otherwise change it on every apply).
-/// Argon2 runs off the async executor.
-async fn password_hash(conn: &mut SqliteConnection, u: &UserPlan) -> Result<String, ApplyError> {
-    let password = match &u.credential {
-        Credential::Hash(hash) => return Ok(hash.clone()),
-        Credential::Plain { password, .. } => password.clone(),
-    };
-    let stored = directory::password_hash_of(conn, &u.username.value).await?;
-    tokio::task::spawn_blocking(move || match stored {
-        Some(hash) if password::verify_password(password.expose_secret(), &hash) => hash,
-        _ => password::hash_password(password.expose_secret()),
-    })
-    .await
-    .map_err(|_| ApplyError::Hashing)
+/// The hash to store for `u`: given, computed before the transaction, or
+/// (kept) the stored one of the same tenant's user.
+async fn password_hash(
+    conn: &mut SqliteConnection,
+    u: &UserPlan,
+    hashes: &BTreeMap<String, String>,
+) -> Result<String, ApplyError> {
+    match &u.credential {
+        Credential::Hash(hash) => Ok(hash.clone()),
+        Credential::Plain { at, .. } => hashes
+            .get(&u.username.value)
+            .cloned()
+            .ok_or_else(|| ApplyError::Invalid(vec![at.problem("a password must be hashed before it is applied")])),
+        Credential::Keep { at } => {
+            directory::password_hash_in_tenant(conn, &u.tenant.value, &u.username.value).await?.ok_or_else(|| {
+                ApplyError::Invalid(vec![at.problem(format!("user `{}` is new: give a password", u.username.value))])
+            })
+        }
+    }
 }
 
 async fn apply_agent(
@@ -1505,7 +1697,10 @@ trusted = true
     }
 
     async fn maya_hash(db: &Db) -> String {
-        directory::password_hash_of(&mut db.read.acquire().await.unwrap(), "maya").await.unwrap().expect("maya exists")
+        directory::password_hash_in_tenant(&mut db.read.acquire().await.unwrap(), "acme", "maya")
+            .await
+            .unwrap()
+            .expect("maya exists")
     }
 
     async fn count(db: &Db, table: &str) -> i64 {
@@ -1723,8 +1918,23 @@ purposes = ["vendor"]
         let p = problem(apply(&db, &text).await);
         assert_eq!(p.key.as_deref(), Some("user[0].username"));
         assert_eq!(p.line, Some(7));
-        assert!(p.message.contains("belongs to another tenant"), "{p}");
+        assert_eq!(p.message, "username `ana` is not available", "one generic message");
         assert_eq!(count(&db, "tenants").await, 1, "rolled back: beta was not created");
+    }
+
+    #[tokio::test]
+    async fn a_plain_password_for_another_tenants_username_never_touches_that_users_hash() {
+        let (_dir, db) = open().await;
+        apply(&db, &spec_example()).await.unwrap();
+        let before = maya_hash(&db).await;
+        let text = "[[tenant]]\nid = \"beta\"\nname = \"Beta\"\n\n[[user]]\ntenant = \"beta\"\nusername = \"maya\"\npassword = \"anything-at-all\"\nroles = [\"viewer\"]\n";
+        let p = problem(apply(&db, text).await);
+        assert_eq!(
+            (p.key.as_deref(), p.message.as_str()),
+            (Some("user[0].username"), "username `maya` is not available")
+        );
+        assert_eq!(maya_hash(&db).await, before);
+        assert_eq!(count(&db, "tenants").await, 1);
     }
 
     #[tokio::test]
@@ -1870,7 +2080,7 @@ purposes = ["vendor"]
         let new_user = |username: &str, tenant: &str| NewUser {
             tenant: tenant.into(),
             username: username.into(),
-            password: "correct horse battery".into(),
+            credential: NewCredential::Password("correct horse battery".into()),
             roles: vec!["approver".into(), "viewer".into(), "approver".into()],
             limits: BTreeMap::from([("USD".to_owned(), 500_000)]),
             slack_user_id: None,
@@ -1922,7 +2132,7 @@ purposes = ["vendor"]
         let p = problem(add_agent(&db, &settings, NewAgent { tenant: "beta".into(), ..agent.clone() }, "cli").await);
         assert_eq!(p.to_string(), "key `agent.acts_for`: user `ana` belongs to another tenant");
         let p = problem(add_user(&db, &settings, new_user("ana", "beta"), "cli").await);
-        assert_eq!(p.to_string(), "key `user.username`: username `ana` belongs to another tenant");
+        assert_eq!(p.to_string(), "key `user.username`: username `ana` is not available");
         let p = problem(
             add_user(&db, &settings, NewUser { roles: vec!["boss".into()], ..new_user("bo", "acme") }, "cli").await,
         );
@@ -1939,7 +2149,7 @@ purposes = ["vendor"]
         let u = NewUser {
             tenant: "acme".into(),
             username: "ana".into(),
-            password: "hunter2-hunter2".into(),
+            credential: NewCredential::Password("hunter2-hunter2".into()),
             roles: vec![],
             limits: BTreeMap::new(),
             slack_user_id: None,

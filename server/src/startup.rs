@@ -75,10 +75,7 @@ pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
         println!("{summary}");
     }
     let tasks = background(&state, &shutdown);
-    let sessions = tower_sessions_sqlx_store::SqliteStore::new(db.write.clone());
-    sessions.migrate().await?;
-    let app =
-        crate::http::router(state.clone(), sessions).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let app = crate::http::router(state.clone()).into_make_service_with_connect_info::<std::net::SocketAddr>();
 
     // Tests and scripts read this line to learn the port: keep its shape.
     println!("countersign listening on http://{addr}");

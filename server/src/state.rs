@@ -21,6 +21,10 @@ pub struct AppState {
     pub keys: KeyStore,
     /// Failed sign-in counters.
     pub throttle: crate::throttle::Throttle,
+    /// Every password check and hash of the server runs through this gate.
+    pub passwords: crate::password::PasswordGate,
+    /// The proxies whose forwarding headers name the client.
+    pub proxies: crate::http::client_ip::TrustedProxies,
     /// Fires when the server starts shutting down (long-polls return early).
     pub shutdown: Shutdown,
     /// The payment rail.
@@ -42,6 +46,9 @@ impl AppState {
     pub fn new(db: Db, settings: Settings, keys: KeyStore, rail: RailClient, shutdown: Shutdown) -> Shared {
         let currencies = settings.currency_rules();
         let slack = crate::slack::Slack::new(&settings.slack);
+        // Validated with the settings; an invalid list never gets this far.
+        let proxies =
+            crate::http::client_ip::TrustedProxies::parse(&settings.console.trusted_proxies).unwrap_or_default();
         Arc::new(AppState {
             db,
             settings,
@@ -49,6 +56,8 @@ impl AppState {
             changes: Changes::default(),
             keys,
             throttle: Default::default(),
+            passwords: Default::default(),
+            proxies,
             shutdown,
             rail,
             in_flight: Mutex::new(HashSet::new()),

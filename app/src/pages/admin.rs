@@ -2,7 +2,7 @@ use leptos::prelude::*;
 
 use crate::api::{console_error, load_admin};
 use crate::components::{CsrfField, LoadError};
-use crate::views::{AdminData, Viewer};
+use crate::views::{AdminData, PendingChangeRow, Viewer};
 
 /// Admin: users, agents and payees of the admin's tenant; create each.
 #[component]
@@ -52,57 +52,119 @@ fn Admin(admin: AdminData) -> impl IntoView {
             view! { <tr><td>{p.legal_name}</td><td>{p.masked}</td><td>{if p.trusted { "yes" } else { "no" }}</td></tr> }
         })
         .collect_view();
+    let limit_inputs = admin
+        .currencies
+        .into_iter()
+        .map(|code| {
+            view! {
+                <label class="limit">
+                    {format!("{code} limit ")}
+                    <input name=format!("limit_{code}") inputmode="decimal" placeholder="e.g. 5,000.00" autocomplete="off"/>
+                </label>
+            }
+        })
+        .collect_view();
     view! {
-        {admin.flash.map(|f| view! { <p class="notice" role="status">{f}</p> })}
-        {admin.new_agent_key.map(|(id, key)| view! {
-            <div class="notice notice-ok" role="status">
-                <p>{format!("Agent {id} created. Its bearer key is shown only this once:")}</p>
-                <code class="secret" id="new-agent-key">{key}</code>
-            </div>
-        })}
+        {admin.flash.map(|f| view! { <p class="notice" role="status" id="admin-flash">{f}</p> })}
+        <PendingChanges changes=admin.pending_changes csrf=csrf.clone()/>
         <div class="card">
             <h2>"Users"</h2>
             <table class="list"><thead><tr><th>"Username"</th><th>"Roles"</th><th>"Approval limits"</th><th>"Slack"</th></tr></thead><tbody>{users}</tbody></table>
-            <form method="post" action="/admin/users" class="inline-form">
+            <h3>"Add or change a user"</h3>
+            <p class="muted small">
+                "The form sets the whole user: roles, limits in each currency (blank: none) and Slack id. "
+                "Anything that grants more — a new user, a role, a higher limit, a password, a Slack link — "
+                "waits for a second admin."
+            </p>
+            <form method="post" action="/admin/users" class="inline-form" aria-label="Add or change a user">
                 <CsrfField token=csrf.clone()/>
-                <input name="username" placeholder="username" required/>
-                <input name="password" type="password" placeholder="password (min. 8)" required minlength="8"/>
+                <input name="username" placeholder="username" required aria-label="Username"/>
+                <input name="password" type="password" placeholder="password (blank keeps the current one)" minlength="8" autocomplete="new-password" aria-label="Password"/>
                 <label><input type="checkbox" name="role_viewer" value="on"/>" viewer"</label>
                 <label><input type="checkbox" name="role_approver" value="on"/>" approver"</label>
                 <label><input type="checkbox" name="role_admin" value="on"/>" admin"</label>
-                <input name="limits" placeholder="limits, e.g. USD=500000 EUR=500000"/>
-                <input name="slack_user_id" placeholder="Slack user id"/>
-                <button type="submit">"Add user"</button>
+                {limit_inputs}
+                <input name="slack_user_id" placeholder="Slack user id" aria-label="Slack user id"/>
+                <button type="submit">"Save user"</button>
             </form>
             <form method="post" action="/admin/slack-links" class="inline-form" aria-label="Link a Slack user">
                 <CsrfField token=csrf.clone()/>
-                <input name="username" placeholder="username" required/>
-                <input name="slack_user_id" placeholder="Slack user id (empty: unlink)"/>
+                <input name="username" placeholder="username" required aria-label="Username to link"/>
+                <input name="slack_user_id" placeholder="Slack user id (empty: unlink)" aria-label="Slack user id to link"/>
                 <button type="submit">"Link Slack user"</button>
             </form>
         </div>
         <div class="card">
             <h2>"Agents"</h2>
             <table class="list"><thead><tr><th>"Agent"</th><th>"Acts for"</th><th>"Source accounts"</th><th>"Purposes"</th></tr></thead><tbody>{agents}</tbody></table>
-            <form method="post" action="/admin/agents" class="inline-form">
+            <p class="muted small">"A new agent's key is shown once, when you add it; it works once a second admin confirms."</p>
+            <form method="post" action="/admin/agents" class="inline-form" aria-label="Add an agent">
                 <CsrfField token=csrf.clone()/>
-                <input name="id" placeholder="agent id" required/>
-                <input name="acts_for" placeholder="acts for (username)" required/>
-                <input name="source_accounts" placeholder="acct_… (space separated)" required/>
-                <input name="purposes" placeholder="purposes, e.g. vendor refund" required/>
+                <input name="id" placeholder="agent id" required aria-label="Agent id"/>
+                <input name="acts_for" placeholder="acts for (username)" required aria-label="Acts for"/>
+                <input name="source_accounts" placeholder="acct_… (space separated)" required aria-label="Source accounts"/>
+                <input name="purposes" placeholder="purposes, e.g. vendor refund" required aria-label="Purposes"/>
                 <button type="submit">"Add agent"</button>
             </form>
         </div>
         <div class="card">
             <h2>"Payees"</h2>
             <table class="list"><thead><tr><th>"Legal name"</th><th>"Account"</th><th>"Trusted"</th></tr></thead><tbody>{payees}</tbody></table>
-            <form method="post" action="/admin/payees" class="inline-form">
+            <p class="muted small">"Trusting or renaming a payee waits for a second admin."</p>
+            <form method="post" action="/admin/payees" class="inline-form" aria-label="Add a payee">
                 <CsrfField token=csrf/>
-                <input name="id" placeholder="acct_… / card_… / ba_…" required/>
-                <input name="legal_name" placeholder="legal name" required/>
+                <input name="id" placeholder="acct_… / card_… / ba_…" required aria-label="Payee account"/>
+                <input name="legal_name" placeholder="legal name" required aria-label="Legal name"/>
                 <label><input type="checkbox" name="trusted" value="on"/>" trusted"</label>
-                <button type="submit">"Add payee"</button>
+                <button type="submit">"Save payee"</button>
             </form>
         </div>
     }
+}
+
+/// Registry changes waiting for a second admin, with Confirm (when this
+/// admin may) and Reject.
+#[component]
+fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView {
+    if changes.is_empty() {
+        return view! { <p class="muted" id="no-pending-changes">"No registry change waits for confirmation."</p> }
+            .into_any();
+    }
+    let items = changes
+        .into_iter()
+        .map(|c| {
+            let lines = c.lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view();
+            let confirm = match c.blocker {
+                None => view! {
+                    <form method="post" action=format!("/admin/changes/{}/confirm", c.id) class="inline">
+                        <CsrfField token=csrf.clone()/>
+                        <button type="submit" class="primary">"Confirm"</button>
+                    </form>
+                }
+                .into_any(),
+                Some(why) => view! { <p class="muted small blocker">{why}</p> }.into_any(),
+            };
+            view! {
+                <li class="card pending-change" data-change=c.id.clone() data-kind=c.kind>
+                    <ul class="change-lines">{lines}</ul>
+                    <p class="muted small">{format!("Proposed by {} at ", c.proposed_by)}<time>{c.proposed_at}</time></p>
+                    <div class="actions">
+                        {confirm}
+                        <form method="post" action=format!("/admin/changes/{}/reject", c.id) class="inline">
+                            <CsrfField token=csrf.clone()/>
+                            <input name="note" placeholder="why (optional)" aria-label="Why reject"/>
+                            <button type="submit" class="danger">"Reject"</button>
+                        </form>
+                    </div>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <section id="pending-changes">
+            <h2>"Waiting for a second admin"</h2>
+            <ul class="plain">{items}</ul>
+        </section>
+    }
+    .into_any()
 }

@@ -1,19 +1,24 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{console_error, load_operations};
+use crate::api::{console_error, load_operations, load_resolution};
 use crate::components::{CsrfField, LoadError, StatusBadge};
-use crate::views::{OperationItem, OperationsPage as Page, Viewer};
+use crate::views::{OperationItem, OperationsPage as Page, ResolvePage, Viewer};
 
 /// Fixed messages for the outcome of a resolve form (never reflected text).
 pub fn resolve_message(code: &str) -> &'static str {
     match code {
         "succeeded" => "The operation was marked succeeded.",
         "failed" => "The operation was marked failed; its budget reservation was released.",
-        "rail_reference" => "The rail reference must be the rail's transfer id: tr_… (or trr_… for a reversal).",
+        "rail_reference" => {
+            "That record does not settle this operation: pick one of the rail's records listed here that matches \
+             its amount, currency and destination."
+        }
         "reason" => "A reason (1–500 characters) is required to mark an operation failed.",
+        "confirm" => "Tick the confirmation first: it restates exactly what you are recording.",
         "invalid_state" => "This operation no longer needs review: it was settled already.",
         "forbidden" => "Only admins can resolve operations.",
+        "rail_unavailable" => "The rail could not be read just now. Try again in a moment.",
         _ => "The operation could not be resolved.",
     }
 }
@@ -48,16 +53,11 @@ pub fn OperationsPage() -> impl IntoView {
 
 #[component]
 fn Operations(page: Page) -> impl IntoView {
-    let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
     let can_resolve = page.can_resolve;
     let review = if page.needs_review.is_empty() {
         view! { <p class="empty muted" id="no-review">"Nothing needs review."</p> }.into_any()
     } else {
-        page.needs_review
-            .into_iter()
-            .map(|op| view! { <ReviewCard op can_resolve csrf=csrf.clone()/> })
-            .collect_view()
-            .into_any()
+        page.needs_review.into_iter().map(|op| view! { <ReviewCard op can_resolve/> }).collect_view().into_any()
     };
     let reconciling = if page.reconciling.is_empty() {
         view! { <p class="empty muted">"No operation is being reconciled."</p> }.into_any()
@@ -101,49 +101,160 @@ fn Operations(page: Page) -> impl IntoView {
 }
 
 #[component]
-fn ReviewCard(op: OperationItem, can_resolve: bool, csrf: String) -> impl IntoView {
-    let action = format!("/operations/{}/resolve", op.id);
-    let forms = can_resolve.then(|| {
+fn ReviewCard(op: OperationItem, can_resolve: bool) -> impl IntoView {
+    let resolve = can_resolve.then(|| {
         view! {
-            <div class="actions">
-                <form method="post" action=action.clone() class="stack resolve resolve-succeeded">
-                    <CsrfField token=csrf.clone()/>
-                    <input type="hidden" name="outcome" value="succeeded"/>
-                    <label>
-                        "Rail reference — the money moved"
-                        <input name="rail_reference" required maxlength="255" placeholder="tr_…" autocomplete="off"/>
-                    </label>
-                    <button type="submit" class="primary">"Mark succeeded"</button>
-                </form>
-                <form method="post" action=action class="stack resolve resolve-failed">
-                    <CsrfField token=csrf/>
-                    <input type="hidden" name="outcome" value="failed"/>
-                    <label>
-                        "Reason — the money did not move"
-                        <textarea name="reason" required maxlength="500"></textarea>
-                    </label>
-                    <button type="submit" class="danger">"Mark failed"</button>
-                </form>
-            </div>
+            <p class="actions">
+                <a class="button primary" href=format!("/operations/{}/resolve", op.id)>"Resolve…"</a>
+            </p>
         }
     });
     let id = op.id.clone();
     view! {
         <article class="card operation" data-operation=id>
             <header class="proposal-head">
-                <StatusBadge status=op.status/>
-                <a class="sentence" href=format!("/proposals/{}", op.proposal_id)>{op.sentence}</a>
+                <StatusBadge status=op.status.clone()/>
+                <a class="sentence" href=format!("/proposals/{}", op.proposal_id)>{op.sentence.clone()}</a>
             </header>
-            <dl class="facts">
-                <dt>"Amount"</dt><dd class="num">{op.amount}</dd>
-                <dt>"Why"</dt><dd class="why">{op.why}</dd>
-                <dt>"Operation"</dt><dd><code>{op.id}</code></dd>
-                <dt>"Idempotency key"</dt><dd><code class="hash">{op.idempotency_key}</code></dd>
-                {op.rail_reference.map(|r| view! { <dt>"Rail reference"</dt><dd><code>{r}</code></dd> })}
-                <dt>"Recorded"</dt><dd><time>{op.created_at}</time></dd>
-                <dt>"Last change"</dt><dd><time>{op.updated_at}</time></dd>
-            </dl>
-            {forms}
+            <OperationFacts op=op/>
+            {resolve}
         </article>
+    }
+}
+
+#[component]
+fn OperationFacts(op: OperationItem) -> impl IntoView {
+    view! {
+        <dl class="facts">
+            <dt>"Amount"</dt><dd class="num">{op.amount}</dd>
+            <dt>"Why"</dt><dd class="why">{op.why}</dd>
+            <dt>"Operation"</dt><dd><code>{op.id}</code></dd>
+            <dt>"Idempotency key"</dt><dd><code class="hash">{op.idempotency_key}</code></dd>
+            {op.rail_reference.map(|r| view! { <dt>"Rail reference"</dt><dd><code>{r}</code></dd> })}
+            <dt>"Recorded"</dt><dd><time>{op.created_at}</time></dd>
+            <dt>"Last change"</dt><dd><time>{op.updated_at}</time></dd>
+        </dl>
+    }
+}
+
+/// Resolving one operation (admins): the rail's own records for it, read
+/// now; only a record that matches can be picked as proof that the money
+/// moved, and both outcomes need a confirmation that restates them.
+#[component]
+pub fn ResolveOperationPage() -> impl IntoView {
+    let params = leptos_router::hooks::use_params_map();
+    let query = use_query_map();
+    let id = move || params.with(|p| p.get("id").unwrap_or_default());
+    let data = Resource::new(id, load_resolution);
+    let error = move || query.with(|q| q.get("error"));
+    view! {
+        <section class="operations resolve-page">
+            <p><a href="/operations">"← Operations needing review"</a></p>
+            <h1>"Resolve an operation"</h1>
+            {move || error().map(|code| view! { <p class="notice notice-error" role="alert">{resolve_message(&code)}</p> })}
+            <Suspense fallback=|| view! { <p class="muted">"Reading the rail…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(page) => view! { <Resolve page/> }.into_any(),
+                        Err(e) => view! { <LoadError error=console_error(&e)/> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+fn Resolve(page: ResolvePage) -> impl IntoView {
+    let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
+    let op = page.operation;
+    let action = format!("/operations/{}/resolve", op.id);
+    let payment = format!("{} ({})", op.sentence, op.amount);
+    let settling = page.records.iter().filter(|r| r.mismatch.is_none()).count();
+    let records = if page.records.is_empty() {
+        let none = match &page.rail_error {
+            Some(e) => e.clone(),
+            None => "The rail holds no record for this operation: the money did not move under its key.".into(),
+        };
+        view! { <p class="empty muted" id="no-rail-records">{none}</p> }.into_any()
+    } else {
+        let rows = page
+            .records
+            .into_iter()
+            .map(|r| {
+                let settles = r.mismatch.is_none();
+                let reference = r.reference.clone();
+                view! {
+                    <tr data-record=reference.clone() class:mismatch=!settles>
+                        <td>
+                            <input type="radio" name="rail_reference" value=reference.clone() required
+                                disabled=!settles aria-label=format!("Record {reference}")/>
+                        </td>
+                        <td><code>{r.reference}</code></td>
+                        <td class="num">{r.amount}</td>
+                        <td><code>{r.destination}</code></td>
+                        <td>{r.status}</td>
+                        <td class="small">{r.mismatch.unwrap_or_else(|| "Matches this operation.".into())}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <table class="list rail-records">
+                <thead><tr><th></th><th>"Rail record"</th><th>"Amount"</th><th>"Destination"</th><th>"Status"</th><th>"Against this operation"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+        .into_any()
+    };
+    let succeeded = (settling > 0).then(|| {
+        view! {
+            <label class="confirm">
+                <input type="checkbox" name="confirm" value="yes" required/>
+                {format!(" I confirm the rail settled this payment: {payment}.")}
+            </label>
+            <button type="submit" class="primary">"Mark succeeded"</button>
+        }
+    });
+    view! {
+        <article class="card operation" data-operation=op.id.clone()>
+            <header class="proposal-head">
+                <StatusBadge status=op.status.clone()/>
+                <a class="sentence" href=format!("/proposals/{}", op.proposal_id)>{op.sentence.clone()}</a>
+            </header>
+            <OperationFacts op=op.clone()/>
+        </article>
+        <div class="card">
+            <h2>"What the rail holds"</h2>
+            <p class="muted small">
+                {if page.kind == "reversal" {
+                    "For a reversal: the transfer it reverses, and how much of it the rail reports reversed."
+                } else {
+                    "Every transfer the rail holds under this operation's idempotency key."
+                }}
+            </p>
+            <form method="post" action=action.clone() class="stack resolve resolve-succeeded">
+                <CsrfField token=csrf.clone()/>
+                <input type="hidden" name="outcome" value="succeeded"/>
+                {records}
+                {succeeded}
+            </form>
+        </div>
+        <div class="card">
+            <h2>"The money did not move"</h2>
+            <form method="post" action=action class="stack resolve resolve-failed">
+                <CsrfField token=csrf/>
+                <input type="hidden" name="outcome" value="failed"/>
+                <label>
+                    "Reason (shown to the agent)"
+                    <textarea name="reason" required maxlength="500"></textarea>
+                </label>
+                <label class="confirm">
+                    <input type="checkbox" name="confirm" value="yes" required/>
+                    {format!(" I confirm no money moved for: {payment}. Its budget reservation is released.")}
+                </label>
+                <button type="submit" class="danger">"Mark failed"</button>
+            </form>
+        </div>
     }
 }

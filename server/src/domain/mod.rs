@@ -14,6 +14,6 @@ pub use fields::{
     mask_account, InvoiceId, PayeeId, ProposalKind, PurposeCode, ReasonCode, Reference, RunId, SourceAccount,
     TransferRef,
 };
-pub use money::{AmountMinor, Currency, CurrencyRules};
+pub use money::{AmountMinor, Currency, CurrencyRules, MajorAmountError};
 pub use request::{FieldError, ProposalRequest, ReversalRequest, TransferRequest};
 pub use status::ProposalStatus;

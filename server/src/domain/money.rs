@@ -91,6 +91,24 @@ impl Currency {
         major.saturating_mul(10u64.pow(u32::from(self.exponent())))
     }
 
+    /// Parses an amount a person typed in major units (`5,000.00`, `5000`,
+    /// `1 250.5`) into minor units: digits with optional thousands separators
+    /// (`,`, space, `_`), at most the currency's exponent of decimals, no sign.
+    pub fn parse_major(&self, text: &str) -> Result<u64, MajorAmountError> {
+        let cleaned: String = text.trim().chars().filter(|c| !matches!(c, ',' | ' ' | '_' | '\u{a0}')).collect();
+        let (whole, fraction) = cleaned.split_once('.').unwrap_or((&cleaned, ""));
+        let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+        if whole.is_empty() || !digits(whole) || !digits(fraction) || (cleaned.contains('.') && fraction.is_empty()) {
+            return Err(MajorAmountError::NotANumber);
+        }
+        let exp = usize::from(self.exponent());
+        if fraction.len() > exp {
+            return Err(MajorAmountError::TooManyDecimals(self.exponent()));
+        }
+        let padded = format!("{whole}{fraction:0<exp$}");
+        padded.parse::<u64>().ok().filter(|n| i64::try_from(*n).is_ok()).ok_or(MajorAmountError::TooLarge)
+    }
+
     /// Formats a minor-unit amount with the currency's exponent and thousands
     /// separators: `1,842.50 USD`, `125,000 JPY`.
     pub fn format_minor(&self, minor: u64) -> String {
@@ -140,6 +158,17 @@ impl<'de> Deserialize<'de> for Currency {
         let s = String::deserialize(d)?;
         Currency::parse(&s).map_err(serde::de::Error::custom)
     }
+}
+
+/// Why a typed amount was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MajorAmountError {
+    #[error("is not an amount (digits, optionally with a decimal point)")]
+    NotANumber,
+    #[error("has more than {0} decimals for this currency")]
+    TooManyDecimals(u8),
+    #[error("is too large")]
+    TooLarge,
 }
 
 /// An amount in minor units: always at least 1.
@@ -220,6 +249,26 @@ mod tests {
 
     fn usd() -> Currency {
         Currency::parse("USD").unwrap()
+    }
+
+    #[test]
+    fn amounts_typed_in_major_units() {
+        let usd = Currency::parse("USD").unwrap();
+        let jpy = Currency::parse("jpy").unwrap();
+        let kwd = Currency::parse("KWD").unwrap();
+        assert_eq!(usd.parse_major("5,000.00"), Ok(500_000));
+        assert_eq!(usd.parse_major(" 5000 "), Ok(500_000));
+        assert_eq!(usd.parse_major("1 250.5"), Ok(125_050));
+        assert_eq!(usd.parse_major("0.01"), Ok(1));
+        assert_eq!(jpy.parse_major("125,000"), Ok(125_000));
+        assert_eq!(kwd.parse_major("1.234"), Ok(1_234));
+        assert_eq!(jpy.parse_major("1.5"), Err(MajorAmountError::TooManyDecimals(0)));
+        assert_eq!(usd.parse_major("1.005"), Err(MajorAmountError::TooManyDecimals(2)));
+        for bad in ["", "-5", "+5", "5.", ".5", "1e3", "12a", "1.2.3", "USD 5"] {
+            assert_eq!(usd.parse_major(bad), Err(MajorAmountError::NotANumber), "{bad}");
+        }
+        assert_eq!(usd.parse_major("99999999999999999999"), Err(MajorAmountError::TooLarge));
+        assert_eq!(usd.parse_major(&format!("{}", i64::MAX)), Err(MajorAmountError::TooLarge), "x100 overflows i64");
     }
 
     #[test]

@@ -157,7 +157,7 @@ pub(super) fn query_error(e: impl std::fmt::Display) -> ApiError {
 /// Served from the read cache when it can be (`proposals::poll`).
 pub async fn get(
     State(state): State<Shared>,
-    ReadOnlyAgentAuth(agent): ReadOnlyAgentAuth,
+    ReadOnlyAgentAuth(agent, key): ReadOnlyAgentAuth,
     Path(id): Path<String>,
     params: Result<Query<WaitParams>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
@@ -190,6 +190,11 @@ pub async fn get(
     changed.as_mut().enable();
     let deadline = tokio::time::Instant::now() + StdDuration::from_secs(wait);
     loop {
+        // The credential is checked again on every wake: a key replaced or
+        // an agent deactivated while the poll waited gets nothing more.
+        if !key.still_valid(&state, &agent).await? {
+            return Err(ApiError::Unauthenticated);
+        }
         let polled = proposals::poll(&state, &agent, &id).await?;
         if polled.etag != etag {
             return Ok(polled_response(&polled));

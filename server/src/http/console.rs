@@ -20,8 +20,10 @@ use crate::approvals::{self, DecideError, Verdict};
 use crate::domain::{FieldError, ProposalStatus};
 use crate::operations::{Resolution, ResolveError};
 use crate::proposals::{self, ProposalView};
+use crate::registry_changes::{self, AgentForm, ChangeError, PayeeForm, Request, Submitted, UserForm};
 use crate::state::Shared;
 use crate::store;
+use crate::store::directory::Role;
 
 impl From<DecideError> for ApiError {
     fn from(e: DecideError) -> Self {
@@ -46,6 +48,7 @@ impl From<ResolveError> for ApiError {
             ResolveError::BadInput(field, why) => {
                 ApiError::Validation(vec![FieldError::new(field, "invalid_value", why)])
             }
+            ResolveError::RailUnavailable => ApiError::RailUnavailable,
             ResolveError::Store(e) => e.into(),
         }
     }
@@ -85,7 +88,7 @@ pub async fn sign_in_json(
     session: Session,
     request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
-    let address = client_address(request.extensions());
+    let address = client_address(&state, &request);
     let JsonBody { value } = <JsonBody as axum::extract::FromRequest<Shared>>::from_request(request, &state).await?;
     only_fields(&value, &["username", "password"])?;
     let (Some(username), Some(password)) = (field(&value, "username"), field(&value, "password")) else {
@@ -117,8 +120,12 @@ pub async fn sign_in_json(
 }
 
 /// `DELETE /api/v1/session`
-pub async fn sign_out_json(_user: CurrentUser, session: Session) -> Result<StatusCode, ApiError> {
-    session::sign_out(&session).await?;
+pub async fn sign_out_json(
+    State(state): State<Shared>,
+    _user: CurrentUser,
+    session: Session,
+) -> Result<StatusCode, ApiError> {
+    session::sign_out(&state, &session).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -299,14 +306,38 @@ pub async fn resolve_json(
     Ok(Json(view))
 }
 
+/// `GET /api/v1/operations/{id}/rail-records` — what the rail holds for a
+/// `needs_review` operation (read now), and whether each record settles it:
+/// the evidence an admin picks from before resolving it as succeeded.
+pub async fn rail_records_json(
+    State(state): State<Shared>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (op, candidates) = crate::operations::rail_candidates(&state, &user.resolver(), &id).await?;
+    let data: Vec<Value> = candidates
+        .iter()
+        .map(|c| {
+            json!({"rail_reference": c.reference, "amount_minor": c.amount_minor, "currency": c.currency,
+                   "destination": c.destination, "status": c.status, "amount_reversed": c.amount_reversed,
+                   "settles_operation": c.mismatch.is_none(), "mismatch": c.mismatch})
+        })
+        .collect();
+    Ok(Json(json!({"operation_id": op.id, "idempotency_key": op.idempotency_key, "data": data})))
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ResolveForm {
     outcome: String,
     rail_reference: Option<String>,
     reason: Option<String>,
+    /// `yes` when the admin ticked the confirmation restating the payment.
+    confirm: Option<String>,
 }
 
-/// `POST /operations/{id}/resolve` (form) — the operations page; redirects back.
+/// `POST /operations/{id}/resolve` (form) — from the resolution page, after
+/// the admin confirmed what they saw; back to the operations page when done,
+/// else back to the resolution page with the reason.
 pub async fn resolve_form(
     State(state): State<Shared>,
     user: Option<CurrentUser>,
@@ -314,15 +345,19 @@ pub async fn resolve_form(
     Form(form): Form<ResolveForm>,
 ) -> Response {
     let Some(user) = user else { return Redirect::to("/login").into_response() };
-    let back = |key: &str, code: &str| Redirect::to(&format!("/operations?{key}={code}")).into_response();
+    let again = |code: &str| Redirect::to(&format!("/operations/{id}/resolve?error={code}")).into_response();
+    if form.confirm.as_deref() != Some("yes") {
+        return again("confirm");
+    }
     let Ok(resolution) = resolution(Some(&form.outcome), form.rail_reference.as_deref(), form.reason.as_deref()) else {
-        return back("error", "invalid");
+        return again("invalid");
     };
     match crate::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await {
-        Ok(op) => back("result", op.status.as_str()),
-        Err(ResolveError::BadInput(field, _)) => back("error", field),
-        Err(ResolveError::InvalidState(_)) => back("error", "invalid_state"),
-        Err(ResolveError::NotAnAdmin) => back("error", "forbidden"),
+        Ok(op) => Redirect::to(&format!("/operations?result={}", op.status.as_str())).into_response(),
+        Err(ResolveError::BadInput(field, _)) => again(field),
+        Err(ResolveError::InvalidState(_)) => again("invalid_state"),
+        Err(ResolveError::NotAnAdmin) => again("forbidden"),
+        Err(ResolveError::RailUnavailable) => again("rail_unavailable"),
         Err(e) => ApiError::from(e).into_response(),
     }
 }
@@ -335,7 +370,7 @@ pub struct LoginForm {
 
 /// `POST /login` (form) — the page's sign-in; redirects.
 pub async fn sign_in_form(State(state): State<Shared>, session: Session, request: axum::extract::Request) -> Response {
-    let address = client_address(request.extensions());
+    let address = client_address(&state, &request);
     let Ok(Form(form)) = <Form<LoginForm> as axum::extract::FromRequest<Shared>>::from_request(request, &state).await
     else {
         return Redirect::to("/login?error=invalid").into_response();
@@ -349,8 +384,8 @@ pub async fn sign_in_form(State(state): State<Shared>, session: Session, request
 }
 
 /// `POST /logout` (form)
-pub async fn sign_out_form(session: Session) -> Response {
-    match session::sign_out(&session).await {
+pub async fn sign_out_form(State(state): State<Shared>, session: Session) -> Response {
+    match session::sign_out(&state, &session).await {
         Ok(()) => Redirect::to("/login").into_response(),
         Err(e) => e.into_response(),
     }
@@ -396,9 +431,9 @@ pub async fn decide_form(
     }
 }
 
-/// Session keys of the admin page's one-time messages.
+/// Session key of the admin page's one-time message (never a secret: a
+/// new agent key is shown in the answer to the form post itself).
 pub const ADMIN_FLASH: &str = "admin_flash";
-pub const ADMIN_NEW_KEY: &str = "admin_new_key";
 
 async fn admin_done(session: &Session, outcome: Result<String, String>) -> Response {
     let message = match outcome {
@@ -452,66 +487,76 @@ fn words(s: &str) -> Vec<String> {
     s.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).map(str::to_owned).collect()
 }
 
-/// `POST /admin/users` (form)
+/// The form's outcome, as the admin page says it.
+async fn submitted(session: &Session, outcome: Result<Submitted, ChangeError>) -> Response {
+    let message = outcome
+        .map(|s| match s {
+            Submitted::Applied { message } => message,
+            Submitted::Pending { message, .. } => format!("Proposed: {message}"),
+        })
+        .map_err(|e| e.to_string());
+    admin_done(session, message).await
+}
+
+/// Approval limits typed in major units: a `limit_<CUR>` field per
+/// accepted currency (blank: no limit in that currency).
+fn limits_from_form(state: &Shared, form: &BTreeMap<String, String>) -> Result<BTreeMap<String, u64>, String> {
+    let mut limits = BTreeMap::new();
+    for currency in state.currencies.allowed() {
+        let text = trimmed(form, &format!("limit_{}", currency.code()));
+        if text.is_empty() {
+            continue;
+        }
+        let minor = currency.parse_major(&text).map_err(|e| format!("the {} limit {e}", currency.code()))?;
+        limits.insert(currency.code().to_owned(), minor);
+    }
+    Ok(limits)
+}
+
+/// `POST /admin/users` (form): creates or changes a user (four-eyes, see
+/// `registry_changes`). A blank password keeps an existing user's.
 pub async fn admin_add_user(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let get = |k: &str| trimmed(&form, k);
-    let roles: Vec<String> = ["viewer", "approver", "admin"]
+    let roles: Vec<Role> = [Role::Viewer, Role::Approver, Role::Admin]
         .into_iter()
-        .filter(|r| form.contains_key(&format!("role_{r}")))
-        .map(String::from)
+        .filter(|r| form.contains_key(&format!("role_{}", r.as_str())))
         .collect();
-    let limits = match words(&get("limits")).iter().map(|pair| crate::provision::parse_currency_amount(pair)).collect()
-    {
+    let limits = match limits_from_form(&state, &form) {
         Ok(limits) => limits,
         Err(why) => return admin_done(&session, Err(why)).await,
     };
-    let slack = Some(get("slack_user_id")).filter(|s| !s.is_empty());
-    let username = get("username");
-    let outcome = crate::provision::add_user(
-        &state.db,
-        &state.settings,
-        crate::provision::NewUser {
-            tenant: admin.user.tenant_id.clone(),
-            username: username.clone(),
-            password: form.get("password").cloned().unwrap_or_default(),
-            roles,
-            limits,
-            slack_user_id: slack,
-        },
-        &admin.actor(),
-    )
-    .await
-    .map(|_| format!("User {username} saved."))
-    .map_err(|e| e.to_string());
-    admin_done(&session, outcome).await
+    let password = form.get("password").filter(|p| !p.is_empty()).cloned();
+    let request = Request::User(UserForm {
+        username: trimmed(&form, "username"),
+        password,
+        roles,
+        limits,
+        slack_user_id: Some(trimmed(&form, "slack_user_id")).filter(|s| !s.is_empty()),
+    });
+    submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
 }
 
 /// `POST /admin/slack-links` (form): links a user of the admin's tenant to a
-/// Slack user id; an empty id unlinks.
+/// Slack user id (four-eyes); an empty id unlinks (at once).
 pub async fn admin_link_slack(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let username = trimmed(&form, "username");
-    let slack = Some(trimmed(&form, "slack_user_id")).filter(|s| !s.is_empty());
-    let outcome =
-        crate::provision::link_slack(&state.db, &admin.user.tenant_id, &username, slack.as_deref(), &admin.actor())
-            .await;
-    let message = match &slack {
-        Some(id) => format!("User {username} linked to Slack user {id}."),
-        None => format!("User {username} unlinked from Slack."),
+    let request = Request::SlackLink {
+        username: trimmed(&form, "username"),
+        slack_user_id: Some(trimmed(&form, "slack_user_id")).filter(|s| !s.is_empty()),
     };
-    admin_done(&session, outcome.map(|()| message)).await
+    submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
 }
 
-/// `POST /admin/agents` (form) — the key is shown once, on the next admin page.
+/// `POST /admin/agents` (form): proposes the agent (four-eyes). Its new key
+/// is shown in this answer, once, and is never stored anywhere but as a hash.
 pub async fn admin_add_agent(
     State(state): State<Shared>,
     session: Session,
@@ -520,49 +565,90 @@ pub async fn admin_add_agent(
 ) -> Response {
     let get = |k: &str| trimmed(&form, k);
     let id = get("id");
-    let result = crate::provision::add_agent(
-        &state.db,
-        &state.settings,
-        crate::provision::NewAgent {
-            tenant: admin.user.tenant_id.clone(),
-            id: id.clone(),
-            acts_for: get("acts_for"),
-            source_accounts: words(&get("source_accounts")),
-            purposes: words(&get("purposes")),
-        },
-        &admin.actor(),
-    )
-    .await;
-    match result {
-        Ok(key) => {
-            let _ = session.insert(ADMIN_NEW_KEY, (id.clone(), key)).await;
-            admin_done(&session, Ok(format!("Agent {id} saved."))).await
-        }
-        Err(e) => admin_done(&session, Err(e.to_string())).await,
+    let request = Request::Agent(AgentForm {
+        id: id.clone(),
+        acts_for: get("acts_for"),
+        source_accounts: words(&get("source_accounts")),
+        purposes: words(&get("purposes")),
+    });
+    match registry_changes::submit(&state, &admin.admin(), request).await {
+        Ok(Submitted::Pending { agent_key: Some(key), message, .. }) => one_time_key_page(&id, &key, &message),
+        other => submitted(&session, other).await,
     }
 }
 
-/// `POST /admin/payees` (form)
+/// `POST /admin/payees` (form): a new untrusted payee at once; trusting or
+/// renaming one waits for a second admin.
 pub async fn admin_add_payee(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
     Form(form): Form<BTreeMap<String, String>>,
 ) -> Response {
-    let get = |k: &str| trimmed(&form, k);
-    let legal_name = get("legal_name");
-    let outcome = crate::provision::add_payee(
-        &state.db,
-        &admin.user.tenant_id,
-        &get("id"),
-        &legal_name,
-        form.contains_key("trusted"),
-        &admin.actor(),
-    )
-    .await
-    .map(|_| format!("Payee {legal_name} saved."))
-    .map_err(|e| e.to_string());
+    let request = Request::Payee(PayeeForm {
+        id: trimmed(&form, "id"),
+        legal_name: trimmed(&form, "legal_name"),
+        trusted: form.contains_key("trusted"),
+    });
+    submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
+}
+
+/// `POST /admin/changes/{id}/confirm` (form): a second admin confirms.
+pub async fn admin_confirm_change(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Path(id): Path<String>,
+) -> Response {
+    let outcome = registry_changes::confirm(&state, &admin.admin(), &id).await.map_err(|e| e.to_string());
     admin_done(&session, outcome).await
+}
+
+/// `POST /admin/changes/{id}/reject` (form, optional `note`).
+pub async fn admin_reject_change(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Path(id): Path<String>,
+    Form(form): Form<BTreeMap<String, String>>,
+) -> Response {
+    let note = trimmed(&form, "note");
+    let outcome = registry_changes::reject(&state, &admin.admin(), &id, Some(&note)).await.map_err(|e| e.to_string());
+    admin_done(&session, outcome).await
+}
+
+fn escape_html(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+}
+
+/// The answer to a new agent's form: its key, shown this once. Not stored
+/// in the session or anywhere else; `no-store` so no cache keeps it.
+fn one_time_key_page(agent_id: &str, key: &str, message: &str) -> Response {
+    let html = format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>New agent key · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
+<body><main class="page"><section class="card narrow">
+<h1>Agent {id}: its key</h1>
+<p>Copy the bearer key now: it is shown only this once and cannot be recovered.</p>
+<code class="secret" id="new-agent-key">{key}</code>
+<p class="notice" role="status">{message}</p>
+<p><a href="/admin">Back to administration</a></p>
+</section></main></body></html>"#,
+        id = escape_html(agent_id),
+        key = escape_html(key),
+        message = escape_html(message),
+    );
+    let mut response = axum::response::Html(html).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+        ),
+    );
+    response
 }
 
 /// Loads the signed-in user (if any) for the pages.

@@ -53,6 +53,8 @@ pub enum ApiError {
     SlackRequestRefused(&'static str),
     #[error("too many requests")]
     RateLimited,
+    #[error("the payment rail could not be reached; try again")]
+    RailUnavailable,
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -76,6 +78,7 @@ impl ApiError {
             InvalidState(_) | OperationState(_) | IdempotencyKeyInUse => StatusCode::CONFLICT,
             Validation(_) | UnknownDestination(_) | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            RailUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -97,6 +100,7 @@ impl ApiError {
             PolicyDenied(_) => "policy_denied",
             ApprovalTokenInvalid(_) => "approval_token_invalid",
             RateLimited => "rate_limited",
+            RailUnavailable => "rail_unavailable",
             Internal(_) => "internal_error",
         }
     }

@@ -49,7 +49,24 @@ fn key_digest(parts: &Parts) -> Result<String, ApiError> {
 /// agent leaves at once when the change is made by this process and within
 /// `changes::FOLLOW_EVERY` otherwise. Endpoints that change anything (propose,
 /// cancel, commit) use `AgentAuth`, which always asks the database.
-pub struct ReadOnlyAgentAuth(pub AgentPrincipal);
+///
+/// It also keeps the key's digest, so a long-poll can ask the database again
+/// whether the key still stands each time it wakes.
+pub struct ReadOnlyAgentAuth(pub AgentPrincipal, pub KeyDigest);
+
+/// The SHA-256 of an agent's bearer key, as the registry stores it.
+#[derive(Clone)]
+pub struct KeyDigest(String);
+
+impl KeyDigest {
+    /// Whether the key still belongs to this agent, active, asking the
+    /// database (never the cache): a key replaced or an agent deactivated
+    /// while a long-poll waits is refused at the poll's next wake.
+    pub async fn still_valid(&self, state: &Shared, agent: &AgentPrincipal) -> Result<bool, ApiError> {
+        let current = store::directory::agent_by_key_hash(&state.db.read, &self.0).await?;
+        Ok(current.is_some_and(|a| a.tenant_id == agent.tenant_id && a.id == agent.agent_id))
+    }
+}
 
 impl FromRequestParts<Shared> for ReadOnlyAgentAuth {
     type Rejection = ApiError;
@@ -63,7 +80,7 @@ impl FromRequestParts<Shared> for ReadOnlyAgentAuth {
             agent.map(AgentPrincipal::from).ok_or(ApiError::Unauthenticated)
         };
         let agent = crate::cache::read_through(caches.as_ref().map(|c| c.agents), &digest, load).await?;
-        Ok(ReadOnlyAgentAuth(agent))
+        Ok(ReadOnlyAgentAuth(agent, KeyDigest(digest)))
     }
 }
 

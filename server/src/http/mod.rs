@@ -2,12 +2,14 @@
 //! layers every response goes through (request id, security headers).
 
 pub mod agent;
+pub mod client_ip;
 pub mod console;
 pub mod csrf;
 pub mod error;
 pub mod extract;
 pub mod openapi;
 pub mod session;
+pub mod session_store;
 pub mod slack;
 
 use axum::extract::{Request, State};
@@ -23,7 +25,6 @@ use rand::RngCore;
 use std::sync::Arc;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
-use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::state::Shared;
 use error::{ApiError, REQUEST_ID};
@@ -32,7 +33,8 @@ use error::{ApiError, REQUEST_ID};
 pub const SESSION_COOKIE: &str = "countersign_session";
 
 /// Every route of the server.
-pub fn router(state: Shared, sessions: SqliteStore) -> Router {
+pub fn router(state: Shared) -> Router {
+    let sessions = session_store::ConsoleSessionStore::new(state.db.clone());
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
@@ -55,6 +57,7 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .route("/queue", get(console::queue))
         .route("/proposals/{id}/approvals", post(console::decide_json))
         .route("/operations/{id}/resolution", post(console::resolve_json))
+        .route("/operations/{id}/rail-records", get(console::rail_records_json))
         .with_state(state.clone())
         .layer(csrf.clone())
         .layer(session_layer.clone());
@@ -90,6 +93,8 @@ pub fn router(state: Shared, sessions: SqliteStore) -> Router {
         .route("/admin/agents", post(console::admin_add_agent))
         .route("/admin/payees", post(console::admin_add_payee))
         .route("/admin/slack-links", post(console::admin_link_slack))
+        .route("/admin/changes/{id}/confirm", post(console::admin_confirm_change))
+        .route("/admin/changes/{id}/reject", post(console::admin_reject_change))
         .with_state(state.clone());
     let console = forms
         .merge(pages)
@@ -152,7 +157,8 @@ async fn readyz(State(state): State<Shared>) -> Response {
 }
 
 /// Gives every request an id (echoed in `X-Request-Id` and error bodies) and
-/// sets the security headers on every response. Pages set their own
+/// sets the security headers on every response (`Cache-Control: no-store`
+/// unless the route set its own). Pages set their own
 /// Content-Security-Policy (with the hydration script's nonce); everything
 /// else gets one that allows nothing.
 async fn request_context(req: Request, next: Next) -> Response {
@@ -170,6 +176,12 @@ async fn request_context(req: Request, next: Next) -> Response {
         if let Ok(v) = HeaderValue::from_str(value) {
             headers.insert(HeaderName::from_static(name), v);
         }
+    }
+    // Nothing we answer may be stored by a browser or a proxy (signed-in
+    // pages, console JSON, approval tokens in status polls) unless the
+    // route says otherwise (built assets, the JWKS).
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
         headers.insert(

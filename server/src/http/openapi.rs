@@ -28,6 +28,7 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/queue"),
     ("POST", "/api/v1/proposals/{id}/approvals"),
     ("POST", "/api/v1/operations/{id}/resolution"),
+    ("GET", "/api/v1/operations/{id}/rail-records"),
 ];
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that
@@ -52,6 +53,7 @@ pub const ERROR_CODES: &[&str] = &[
     "unknown_destination",
     "idempotency_key_reused",
     "rate_limited",
+    "rail_unavailable",
     "internal_error",
 ];
 
@@ -247,6 +249,7 @@ fn paths() -> Value {
         ("/api/v1/proposals/{id}/commit", json!({ "post": commit_proposal() })),
         ("/api/v1/proposals/{id}/approvals", json!({ "post": decide_proposal() })),
         ("/api/v1/operations/{id}/resolution", json!({ "post": resolve_operation() })),
+        ("/api/v1/operations/{id}/rail-records", json!({ "get": rail_records() })),
         ("/api/v1/session", json!({ "post": sign_in(), "delete": sign_out() })),
         ("/api/v1/queue", json!({ "get": list_queue() })),
         ("/.well-known/jwks.json", json!({ "get": get_jwks() })),
@@ -477,7 +480,7 @@ fn resolve_operation() -> Value {
         "tags": ["console"],
         "operationId": "resolveOperation",
         "summary": "Decide an operation that needs review (admins)",
-        "description": "Reconciliation hands an operation to a human when the rail has no record under its key past the resubmit window, or a record that does not match. An admin of the tenant settles it: `{\"outcome\": \"succeeded\", \"rail_reference\": \"tr_…\"}` (the money moved; the rail's id proves it) or `{\"outcome\": \"failed\", \"reason\": \"…\"}` (it did not; the budget reservation is released). Audited with the admin as actor.",
+        "description": "Reconciliation hands an operation to a human when the rail has no record under its key past the resubmit window, or a record that does not match. An admin of the tenant settles it: `{\"outcome\": \"succeeded\", \"rail_reference\": \"tr_…\"}` (the money moved: the reference must be one of the rail's own records for this operation, read at that moment, matching its amount, currency and destination — see `rail-records`; a reference already settling another operation is refused) or `{\"outcome\": \"failed\", \"reason\": \"…\"}` (it did not; the budget reservation is released and the operation's error becomes `marked_failed` with the admin's reason). Audited with the admin as actor.",
         "security": console_security(),
         "parameters": [
             { "name": "id", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^op_" } },
@@ -500,8 +503,54 @@ fn resolve_operation() -> Value {
             "403": error_response("Missing or wrong `X-CSRF-Token`, or not an admin.", &["forbidden"]),
             "404": response_ref("NotFound"),
             "409": error_response("The operation does not need review (any more).", &["invalid_state"]),
-            "422": error_response("A bad `outcome`, a missing `rail_reference` or `reason`.", &["validation_failed"]),
+            "422": error_response(
+                "A bad `outcome`, a missing `reason`, or a `rail_reference` that is not a matching rail record.",
+                &["validation_failed"],
+            ),
             "500": response_ref("InternalError"),
+            "503": error_response("The rail could not be read to check the reference.", &["rail_unavailable"]),
+        },
+    })
+}
+
+fn rail_records() -> Value {
+    json!({
+        "tags": ["console"],
+        "operationId": "listRailRecords",
+        "summary": "What the rail holds for an operation that needs review (admins)",
+        "description": "Read from the rail now: for a transfer, every transfer under the operation's idempotency key; for a reversal, the transfer it reverses. Each says whether it settles the operation (`settles_operation`) and if not why (`mismatch`). Destinations are masked.",
+        "security": console_security(),
+        "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^op_" } }],
+        "responses": {
+            "200": {
+                "description": "The rail's records.",
+                "content": json_content(json!({
+                    "type": "object",
+                    "properties": {
+                        "operation_id": { "type": "string" },
+                        "idempotency_key": { "type": "string" },
+                        "data": { "type": "array", "items": {
+                            "type": "object",
+                            "properties": {
+                                "rail_reference": { "type": "string" },
+                                "amount_minor": { "type": "integer" },
+                                "currency": { "type": "string" },
+                                "destination": { "type": "string" },
+                                "status": { "type": "string", "enum": ["pending", "paid", "failed", "reversed"] },
+                                "amount_reversed": { "type": "integer" },
+                                "settles_operation": { "type": "boolean" },
+                                "mismatch": { "type": ["string", "null"] },
+                            },
+                        }},
+                    },
+                })),
+            },
+            "401": response_ref("Unauthenticated"),
+            "403": error_response("Not an admin.", &["forbidden"]),
+            "404": response_ref("NotFound"),
+            "409": error_response("The operation does not need review (any more).", &["invalid_state"]),
+            "500": response_ref("InternalError"),
+            "503": error_response("The rail could not be read.", &["rail_unavailable"]),
         },
     })
 }
@@ -1352,6 +1401,7 @@ mod tests {
             "approval_token_invalid",
             "policy_denied",
             "rate_limited",
+            "rail_unavailable",
             "internal_error",
         ]
         .into_iter()

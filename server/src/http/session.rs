@@ -14,6 +14,7 @@ use tower_sessions::Session;
 use super::error::ApiError;
 use crate::state::{AppState, Shared};
 use crate::store::{self, directory::User};
+use crate::throttle::Refusal;
 
 /// Key of the console data inside the tower session.
 pub const SESSION_KEY: &str = "console";
@@ -55,6 +56,15 @@ impl CurrentUser {
     pub fn resolver(&self) -> crate::operations::Resolver {
         crate::operations::Resolver {
             user_id: self.user.id.clone(),
+            tenant_id: self.user.tenant_id.clone(),
+            roles: self.user.roles.clone(),
+        }
+    }
+
+    pub fn admin(&self) -> crate::registry_changes::Admin {
+        crate::registry_changes::Admin {
+            user_id: self.user.id.clone(),
+            username: self.user.username.clone(),
             tenant_id: self.user.tenant_id.clone(),
             roles: self.user.roles.clone(),
         }
@@ -136,15 +146,24 @@ fn random_token() -> String {
     hex::encode(bytes)
 }
 
-/// The client address for throttling, from the connection.
-pub fn client_address(parts_ext: &axum::http::Extensions) -> String {
-    parts_ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_else(|| "unknown".into())
+/// The client address for throttling: the TCP peer, or the client a listed
+/// proxy forwarded (`console.trusted_proxies`, see `client_ip`).
+pub fn client_address(state: &AppState, request: &axum::extract::Request) -> String {
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    state.proxies.client(peer, request.headers())
 }
 
-/// Checks the password (argon2id, off the async executor; an unknown user is
-/// checked against a dummy hash and gets the same answer), throttles
-/// repeated failures, then starts a fresh session: the id is cycled so a
-/// session fixed before sign-in is worthless.
+/// Checks the password and starts a fresh session.
+///
+/// 1. The attempt is admitted by the throttle, which counts it as a failure
+///    *before* the password is checked (concurrent guesses cannot all get
+///    through), or refused (429).
+/// 2. The password is checked through the server's password gate (bounded
+///    concurrency and memory, off the async executor); an unknown or inactive
+///    user is checked against a dummy hash and gets the same answer.
+/// 3. On success the reserved failure is taken back, the session id is
+///    cycled (a session fixed before sign-in is worthless) and the sign-in
+///    is audited.
 pub async fn sign_in(
     state: &AppState,
     session: &Session,
@@ -152,11 +171,17 @@ pub async fn sign_in(
     password: &str,
     address: &str,
 ) -> Result<CurrentUser, SignInError> {
-    let now = Instant::now();
-    if let Some(wait) = state.throttle.check(username, address, now) {
-        tracing::warn!(%address, "sign-in throttled");
-        return Err(SignInError::Throttled(wait));
-    }
+    let admission = match state.throttle.admit(username, address, Instant::now()) {
+        Ok(admission) => admission,
+        Err(Refusal::Throttled(wait)) => {
+            tracing::warn!(%address, "sign-in throttled");
+            return Err(SignInError::Throttled(wait));
+        }
+        Err(Refusal::AddressBusy) => {
+            tracing::warn!(%address, "sign-in refused: too many at once from this address");
+            return Err(SignInError::Throttled(Duration::from_secs(1)));
+        }
+    };
     let user = {
         let mut conn = state.db.read.acquire().await.map_err(ApiError::from)?;
         store::directory::user_by_username(&mut conn, username).await.map_err(ApiError::from)?
@@ -167,22 +192,24 @@ pub async fn sign_in(
         }
         _ => None,
     };
-    let password = password.to_owned();
-    let ok = tokio::task::spawn_blocking(move || match hash {
-        Some(hash) => crate::password::verify_password(&password, &hash),
-        None => {
-            crate::password::verify_against_dummy(&password);
-            false
+    let ok = match state.passwords.verify(password.to_owned(), hash).await {
+        Ok(ok) => ok,
+        Err(crate::password::Busy) => {
+            tracing::warn!("sign-in refused: the password gate's queue is full");
+            return Err(SignInError::Throttled(Duration::from_secs(1)));
         }
-    })
-    .await
-    .map_err(|e| ApiError::Internal(Box::new(e)))?;
-    let Some(user) = user.filter(|_| ok) else {
-        state.throttle.record_failure(username, address, now);
+    };
+    let Some(user) = user.filter(|u| ok && u.active) else {
         tracing::warn!(%address, "failed sign-in");
+        if admission.address_over_limit {
+            // Spraying from one place: a failure holds the address's one
+            // slot for a second (the right password is never slowed).
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        drop(admission);
         return Err(SignInError::Unauthenticated);
     };
-    state.throttle.record_success(username);
+    admission.succeeded();
 
     let internal = |e: tower_sessions::session::Error| SignInError::Api(ApiError::Internal(Box::new(e)));
     session.cycle_id().await.map_err(internal)?;
@@ -194,25 +221,36 @@ pub async fn sign_in(
         amr: "pwd".into(),
     };
     session.insert(SESSION_KEY, &data).await.map_err(internal)?;
-    let mut tx = state.db.write.begin().await.map_err(ApiError::from)?;
+    audit_session(state, &user, "session.signed_in", serde_json::json!({"amr": "pwd"})).await?;
+    Ok(CurrentUser { session: data, user })
+}
+
+async fn audit_session(state: &AppState, user: &User, action: &str, data: serde_json::Value) -> Result<(), ApiError> {
+    let mut tx = state.db.write.begin().await?;
     store::audit::append(
         &mut tx,
         &store::audit::AuditEntry {
             tenant_id: Some(user.tenant_id.clone()),
             actor: format!("user:{}", user.id),
-            action: "session.signed_in".into(),
+            action: action.into(),
             proposal_id: None,
             request_hash: None,
-            data: serde_json::json!({"amr": "pwd"}),
+            data,
         },
     )
-    .await
-    .map_err(ApiError::from)?;
-    tx.commit().await.map_err(ApiError::from)?;
-    Ok(CurrentUser { session: data, user })
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
-/// Ends the session: the record is deleted and the cookie cleared.
-pub async fn sign_out(session: &Session) -> Result<(), ApiError> {
-    session.flush().await.map_err(|e| ApiError::Internal(Box::new(e)))
+/// Ends the session: its record is deleted (and, since the store never
+/// re-inserts a record, stays deleted whatever request is still in flight
+/// with it) and the cookie cleared. Audited when someone was signed in.
+pub async fn sign_out(state: &AppState, session: &Session) -> Result<(), ApiError> {
+    let signed_in = current_user(state, session).await.ok().flatten();
+    session.flush().await.map_err(|e| ApiError::Internal(Box::new(e)))?;
+    if let Some(current) = signed_in {
+        audit_session(state, &current.user, "session.signed_out", serde_json::json!({})).await?;
+    }
+    Ok(())
 }

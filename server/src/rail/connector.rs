@@ -81,6 +81,8 @@ pub struct RailTransfer {
     pub destination: String,
     pub transfer_group: Option<String>,
     pub status: RailStatus,
+    /// How much of it has been reversed so far (minor units).
+    pub amount_reversed: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -314,6 +316,27 @@ impl RailClient {
         Ok(out)
     }
 
+    /// `GET /v1/transfers/{id}` — one transfer (`None` when the rail has no
+    /// such transfer). Any other id in the answer is a bad answer.
+    pub async fn get_transfer(&self, id: &str) -> Result<Option<RailTransfer>, UnknownCause> {
+        if !id_ok(id) {
+            return Ok(None);
+        }
+        let answer = self.exchange(self.http.get(self.url(&["v1", "transfers", id])), "get_transfer").await?;
+        if answer.status.as_u16() == 404 {
+            return Ok(None);
+        }
+        if !answer.status.is_success() {
+            tracing::warn!(status = answer.status.as_u16(), "rail transfer read refused");
+            return Err(UnknownCause::ServerError(answer.status.as_u16()));
+        }
+        let value = serde_json::from_slice(&answer.body).map_err(|_| UnknownCause::BadResponse)?;
+        match transfer_from_value(value) {
+            Some(t) if t.id == id => Ok(Some(t)),
+            _ => Err(UnknownCause::BadResponse),
+        }
+    }
+
     /// `POST /v1/transfers/{id}/reversals` (`amount` = the rest when `None`).
     pub async fn reverse(
         &self,
@@ -437,6 +460,8 @@ fn transfer_from_value(value: serde_json::Value) -> Option<RailTransfer> {
         destination: String,
         transfer_group: Option<String>,
         status: String,
+        #[serde(default)]
+        amount_reversed: u64,
     }
     let w: Wire = serde_json::from_value(value).ok()?;
     let status = match w.status.as_str() {
@@ -460,6 +485,7 @@ fn transfer_from_value(value: serde_json::Value) -> Option<RailTransfer> {
         destination: w.destination,
         transfer_group: w.transfer_group,
         status,
+        amount_reversed: w.amount_reversed.min(w.amount),
     })
 }
 

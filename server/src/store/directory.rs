@@ -17,6 +17,14 @@ pub enum Role {
 }
 
 impl Role {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Approver => "approver",
+            Role::Admin => "admin",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Role> {
         match s {
             "viewer" => Some(Role::Viewer),
@@ -410,10 +418,18 @@ pub async fn payees_of(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<Paye
         .collect())
 }
 
-/// The stored password hash of `username` (provisioning keeps it when a
-/// plain development password still matches, so `apply` stays idempotent).
-pub async fn password_hash_of(conn: &mut SqliteConnection, username: &str) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT password_hash FROM users WHERE username = ?").bind(username).fetch_optional(conn).await
+/// The stored password hash of `username`, only if they belong to `tenant`
+/// (provisioning keeps it when asked to; another tenant's hash is never read).
+pub async fn password_hash_in_tenant(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    username: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT password_hash FROM users WHERE tenant_id = ? AND username = ?")
+        .bind(tenant)
+        .bind(username)
+        .fetch_optional(conn)
+        .await
 }
 
 /// A tenant's daily budgets per currency.

@@ -11,6 +11,8 @@ pub mod directory;
 pub mod idempotency;
 pub mod operations;
 pub mod proposals;
+pub mod registry_changes;
+pub mod sessions;
 pub mod slack;
 
 use chrono::{DateTime, SecondsFormat, Utc};

@@ -1,24 +1,27 @@
 //! The admin page's forms change the registry in the admin's own tenant, and
 //! the audit trail names the admin (not the CLI) as the actor.
 
-use reqwest::Method;
-
 use crate::console_client::*;
 use crate::helpers::*;
 
 #[tokio::test]
-async fn registry_changes_from_the_admin_page_name_the_admin_in_the_audit_trail() {
+async fn registry_changes_from_the_admin_page_name_the_admins_in_the_audit_trail() {
     let server = TestServer::start().await;
     let gus = Console::sign_in(&server, "gus").await;
-    let post = |path: &str, form: &[(&str, &str)]| {
-        let mut fields = form.to_vec();
-        fields.push(("csrf_token", gus.csrf.as_str()));
-        send(gus.authed(Method::POST, path).form(&fields))
-    };
-    let r = post("/admin/payees", &[("id", "acct_globexnew0001"), ("legal_name", "New Payee GmbH")]).await;
+    let args = ["user", "add", "--tenant", "globex", "--username", "gia", "--role", "admin"];
+    let env = [("COUNTERSIGN_USER_PASSWORD", PASSWORD)];
+    assert_eq!(cli_env(&server.config, &server.data_dir(), &args, None, &env).await.0, 0);
+    let gia = Console::sign_in(&server, "gia").await;
+
+    let r = gus.form("/admin/payees", &[("id", "acct_globexnew0001"), ("legal_name", "New Payee GmbH")]).await;
     assert!(r.status == 303 || r.status == 302, "{} {}", r.status, r.text);
-    let r = post("/admin/users", &[("username", "gina"), ("password", PASSWORD), ("role_viewer", "on")]).await;
+    let r = gus.form("/admin/users", &[("username", "gina"), ("password", PASSWORD), ("role_viewer", "on")]).await;
     assert!(r.status == 303 || r.status == 302, "{} {}", r.status, r.text);
+    let change: String = sqlx::query_scalar("SELECT id FROM registry_changes WHERE status = 'pending'")
+        .fetch_one(&server.db().await)
+        .await
+        .expect("the new user waits for a second admin");
+    gia.form(&format!("/admin/changes/{change}/confirm"), &[]).await;
 
     let db = server.db().await;
     let actor_of = |action: &'static str| {
@@ -31,9 +34,9 @@ async fn registry_changes_from_the_admin_page_name_the_admin_in_the_audit_trail(
                 .unwrap_or_else(|e| panic!("{action} audited: {e}"))
         }
     };
-    let admin = format!("user:{}", gus.user_id());
-    assert_eq!(actor_of("registry.payee.created").await, admin);
-    assert_eq!(actor_of("registry.user.created").await, admin);
+    assert_eq!(actor_of("registry.payee.created").await, format!("user:{}", gus.user_id()));
+    assert_eq!(actor_of("registry.change.proposed").await, format!("user:{}", gus.user_id()));
+    assert_eq!(actor_of("registry.user.created").await, format!("user:{}", gia.user_id()));
     // The CLI still records itself.
     let (code, _, stderr) = server
         .cli(&["payee", "add", "--tenant", "globex", "--id", "acct_globexnew0002", "--legal-name", "Other"])

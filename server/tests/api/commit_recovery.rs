@@ -205,12 +205,15 @@ async fn past_the_resubmit_window_a_human_decides_and_it_is_audited() {
     assert_eq!(server.scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = 'acme'").await, 0);
     resolve(&ada, &op, json!({"outcome": "failed", "reason": "again"})).await.assert_error(409, "invalid_state");
 
-    // The second one really went out (say the rail's support found it): marked succeeded.
+    // The second one really went out (the rail's support pushed it through
+    // under the operation's key): marked succeeded with that record.
     let (second, op2) = needing_review(&server, &rail).await;
-    let r = resolve(&ada, &op2, json!({"outcome": "succeeded", "rail_reference": "tr_found0by0support"})).await;
+    let key = server.get_proposal(ACME_BOT_KEY, &second).await.body["operation"]["idempotency_key"].clone();
+    let record = rail.push_transfer(key.as_str().unwrap(), 5_000, ACME_TRUSTED_PAYEE).await;
+    let r = resolve(&ada, &op2, json!({"outcome": "succeeded", "rail_reference": record["id"]})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["status"], "succeeded");
-    assert_eq!(r.body["operation"]["rail_reference"], "tr_found0by0support");
+    assert_eq!(r.body["operation"]["rail_reference"], record["id"]);
 
     for (proposal, action) in [(&id, "operation.failed"), (&second, "operation.succeeded")] {
         let actions = server.audit_actions(proposal).await;

@@ -201,6 +201,28 @@ impl Console {
         }
     }
 
+    /// A form post (`csrf_token` added) to `path`, as a page would send it.
+    pub async fn form(&self, path: &str, fields: &[(&str, &str)]) -> Reply {
+        let mut fields = fields.to_vec();
+        fields.push(("csrf_token", self.csrf.as_str()));
+        send(self.authed(Method::POST, path).form(&fields)).await
+    }
+
+    /// The admin page's one-time message, as the page shows it after a form post.
+    pub async fn admin_flash(&self) -> String {
+        let page = send(self.bare(Method::GET, "/admin")).await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        let Some(start) = page.text.find("id=\"admin-flash\"") else { return String::new() };
+        let text = &page.text[start..];
+        let text = &text[text.find('>').map_or(0, |i| i + 1)..];
+        let text = &text[..text.find("</p>").unwrap_or(text.len())];
+        text.replace("&#x27;", "'")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+    }
+
     /// `DELETE /api/v1/session`, fully authenticated.
     pub async fn sign_out(&self) -> Reply {
         send(self.authed(Method::DELETE, "/api/v1/session")).await

@@ -293,6 +293,17 @@ impl TestServer {
         self.dir.path().join("data")
     }
 
+    /// The server's resident memory (VmRSS), in KiB.
+    pub fn resident_kib(&self) -> u64 {
+        let pid = self.child.id().expect("the server runs");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

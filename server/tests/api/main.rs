@@ -18,6 +18,7 @@ mod console_csrf;
 mod console_decide;
 mod console_headers;
 mod console_session;
+mod controls;
 mod expiry;
 mod idempotency;
 mod listing;

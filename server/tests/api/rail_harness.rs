@@ -72,6 +72,32 @@ impl RailSim {
         self.sim_post("/_sim/destinations/closed", json!({"destination": destination})).await;
     }
 
+    /// A transfer made on the rail directly, under `group` (as if the rail's
+    /// own support had pushed a payment through), and settled (the rail's
+    /// clock moves past its settlement delay). Returns the rail's record.
+    pub async fn push_transfer(&self, group: &str, amount: u64, destination: &str) -> Value {
+        let form = [
+            ("amount", amount.to_string()),
+            ("currency", "usd".into()),
+            ("destination", destination.into()),
+            ("transfer_group", group.into()),
+            ("metadata[source_account]", ACME_SOURCE.into()),
+        ];
+        let r = self
+            .http
+            .post(format!("{}/v1/transfers", self.url))
+            .header("Idempotency-Key", format!("support-{group}-{amount}-{destination}"))
+            .form(&form)
+            .send()
+            .await
+            .expect("rail answers");
+        assert!(r.status().is_success(), "POST /v1/transfers: {}", r.status());
+        let record: Value = r.json().await.expect("json");
+        // Settled at once: past the simulator's settlement delay.
+        self.advance_clock(5).await;
+        record
+    }
+
     pub async fn advance_clock(&self, secs: i64) {
         self.sim_post("/_sim/clock", json!({"advance_secs": secs})).await;
     }

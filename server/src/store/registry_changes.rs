@@ -1,0 +1,117 @@
+//! Registry changes proposed on the console, waiting for a second admin
+//! (`registry_changes`). Decisions are compare-and-set on `status`.
+
+use chrono::{DateTime, Utc};
+use sqlx::{FromRow, SqliteConnection, SqlitePool};
+
+use super::ts;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ChangeRow {
+    pub id: String,
+    pub tenant_id: String,
+    pub kind: String,
+    pub subject: String,
+    /// JSON: what will be applied.
+    pub change: String,
+    /// JSON: what a person reads.
+    pub summary: String,
+    pub status: String,
+    pub proposed_by: String,
+    pub proposed_at: String,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    pub note: Option<String>,
+}
+
+pub struct NewChange<'a> {
+    pub id: &'a str,
+    pub tenant_id: &'a str,
+    pub kind: &'a str,
+    pub subject: &'a str,
+    pub change: &'a str,
+    pub summary: &'a str,
+    pub proposed_by: &'a str,
+    pub now: DateTime<Utc>,
+}
+
+pub async fn insert(conn: &mut SqliteConnection, c: &NewChange<'_>) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO registry_changes (id, tenant_id, kind, subject, change, summary, status, proposed_by, proposed_at)
+         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+    )
+    .bind(c.id)
+    .bind(c.tenant_id)
+    .bind(c.kind)
+    .bind(c.subject)
+    .bind(c.change)
+    .bind(c.summary)
+    .bind(c.proposed_by)
+    .bind(ts(c.now))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// One change of `tenant` (another tenant's is "not found").
+pub async fn get(pool: &SqlitePool, tenant: &str, id: &str) -> sqlx::Result<Option<ChangeRow>> {
+    sqlx::query_as("SELECT * FROM registry_changes WHERE tenant_id = ? AND id = ?")
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The tenant's pending changes, oldest first.
+pub async fn pending(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<ChangeRow>> {
+    sqlx::query_as("SELECT * FROM registry_changes WHERE tenant_id = ? AND status = 'pending' ORDER BY id LIMIT 200")
+        .bind(tenant)
+        .fetch_all(pool)
+        .await
+}
+
+/// Moves a pending change to `to` (applied, rejected); false when it was
+/// no longer pending (decided by someone else first).
+pub async fn decide(
+    conn: &mut SqliteConnection,
+    id: &str,
+    to: &str,
+    by: &str,
+    note: Option<&str>,
+    now: DateTime<Utc>,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE registry_changes SET status = ?, decided_by = ?, decided_at = ?, note = ?
+         WHERE id = ? AND status = 'pending'",
+    )
+    .bind(to)
+    .bind(by)
+    .bind(ts(now))
+    .bind(note)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Every other pending change to the same subject is superseded by one just
+/// applied (it was proposed against a state that no longer holds).
+pub async fn supersede_others(
+    conn: &mut SqliteConnection,
+    applied: &ChangeRow,
+    now: DateTime<Utc>,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "UPDATE registry_changes SET status = 'superseded', decided_at = ?, note = ?
+         WHERE tenant_id = ? AND kind = ? AND subject = ? AND status = 'pending' AND id <> ?
+         RETURNING id",
+    )
+    .bind(ts(now))
+    .bind(format!("superseded by {}", applied.id))
+    .bind(&applied.tenant_id)
+    .bind(&applied.kind)
+    .bind(&applied.subject)
+    .bind(&applied.id)
+    .fetch_all(conn)
+    .await
+}
