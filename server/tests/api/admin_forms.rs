@@ -8,19 +8,13 @@ use crate::helpers::*;
 async fn registry_changes_from_the_admin_page_name_the_admins_in_the_audit_trail() {
     let server = TestServer::start().await;
     let gus = Console::sign_in(&server, "gus").await;
-    let args = ["user", "add", "--tenant", "globex", "--username", "gia", "--role", "admin"];
-    let env = [("COUNTERSIGN_USER_PASSWORD", PASSWORD)];
-    assert_eq!(cli_env(&server.config, &server.data_dir(), &args, None, &env).await.0, 0);
-    let gia = Console::sign_in(&server, "gia").await;
+    let gia = add_admin(&server, "globex", "gia").await;
 
     let r = gus.form("/admin/payees", &[("id", "acct_globexnew0001"), ("legal_name", "New Payee GmbH")]).await;
     assert!(r.status == 303 || r.status == 302, "{} {}", r.status, r.text);
     let r = gus.form("/admin/users", &[("username", "gina"), ("password", PASSWORD), ("role_viewer", "on")]).await;
     assert!(r.status == 303 || r.status == 302, "{} {}", r.status, r.text);
-    let change: String = sqlx::query_scalar("SELECT id FROM registry_changes WHERE status = 'pending'")
-        .fetch_one(&server.db().await)
-        .await
-        .expect("the new user waits for a second admin");
+    let change = pending_change_ids(&server).await.pop().expect("the new user waits for a second admin");
     gia.form(&format!("/admin/changes/{change}/confirm"), &[]).await;
 
     let db = server.db().await;

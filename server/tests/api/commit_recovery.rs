@@ -150,15 +150,6 @@ async fn the_reconcile_command_settles_an_unknown_operation() {
     assert!(err.contains("no operation op_nope"), "{err}");
 }
 
-/// An acme admin (the fixture has none), signed in.
-async fn acme_admin(server: &TestServer) -> Console {
-    let args = ["user", "add", "--tenant", "acme", "--username", "ada", "--role", "admin"];
-    let (code, out, err) =
-        cli_env(&server.config, &server.data_dir(), &args, None, &[("COUNTERSIGN_USER_PASSWORD", PASSWORD)]).await;
-    assert_eq!(code, 0, "{out}{err}");
-    Console::sign_in(server, "ada").await
-}
-
 async fn resolve(console: &Console, op: &str, body: Value) -> Reply {
     send(console.authed(reqwest::Method::POST, &format!("/api/v1/operations/{op}/resolution")).json(&body)).await
 }
@@ -185,7 +176,7 @@ async fn past_the_resubmit_window_a_human_decides_and_it_is_audited() {
     resolve(&ana, &op, json!({"outcome": "failed", "reason": "x"})).await.assert_error(403, "forbidden");
     let gus = Console::sign_in(&server, "gus").await;
     resolve(&gus, &op, json!({"outcome": "failed", "reason": "x"})).await.assert_error(404, "not_found");
-    let ada = acme_admin(&server).await;
+    let ada = add_admin(&server, "acme", "ada").await;
     let no_csrf = send(
         ada.with_origin(reqwest::Method::POST, &format!("/api/v1/operations/{op}/resolution"))
             .json(&json!({"outcome": "failed", "reason": "x"})),

@@ -280,6 +280,24 @@ pub async fn add_acme_approver(server: &TestServer, username: &str, usd_limit_mi
     assert_eq!(code, 0, "user add: {stdout}{stderr}");
 }
 
+/// Adds an admin `username` to `tenant` through `countersign user add`
+/// (the fixture's only admin is globex's gus) and signs them in.
+pub async fn add_admin(server: &TestServer, tenant: &str, username: &str) -> Console {
+    let args = ["user", "add", "--tenant", tenant, "--username", username, "--role", "admin"];
+    let (code, stdout, stderr) =
+        cli_env(&server.config, &server.data_dir(), &args, None, &[("COUNTERSIGN_USER_PASSWORD", PASSWORD)]).await;
+    assert_eq!(code, 0, "user add: {stdout}{stderr}");
+    Console::sign_in(server, username).await
+}
+
+/// The ids of the registry changes waiting for a second admin, oldest first.
+pub async fn pending_change_ids(server: &TestServer) -> Vec<String> {
+    sqlx::query_scalar("SELECT id FROM registry_changes WHERE status = 'pending' ORDER BY id")
+        .fetch_all(&server.db().await)
+        .await
+        .expect("registry changes")
+}
+
 /// A compact JWS, decoded (signature not checked).
 #[derive(Debug, Clone)]
 pub struct Jws {

@@ -336,14 +336,6 @@ async fn a_new_agent_key_is_shown_once_in_the_answer_and_never_stored_in_the_ses
 // 8. An operation is marked succeeded only with the rail's own matching record
 // ---------------------------------------------------------------------------
 
-async fn acme_admin(server: &TestServer) -> Console {
-    let args = ["user", "add", "--tenant", "acme", "--username", "ada", "--role", "admin"];
-    let (code, out, err) =
-        cli_env(&server.config, &server.data_dir(), &args, None, &[("COUNTERSIGN_USER_PASSWORD", PASSWORD)]).await;
-    assert_eq!(code, 0, "{out}{err}");
-    Console::sign_in(server, "ada").await
-}
-
 /// A commit whose rail answer was lost, past the resubmit window: `needs_review`.
 async fn needing_review(server: &TestServer, rail: &RailSim) -> (String, Value) {
     rail.fault("error_500", 1).await;
@@ -360,7 +352,7 @@ async fn resolve(console: &Console, op: &str, body: Value) -> Reply {
 #[tokio::test]
 async fn marking_an_operation_succeeded_needs_the_rails_own_matching_record() {
     let (server, rail) = with_rail("[rail]\nresubmit_window_secs = 0\n").await;
-    let ada = acme_admin(&server).await;
+    let ada = add_admin(&server, "acme", "ada").await;
     let (id, op) = needing_review(&server, &rail).await;
     let (op_id, key) = (op["id"].as_str().unwrap(), op["idempotency_key"].as_str().unwrap());
 
@@ -405,7 +397,7 @@ async fn marking_an_operation_succeeded_needs_the_rails_own_matching_record() {
 #[tokio::test]
 async fn a_rail_reference_settles_one_operation_only() {
     let (server, rail) = with_rail("[rail]\nresubmit_window_secs = 0\n").await;
-    let ada = acme_admin(&server).await;
+    let ada = add_admin(&server, "acme", "ada").await;
     let (_, first) = needing_review(&server, &rail).await;
     let (_, second) = needing_review(&server, &rail).await;
     // The same record pushed under both keys would be two records; instead
@@ -427,7 +419,7 @@ async fn a_rail_reference_settles_one_operation_only() {
 #[tokio::test]
 async fn marking_failed_records_the_admins_reason_for_the_agent() {
     let (server, rail) = with_rail("[rail]\nresubmit_window_secs = 0\n").await;
-    let ada = acme_admin(&server).await;
+    let ada = add_admin(&server, "acme", "ada").await;
     let (id, op) = needing_review(&server, &rail).await;
     let reason = "Rail support confirms nothing was sent (ticket 4411).";
     let r = resolve(&ada, op["id"].as_str().unwrap(), json!({"outcome": "failed", "reason": reason})).await;
@@ -441,7 +433,7 @@ async fn marking_failed_records_the_admins_reason_for_the_agent() {
 #[tokio::test]
 async fn the_resolve_form_needs_the_confirmation_that_restates_the_payment() {
     let (server, rail) = with_rail("[rail]\nresubmit_window_secs = 0\n").await;
-    let ada = acme_admin(&server).await;
+    let ada = add_admin(&server, "acme", "ada").await;
     let (id, op) = needing_review(&server, &rail).await;
     let op_id = op["id"].as_str().unwrap();
     let record = rail.push_transfer(op["idempotency_key"].as_str().unwrap(), 5_000, ACME_TRUSTED_PAYEE).await;
@@ -467,22 +459,6 @@ async fn the_resolve_form_needs_the_confirmation_that_restates_the_payment() {
 // 9. Registry changes from the console need a second admin
 // ---------------------------------------------------------------------------
 
-/// A second globex admin (the fixture has only gus), signed in.
-async fn second_globex_admin(server: &TestServer) -> Console {
-    let args = ["user", "add", "--tenant", "globex", "--username", "gia", "--role", "admin"];
-    let (code, out, err) =
-        cli_env(&server.config, &server.data_dir(), &args, None, &[("COUNTERSIGN_USER_PASSWORD", PASSWORD)]).await;
-    assert_eq!(code, 0, "{out}{err}");
-    Console::sign_in(server, "gia").await
-}
-
-async fn pending_change_ids(server: &TestServer) -> Vec<String> {
-    sqlx::query_scalar("SELECT id FROM registry_changes WHERE status = 'pending' ORDER BY id")
-        .fetch_all(&server.db().await)
-        .await
-        .unwrap()
-}
-
 async fn usd_limit(server: &TestServer, username: &str) -> Option<i64> {
     sqlx::query_scalar(
         "SELECT l.limit_minor FROM approval_limits l JOIN users u ON u.id = l.user_id
@@ -506,7 +482,7 @@ async fn actor_of(server: &TestServer, action: &str) -> String {
 async fn a_new_approver_waits_for_a_second_admin_who_is_not_the_proposer() {
     let server = TestServer::start().await;
     let gus = Console::sign_in(&server, "gus").await;
-    let gia = second_globex_admin(&server).await;
+    let gia = add_admin(&server, "globex", "gia").await;
     let r = gus
         .form(
             "/admin/users",
@@ -524,12 +500,7 @@ async fn a_new_approver_waits_for_a_second_admin_who_is_not_the_proposer() {
     assert!(gus.admin_flash().await.contains("another admin must confirm"));
     assert_eq!(server.scalar("SELECT COUNT(*) FROM users WHERE username = 'gwen'").await, 0);
     // Another tenant's admin cannot even see it.
-    let ada = {
-        let args = ["user", "add", "--tenant", "acme", "--username", "ada", "--role", "admin"];
-        let env = [("COUNTERSIGN_USER_PASSWORD", PASSWORD)];
-        assert_eq!(cli_env(&server.config, &server.data_dir(), &args, None, &env).await.0, 0);
-        Console::sign_in(&server, "ada").await
-    };
+    let ada = add_admin(&server, "acme", "ada").await;
     ada.form(&format!("/admin/changes/{change}/confirm"), &[]).await;
     assert!(ada.admin_flash().await.contains("no such change"));
 
@@ -552,7 +523,7 @@ async fn a_new_approver_waits_for_a_second_admin_who_is_not_the_proposer() {
 async fn raising_a_limit_waits_and_lowering_one_does_not() {
     let server = TestServer::start().await;
     let gus = Console::sign_in(&server, "gus").await;
-    let gia = second_globex_admin(&server).await;
+    let gia = add_admin(&server, "globex", "gia").await;
     // gus's own limit (USD 500,000.00): raising it needs gia, and gus cannot confirm it.
     gia.form(
         "/admin/users",
@@ -585,7 +556,7 @@ async fn raising_a_limit_waits_and_lowering_one_does_not() {
 async fn trusting_a_payee_and_adding_an_agent_wait_for_a_second_admin() {
     let server = TestServer::start().await;
     let gus = Console::sign_in(&server, "gus").await;
-    let gia = second_globex_admin(&server).await;
+    let gia = add_admin(&server, "globex", "gia").await;
 
     // An untrusted payee at once; trusting it waits.
     gus.form("/admin/payees", &[("id", "acct_globexnew0001"), ("legal_name", "New Payee GmbH")]).await;
@@ -627,7 +598,7 @@ async fn trusting_a_payee_and_adding_an_agent_wait_for_a_second_admin() {
 async fn a_password_reset_waits_and_ends_the_users_sessions() {
     let server = TestServer::start().await;
     let gus = Console::sign_in(&server, "gus").await;
-    let gia = second_globex_admin(&server).await;
+    let gia = add_admin(&server, "globex", "gia").await;
     let args = ["user", "add", "--tenant", "globex", "--username", "gil", "--role", "approver"];
     let env = [("COUNTERSIGN_USER_PASSWORD", PASSWORD)];
     assert_eq!(cli_env(&server.config, &server.data_dir(), &args, None, &env).await.0, 0);

@@ -441,14 +441,8 @@ async fn slack_ids_are_linked_with_the_cli_and_the_admin_page() {
     let r = send(form("gus", "U0GUS")).await;
     assert!(r.status == 303 || r.status == 302, "{} {}", r.status, r.text);
     assert_eq!(scalar(&server.db().await, &users("U0GUS")).await, 0, "a link waits for a second admin");
-    let args = ["user", "add", "--tenant", "globex", "--username", "gia", "--role", "admin"];
-    let env = [("COUNTERSIGN_USER_PASSWORD", PASSWORD)];
-    assert_eq!(cli_env(&server.config, &server.data_dir(), &args, None, &env).await.0, 0);
-    let gia = Console::sign_in(&server, "gia").await;
-    let change: String = sqlx::query_scalar("SELECT id FROM registry_changes WHERE status = 'pending'")
-        .fetch_one(&server.db().await)
-        .await
-        .expect("pending link");
+    let gia = add_admin(&server, "globex", "gia").await;
+    let change = pending_change_ids(&server).await.pop().expect("pending link");
     gia.form(&format!("/admin/changes/{change}/confirm"), &[]).await;
     assert_eq!(scalar(&server.db().await, &users("U0GUS")).await, 1);
     send(form("ana", "U0ANAX")).await;
