@@ -35,6 +35,11 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q '0\.2\.130'; then
   cargo install wasm-bindgen-cli --version 0.2.130
 fi
 
+if ! cargo deny --version 2>/dev/null | grep -q '0\.20\.2'; then
+  step "building cargo-deny 0.20.2 from crates.io (about 3 minutes, once)"
+  cargo install cargo-deny --version 0.20.2 --locked
+fi
+
 if [ ! -f e2e/node_modules/.package-lock.json ] || [ e2e/package-lock.json -nt e2e/node_modules/.package-lock.json ]; then
   step "installing npm packages for the browser tests and wasm-opt"
   (cd e2e && npm ci --no-audit --no-fund)

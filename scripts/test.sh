@@ -12,6 +12,9 @@ step() { printf '\n==> %s\n' "$*"; }
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "cargo deny (licenses, duplicate versions, sources)"
+scripts/deny.sh
+
 step "building the console (server + hydrate wasm, debug)"
 cargo leptos build
 

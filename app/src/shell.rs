@@ -85,7 +85,7 @@ pub fn App() -> impl IntoView {
 fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
     let who = viewer.map(|v| {
         let admin = v.is_admin().then(|| view! { <a href="/admin">"Admin"</a> });
-        let roles = v.roles.join(", ");
+        let roles = v.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ");
         view! {
             <nav class="who">
                 <a href="/">"Queue"</a>

@@ -1,6 +1,7 @@
 //! Serializable view types the pages render. Built by the server from the
 //! domain; no SQL, no crypto, no HTTP client here.
 
+use countersign_domain::Role;
 use serde::{Deserialize, Serialize};
 
 /// The signed-in user, as the pages need them.
@@ -9,17 +10,17 @@ pub struct Viewer {
     pub user_id: String,
     pub username: String,
     pub tenant_id: String,
-    pub roles: Vec<String>,
+    pub roles: Vec<Role>,
     /// Goes back in every form (`csrf_token`) and JSON call (`X-CSRF-Token`).
     pub csrf_token: String,
 }
 
 impl Viewer {
     pub fn can_approve(&self) -> bool {
-        self.roles.iter().any(|r| r == "approver")
+        self.roles.contains(&Role::Approver)
     }
     pub fn is_admin(&self) -> bool {
-        self.roles.iter().any(|r| r == "admin")
+        self.roles.contains(&Role::Admin)
     }
 }
 
@@ -135,7 +136,7 @@ pub struct OperationsPage {
 pub struct UserRow {
     pub id: String,
     pub username: String,
-    pub roles: Vec<String>,
+    pub roles: Vec<Role>,
     pub limits: Vec<String>,
     pub slack_user_id: Option<String>,
 }

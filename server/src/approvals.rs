@@ -8,11 +8,12 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 use crate::approval::token::MintRequest;
+use crate::domain::Role;
 use crate::domain::{ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
 use crate::policy::{self, Decision, Outcome, PolicyInput};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
 use crate::state::AppState;
-use crate::store::{self, audit::AuditEntry, directory::Role, proposals::ApprovalRow};
+use crate::store::{self, audit::AuditEntry, proposals::ApprovalRow};
 
 /// A human (or a policy rule) giving a decision, already authenticated.
 #[derive(Debug, Clone)]

@@ -23,12 +23,13 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::approval::token::{ApprovalClaims, Expected};
+use crate::domain::Role;
 use crate::domain::{CanonicalRequest, ProposalKind, ProposalStatus};
 use crate::operations;
 use crate::policy::{Decision, Outcome};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
 use crate::state::{AppState, InFlight};
-use crate::store::{self, audit::AuditEntry, directory::Role, operations::NewOperation, proposals::ProposalRow};
+use crate::store::{self, audit::AuditEntry, operations::NewOperation, proposals::ProposalRow};
 
 /// Why a commit was refused. Nothing was recorded and the rail was not called.
 #[derive(Debug, thiserror::Error)]

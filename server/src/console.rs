@@ -15,7 +15,6 @@ use crate::http::console::{QueueQuery, ADMIN_FLASH};
 use crate::state::Shared;
 use crate::store::{
     self,
-    directory::Role,
     operations::{OpStatus, OperationRow},
     proposals::ProposalRow,
 };
@@ -176,7 +175,7 @@ impl ConsoleService {
         let who = crate::operations::Resolver {
             user_id: viewer.user_id.clone(),
             tenant_id: viewer.tenant_id.clone(),
-            roles: viewer.roles.iter().filter_map(|r| Role::parse(r)).collect(),
+            roles: viewer.roles.clone(),
         };
         let (op, records, rail_error) = match crate::operations::rail_candidates(&self.state, &who, &id).await {
             Ok((op, candidates)) => (op, candidates, None),
@@ -295,7 +294,7 @@ impl ConsoleService {
             user_id: viewer.user_id.clone(),
             username: viewer.username.clone(),
             tenant_id: viewer.tenant_id.clone(),
-            roles: viewer.roles.iter().filter_map(|r| Role::parse(r)).collect(),
+            roles: viewer.roles.clone(),
         };
         let pending_changes = crate::registry_changes::pending(state, &admin)
             .await
@@ -316,7 +315,7 @@ impl ConsoleService {
                 .map(|u| UserRow {
                     id: u.id,
                     username: u.username,
-                    roles: u.roles.iter().map(|r| r.as_str().to_owned()).collect(),
+                    roles: u.roles.clone(),
                     limits: u
                         .approval_limits_minor
                         .iter()

@@ -4,6 +4,8 @@
 //! `http`, `store` and the CLI depend on `domain` and `policy`, never the
 //! other way round.
 
+pub use countersign_domain as domain;
+
 pub mod approval;
 pub mod approvals;
 pub mod bench_baseline;
@@ -14,7 +16,6 @@ pub mod commit;
 pub mod config;
 pub mod console;
 pub mod demo;
-pub mod domain;
 pub mod expiry;
 pub mod http;
 pub mod intake;

@@ -19,13 +19,12 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
-use crate::domain::{CanonicalRequest, ProposalKind, ProposalStatus};
+use crate::domain::{CanonicalRequest, ProposalKind, ProposalStatus, Role};
 use crate::rail::connector::{CreateOutcome, RailStatus, RailTransfer, ReversalOutcome, TransferOrder, UnknownCause};
 use crate::state::{AppState, InFlight};
 use crate::store::{
     self,
     audit::AuditEntry,
-    directory::Role,
     operations::{OpStatus, OperationRow, Update},
     parse_ts,
 };

@@ -24,7 +24,6 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use sqlx::SqliteConnection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -33,10 +32,14 @@ use std::path::Path;
 use toml::Spanned;
 
 use crate::config::Settings;
-use crate::domain::{Currency, CurrencyRules, PayeeId, PurposeCode, SourceAccount};
+use crate::domain::Role;
+use crate::domain::{
+    AgentKey, Currency, CurrencyRules, DisplayText, FieldRule, KeySha256, PayeeId, PurposeCode, RegistryId,
+    SlackUserId, SourceAccount, Username,
+};
 use crate::password;
 use crate::store::audit::{self, AuditEntry};
-use crate::store::directory::{self, AgentSpec, Payee, Role, Upsert, UserSpec};
+use crate::store::directory::{self, AgentSpec, Payee, Upsert, UserSpec};
 use crate::store::{is_unique_violation, Db};
 
 // ---------------------------------------------------------------------------
@@ -492,26 +495,26 @@ pub async fn set_agent_active(db: &Db, tenant: &str, id: &str, active: bool, act
     tx.commit().await.map_err(fail)
 }
 
-/// A new agent bearer key: `cs_live_` (or `cs_test_`) and 32 random base62
-/// characters from the operating system's generator (about 190 bits).
-/// `CUR=AMOUNT_MINOR` (e.g. `USD=500_000`), as the CLI flags and the admin
-/// forms take budgets and approval limits; the currency is upper-cased and
-/// checked later with every other value.
+/// `CUR=AMOUNT_MINOR` (e.g. `USD=500_000`), as the CLI flags take budgets
+/// and approval limits; the currency is upper-cased and checked later with
+/// every other value.
 pub fn parse_currency_amount(s: &str) -> Result<(String, u64), String> {
     let (code, amount) = s.split_once('=').ok_or("expected CURRENCY=AMOUNT_MINOR, e.g. USD=500000")?;
     let amount = amount.replace('_', "").parse::<u64>().map_err(|_| format!("`{amount}` is not a whole number"))?;
     Ok((code.trim().to_ascii_uppercase(), amount))
 }
 
+/// A new agent bearer key: `cs_live_` (or `cs_test_`) and 32 random base62
+/// characters from the operating system's generator (about 190 bits).
 pub fn generate_agent_key(live: bool) -> String {
     use rand::{distributions::Alphanumeric, rngs::OsRng, Rng};
     let body: String = OsRng.sample_iter(&Alphanumeric).take(32).map(char::from).collect();
-    format!("{}{body}", if live { "cs_live_" } else { "cs_test_" })
+    AgentKey::from_random(live, &body).expect("32 base62 characters make a key").expose().to_owned()
 }
 
 /// Lowercase hex SHA-256 of a key: the only form in which keys are stored.
 pub fn key_sha256(key: &str) -> String {
-    hex::encode(Sha256::digest(key.as_bytes()))
+    crate::domain::key_sha256(key).into_string()
 }
 
 // ---------------------------------------------------------------------------
@@ -1132,7 +1135,9 @@ fn agent_key(c: &mut Checker<'_>, at: &str, entry: &Spanned<AgentEntry>) -> Opti
     match c.exactly_one(at, entry, stored, ("key", &e.key), "64 lowercase hex digits")? {
         Given::Stored(hash) => c.parse_located(&hash_key, hash, |h| sha256_hex(h)).map(|h| (h, None)),
         Given::Plain(key) => {
-            let hash = c.parse_located(&plain_key, key, |k| test_key(k.expose_secret()).map(key_sha256))?;
+            let hash = c.parse_located(&plain_key, key, |k| {
+                AgentKey::parse_test_key(k.expose_secret()).map(|key| key.sha256().into_string())
+            })?;
             let plain_at = hash.at.clone();
             Some((hash, Some(plain_at)))
         }
@@ -1206,49 +1211,23 @@ fn warn_development_secrets(plan: &Plan) {
 // Value rules
 // ---------------------------------------------------------------------------
 
-/// Tenant and agent ids: `^[a-z0-9][a-z0-9_-]{0,63}$`.
-fn registry_id(s: &str) -> Result<String, &'static str> {
-    let mut chars = s.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
-    if first_ok && rest_ok && s.len() <= 64 {
-        Ok(s.to_owned())
-    } else {
-        Err("must match ^[a-z0-9][a-z0-9_-]{0,63}$")
-    }
+// The rules themselves live in the domain (`countersign_domain::registry`);
+// these adapt them to the checker (a value out, the rule's words as the error).
+
+fn registry_id(s: &str) -> Result<String, FieldRule> {
+    RegistryId::parse(s).map(RegistryId::into_string)
 }
 
-/// Usernames: `^[A-Za-z0-9_.-]{1,64}$`.
-fn username(s: &str) -> Result<String, &'static str> {
-    if (1..=64).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)) {
-        Ok(s.to_owned())
-    } else {
-        Err("must match ^[A-Za-z0-9_.-]{1,64}$")
-    }
+fn username(s: &str) -> Result<String, FieldRule> {
+    Username::parse(s).map(Username::into_string)
 }
 
-/// Names shown to reviewers (tenant names, payee legal names): 1–200
-/// characters, not blank, no control or bidirectional formatting characters
-/// (they can make a name read differently from what it is).
-fn display_text(s: &str) -> Result<String, &'static str> {
-    let deceptive =
-        |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}');
-    if s.trim().is_empty() || s.chars().count() > 200 {
-        Err("must be 1-200 characters and not blank")
-    } else if s.chars().any(|c| c.is_control() || deceptive(c)) {
-        Err("must not contain control or bidirectional formatting characters")
-    } else {
-        Ok(s.to_owned())
-    }
+fn display_text(s: &str) -> Result<String, FieldRule> {
+    DisplayText::parse(s).map(DisplayText::into_string)
 }
 
-/// Slack-style user ids: 1–64 ASCII letters and digits (`U0ANA`).
-fn slack_user_id(s: &str) -> Result<String, &'static str> {
-    if (1..=64).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric()) {
-        Ok(s.to_owned())
-    } else {
-        Err("must be 1-64 ASCII letters and digits")
-    }
+fn slack_user_id(s: &str) -> Result<String, FieldRule> {
+    SlackUserId::parse(s).map(SlackUserId::into_string)
 }
 
 /// A currency code exactly as the deployment lists it (upper case).
@@ -1275,25 +1254,8 @@ fn storable_amount(n: u64) -> Result<u64, &'static str> {
 }
 
 /// A key hash: exactly 64 lowercase hex digits. The value is never echoed.
-fn sha256_hex(s: &str) -> Result<String, &'static str> {
-    if s.len() == 64 && s.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)) {
-        Ok(s.to_owned())
-    } else {
-        Err("must be the SHA-256 of the key as 64 lowercase hex digits")
-    }
-}
-
-/// A development key written in a file: `cs_test_` and 16–128 base62
-/// characters. A live key never belongs in a file. The value is never echoed.
-fn test_key(key: &str) -> Result<&str, &'static str> {
-    let Some(body) = key.strip_prefix("cs_test_") else {
-        return Err("must be a test key (cs_test_…); a live key belongs in `key_sha256`, never in a file");
-    };
-    if (16..=128).contains(&body.len()) && body.chars().all(|c| c.is_ascii_alphanumeric()) {
-        Ok(key)
-    } else {
-        Err("must be cs_test_ followed by 16-128 ASCII letters and digits")
-    }
+fn sha256_hex(s: &str) -> Result<String, FieldRule> {
+    KeySha256::parse(s).map(KeySha256::into_string)
 }
 
 // ---------------------------------------------------------------------------
@@ -2185,9 +2147,9 @@ purposes = ["vendor"]
             assert!(display_text(bad).is_err(), "{bad:?}");
         }
         assert!(sha256_hex(&key_sha256("k")).is_ok() && sha256_hex(&"g".repeat(64)).is_err());
-        assert!(test_key("cs_test_0123456789abcdef").is_ok());
+        assert!(AgentKey::parse_test_key("cs_test_0123456789abcdef").is_ok());
         for bad in ["cs_live_0123456789abcdef", "cs_test_short", "cs_test_0123456789abcde-", "0123456789abcdef0123"] {
-            assert!(test_key(bad).is_err(), "{bad}");
+            assert!(AgentKey::parse_test_key(bad).is_err(), "{bad}");
         }
         assert!(storable_amount(i64::MAX as u64).is_ok() && storable_amount(i64::MAX as u64 + 1).is_err());
     }

@@ -24,10 +24,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
 
+use crate::domain::Role;
 use crate::domain::{mask_account, Currency};
 use crate::provision::{self, ApplyError, NewAgent, NewCredential, NewUser};
 use crate::state::AppState;
-use crate::store::{self, audit::AuditEntry, directory::Role, registry_changes::ChangeRow};
+use crate::store::{self, audit::AuditEntry, registry_changes::ChangeRow};
 
 /// How long a proposed change may wait for its confirmation.
 pub const PENDING_FOR: Duration = Duration::days(7);

@@ -31,7 +31,7 @@ fn Admin(admin: AdminData) -> impl IntoView {
         .into_iter()
         .map(|u| {
             view! {
-                <tr><td>{u.username}</td><td>{u.roles.join(", ")}</td><td>{u.limits.join(", ")}</td>
+                <tr><td>{u.username}</td><td>{u.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")}</td><td>{u.limits.join(", ")}</td>
                 <td>{u.slack_user_id.unwrap_or_default()}</td></tr>
             }
         })

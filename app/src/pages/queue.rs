@@ -4,21 +4,7 @@ use leptos_router::hooks::use_query_map;
 use crate::api::{console_error, load_queue};
 use crate::components::{LoadError, StatusBadge};
 use crate::views::QueuePage as Page;
-
-const TABS: &[(&str, &str)] = &[
-    ("pending_approval", "Pending"),
-    ("approved", "Approved"),
-    ("approval_expired", "Approval expired"),
-    ("executing", "Executing"),
-    ("unknown", "Unknown"),
-    ("needs_review", "Needs review"),
-    ("succeeded", "Succeeded"),
-    ("failed", "Failed"),
-    ("rejected", "Rejected"),
-    ("cancelled", "Cancelled"),
-    ("expired", "Expired"),
-    ("reversed", "Reversed"),
-];
+use countersign_domain::ProposalStatus;
 
 /// The queue: pending by default, a tab per status, newest or oldest first,
 /// cursor pagination; refreshes itself when any proposal changes.
@@ -62,11 +48,13 @@ fn QueueTable(page: Page) -> impl IntoView {
     let status = page.status.clone();
     let order = page.order.clone();
     let other_order = if order == "oldest" { "newest" } else { "oldest" };
-    let tabs = TABS
+    // One tab per status, from the same enum the server enforces.
+    let tabs = ProposalStatus::ALL
         .iter()
-        .map(|(value, label)| {
-            let class = if *value == status { "tab active" } else { "tab" };
-            view! { <a class=class href=format!("/?status={value}&order={order}")>{*label}</a> }
+        .map(|st| {
+            let value = st.as_str();
+            let class = if value == status { "tab active" } else { "tab" };
+            view! { <a class=class href=format!("/?status={value}&order={order}")>{st.label()}</a> }
         })
         .collect_view();
     let next = page.next_cursor.clone().map(|cursor| {

@@ -34,7 +34,6 @@ pub const DEFAULT_TTL_SECS: u64 = 300;
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 const ALG: &str = "ES256";
 const JTI_PREFIX: &str = "tok_";
-const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct ApprovalClaims {
@@ -156,7 +155,7 @@ fn new_jti() -> String {
     OsRng.fill_bytes(&mut bytes);
     let mut jti = String::with_capacity(JTI_PREFIX.len() + bytes.len());
     jti.push_str(JTI_PREFIX);
-    jti.extend(bytes.iter().map(|b| CROCKFORD[usize::from(b & 31)] as char));
+    jti.extend(bytes.iter().map(|b| crate::domain::ids::crockford_char(*b)));
     jti
 }
 
@@ -425,7 +424,7 @@ mod tests {
         for jti in [&a.jti, &b.jti] {
             let body = jti.strip_prefix("tok_").unwrap();
             assert_eq!(body.len(), 26);
-            assert!(body.bytes().all(|c| CROCKFORD.contains(&c)), "{jti}");
+            assert!(body.bytes().all(|c| crate::domain::ids::CROCKFORD.contains(&c)), "{jti}");
         }
     }
 

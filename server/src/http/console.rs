@@ -17,13 +17,13 @@ use super::error::ApiError;
 use super::extract::JsonBody;
 use super::session::{self, client_address, CurrentUser, SignInError};
 use crate::approvals::{self, DecideError, Verdict};
+use crate::domain::Role;
 use crate::domain::{FieldError, ProposalStatus};
 use crate::operations::{Resolution, ResolveError};
 use crate::proposals::{self, ProposalView};
 use crate::registry_changes::{self, AgentForm, ChangeError, PayeeForm, Request, Submitted, UserForm};
 use crate::state::Shared;
 use crate::store;
-use crate::store::directory::Role;
 
 impl From<DecideError> for ApiError {
     fn from(e: DecideError) -> Self {
@@ -79,7 +79,7 @@ struct SessionUser {
     id: String,
     username: String,
     tenant_id: String,
-    roles: Vec<String>,
+    roles: Vec<Role>,
 }
 
 /// `POST /api/v1/session` — `{"username", "password"}` → the user and the CSRF token.
@@ -471,7 +471,7 @@ impl axum::extract::FromRequestParts<Shared> for AdminUser {
             .ok()
             .flatten()
             .ok_or(NotAdmin::SignedOut)?;
-        if user.user.roles.contains(&store::directory::Role::Admin) {
+        if user.user.roles.contains(&Role::Admin) {
             Ok(AdminUser(user))
         } else {
             Err(NotAdmin::WrongRole)

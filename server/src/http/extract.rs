@@ -5,7 +5,6 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{header, request::Parts};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::fmt;
 
 use super::error::ApiError;
@@ -41,7 +40,7 @@ fn key_digest(parts: &Parts) -> Result<String, ApiError> {
         .map(str::trim)
         .filter(|k| !k.is_empty() && k.len() <= 256)
         .ok_or(ApiError::Unauthenticated)?;
-    Ok(hex::encode(Sha256::digest(key.as_bytes())))
+    Ok(crate::domain::key_sha256(key).into_string())
 }
 
 /// [`AgentAuth`] for endpoints that only read (the status poll): the

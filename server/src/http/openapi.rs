@@ -57,29 +57,31 @@ pub const ERROR_CODES: &[&str] = &[
     "internal_error",
 ];
 
-/// The twelve proposal statuses of SPEC §2.
-const PROPOSAL_STATUSES: &[&str] = &[
-    "pending_approval",
-    "approved",
-    "rejected",
-    "cancelled",
-    "expired",
-    "approval_expired",
-    "executing",
-    "succeeded",
-    "failed",
-    "unknown",
-    "needs_review",
-    "reversed",
-];
+// The closed sets the document lists come from the domain's own enums.
 
-/// Statuses of the durable operation behind a commit (SPEC §6, §7, §8).
-const OPERATION_STATUSES: &[&str] =
-    &["pending", "accepted", "succeeded", "failed", "unknown", "needs_review", "too_late"];
+fn names<T: Copy>(all: &[T], name: fn(&T) -> &'static str) -> Vec<&'static str> {
+    all.iter().map(name).collect()
+}
 
-const PURPOSE_CODES: &[&str] = &["payroll", "refund", "vendor", "disbursement"];
-const REASON_CODES: &[&str] = &["duplicate", "fraudulent", "requested_by_customer", "error"];
-const ROLES: &[&str] = &["viewer", "approver", "admin"];
+fn proposal_statuses() -> Vec<&'static str> {
+    names(crate::domain::ProposalStatus::ALL, crate::domain::ProposalStatus::as_str)
+}
+
+fn operation_statuses() -> Vec<&'static str> {
+    names(&crate::domain::OpStatus::ALL, crate::domain::OpStatus::as_str)
+}
+
+fn purpose_codes() -> Vec<&'static str> {
+    names(crate::domain::PurposeCode::ALL, crate::domain::PurposeCode::as_str)
+}
+
+fn reason_codes() -> Vec<&'static str> {
+    names(crate::domain::ReasonCode::ALL, crate::domain::ReasonCode::as_str)
+}
+
+fn roles() -> Vec<&'static str> {
+    names(&crate::domain::Role::ALL, crate::domain::Role::as_str)
+}
 
 const SOURCE_ACCOUNT_PATTERN: &str = "^acct_[A-Za-z0-9]{16}$";
 const PAYEE_PATTERN: &str = "^(acct_|card_|ba_)[A-Za-z0-9]{1,64}$";
@@ -88,8 +90,7 @@ const INVOICE_ID_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
 const TRANSFER_REF_PATTERN: &str = "^(prop_|tr_)[A-Za-z0-9]{1,64}$";
 /// No control characters (Unicode Cc) and no bidirectional-override or
 /// zero-width formatting characters (ECMA-262 syntax, as JSON Schema uses).
-const REFERENCE_PATTERN: &str =
-    "^[^\\u0000-\\u001F\\u007F-\\u009F\\u200B-\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uFEFF]*$";
+const REFERENCE_PATTERN: &str = crate::domain::fields::NO_CONTROL_OR_DECEPTIVE_PATTERN;
 const REQUEST_HASH_PATTERN: &str = "^sha256:[0-9a-f]{64}$";
 const COMPACT_JWS_PATTERN: &str = "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$";
 const IDEMPOTENCY_KEY_PATTERN: &str = "^[\\u0020-\\u007E]+$";
@@ -610,7 +611,7 @@ fn list_queue() -> Value {
                 "in": "query",
                 "required": false,
                 "description": "Only proposals with this status.",
-                "schema": { "type": "string", "enum": PROPOSAL_STATUSES, "default": "pending_approval" },
+                "schema": { "type": "string", "enum": proposal_statuses(), "default": "pending_approval" },
             },
             param_ref("Order"),
             param_ref("Limit"),
@@ -759,7 +760,7 @@ fn parameters() -> Value {
             "in": "query",
             "required": false,
             "description": "Only proposals with this status.",
-            "schema": enum_of(PROPOSAL_STATUSES),
+            "schema": enum_of(&proposal_statuses()),
         },
         "Order": {
             "name": "order",
@@ -899,14 +900,14 @@ fn proposal_request_properties() -> Value {
             "type": "string", "maxLength": 140, "pattern": REFERENCE_PATTERN,
             "description": "Free text shown to humans as untrusted data, never an instruction. No control or bidirectional formatting characters.",
         },
-        "purpose_code": enum_of(PURPOSE_CODES),
+        "purpose_code": enum_of(&purpose_codes()),
         "invoice_id": { "type": "string", "pattern": INVOICE_ID_PATTERN },
         "transfer_id": {
             "type": "string", "pattern": TRANSFER_REF_PATTERN,
             "description": "Reversals only (required there, forbidden otherwise): the proposal (`prop_…`) or rail transfer (`tr_…`) to reverse.",
         },
         "reason_code": {
-            "type": "string", "enum": REASON_CODES,
+            "type": "string", "enum": reason_codes(),
             "description": "Reversals only (required there, forbidden otherwise).",
         },
     })
@@ -946,7 +947,7 @@ fn proposal_request_schema() -> Value {
 fn proposal_properties() -> Value {
     json!({
         "id": { "type": "string", "pattern": "^prop_", "examples": ["prop_01hx2v9k3m"] },
-        "status": enum_of(PROPOSAL_STATUSES),
+        "status": enum_of(&proposal_statuses()),
         "kind": { "type": "string", "enum": ["transfer", "reversal"] },
         "run_id": { "type": "string", "pattern": RUN_ID_PATTERN },
         "request_hash": {
@@ -1014,10 +1015,10 @@ fn canonical_request_properties() -> Value {
         "source_account": { "type": "string", "pattern": SOURCE_ACCOUNT_PATTERN },
         "destination": schema_ref("CanonicalPayee"),
         "reference": { "type": ["string", "null"], "maxLength": 140 },
-        "purpose_code": enum_of(PURPOSE_CODES),
+        "purpose_code": enum_of(&purpose_codes()),
         "invoice_id": { "type": ["string", "null"], "pattern": INVOICE_ID_PATTERN },
         "transfer_id": { "type": ["string", "null"], "pattern": TRANSFER_REF_PATTERN },
-        "reason_code": nullable_enum_of(REASON_CODES),
+        "reason_code": nullable_enum_of(&reason_codes()),
     })
 }
 
@@ -1113,7 +1114,7 @@ fn operation_schema() -> Value {
         "description": "The durable operation behind a commit. `unknown` means the rail may have acted: reconciliation settles it; it is never reported as `failed`.",
         "properties": {
             "id": { "type": "string", "pattern": "^op_" },
-            "status": enum_of(OPERATION_STATUSES),
+            "status": enum_of(&operation_statuses()),
             "idempotency_key": {
                 "type": "string",
                 "description": "The rail idempotency key, derived from the proposal id and request hash.",
@@ -1187,7 +1188,7 @@ fn session_schema() -> Value {
                     "id": { "type": "string" },
                     "username": { "type": "string" },
                     "tenant_id": { "type": "string" },
-                    "roles": { "type": "array", "items": enum_of(ROLES) },
+                    "roles": { "type": "array", "items": enum_of(&roles()) },
                 },
                 "required": ["id", "username", "tenant_id", "roles"],
             },
@@ -1254,7 +1255,7 @@ fn error_schema() -> Value {
                     },
                     "current_status": {
                         "type": "string",
-                        "enum": PROPOSAL_STATUSES,
+                        "enum": proposal_statuses(),
                         "description": "With `invalid_state`: the proposal's status now.",
                     },
                 },
@@ -1268,7 +1269,7 @@ fn error_schema() -> Value {
 fn current_status_detail() -> Value {
     json!({
         "type": "object",
-        "properties": { "current_status": enum_of(PROPOSAL_STATUSES) },
+        "properties": { "current_status": enum_of(&proposal_statuses()) },
         "required": ["current_status"],
     })
 }

@@ -48,7 +48,7 @@ impl CurrentUser {
             user_id: self.user.id.clone(),
             username: self.user.username.clone(),
             tenant_id: self.user.tenant_id.clone(),
-            roles: self.user.roles.iter().map(|r| format!("{r:?}").to_lowercase()).collect(),
+            roles: self.user.roles.clone(),
             csrf_token: self.session.csrf_token.clone(),
         }
     }

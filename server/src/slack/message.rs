@@ -151,7 +151,7 @@ pub fn notice(message: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{canonical::tests::sample, Reference};
+    use crate::domain::{fixtures::sample_transfer as sample, Reference};
 
     /// 1,250.00 USD to a payee whose name and reference try to inject markup.
     fn request() -> CanonicalRequest {

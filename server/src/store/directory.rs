@@ -1,39 +1,12 @@
 //! Tenants, users, agents, payees and budgets: the registry the rest of the
 //! system checks against. Upserts are idempotent (apply twice, same state).
 
-use serde::{Deserialize, Serialize};
+use crate::domain::Role;
 use sqlx::{Row, SqliteConnection, SqlitePool};
 use std::collections::BTreeMap;
 
 use super::{new_id, ts};
 use chrono::Utc;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Viewer,
-    Approver,
-    Admin,
-}
-
-impl Role {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Approver => "approver",
-            Role::Admin => "admin",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "viewer" => Some(Role::Viewer),
-            "approver" => Some(Role::Approver),
-            "admin" => Some(Role::Admin),
-            _ => None,
-        }
-    }
-}
 
 /// Whether a row was created or changed by an upsert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

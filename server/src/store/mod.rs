@@ -119,20 +119,10 @@ pub fn parse_ts(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
 }
 
-const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
-
-/// A new id: `prefix_` + 26 characters, 48 bits of milliseconds then 80
-/// random bits (Crockford base32), so ids sort by creation time.
+/// A new id: `prefix_` + 26 Crockford characters, the time then 80 random
+/// bits, so ids sort by creation time (`domain::ids`).
 pub fn new_id(prefix: &str, now: DateTime<Utc>) -> String {
-    let millis = now.timestamp_millis().max(0) as u128 & ((1 << 48) - 1);
-    let random: u128 = rand::thread_rng().gen::<u128>() & ((1 << 80) - 1);
-    let mut value = (millis << 80) | random;
-    let mut chars = [0u8; 26];
-    for c in chars.iter_mut().rev() {
-        *c = CROCKFORD[(value & 31) as usize];
-        value >>= 5;
-    }
-    format!("{prefix}_{}", std::str::from_utf8(&chars).expect("ascii"))
+    crate::domain::ids::time_ordered_id(prefix, now.timestamp_millis().max(0) as u64, rand::thread_rng().gen())
 }
 
 /// Whether an error is a unique-constraint violation (a typed conflict, not a failure).

@@ -6,46 +6,7 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqliteExecutor, SqlitePo
 
 use super::ts;
 
-/// Where an operation stands. `Pending`, `Accepted` and `Unknown` are open
-/// (reconciliation looks at them); the rest are settled or wait for a human.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpStatus {
-    /// Recorded; the rail has not answered yet (or the process died mid-call).
-    Pending,
-    /// The rail accepted the transfer; it has not settled yet.
-    Accepted,
-    Succeeded,
-    /// A typed decline: the money did not move.
-    Failed,
-    /// The money may or may not have moved.
-    Unknown,
-    /// Reconciliation could not decide: a human must.
-    NeedsReview,
-    /// A reversal past the rail's cutoff: escalate to operations.
-    TooLate,
-}
-
-impl OpStatus {
-    pub const OPEN: [OpStatus; 3] = [OpStatus::Pending, OpStatus::Accepted, OpStatus::Unknown];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            OpStatus::Pending => "pending",
-            OpStatus::Accepted => "accepted",
-            OpStatus::Succeeded => "succeeded",
-            OpStatus::Failed => "failed",
-            OpStatus::Unknown => "unknown",
-            OpStatus::NeedsReview => "needs_review",
-            OpStatus::TooLate => "too_late",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<OpStatus> {
-        use OpStatus::*;
-        [Pending, Accepted, Succeeded, Failed, Unknown, NeedsReview, TooLate].into_iter().find(|st| st.as_str() == s)
-    }
-}
+pub use crate::domain::OpStatus;
 
 #[derive(Debug, Clone)]
 pub struct OperationRow {

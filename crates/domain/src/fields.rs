@@ -156,8 +156,21 @@ plain_id!(
 #[serde(transparent)]
 pub struct Reference(String);
 
-fn is_deceptive_format_char(c: char) -> bool {
+/// Zero-width and bidirectional formatting characters: they make text read
+/// differently from what it is, so no text shown to a person may hold them.
+pub fn is_deceptive_format_char(c: char) -> bool {
     matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// [`is_deceptive_format_char`] and control characters, as a JSON Schema
+/// (ECMA-262) pattern a whole string must match to hold none of them.
+pub const NO_CONTROL_OR_DECEPTIVE_PATTERN: &str =
+    "^[^\\u0000-\\u001F\\u007F-\\u009F\\u200B-\\u200F\\u202A-\\u202E\\u2066-\\u2069\\uFEFF]*$";
+
+/// Whether a person could be misled by `c` in text: a control character or
+/// [`is_deceptive_format_char`].
+pub fn is_unsafe_in_text(c: char) -> bool {
+    c.is_control() || is_deceptive_format_char(c)
 }
 
 impl Reference {
@@ -167,7 +180,7 @@ impl Reference {
         if s.chars().count() > Self::MAX_CHARS {
             return Err(FieldRule("must be at most 140 characters"));
         }
-        if s.chars().any(|c| c.is_control() || is_deceptive_format_char(c)) {
+        if s.chars().any(is_unsafe_in_text) {
             return Err(FieldRule("must not contain control or bidirectional formatting characters"));
         }
         Ok(Reference(s.to_owned()))

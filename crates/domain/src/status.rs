@@ -80,7 +80,96 @@ impl ProposalStatus {
     }
 }
 
+impl ProposalStatus {
+    /// What a person reads for this status (no internal codes on screen).
+    pub fn label(&self) -> &'static str {
+        match self {
+            PendingApproval => "Waiting for approval",
+            Approved => "Approved",
+            Rejected => "Rejected",
+            Cancelled => "Cancelled",
+            Expired => "Expired",
+            ApprovalExpired => "Approval expired",
+            Executing => "Paying",
+            Succeeded => "Paid",
+            Failed => "Failed",
+            Unknown => "Checking with the bank",
+            NeedsReview => "Needs review",
+            Reversed => "Reversed",
+        }
+    }
+}
+
 impl fmt::Display for ProposalStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an operation (the payment of a committed proposal) stands.
+/// `Pending`, `Accepted` and `Unknown` are open (reconciliation looks at
+/// them); the rest are settled or wait for a human.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpStatus {
+    /// Recorded; the rail has not answered yet (or the process died mid-call).
+    Pending,
+    /// The rail accepted the transfer; it has not settled yet.
+    Accepted,
+    Succeeded,
+    /// A typed decline: the money did not move.
+    Failed,
+    /// The money may or may not have moved.
+    Unknown,
+    /// Reconciliation could not decide: a human must.
+    NeedsReview,
+    /// A reversal past the rail's cutoff: escalate to operations.
+    TooLate,
+}
+
+impl OpStatus {
+    pub const ALL: [OpStatus; 7] = [
+        OpStatus::Pending,
+        OpStatus::Accepted,
+        OpStatus::Succeeded,
+        OpStatus::Failed,
+        OpStatus::Unknown,
+        OpStatus::NeedsReview,
+        OpStatus::TooLate,
+    ];
+    pub const OPEN: [OpStatus; 3] = [OpStatus::Pending, OpStatus::Accepted, OpStatus::Unknown];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OpStatus::Pending => "pending",
+            OpStatus::Accepted => "accepted",
+            OpStatus::Succeeded => "succeeded",
+            OpStatus::Failed => "failed",
+            OpStatus::Unknown => "unknown",
+            OpStatus::NeedsReview => "needs_review",
+            OpStatus::TooLate => "too_late",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OpStatus> {
+        OpStatus::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// What a person reads for this status.
+    pub fn label(&self) -> &'static str {
+        match self {
+            OpStatus::Pending => "Sent to the bank",
+            OpStatus::Accepted => "Accepted by the bank",
+            OpStatus::Succeeded => "Paid",
+            OpStatus::Failed => "Failed",
+            OpStatus::Unknown => "Checking with the bank",
+            OpStatus::NeedsReview => "Needs review",
+            OpStatus::TooLate => "Too late to reverse",
+        }
+    }
+}
+
+impl fmt::Display for OpStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -98,6 +187,19 @@ mod tests {
             assert_eq!(serde_json::to_value(st).unwrap(), serde_json::json!(st.as_str()));
         }
         assert_eq!(ProposalStatus::parse("done"), None);
+    }
+
+    #[test]
+    fn operation_statuses_round_trip_and_every_status_has_words() {
+        for st in OpStatus::ALL {
+            assert_eq!(OpStatus::parse(st.as_str()), Some(st));
+            assert_eq!(serde_json::to_value(st).unwrap(), serde_json::json!(st.as_str()));
+            assert!(!st.label().contains('_'));
+        }
+        for st in ProposalStatus::ALL {
+            assert!(!st.label().contains('_'), "{st}: no internal code on screen");
+        }
+        assert_eq!(OpStatus::parse("done"), None);
     }
 
     #[test]

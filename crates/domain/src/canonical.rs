@@ -103,31 +103,10 @@ impl CanonicalRequest {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::fixtures::sample_transfer as sample;
     use proptest::prelude::*;
-
-    pub(crate) fn sample() -> CanonicalRequest {
-        CanonicalRequest {
-            v: CANONICAL_VERSION,
-            tenant_id: "acme".into(),
-            agent_id: "payout-bot".into(),
-            kind: ProposalKind::Transfer,
-            amount_minor: 25_000,
-            currency: Currency::parse("USD").unwrap(),
-            source_account: SourceAccount::parse("acct_0123456789abcdef").unwrap(),
-            destination: CanonicalPayee {
-                id: PayeeId::parse("acct_acme0000000001").unwrap(),
-                legal_name: "Acme Supplies Ltd".into(),
-                masked_account: "acct_…0001".into(),
-            },
-            reference: Some(Reference::parse("Invoice 1842").unwrap()),
-            purpose_code: PurposeCode::Vendor,
-            invoice_id: Some(InvoiceId::parse("1842").unwrap()),
-            transfer_id: None,
-            reason_code: None,
-        }
-    }
 
     #[test]
     fn restates_the_payment_in_one_sentence() {
