@@ -15,7 +15,7 @@ printf '\n==> building the console (release) and countersign-bench\n'
 cargo leptos build --release
 # The features exactly as cargo-leptos passes them, so the server crate it
 # just built is reused rather than rebuilt.
-cargo build --release -p server --bin countersign-bench --no-default-features --features ssr
+cargo build --release -p countersign-bench
 
 [ $# -eq 0 ] && set -- suite
 printf '\n==> countersign-bench %s\n' "$*"

@@ -87,12 +87,6 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
-    /// Benchmark baseline (used by `countersign-bench`): a minimal axum server.
-    #[command(hide = true)]
-    BenchBaseline {
-        #[arg(long, default_value = "127.0.0.1:0")]
-        listen: SocketAddr,
-    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -328,7 +322,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             let kid = crate::approval::keys::KeyStore::rotate(&settings.data_dir)?;
             println!("new signing key {kid} is active; earlier keys remain published for verification");
         }
-        Command::BenchBaseline { listen } => crate::bench_baseline::run(listen).await?,
         Command::Audit { command: AuditCommand::Verify } => {
             let db = Db::open(&settings.data_dir).await?;
             match crate::store::audit::verify(&db.read).await? {

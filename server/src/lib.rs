@@ -8,7 +8,6 @@ pub use countersign_domain as domain;
 
 pub mod approval;
 pub mod approvals;
-pub mod bench_baseline;
 pub mod cache;
 pub mod changes;
 pub mod cli;

@@ -74,6 +74,8 @@ impl AppState {
 
     /// Test-only: if the failpoint `step` is armed, the process kills itself
     /// with SIGKILL right here (no destructor, no flush: like a power cut).
+    /// Compiled only with the `test-hooks` feature (the tests' build).
+    #[cfg(feature = "test-hooks")]
     pub fn failpoint(&self, step: &str) {
         if self.hooks.failpoint.as_deref() == Some(step) {
             tracing::warn!(step, "failpoint reached: killing the process");
@@ -83,12 +85,19 @@ impl AppState {
             }
         }
     }
+
+    /// Without the `test-hooks` feature there are no failpoints.
+    #[cfg(not(feature = "test-hooks"))]
+    #[inline(always)]
+    pub fn failpoint(&self, _step: &str) {}
 }
 
-/// Hooks for crash and clock tests. Never set them in production: they are
-/// read from `COUNTERSIGN_FAILPOINT` (a step name of the commit path, see
+/// Hooks for crash and clock tests, compiled in only with the `test-hooks`
+/// feature (which the tests enable, and no other build does): they are read
+/// from `COUNTERSIGN_FAILPOINT` (a step name of the commit path, see
 /// docs/CONFIG.md) and `COUNTERSIGN_CLOCK_SKEW_SECS` (seconds added to the
 /// server's clock), and a warning is logged at start when either is set.
+/// In any other build they are always empty.
 #[derive(Debug, Clone, Default)]
 pub struct TestHooks {
     pub failpoint: Option<String>,
@@ -96,11 +105,17 @@ pub struct TestHooks {
 }
 
 impl TestHooks {
+    #[cfg(feature = "test-hooks")]
     pub fn from_env() -> TestHooks {
         let failpoint = std::env::var("COUNTERSIGN_FAILPOINT").ok().filter(|s| !s.is_empty());
         let clock_skew_secs =
             std::env::var("COUNTERSIGN_CLOCK_SKEW_SECS").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
         TestHooks { failpoint, clock_skew_secs }
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    pub fn from_env() -> TestHooks {
+        TestHooks::default()
     }
 
     pub fn any(&self) -> bool {

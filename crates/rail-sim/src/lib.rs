@@ -107,6 +107,11 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use self::conn::{ConnInfo, SimListener};
+
+/// A rail object id: `tr_…`, `trr_…` (time-ordered, like Countersign's own).
+fn new_id(prefix: &str) -> String {
+    countersign_domain::ids::time_ordered_id(prefix, Utc::now().timestamp_millis().max(0) as u64, rand::random())
+}
 use self::store::{SimDb, TransferRow};
 
 /// Largest accepted request body.
@@ -716,7 +721,7 @@ async fn create_transfer_inner(
             )
         } else {
             let row = TransferRow {
-                id: crate::store::new_id("tr", Utc::now()),
+                id: new_id("tr"),
                 amount: req.amount,
                 currency: req.currency.clone(),
                 destination: req.destination.clone(),
@@ -802,7 +807,7 @@ async fn create_reversal_inner(sim: &Sim, id: &str, headers: &HeaderMap, body: B
                     &format!("The reversal amount {amount} exceeds the {remaining} that remains on the transfer."),
                 )
             } else {
-                let reversal_id = crate::store::new_id("trr", Utc::now());
+                let reversal_id = new_id("trr");
                 let metadata = json!(req.metadata);
                 store::insert_reversal(&mut tx, &reversal_id, &t.id, amount, &metadata.to_string(), now).await?;
                 let balance = store::balance(&mut tx, &t.source_account, &t.currency)

@@ -280,11 +280,11 @@ impl Env {
         Proc::spawn(cmd, "rail-sim listening on ").await
     }
 
-    /// The hidden `countersign bench-baseline`: a minimal axum server.
+    /// `countersign-bench baseline` (this binary): a minimal axum server.
     pub async fn baseline(&self) -> anyhow::Result<Proc> {
-        let mut cmd = Command::new(&self.bin);
-        cmd.args(["bench-baseline", "--listen", "127.0.0.1:0"]).env("COUNTERSIGN_LOG", "warn").stderr(Stdio::null());
-        Proc::spawn(cmd, countersign::bench_baseline::LISTENING).await
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.args(["baseline", "--listen", "127.0.0.1:0"]).stderr(Stdio::null());
+        Proc::spawn(cmd, crate::baseline::LISTENING).await
     }
 }
 

@@ -68,9 +68,9 @@ impl SimDb {
                 .map_err(|e| anyhow::anyhow!("cannot create directory {}: {e}", parent.display()))?;
         }
         let open_err = |e: sqlx::Error| anyhow::anyhow!("cannot open rail-sim database {}: {e}", path.display());
-        let write = crate::store::writer_pool(path).await.map_err(open_err)?;
+        let write = pool(path, 1, false).await.map_err(open_err)?;
         sqlx::raw_sql(SCHEMA).execute(&write).await.map_err(open_err)?;
-        let read = crate::store::reader_pool(path, 4).await.map_err(open_err)?;
+        let read = pool(path, 4, true).await.map_err(open_err)?;
         Ok(SimDb { write, read })
     }
 
@@ -78,6 +78,20 @@ impl SimDb {
         self.read.close().await;
         self.write.close().await;
     }
+}
+
+/// The simulator's SQLite file: WAL, full durability (it stands for a bank),
+/// one writer connection and a few readers.
+async fn pool(path: &Path, connections: u32, read_only: bool) -> sqlx::Result<SqlitePool> {
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(std::time::Duration::from_secs(10))
+        .read_only(read_only);
+    SqlitePoolOptions::new().max_connections(connections).connect_with(options).await
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]

@@ -1,6 +1,6 @@
-//! The baseline of the status-poll benchmark (`countersign bench-baseline`,
-//! hidden): the smallest useful axum server, built into the same binary with
-//! the same runtime, serving a small JSON document on the status-poll path.
+//! The baseline of the status-poll benchmark (`countersign-bench baseline`):
+//! the smallest useful axum server, with the runtime `countersign serve`
+//! gets, serving a small JSON document on the status-poll path.
 //! `countersign-bench` compares the real endpoint against it. Not part of
 //! the product: no state, no database, no middleware.
 

@@ -2,14 +2,16 @@
 //!
 //! Everything runs against real processes on loopback: `countersign serve`
 //! (the release binary next to this one, or `--bin`), `countersign rail-sim`
-//! and the hidden `countersign bench-baseline`, each with its own SQLite
-//! files on disk under `--work-dir`. This process is the client.
+//! and `countersign-bench baseline` (this binary again), each with its own
+//! SQLite files on disk under `--work-dir`. This process is the client.
 //!
 //! ```text
 //! countersign-bench suite [--only poll,intake,commit,longpoll,queue,wasm] [--connections 32] [--duration 10]
 //! countersign-bench soak [--minutes 2]
+//! countersign-bench baseline [--listen 127.0.0.1:0]   # the status poll's baseline server
 //! ```
 
+mod baseline;
 mod client;
 mod commit;
 mod env;
@@ -51,10 +53,19 @@ enum Command {
     Suite(suite::SuiteArgs),
     /// Mixed traffic with rail faults, then consistency checks.
     Soak(soak::SoakArgs),
+    /// The status-poll benchmark's baseline: a minimal axum server.
+    Baseline {
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Command::Baseline { listen } = cli.command {
+        // The same runtime `countersign serve` gets (`#[tokio::main]`).
+        return tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(baseline::run(listen));
+    }
     let limit = env::raise_nofile();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cli.client_threads.max(1))
@@ -73,6 +84,7 @@ fn main() -> anyhow::Result<()> {
         match &cli.command {
             Command::Suite(args) => suite::run(&env, args).await,
             Command::Soak(args) => soak::run(&env, args).await,
+            Command::Baseline { .. } => unreachable!("served above"),
         }
     })?;
     std::process::exit(code);
