@@ -74,7 +74,18 @@ const DECIDABLE: [ProposalStatus; 2] = [ProposalStatus::PendingApproval, Proposa
 /// the approver's tenant, they hold the approver role, it is waiting for a
 /// decision; for an approval also segregation of duties, their limit, that
 /// they have not approved already, and policy as it stands now.
+#[tracing::instrument(name = "decide", skip_all, fields(tenant = %approver.tenant_id, approver = %approver.user_id, proposal_id = %proposal_id, via = approver.via))]
 pub async fn decide(
+    state: &AppState,
+    approver: &Approver,
+    proposal_id: &str,
+    verdict: Verdict,
+    now: DateTime<Utc>,
+) -> Result<ProposalView, DecideError> {
+    state.metrics.use_case("decide", decide_inner(state, approver, proposal_id, verdict, now)).await
+}
+
+async fn decide_inner(
     state: &AppState,
     approver: &Approver,
     proposal_id: &str,

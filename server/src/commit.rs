@@ -65,7 +65,17 @@ pub fn budget_day(now: DateTime<Utc>) -> String {
 }
 
 /// Commits an approved proposal for its agent; see the module doc.
+#[tracing::instrument(name = "commit", skip_all, fields(tenant = %agent.tenant_id, agent = %agent.agent_id, proposal_id = %proposal_id))]
 pub async fn commit(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    proposal_id: &str,
+    token: &str,
+) -> Result<ProposalView, CommitError> {
+    state.metrics.use_case("commit", commit_inner(state, agent, proposal_id, token)).await
+}
+
+async fn commit_inner(
     state: &AppState,
     agent: &AgentPrincipal,
     proposal_id: &str,

@@ -40,6 +40,16 @@ pub struct Settings {
     pub policy: PolicyConfig,
     pub slack: SlackSettings,
     pub rail: RailSettings,
+    pub metrics: MetricsSettings,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSettings {
+    /// A scraper presents this as `Authorization: Bearer …` to read
+    /// `GET /metrics`. Unset: the endpoint does not exist.
+    #[serde(skip_serializing)]
+    pub bearer_token: Option<SecretString>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -216,6 +226,7 @@ impl Default for Settings {
             policy: PolicyConfig::default(),
             slack: SlackSettings::default(),
             rail: RailSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -236,6 +247,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "policy",
     "slack",
     "rail",
+    "metrics",
 ];
 
 /// Command-line values that override every other source.

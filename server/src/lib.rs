@@ -18,6 +18,7 @@ pub mod demo;
 pub mod expiry;
 pub mod http;
 pub mod intake;
+pub mod metrics;
 pub mod operations;
 pub mod password;
 pub mod policy;

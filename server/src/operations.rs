@@ -289,7 +289,12 @@ pub enum Reconciled {
 }
 
 /// Reconciles one open operation; see the module doc.
+#[tracing::instrument(name = "reconcile", skip_all, fields(tenant = %op.tenant_id, operation_id = %op.id))]
 pub async fn reconcile_one(state: &AppState, op: &OperationRow, now: DateTime<Utc>) -> anyhow::Result<Reconciled> {
+    state.metrics.use_case("reconcile", reconcile_one_inner(state, op, now)).await
+}
+
+async fn reconcile_one_inner(state: &AppState, op: &OperationRow, now: DateTime<Utc>) -> anyhow::Result<Reconciled> {
     if !OpStatus::OPEN.contains(&op.status) {
         return Ok(Reconciled::StillOpen);
     }

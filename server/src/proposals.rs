@@ -163,7 +163,17 @@ pub enum Proposed {
 
 /// Parses, canonicalizes, hashes and evaluates a proposal, then stores it
 /// (or returns the identical one already in this run).
+#[tracing::instrument(name = "propose", skip_all, fields(tenant = %agent.tenant_id, agent = %agent.agent_id))]
 pub async fn propose(
+    state: &AppState,
+    agent: &AgentPrincipal,
+    body: &Value,
+    now: DateTime<Utc>,
+) -> Result<Proposed, ProposeError> {
+    state.metrics.use_case("propose", propose_inner(state, agent, body, now)).await
+}
+
+async fn propose_inner(
     state: &AppState,
     agent: &AgentPrincipal,
     body: &Value,

@@ -38,6 +38,8 @@ pub struct AppState {
     pub slack: crate::slack::Slack,
     /// Group commit of new proposals.
     pub intake: crate::intake::Intake,
+    /// Request and use-case metrics (`GET /metrics`).
+    pub metrics: crate::metrics::Metrics,
 }
 
 pub type Shared = Arc<AppState>;
@@ -64,6 +66,7 @@ impl AppState {
             hooks: TestHooks::from_env(),
             slack,
             intake: Default::default(),
+            metrics: Default::default(),
         })
     }
 

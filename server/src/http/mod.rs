@@ -7,6 +7,7 @@ pub mod console;
 pub mod csrf;
 pub mod error;
 pub mod extract;
+pub mod observe;
 pub mod openapi;
 pub mod session;
 pub mod session_store;
@@ -21,7 +22,6 @@ use axum::{Json, Router};
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
-use rand::RngCore;
 use std::sync::Arc;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
@@ -123,9 +123,45 @@ pub fn router(state: Shared) -> Router {
                 ))
                 .service(tower_http::services::ServeDir::new(state.settings.site_root.join("pkg"))),
         )
-        .with_state(state)
+        .route("/metrics", get(metrics))
+        .with_state(state.clone())
         .merge(console)
+        .route_layer(middleware::from_fn(observe::record_route))
         .layer(middleware::from_fn(request_context))
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http()
+                .make_span_with(observe::request_span)
+                .on_request(())
+                .on_response(move |response: &Response, latency, span: &tracing::Span| {
+                    observe::on_response(&state.metrics, response, latency, span)
+                }),
+        )
+        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
+        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(observe::RequestIds))
+        .layer(middleware::from_fn(observe::sanitize_request_id))
+}
+
+/// `GET /metrics` — Prometheus text, for a scraper holding
+/// `metrics.bearer_token`; without one configured the endpoint does not exist.
+async fn metrics(State(state): State<Shared>, headers: axum::http::HeaderMap) -> Response {
+    use secrecy::ExposeSecret;
+    use subtle::ConstantTimeEq;
+    let Some(expected) = &state.settings.metrics.bearer_token else {
+        return ApiError::NotFound.into_response();
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !bool::from(presented.as_bytes().ct_eq(expected.expose_secret().as_bytes())) {
+        return ApiError::Unauthenticated.into_response();
+    }
+    let mut response = state.metrics.render().into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    response
 }
 
 fn leptos_options(state: &Shared) -> LeptosOptions {
@@ -156,23 +192,18 @@ async fn readyz(State(state): State<Shared>) -> Response {
     }
 }
 
-/// Gives every request an id (echoed in `X-Request-Id` and error bodies) and
-/// sets the security headers on every response (`Cache-Control: no-store`
+/// Makes the request's id (from the request-id layers, `observe`) known to
+/// error bodies, and sets the security headers on every response (`Cache-Control: no-store`
 /// unless the route set its own). Pages set their own
 /// Content-Security-Policy (with the hydration script's nonce); everything
 /// else gets one that allows nothing.
 async fn request_context(req: Request, next: Next) -> Response {
-    let mut bytes = [0u8; 12];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    let id = format!("req_{}", hex::encode(bytes));
-    let mut response = REQUEST_ID.scope(id.clone(), next.run(req)).await;
+    let id = observe::request_id_of(&req);
+    let mut response = REQUEST_ID.scope(id, next.run(req)).await;
     let headers = response.headers_mut();
-    for (name, value) in [
-        ("x-request-id", id.as_str()),
-        ("x-frame-options", "DENY"),
-        ("referrer-policy", "no-referrer"),
-        ("x-content-type-options", "nosniff"),
-    ] {
+    for (name, value) in
+        [("x-frame-options", "DENY"), ("referrer-policy", "no-referrer"), ("x-content-type-options", "nosniff")]
+    {
         if let Ok(v) = HeaderValue::from_str(value) {
             headers.insert(HeaderName::from_static(name), v);
         }

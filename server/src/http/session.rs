@@ -96,6 +96,9 @@ pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<
     let user = store::directory::user_by_id(&mut conn, &data.user_id)
         .await?
         .filter(|u| u.active && u.tenant_id == data.tenant_id);
+    if let Some(user) = &user {
+        super::observe::record_principal(&user.tenant_id, &format!("user:{}", user.id));
+    }
     Ok(user.map(|user| CurrentUser { session: data, user }))
 }
 

@@ -22,6 +22,7 @@ mod controls;
 mod expiry;
 mod idempotency;
 mod listing;
+mod observability;
 mod policy;
 mod proposals_create;
 mod read_cache;
