@@ -29,7 +29,9 @@ pub const GLOBEX_SOURCE: &str = "acct_fedcba9876543210";
 /// A payee that only tenant globex has.
 pub const GLOBEX_PAYEE: &str = "acct_globex000000001";
 
-/// Two tenants, so every test can check isolation.
+/// Two tenants, so every test can check isolation. Every user's password is
+/// [`PASSWORD`], given as its argon2id hash (computed once, default
+/// parameters) so that applying the fixture hashes nothing.
 pub const FIXTURE: &str = r#"
 [[tenant]]
 id = "acme"
@@ -43,34 +45,34 @@ name = "Globex"
 [[user]]
 tenant = "acme"
 username = "ana"
-password = "correct horse battery staple"
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
 roles = ["approver"]
 approval_limit_minor = { USD = 500_000 }
 
 [[user]]
 tenant = "acme"
 username = "ben"
-password = "correct horse battery staple"
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
 roles = ["approver"]
 approval_limit_minor = { USD = 50_000_000 }
 
 [[user]]
 tenant = "acme"
 username = "maya"
-password = "correct horse battery staple"
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
 roles = ["approver"]
 approval_limit_minor = { USD = 50_000_000 }
 
 [[user]]
 tenant = "acme"
 username = "vic"
-password = "correct horse battery staple"
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
 roles = ["viewer"]
 
 [[user]]
 tenant = "globex"
 username = "gus"
-password = "correct horse battery staple"
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
 roles = ["approver", "admin"]
 approval_limit_minor = { USD = 50_000_000 }
 
