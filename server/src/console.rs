@@ -11,7 +11,8 @@ use app::views::{
 };
 
 use crate::domain::{mask_account, CanonicalRequest, ProposalStatus};
-use crate::http::console::{QueueQuery, ADMIN_FLASH};
+use crate::http::console::ADMIN_FLASH;
+use crate::proposals::ListQuery;
 use crate::state::Shared;
 use crate::store::{
     self,
@@ -43,7 +44,7 @@ impl ConsoleService {
         order: Option<String>,
         cursor: Option<String>,
     ) -> Result<QueuePage, ConsoleError> {
-        let query = QueueQuery::parse(status.as_deref(), order.as_deref(), None, cursor.as_deref())
+        let query = ListQuery::parse(status.as_deref(), order.as_deref(), None, cursor.as_deref())
             .map_err(|_| ConsoleError::NotFound)?;
         let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
         let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;

@@ -17,6 +17,7 @@ pub mod console;
 pub mod demo;
 pub mod expiry;
 pub mod http;
+pub mod idempotency;
 pub mod intake;
 pub mod metrics;
 pub mod operations;

@@ -42,12 +42,18 @@ impl Histogram {
     }
 }
 
+/// One route template's counts: per (method, status), and latency per method.
+#[derive(Default)]
+struct RouteStats {
+    requests: Vec<(String, u16, u64)>,
+    latency: Vec<(String, Histogram)>,
+}
+
 #[derive(Default)]
 struct Registry {
-    /// (route, method, status) → count.
-    requests: BTreeMap<(String, String, u16), u64>,
-    /// (route, method) → latency.
-    latency: BTreeMap<(String, String), Histogram>,
+    /// Keyed by route template, so that a request allocates nothing once its
+    /// route has been seen (the hot path of a status poll).
+    routes: std::collections::HashMap<String, RouteStats>,
     /// (use case, outcome) → duration.
     use_cases: BTreeMap<(&'static str, &'static str), Histogram>,
 }
@@ -67,8 +73,23 @@ impl Metrics {
     /// status and how long it took.
     pub fn request(&self, route: &str, method: &str, status: u16, took: Duration) {
         let mut r = self.registry.lock().expect("metrics lock");
-        *r.requests.entry((route.to_owned(), method.to_owned(), status)).or_default() += 1;
-        r.latency.entry((route.to_owned(), method.to_owned())).or_default().observe(took.as_secs_f64());
+        let stats = match r.routes.get_mut(route) {
+            Some(stats) => stats,
+            None => r.routes.entry(route.to_owned()).or_default(),
+        };
+        match stats.requests.iter_mut().find(|(m, s, _)| m == method && *s == status) {
+            Some((_, _, n)) => *n += 1,
+            None => stats.requests.push((method.to_owned(), status, 1)),
+        }
+        let seconds = took.as_secs_f64();
+        match stats.latency.iter_mut().find(|(m, _)| m == method) {
+            Some((_, h)) => h.observe(seconds),
+            None => {
+                let mut h = Histogram::default();
+                h.observe(seconds);
+                stats.latency.push((method.to_owned(), h));
+            }
+        }
     }
 
     /// Runs a use case and records how long it took and whether it succeeded.
@@ -89,21 +110,27 @@ impl Metrics {
             "# HELP countersign_http_requests_total HTTP requests answered, by route template, method and status.\n",
         );
         out.push_str("# TYPE countersign_http_requests_total counter\n");
-        for ((route, method, status), n) in &r.requests {
-            let _ = writeln!(
-                out,
-                "countersign_http_requests_total{{route=\"{}\",method=\"{}\",status=\"{status}\"}} {n}",
-                escape(route),
-                escape(method)
-            );
+        let mut routes: Vec<(&String, &RouteStats)> = r.routes.iter().collect();
+        routes.sort_by(|a, b| a.0.cmp(b.0));
+        for (route, stats) in &routes {
+            for (method, status, n) in &stats.requests {
+                let _ = writeln!(
+                    out,
+                    "countersign_http_requests_total{{route=\"{}\",method=\"{}\",status=\"{status}\"}} {n}",
+                    escape(route),
+                    escape(method)
+                );
+            }
         }
         out.push_str(
             "# HELP countersign_http_request_duration_seconds Time to answer, by route template and method.\n",
         );
         out.push_str("# TYPE countersign_http_request_duration_seconds histogram\n");
-        for ((route, method), h) in &r.latency {
-            let labels = format!("route=\"{}\",method=\"{}\"", escape(route), escape(method));
-            h.render(&mut out, "countersign_http_request_duration_seconds", &labels);
+        for (route, stats) in &routes {
+            for (method, h) in &stats.latency {
+                let labels = format!("route=\"{}\",method=\"{}\"", escape(route), escape(method));
+                h.render(&mut out, "countersign_http_request_duration_seconds", &labels);
+            }
         }
         out.push_str("# HELP countersign_use_case_duration_seconds Duration of propose, decide, commit and reconcile, by outcome.\n");
         out.push_str("# TYPE countersign_use_case_duration_seconds histogram\n");

@@ -641,6 +641,108 @@ pub async fn cancel(
     for_agent(state, agent, id).await
 }
 
+/// A validated listing query, shared by the agent listing, the console
+/// queue endpoint and the queue page.
+pub struct ListQuery {
+    pub status: Option<ProposalStatus>,
+    pub oldest_first: bool,
+    pub limit: u32,
+    pub cursor: Option<String>,
+}
+
+/// Checks the paging part of a listing query: `limit` (1–100, `default`
+/// when absent) and `cursor` (an id from a previous page).
+fn paging(
+    limit: Option<u32>,
+    default: u32,
+    cursor: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) -> (u32, Option<String>) {
+    let limit = limit.unwrap_or(default);
+    if !(1..=100).contains(&limit) {
+        errors.push(FieldError::new("limit", "invalid_value", "must be between 1 and 100"));
+    }
+    let cursor = cursor.filter(|c| !c.is_empty());
+    if cursor.is_some_and(|c| !c.starts_with("prop_") || c.len() > 64) {
+        errors.push(FieldError::new("cursor", "invalid_value", "is not a cursor from a previous page"));
+    }
+    (limit, cursor.map(str::to_owned))
+}
+
+fn status_filter(status: &str, message: &'static str, errors: &mut Vec<FieldError>) -> Option<ProposalStatus> {
+    let parsed = ProposalStatus::parse(status);
+    if parsed.is_none() {
+        errors.push(FieldError::new("status", "invalid_value", message));
+    }
+    parsed
+}
+
+impl ListQuery {
+    /// The console queue: pending by default; `status=all` lists every status.
+    pub fn parse(
+        status: Option<&str>,
+        order: Option<&str>,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<Self, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let status = match status.unwrap_or("pending_approval") {
+            "all" => None,
+            s => status_filter(s, "is not a proposal status (or `all`)", &mut errors),
+        };
+        let oldest_first = match order.unwrap_or("newest") {
+            "newest" => false,
+            "oldest" => true,
+            _ => {
+                errors.push(FieldError::new("order", "invalid_value", "must be newest or oldest"));
+                false
+            }
+        };
+        let (limit, cursor) = paging(limit, 25, cursor, &mut errors);
+        if errors.is_empty() {
+            Ok(ListQuery { status, oldest_first, limit, cursor })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The agent listing: every status unless one is named, newest first.
+    pub fn for_agent(status: Option<&str>, limit: Option<u32>, cursor: Option<&str>) -> Result<Self, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let status = match status {
+            None | Some("") => None,
+            Some(s) => status_filter(s, "is not a proposal status", &mut errors),
+        };
+        let (limit, cursor) = paging(limit, 50, cursor, &mut errors);
+        if errors.is_empty() {
+            Ok(ListQuery { status, oldest_first: false, limit, cursor })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// One page of the tenant's proposals (only `agent`'s when given), and
+    /// the cursor of the next page when there is one.
+    pub async fn run(
+        &self,
+        state: &AppState,
+        tenant: &str,
+        agent: Option<&str>,
+    ) -> sqlx::Result<(Vec<ProposalRow>, Option<String>)> {
+        let listing = store::proposals::Listing {
+            tenant_id: tenant,
+            agent_id: agent,
+            status: self.status,
+            oldest_first: self.oldest_first,
+            limit: self.limit,
+            cursor: self.cursor.as_deref(),
+        };
+        let (rows, more) = store::proposals::list(&state.db.read, &listing).await?;
+        let next = if more { rows.last().map(|r| r.id.clone()) } else { None };
+        Ok((rows, next))
+    }
+}
+
 /// Moves pending proposals past their deadline to `expired`; returns how many.
 pub async fn expire_due(state: &AppState, now: DateTime<Utc>) -> sqlx::Result<usize> {
     use ProposalStatus::*;

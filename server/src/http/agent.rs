@@ -5,20 +5,20 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{Duration, Utc};
+use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::time::Duration as StdDuration;
 
-use super::console::QueueQuery;
 use super::error::ApiError;
 use super::extract::{AgentAuth, JsonBody, ReadOnlyAgentAuth};
 use crate::commit::CommitError;
-use crate::domain::{jcs, FieldError};
-use crate::proposals::{self, ActionError, AgentPrincipal, PolledView, ProposalView, ProposeError, Proposed};
+use crate::domain::FieldError;
+use crate::idempotency::{self, IdempotencyKey, KeyError, Keyed, Recorded, Unfinished};
+use crate::proposals::{
+    self, ActionError, AgentPrincipal, ListQuery, PolledView, ProposalView, ProposeError, Proposed,
+};
 use crate::state::Shared;
-use crate::store::{self, idempotency::Claim};
 
 /// The longest `?wait=` a status poll may hold.
 pub const MAX_WAIT_SECS: u64 = 60;
@@ -71,62 +71,40 @@ fn proposal_response(status: StatusCode, view: &ProposalView) -> Response {
     response
 }
 
-/// A valid `Idempotency-Key`: 1–255 printable ASCII characters.
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    let Some(raw) = headers.get("idempotency-key") else { return Ok(None) };
-    let key =
-        raw.to_str().ok().filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| (0x20..0x7f).contains(&b)));
-    match key {
-        Some(k) => Ok(Some(k.to_owned())),
-        None => Err(ApiError::Validation(vec![FieldError::new(
-            "Idempotency-Key",
-            "invalid_value",
-            "must be 1-255 printable ASCII characters",
-        )])),
-    }
-}
-
-/// `POST /api/v1/proposals`
+/// `POST /api/v1/proposals`; with an `Idempotency-Key`, through the
+/// protocol of `crate::idempotency`.
 pub async fn create(
     State(state): State<Shared>,
     AgentAuth(agent): AgentAuth,
     headers: HeaderMap,
     JsonBody { value }: JsonBody,
 ) -> Result<Response, ApiError> {
-    let Some(key) = idempotency_key(&headers)? else {
+    let Some(raw) = headers.get("idempotency-key") else {
         return propose_response(&state, &agent, &value).await.map(|(s, b)| json_response(s, b));
     };
-    // The fingerprint is the canonical form of the body: whitespace and member
-    // order do not make a "different request".
-    let canonical_body = jcs::to_vec(&value).unwrap_or_else(|_| value.to_string().into_bytes());
-    let fingerprint = hex::encode(Sha256::digest(&canonical_body));
-    let scope = store::idempotency::Scope { tenant_id: &agent.tenant_id, agent_id: &agent.agent_id, key: &key };
-    let retention = Duration::hours(state.settings.idempotency.retention_hours as i64);
-    match store::idempotency::claim(&state.db.write, &scope, &fingerprint, Utc::now(), retention).await? {
-        Claim::Replay { status, body } => {
-            let mut response = json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body);
+    let key = IdempotencyKey::parse(raw.as_bytes()).map_err(|e| ApiError::Validation(vec![e]))?;
+    let run = async {
+        match propose_response(&state, &agent, &value).await {
+            Ok((status, body)) => Ok(Recorded { status: status.as_u16(), body }),
+            // A policy decision is a result of execution: it is kept and replayed.
+            Err(e @ ApiError::PolicyDenied(_)) => {
+                Err(Unfinished::Keep(Recorded { status: e.status().as_u16(), body: e.body().to_string() }))
+            }
+            // Bad input never started executing; a server fault may be retried.
+            Err(e) => Err(Unfinished::Release(e)),
+        }
+    };
+    let answer = |r: Recorded| json_response(StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK), r.body);
+    match idempotency::once(&state, &agent, &key, &value, run).await {
+        Ok(Keyed::Ran(result)) => result.map(answer),
+        Ok(Keyed::Replayed(recorded)) => {
+            let mut response = answer(recorded);
             response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
             Ok(response)
         }
-        Claim::Mismatch => Err(ApiError::IdempotencyKeyReused),
-        Claim::InFlight => Err(ApiError::IdempotencyKeyInUse),
-        Claim::Fresh => match propose_response(&state, &agent, &value).await {
-            Ok((status, body)) => {
-                store::idempotency::complete(&state.db.write, &scope, status.as_u16(), &body).await?;
-                Ok(json_response(status, body))
-            }
-            // A policy decision is a result of execution: it is kept and replayed.
-            Err(e @ ApiError::PolicyDenied(_)) => {
-                let body = e.body().to_string();
-                store::idempotency::complete(&state.db.write, &scope, e.status().as_u16(), &body).await?;
-                Ok(json_response(e.status(), body))
-            }
-            // Bad input never started executing; a server fault may be retried.
-            Err(e) => {
-                store::idempotency::release(&state.db.write, &scope).await?;
-                Err(e)
-            }
-        },
+        Err(KeyError::Reused) => Err(ApiError::IdempotencyKeyReused),
+        Err(KeyError::InUse) => Err(ApiError::IdempotencyKeyInUse),
+        Err(KeyError::Store(e)) => Err(e.into()),
     }
 }
 
@@ -251,7 +229,7 @@ pub async fn list(
     params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Page<ProposalView>>, ApiError> {
     let Query(params) = params.map_err(query_error)?;
-    let query = QueueQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
+    let query = ListQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
         .map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &agent.tenant_id, Some(&agent.agent_id)).await?;
     let data = proposals::views(&state, rows).await?;
@@ -275,15 +253,26 @@ pub async fn commit(
     Path(id): Path<String>,
     JsonBody { value }: JsonBody,
 ) -> Result<Response, ApiError> {
-    let token = commit_token(&value)?;
-    let view = crate::commit::commit(&state, &agent, &id, token).await?;
+    let token = commit_token(value)?;
+    let view = crate::commit::commit(&state, &agent, &id, &token).await?;
     Ok(proposal_response(StatusCode::OK, &view))
 }
 
 /// The body of a commit: exactly `{"approval_token": "<string>"}`.
-fn commit_token(body: &Value) -> Result<&str, ApiError> {
-    super::console::only_fields(body, &["approval_token"])?;
-    super::console::field(body, "approval_token").filter(|t| !t.is_empty()).ok_or_else(|| {
-        ApiError::Validation(vec![FieldError::new("approval_token", "required", "is required, as a non-empty string")])
-    })
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommitBody {
+    approval_token: String,
+}
+
+fn commit_token(body: Value) -> Result<String, ApiError> {
+    let CommitBody { approval_token } = super::extract::typed(body)?;
+    if approval_token.is_empty() {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "approval_token",
+            "required",
+            "is required, as a non-empty string",
+        )]));
+    }
+    Ok(approval_token)
 }

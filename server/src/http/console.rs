@@ -14,16 +14,15 @@ use tower_sessions::Session;
 
 use super::agent::{query_error, Page};
 use super::error::ApiError;
-use super::extract::JsonBody;
+use super::extract::{typed, JsonBody};
 use super::session::{self, client_address, CurrentUser, SignInError};
 use crate::approvals::{self, DecideError, Verdict};
 use crate::domain::Role;
 use crate::domain::{FieldError, ProposalStatus};
 use crate::operations::{Resolution, ResolveError};
-use crate::proposals::{self, ProposalView};
+use crate::proposals::{self, ListQuery, ProposalView};
 use crate::registry_changes::{self, AgentForm, ChangeError, PayeeForm, Request, Submitted, UserForm};
 use crate::state::Shared;
-use crate::store;
 
 impl From<DecideError> for ApiError {
     fn from(e: DecideError) -> Self {
@@ -54,24 +53,43 @@ impl From<ResolveError> for ApiError {
     }
 }
 
-pub(super) fn field<'a>(value: &'a Value, name: &str) -> Option<&'a str> {
-    value.get(name).and_then(Value::as_str)
+/// `POST /api/v1/session`'s body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignInBody {
+    username: String,
+    password: String,
 }
 
-pub(super) fn only_fields(value: &Value, allowed: &[&str]) -> Result<(), ApiError> {
-    let Some(obj) = value.as_object() else {
-        return Err(ApiError::Validation(vec![FieldError::new("", "invalid_type", "the body must be a JSON object")]));
-    };
-    let unknown: Vec<FieldError> = obj
-        .keys()
-        .filter(|k| !allowed.contains(&k.as_str()))
-        .map(|k| FieldError::new(k, "unknown_field", "is not a field of this request"))
-        .collect();
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation(unknown))
-    }
+/// `POST /api/v1/proposals/{id}/approvals`'s body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionBody {
+    decision: DecisionWord,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum DecisionWord {
+    Approve,
+    Reject,
+}
+
+/// `POST /api/v1/operations/{id}/resolution`'s body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolutionBody {
+    outcome: OutcomeWord,
+    rail_reference: Option<String>,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum OutcomeWord {
+    Succeeded,
+    Failed,
 }
 
 #[derive(Serialize)]
@@ -90,15 +108,8 @@ pub async fn sign_in_json(
 ) -> Result<Response, ApiError> {
     let address = client_address(&state, &request);
     let JsonBody { value } = <JsonBody as axum::extract::FromRequest<Shared>>::from_request(request, &state).await?;
-    only_fields(&value, &["username", "password"])?;
-    let (Some(username), Some(password)) = (field(&value, "username"), field(&value, "password")) else {
-        let missing: Vec<FieldError> = ["username", "password"]
-            .into_iter()
-            .filter(|f| field(&value, f).is_none())
-            .map(|f| FieldError::new(f, "required", "is required (a string)"))
-            .collect();
-        return Err(ApiError::Validation(missing));
-    };
+    let SignInBody { username, password } = typed(value)?;
+    let (username, password) = (username.as_str(), password.as_str());
     match session::sign_in(&state, &session, username, password, &address).await {
         Ok(current) => {
             let viewer = current.viewer();
@@ -138,108 +149,6 @@ pub struct QueueParams {
     cursor: Option<String>,
 }
 
-/// A validated listing query, shared by the agent listing, the console
-/// queue endpoint and the queue page.
-pub struct QueueQuery {
-    pub status: Option<ProposalStatus>,
-    pub oldest_first: bool,
-    pub limit: u32,
-    pub cursor: Option<String>,
-}
-
-/// Checks the paging part of a listing query: `limit` (1–100, `default`
-/// when absent) and `cursor` (an id from a previous page).
-fn paging(
-    limit: Option<u32>,
-    default: u32,
-    cursor: Option<&str>,
-    errors: &mut Vec<FieldError>,
-) -> (u32, Option<String>) {
-    let limit = limit.unwrap_or(default);
-    if !(1..=100).contains(&limit) {
-        errors.push(FieldError::new("limit", "invalid_value", "must be between 1 and 100"));
-    }
-    let cursor = cursor.filter(|c| !c.is_empty());
-    if cursor.is_some_and(|c| !c.starts_with("prop_") || c.len() > 64) {
-        errors.push(FieldError::new("cursor", "invalid_value", "is not a cursor from a previous page"));
-    }
-    (limit, cursor.map(str::to_owned))
-}
-
-fn status_filter(status: &str, message: &'static str, errors: &mut Vec<FieldError>) -> Option<ProposalStatus> {
-    let parsed = ProposalStatus::parse(status);
-    if parsed.is_none() {
-        errors.push(FieldError::new("status", "invalid_value", message));
-    }
-    parsed
-}
-
-impl QueueQuery {
-    /// The console queue: pending by default; `status=all` lists every status.
-    pub fn parse(
-        status: Option<&str>,
-        order: Option<&str>,
-        limit: Option<u32>,
-        cursor: Option<&str>,
-    ) -> Result<Self, Vec<FieldError>> {
-        let mut errors = Vec::new();
-        let status = match status.unwrap_or("pending_approval") {
-            "all" => None,
-            s => status_filter(s, "is not a proposal status (or `all`)", &mut errors),
-        };
-        let oldest_first = match order.unwrap_or("newest") {
-            "newest" => false,
-            "oldest" => true,
-            _ => {
-                errors.push(FieldError::new("order", "invalid_value", "must be newest or oldest"));
-                false
-            }
-        };
-        let (limit, cursor) = paging(limit, 25, cursor, &mut errors);
-        if errors.is_empty() {
-            Ok(QueueQuery { status, oldest_first, limit, cursor })
-        } else {
-            Err(errors)
-        }
-    }
-
-    /// The agent listing: every status unless one is named, newest first.
-    pub fn for_agent(status: Option<&str>, limit: Option<u32>, cursor: Option<&str>) -> Result<Self, Vec<FieldError>> {
-        let mut errors = Vec::new();
-        let status = match status {
-            None | Some("") => None,
-            Some(s) => status_filter(s, "is not a proposal status", &mut errors),
-        };
-        let (limit, cursor) = paging(limit, 50, cursor, &mut errors);
-        if errors.is_empty() {
-            Ok(QueueQuery { status, oldest_first: false, limit, cursor })
-        } else {
-            Err(errors)
-        }
-    }
-
-    /// One page of the tenant's proposals (only `agent`'s when given), and
-    /// the cursor of the next page when there is one.
-    pub async fn run(
-        &self,
-        state: &Shared,
-        tenant: &str,
-        agent: Option<&str>,
-    ) -> sqlx::Result<(Vec<store::proposals::ProposalRow>, Option<String>)> {
-        let listing = store::proposals::Listing {
-            tenant_id: tenant,
-            agent_id: agent,
-            status: self.status,
-            oldest_first: self.oldest_first,
-            limit: self.limit,
-            cursor: self.cursor.as_deref(),
-        };
-        let (rows, more) = store::proposals::list(&state.db.read, &listing).await?;
-        let next = if more { rows.last().map(|r| r.id.clone()) } else { None };
-        Ok((rows, next))
-    }
-}
-
 /// `GET /api/v1/queue?status=&order=&limit=&cursor=` — the tenant's proposals.
 pub async fn queue(
     State(state): State<Shared>,
@@ -247,17 +156,16 @@ pub async fn queue(
     params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Page<ProposalView>>, ApiError> {
     let Query(p) = params.map_err(query_error)?;
-    let query = QueueQuery::parse(p.status.as_deref(), p.order.as_deref(), p.limit, p.cursor.as_deref())
+    let query = ListQuery::parse(p.status.as_deref(), p.order.as_deref(), p.limit, p.cursor.as_deref())
         .map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &user.user.tenant_id, None).await?;
     Ok(Json(Page { data: proposals::views(&state, rows).await?, next_cursor }))
 }
 
-fn verdict(decision: Option<&str>, reason: Option<&str>) -> Result<Verdict, ApiError> {
+fn verdict(decision: DecisionWord, reason: Option<String>) -> Verdict {
     match decision {
-        Some("approve") => Ok(Verdict::Approve),
-        Some("reject") => Ok(Verdict::Reject { reason: reason.unwrap_or_default().to_owned() }),
-        _ => Err(ApiError::Validation(vec![FieldError::new("decision", "invalid_value", "must be approve or reject")])),
+        DecisionWord::Approve => Verdict::Approve,
+        DecisionWord::Reject => Verdict::Reject { reason: reason.unwrap_or_default() },
     }
 }
 
@@ -268,25 +176,18 @@ pub async fn decide_json(
     Path(id): Path<String>,
     JsonBody { value }: JsonBody,
 ) -> Result<Json<ProposalView>, ApiError> {
-    only_fields(&value, &["decision", "reason"])?;
-    let verdict = verdict(field(&value, "decision"), field(&value, "reason"))?;
+    let DecisionBody { decision, reason } = typed(value)?;
+    let verdict = verdict(decision, reason);
     let view = approvals::decide(&state, &user.approver("api"), &id, verdict, Utc::now()).await?;
     Ok(Json(view))
 }
 
-fn resolution(
-    outcome: Option<&str>,
-    rail_reference: Option<&str>,
-    reason: Option<&str>,
-) -> Result<Resolution, ApiError> {
+fn resolution(outcome: OutcomeWord, rail_reference: Option<String>, reason: Option<String>) -> Resolution {
     match outcome {
-        Some("succeeded") => {
-            Ok(Resolution::Succeeded { rail_reference: rail_reference.unwrap_or_default().trim().to_owned() })
+        OutcomeWord::Succeeded => {
+            Resolution::Succeeded { rail_reference: rail_reference.unwrap_or_default().trim().to_owned() }
         }
-        Some("failed") => Ok(Resolution::Failed { reason: reason.unwrap_or_default().to_owned() }),
-        _ => {
-            Err(ApiError::Validation(vec![FieldError::new("outcome", "invalid_value", "must be succeeded or failed")]))
-        }
+        OutcomeWord::Failed => Resolution::Failed { reason: reason.unwrap_or_default() },
     }
 }
 
@@ -299,8 +200,8 @@ pub async fn resolve_json(
     Path(id): Path<String>,
     JsonBody { value }: JsonBody,
 ) -> Result<Json<ProposalView>, ApiError> {
-    only_fields(&value, &["outcome", "rail_reference", "reason"])?;
-    let resolution = resolution(field(&value, "outcome"), field(&value, "rail_reference"), field(&value, "reason"))?;
+    let ResolutionBody { outcome, rail_reference, reason } = typed(value)?;
+    let resolution = resolution(outcome, rail_reference, reason);
     let op = crate::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await?;
     let view = proposals::load_view(&state, &user.user.tenant_id, &op.proposal_id).await?.ok_or(ApiError::NotFound)?;
     Ok(Json(view))
@@ -349,9 +250,12 @@ pub async fn resolve_form(
     if form.confirm.as_deref() != Some("yes") {
         return again("confirm");
     }
-    let Ok(resolution) = resolution(Some(&form.outcome), form.rail_reference.as_deref(), form.reason.as_deref()) else {
-        return again("invalid");
+    let outcome = match form.outcome.as_str() {
+        "succeeded" => OutcomeWord::Succeeded,
+        "failed" => OutcomeWord::Failed,
+        _ => return again("invalid"),
     };
+    let resolution = resolution(outcome, form.rail_reference, form.reason);
     match crate::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await {
         Ok(op) => Redirect::to(&format!("/operations?result={}", op.status.as_str())).into_response(),
         Err(ResolveError::BadInput(field, _)) => again(field),
@@ -406,10 +310,12 @@ pub async fn decide_form(
 ) -> Response {
     let Some(user) = user else { return Redirect::to("/login").into_response() };
     let back = |key: &str, code: &str| Redirect::to(&format!("/proposals/{id}?{key}={code}")).into_response();
-    let verdict = match verdict(Some(&form.decision), form.reason.as_deref()) {
-        Ok(v) => v,
-        Err(_) => return back("error", "invalid"),
+    let decision = match form.decision.as_str() {
+        "approve" => DecisionWord::Approve,
+        "reject" => DecisionWord::Reject,
+        _ => return back("error", "invalid"),
     };
+    let verdict = verdict(decision, form.reason);
     let approving = verdict == Verdict::Approve;
     match approvals::decide(&state, &user.approver("console"), &id, verdict, Utc::now()).await {
         Ok(view) if approving && view.status == ProposalStatus::Approved => back("result", "approved"),

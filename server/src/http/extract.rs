@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 use super::error::ApiError;
+use crate::domain::FieldError;
 use crate::proposals::AgentPrincipal;
 use crate::state::Shared;
 use crate::store;
@@ -112,6 +113,27 @@ impl FromRequest<Shared> for JsonBody {
     }
 }
 
+/// A body already read strictly ([`JsonBody`]) as a typed request (a
+/// struct with `deny_unknown_fields`): a refusal names its field (422
+/// `validation_failed`), as the strict proposal parser does.
+pub fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        let quoted =
+            |prefix: &str| message.strip_prefix(prefix).and_then(|rest| rest.split('`').next()).map(str::to_owned);
+        let error = if let Some(name) = quoted("unknown field `") {
+            FieldError::new(&name, "unknown_field", "is not a field of this request")
+        } else if let Some(name) = quoted("missing field `") {
+            FieldError::new(&name, "required", "is required")
+        } else {
+            let field = if path == "." { String::new() } else { path };
+            FieldError::new(&field, "invalid_value", message)
+        };
+        ApiError::Validation(vec![error])
+    })
+}
+
 /// Parses JSON, refusing duplicate object member names.
 pub fn parse_strict(bytes: &[u8]) -> Result<Value, String> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -183,6 +205,26 @@ impl<'de> Visitor<'de> for StrictVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_bodies_name_the_field_they_refuse() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Body {
+            decision: String,
+            count: Option<u8>,
+        }
+        let field = |v: Value| match typed::<Body>(v) {
+            Err(ApiError::Validation(errors)) => (errors[0].field.clone(), errors[0].code),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(field(serde_json::json!({"decision": "a", "extra": 1})), ("extra".to_owned(), "unknown_field"));
+        assert_eq!(field(serde_json::json!({})), ("decision".to_owned(), "required"));
+        assert_eq!(field(serde_json::json!({"decision": 1})), ("decision".to_owned(), "invalid_value"));
+        assert_eq!(field(serde_json::json!({"decision": "a", "count": 300})), ("count".to_owned(), "invalid_value"));
+        assert!(typed::<Body>(serde_json::json!({"decision": "a"})).is_ok());
+    }
 
     #[test]
     fn strict_parsing() {

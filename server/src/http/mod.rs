@@ -13,9 +13,9 @@ pub mod session;
 pub mod session_store;
 pub mod slack;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderName, HeaderValue};
-use axum::middleware::{self, Next};
+use axum::extract::State;
+use axum::http::{header, HeaderValue};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -27,7 +27,7 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::state::Shared;
-use error::{ApiError, REQUEST_ID};
+use error::ApiError;
 
 /// The console's session cookie.
 pub const SESSION_COOKIE: &str = "countersign_session";
@@ -102,7 +102,7 @@ pub fn router(state: Shared) -> Router {
         .layer(csrf)
         .layer(session_layer);
 
-    Router::new()
+    let routes = Router::new()
         .nest("/api/v1", api)
         .route("/openapi.json", get(openapi_json))
         .route("/.well-known/jwks.json", get(jwks))
@@ -126,8 +126,9 @@ pub fn router(state: Shared) -> Router {
         .route("/metrics", get(metrics))
         .with_state(state.clone())
         .merge(console)
-        .route_layer(middleware::from_fn(observe::record_route))
-        .layer(middleware::from_fn(request_context))
+        .route_layer(observe::RecordRouteLayer);
+    security_headers(routes)
+        .layer(observe::ScopeRequestIdLayer)
         .layer(
             tower_http::trace::TraceLayer::new_for_http()
                 .make_span_with(observe::request_span)
@@ -138,7 +139,7 @@ pub fn router(state: Shared) -> Router {
         )
         .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
         .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(observe::RequestIds))
-        .layer(middleware::from_fn(observe::sanitize_request_id))
+        .layer(tower::util::MapRequestLayer::new(observe::sanitize_request_id))
 }
 
 /// `GET /metrics` — Prometheus text, for a scraper holding
@@ -192,33 +193,25 @@ async fn readyz(State(state): State<Shared>) -> Response {
     }
 }
 
-/// Makes the request's id (from the request-id layers, `observe`) known to
-/// error bodies, and sets the security headers on every response (`Cache-Control: no-store`
-/// unless the route set its own). Pages set their own
-/// Content-Security-Policy (with the hydration script's nonce); everything
-/// else gets one that allows nothing.
-async fn request_context(req: Request, next: Next) -> Response {
-    let id = observe::request_id_of(&req);
-    let mut response = REQUEST_ID.scope(id, next.run(req)).await;
-    let headers = response.headers_mut();
-    for (name, value) in
-        [("x-frame-options", "DENY"), ("referrer-policy", "no-referrer"), ("x-content-type-options", "nosniff")]
-    {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            headers.insert(HeaderName::from_static(name), v);
-        }
-    }
-    // Nothing we answer may be stored by a browser or a proxy (signed-in
-    // pages, console JSON, approval tokens in status polls) unless the
-    // route says otherwise (built assets, the JWKS).
-    if !headers.contains_key(header::CACHE_CONTROL) {
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
-    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
-        headers.insert(
+/// The security headers of every response, as plain tower-http layers
+/// (nothing boxed per request): no framing, no referrer, no sniffing;
+/// `Cache-Control: no-store` unless the route set its own (nothing we answer
+/// may be stored by a browser or a proxy: signed-in pages, console JSON,
+/// approval tokens in status polls; the built assets and the JWKS set
+/// theirs); a Content-Security-Policy that allows nothing unless the route
+/// set its own (pages set one with the hydration script's nonce).
+fn security_headers<S>(router: Router<S>) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    use tower_http::set_header::SetResponseHeaderLayer as Set;
+    router
+        .layer(Set::overriding(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
+        .layer(Set::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
+        .layer(Set::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(Set::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .layer(Set::if_not_present(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
-        );
-    }
-    response
+        ))
 }

@@ -2,7 +2,7 @@
 //!
 //! The layers, outermost first:
 //!
-//! 1. [`sanitize_request_id`]: an incoming `X-Request-Id` is kept only if it
+//! 1. [`sanitize_request_id`] (a request map): an incoming `X-Request-Id` is kept only if it
 //!    is 1–64 of `[A-Za-z0-9._-]` (a proxy's correlation id); anything else
 //!    is dropped, so no client text reaches the logs through it;
 //! 2. tower-http `SetRequestIdLayer`: a request without one gets `req_` and
@@ -12,7 +12,7 @@
 //!    and, filled in as they become known, `route`, `tenant`, `principal`,
 //!    `status`, `latency_ms`) and one `info` line when the answer is ready,
 //!    which also counts the request in [`crate::metrics`];
-//! 5. (per route) [`record_route`]: the matched route template goes into the
+//! 5. (per route) [`RecordRouteLayer`]: the matched route template goes into the
 //!    span and the response, for the line and the metrics.
 //!
 //! The credential extractors record `tenant` and `principal` (`agent:…`,
@@ -20,7 +20,6 @@
 
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, Response};
-use axum::middleware::Next;
 use rand::RngCore;
 use std::time::Duration;
 use tower_http::request_id::{MakeRequestId, RequestId};
@@ -45,17 +44,13 @@ fn acceptable_request_id(value: &HeaderValue) -> bool {
     (1..=64).contains(&bytes.len()) && bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(b))
 }
 
-/// Drops an incoming `X-Request-Id` that is not a plain token.
-pub async fn sanitize_request_id(mut req: Request, next: Next) -> axum::response::Response {
+/// Drops an incoming `X-Request-Id` that is not a plain token (a plain
+/// request mapping: no boxing, nothing held while the request runs).
+pub fn sanitize_request_id(mut req: Request) -> Request {
     if req.headers().get(REQUEST_ID_HEADER).is_some_and(|v| !acceptable_request_id(v)) {
         req.headers_mut().remove(REQUEST_ID_HEADER);
     }
-    next.run(req).await
-}
-
-/// The request id the layers gave this request.
-pub fn request_id_of(req: &Request) -> String {
-    req.extensions().get::<RequestId>().and_then(|id| id.header_value().to_str().ok()).unwrap_or_default().to_owned()
+    req
 }
 
 /// The span of one request; the fields left empty are recorded later.
@@ -73,22 +68,117 @@ pub fn request_span(req: &axum::http::Request<axum::body::Body>) -> Span {
     )
 }
 
-/// The matched route of a response (set by [`record_route`]).
+/// The matched route of a response (set by [`RecordRouteLayer`]).
 #[derive(Clone, Debug)]
 pub struct RouteOf {
-    pub route: String,
-    pub method: String,
+    pub route: MatchedPath,
+    pub method: axum::http::Method,
 }
 
-/// Per route: the route template into the span and the response.
-pub async fn record_route(req: Request, next: Next) -> axum::response::Response {
-    // A nested service (the built assets) has no matched path of its own.
-    let route = req.extensions().get::<MatchedPath>().map_or("/pkg/{file}", MatchedPath::as_str).to_owned();
-    let method = req.method().as_str().to_owned();
-    Span::current().record("route", route.as_str());
-    let mut response = next.run(req).await;
-    response.extensions_mut().insert(RouteOf { route, method });
-    response
+/// Per route: the route template into the span and the response. A plain
+/// tower layer (no boxing, nothing allocated: the matched path is shared):
+/// it runs on every request, and the status poll is the hot path.
+#[derive(Clone, Copy, Default)]
+pub struct RecordRouteLayer;
+
+impl<S> tower::Layer<S> for RecordRouteLayer {
+    type Service = RecordRoute<S>;
+
+    fn layer(&self, inner: S) -> RecordRoute<S> {
+        RecordRoute { inner }
+    }
+}
+
+#[derive(Clone)]
+pub struct RecordRoute<S> {
+    inner: S,
+}
+
+impl<S, B, R> tower::Service<axum::http::Request<B>> for RecordRoute<S>
+where
+    S: tower::Service<axum::http::Request<B>, Response = Response<R>>,
+{
+    type Response = Response<R>;
+    type Error = S::Error;
+    type Future = RecordRouteFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
+        let route = req.extensions().get::<MatchedPath>().cloned();
+        if let Some(route) = &route {
+            Span::current().record("route", route.as_str());
+        }
+        let method = req.method().clone();
+        RecordRouteFuture { inner: self.inner.call(req), route: route.map(|route| RouteOf { route, method }) }
+    }
+}
+
+pin_project_lite::pin_project! {
+    pub struct RecordRouteFuture<F> {
+        #[pin]
+        inner: F,
+        route: Option<RouteOf>,
+    }
+}
+
+impl<F, R, E> std::future::Future for RecordRouteFuture<F>
+where
+    F: std::future::Future<Output = Result<Response<R>, E>>,
+{
+    type Output = Result<Response<R>, E>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let this = self.project();
+        let mut response = std::task::ready!(this.inner.poll(cx))?;
+        if let Some(route) = this.route.take() {
+            response.extensions_mut().insert(route);
+        }
+        std::task::Poll::Ready(Ok(response))
+    }
+}
+
+/// Makes the request's id known to error bodies (`error::current_request_id`)
+/// for as long as the request runs: a task-local, set by a plain tower layer.
+#[derive(Clone, Copy, Default)]
+pub struct ScopeRequestIdLayer;
+
+impl<S> tower::Layer<S> for ScopeRequestIdLayer {
+    type Service = ScopeRequestId<S>;
+
+    fn layer(&self, inner: S) -> ScopeRequestId<S> {
+        ScopeRequestId { inner }
+    }
+}
+
+#[derive(Clone)]
+pub struct ScopeRequestId<S> {
+    inner: S,
+}
+
+impl<S, B> tower::Service<axum::http::Request<B>> for ScopeRequestId<S>
+where
+    S: tower::Service<axum::http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = tokio::task::futures::TaskLocalFuture<String, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
+        let id = req
+            .extensions()
+            .get::<RequestId>()
+            .and_then(|id| id.header_value().to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        super::error::REQUEST_ID.scope(id, self.inner.call(req))
+    }
 }
 
 /// When the answer is ready: the request's one log line, and its metrics.
@@ -97,6 +187,7 @@ pub fn on_response<B>(metrics: &crate::metrics::Metrics, response: &Response<B>,
     let latency_ms = latency.as_secs_f64() * 1000.0;
     span.record("status", status);
     span.record("latency_ms", latency_ms);
+    // The built assets are a nested service, with no matched path of their own.
     let (route, method) = match response.extensions().get::<RouteOf>() {
         Some(r) => (r.route.as_str(), r.method.as_str()),
         None => ("unmatched", "-"),
