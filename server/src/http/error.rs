@@ -9,12 +9,15 @@ use crate::domain::{FieldError, ProposalStatus};
 use crate::policy::Decision;
 
 tokio::task_local! {
-    /// The id of the request being served, for error bodies and logs.
-    pub static REQUEST_ID: String;
+    /// The id of the request being served, for error bodies and logs (the
+    /// header value itself: setting it per request allocates nothing).
+    pub static REQUEST_ID: Option<HeaderValue>;
 }
 
 pub fn current_request_id() -> String {
-    REQUEST_ID.try_with(Clone::clone).unwrap_or_default()
+    REQUEST_ID
+        .try_with(|id| id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned())
+        .unwrap_or_default()
 }
 
 #[derive(Debug, thiserror::Error)]

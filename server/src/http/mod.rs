@@ -126,16 +126,14 @@ pub fn router(state: Shared) -> Router {
         .route("/metrics", get(metrics))
         .with_state(state.clone())
         .merge(console)
-        .route_layer(observe::RecordRouteLayer);
+        .route_layer(observe::RecordRouteLayer::new(state.clone()));
     security_headers(routes)
         .layer(observe::ScopeRequestIdLayer)
         .layer(
             tower_http::trace::TraceLayer::new_for_http()
                 .make_span_with(observe::request_span)
                 .on_request(())
-                .on_response(move |response: &Response, latency, span: &tracing::Span| {
-                    observe::on_response(&state.metrics, response, latency, span)
-                }),
+                .on_response(observe::on_response),
         )
         .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
         .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(observe::RequestIds))

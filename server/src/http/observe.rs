@@ -10,10 +10,9 @@
 //! 3. tower-http `PropagateRequestIdLayer`: the id is echoed on the response;
 //! 4. tower-http `TraceLayer`: a span per request (`request_id`, `method`,
 //!    and, filled in as they become known, `route`, `tenant`, `principal`,
-//!    `status`, `latency_ms`) and one `info` line when the answer is ready,
-//!    which also counts the request in [`crate::metrics`];
+//!    `status`, `latency_ms`) and one `info` line when the answer is ready;
 //! 5. (per route) [`RecordRouteLayer`]: the matched route template goes into the
-//!    span and the response, for the line and the metrics.
+//!    span, and the request into [`crate::metrics`].
 //!
 //! The credential extractors record `tenant` and `principal` (`agent:…`,
 //! `user:…`) in the request's span ([`record_principal`]).
@@ -21,7 +20,7 @@
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, Response};
 use rand::RngCore;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tower_http::request_id::{MakeRequestId, RequestId};
 use tracing::Span;
 
@@ -68,30 +67,35 @@ pub fn request_span(req: &axum::http::Request<axum::body::Body>) -> Span {
     )
 }
 
-/// The matched route of a response (set by [`RecordRouteLayer`]).
-#[derive(Clone, Debug)]
-pub struct RouteOf {
-    pub route: MatchedPath,
-    pub method: axum::http::Method,
+/// Per route: the route template into the span, and the request into the
+/// metrics (route, method, status, time to the answer's head). A plain tower
+/// layer (no boxing, nothing allocated: the matched path is shared): it runs
+/// on every request, and the status poll is the hot path. Requests no route
+/// matched (unknown paths, the built assets' nested service) are logged but
+/// not counted.
+#[derive(Clone)]
+pub struct RecordRouteLayer {
+    state: crate::state::Shared,
 }
 
-/// Per route: the route template into the span and the response. A plain
-/// tower layer (no boxing, nothing allocated: the matched path is shared):
-/// it runs on every request, and the status poll is the hot path.
-#[derive(Clone, Copy, Default)]
-pub struct RecordRouteLayer;
+impl RecordRouteLayer {
+    pub fn new(state: crate::state::Shared) -> Self {
+        RecordRouteLayer { state }
+    }
+}
 
 impl<S> tower::Layer<S> for RecordRouteLayer {
     type Service = RecordRoute<S>;
 
     fn layer(&self, inner: S) -> RecordRoute<S> {
-        RecordRoute { inner }
+        RecordRoute { inner, state: self.state.clone() }
     }
 }
 
 #[derive(Clone)]
 pub struct RecordRoute<S> {
     inner: S,
+    state: crate::state::Shared,
 }
 
 impl<S, B, R> tower::Service<axum::http::Request<B>> for RecordRoute<S>
@@ -112,7 +116,10 @@ where
             Span::current().record("route", route.as_str());
         }
         let method = req.method().clone();
-        RecordRouteFuture { inner: self.inner.call(req), route: route.map(|route| RouteOf { route, method }) }
+        RecordRouteFuture {
+            inner: self.inner.call(req),
+            seen: route.map(|route| (route, method, self.state.clone(), Instant::now())),
+        }
     }
 }
 
@@ -120,7 +127,7 @@ pin_project_lite::pin_project! {
     pub struct RecordRouteFuture<F> {
         #[pin]
         inner: F,
-        route: Option<RouteOf>,
+        seen: Option<(MatchedPath, axum::http::Method, crate::state::Shared, Instant)>,
     }
 }
 
@@ -132,11 +139,11 @@ where
 
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
         let this = self.project();
-        let mut response = std::task::ready!(this.inner.poll(cx))?;
-        if let Some(route) = this.route.take() {
-            response.extensions_mut().insert(route);
+        let result = std::task::ready!(this.inner.poll(cx));
+        if let (Some((route, method, state, started)), Ok(response)) = (this.seen.take(), &result) {
+            state.metrics.request(route.as_str(), method.as_str(), response.status().as_u16(), started.elapsed());
         }
-        std::task::Poll::Ready(Ok(response))
+        std::task::Poll::Ready(result)
     }
 }
 
@@ -164,35 +171,24 @@ where
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = tokio::task::futures::TaskLocalFuture<String, S::Future>;
+    type Future = tokio::task::futures::TaskLocalFuture<Option<HeaderValue>, S::Future>;
 
     fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
-        let id = req
-            .extensions()
-            .get::<RequestId>()
-            .and_then(|id| id.header_value().to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+        let id = req.extensions().get::<RequestId>().map(|id| id.header_value().clone());
         super::error::REQUEST_ID.scope(id, self.inner.call(req))
     }
 }
 
-/// When the answer is ready: the request's one log line, and its metrics.
-pub fn on_response<B>(metrics: &crate::metrics::Metrics, response: &Response<B>, latency: Duration, span: &Span) {
+/// When the answer is ready: the request's one log line.
+pub fn on_response<B>(response: &Response<B>, latency: Duration, span: &Span) {
     let status = response.status().as_u16();
     let latency_ms = latency.as_secs_f64() * 1000.0;
     span.record("status", status);
     span.record("latency_ms", latency_ms);
-    // The built assets are a nested service, with no matched path of their own.
-    let (route, method) = match response.extensions().get::<RouteOf>() {
-        Some(r) => (r.route.as_str(), r.method.as_str()),
-        None => ("unmatched", "-"),
-    };
-    metrics.request(route, method, status, latency);
     tracing::info!(parent: span, status, latency_ms, "answered");
 }
 
