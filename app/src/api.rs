@@ -63,11 +63,12 @@ pub async fn load_resolution(id: String) -> Result<ResolvePage, ServerFnError> {
     port.0.resolution(&viewer, id).await.map_err(failure)
 }
 
-/// Long-poll: returns at the next change to any proposal (or after 25 s), so
-/// the queue refreshes itself without a reload.
+/// Long-poll: returns once more than `seen` changes have been published (at
+/// once if that happened already, or after 25 s) with the count then, so the
+/// queue refreshes itself without a reload and misses no change made while
+/// no poll was waiting.
 #[server(input = GetUrl, prefix = "/console", endpoint = "changes")]
-pub async fn wait_for_change() -> Result<(), ServerFnError> {
+pub async fn wait_for_change(seen: u64) -> Result<u64, ServerFnError> {
     let (port, _viewer) = context()?;
-    port.0.wait_for_change(25).await;
-    Ok(())
+    Ok(port.0.wait_for_change(25, seen).await)
 }

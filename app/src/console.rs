@@ -28,8 +28,9 @@ mod ssr {
         fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage>;
         /// An operation needing review and the rail's records for it (admins).
         fn resolution<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ResolvePage>;
-        /// Resolves at the next change to any proposal, or after `max_secs`.
-        fn wait_for_change(&self, max_secs: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+        /// Resolves when more than `seen` changes have been published (at once
+        /// if that happened already), or after `max_secs`; with the count then.
+        fn wait_for_change(&self, max_secs: u64, seen: u64) -> Pin<Box<dyn Future<Output = u64> + Send + '_>>;
     }
 
     /// The port as stored in context.

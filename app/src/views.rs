@@ -40,6 +40,9 @@ pub struct QueueItem {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueuePage {
+    /// How many changes had been published when this page was read: the
+    /// live update waits for more than this.
+    pub change_seq: u64,
     pub items: Vec<QueueItem>,
     pub status: String,
     pub order: String,

@@ -46,6 +46,9 @@ struct Inner {
     by_proposal: Mutex<HashMap<String, Weak<Notify>>>,
     /// Wakes whoever watches every proposal of every tenant (the queue page).
     any: Notify,
+    /// How many changes were published: a watcher that knows the count it
+    /// last saw misses none (the queue page's long-poll).
+    published: AtomicU64,
     /// Status-poll views by proposal id, as sent.
     views: ReadCache<Arc<PolledView>>,
     /// Active agents by the SHA-256 of their key (read-only endpoints only).
@@ -61,6 +64,7 @@ impl Default for Changes {
             inner: Arc::new(Inner {
                 by_proposal: Mutex::default(),
                 any: Notify::new(),
+                published: AtomicU64::new(0),
                 views: ReadCache::new(VIEW_CAPACITY),
                 agents: ReadCache::new(AGENT_CAPACITY),
                 followed_at_ms: AtomicU64::new(0),
@@ -102,12 +106,28 @@ impl Changes {
         if let Some(n) = waiter {
             n.notify_waiters();
         }
+        self.inner.published.fetch_add(1, Ordering::AcqRel);
         self.inner.any.notify_waiters();
     }
 
-    /// Waits for the next change to any proposal.
-    pub async fn any(&self) {
-        self.inner.any.notified().await
+    /// How many changes have been published so far.
+    pub fn published(&self) -> u64 {
+        self.inner.published.load(Ordering::Acquire)
+    }
+
+    /// Waits until more than `seen` changes have been published (at once if
+    /// that happened already); returns the count then.
+    pub async fn any_since(&self, seen: u64) -> u64 {
+        loop {
+            let notified = self.inner.any.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let now = self.published();
+            if now > seen {
+                return now;
+            }
+            notified.await;
+        }
     }
 
     /// The read caches, or `None` while the follower is not keeping up (not
@@ -216,6 +236,23 @@ async fn follow_once(state: &Shared, seen: &mut Option<i64>) -> sqlx::Result<()>
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_watcher_that_knows_what_it_saw_misses_no_change() {
+        let changes = Changes::default();
+        let seen = changes.published();
+        changes.publish("prop_1");
+        // The change came before the watcher started waiting: still seen.
+        let now = tokio::time::timeout(std::time::Duration::from_secs(1), changes.any_since(seen)).await.unwrap();
+        assert_eq!(now, seen + 1);
+        let waiting = tokio::spawn({
+            let changes = changes.clone();
+            async move { changes.any_since(now).await }
+        });
+        tokio::task::yield_now().await;
+        changes.publish("prop_2");
+        assert_eq!(waiting.await.unwrap(), now + 1);
+    }
 
     #[tokio::test]
     async fn publish_wakes_subscribers_of_that_proposal_only() {

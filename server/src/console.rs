@@ -44,6 +44,8 @@ impl ConsoleService {
         order: Option<String>,
         cursor: Option<String>,
     ) -> Result<QueuePage, ConsoleError> {
+        // Read before the rows: a change made after this is waited for.
+        let change_seq = self.state.changes.published();
         let query = ListQuery::parse(status.as_deref(), order.as_deref(), None, cursor.as_deref())
             .map_err(|_| ConsoleError::NotFound)?;
         let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
@@ -67,6 +69,7 @@ impl ConsoleService {
             })
             .collect::<Result<Vec<_>, ConsoleError>>()?;
         Ok(QueuePage {
+            change_seq,
             items,
             status: query.status.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "all".into()),
             order: if query.oldest_first { "oldest".into() } else { "newest".into() },
@@ -394,9 +397,12 @@ impl ConsolePort for ConsoleService {
         Box::pin(self.resolution_page(viewer, id))
     }
 
-    fn wait_for_change(&self, max_secs: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    fn wait_for_change(&self, max_secs: u64, seen: u64) -> Pin<Box<dyn Future<Output = u64> + Send + '_>> {
         Box::pin(async move {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(max_secs), self.state.changes.any()).await;
+            let wait = self.state.changes.any_since(seen);
+            tokio::time::timeout(std::time::Duration::from_secs(max_secs), wait)
+                .await
+                .unwrap_or_else(|_| self.state.changes.published())
         })
     }
 }

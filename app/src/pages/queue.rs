@@ -19,11 +19,15 @@ pub fn QueuePage() -> impl IntoView {
     // In the browser: long-poll for changes and refetch; no reload needed.
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
+        // Start from what the page shows, so a change made between rendering
+        // and the first wait is not missed.
+        let mut seen = data.get_untracked().and_then(|r| r.ok()).map_or(0, |p| p.change_seq);
         leptos::task::spawn_local(async move {
-            while crate::api::wait_for_change().await.is_ok() {
-                if tick.try_update(|t| *t += 1).is_none() {
+            while let Ok(now) = crate::api::wait_for_change(seen).await {
+                if now != seen && tick.try_update(|t| *t += 1).is_none() {
                     break;
                 }
+                seen = now;
             }
         });
     });

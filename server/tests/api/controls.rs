@@ -96,8 +96,11 @@ async fn commit_checks_again_that_the_reversed_transfer_is_the_agents_own() {
 async fn a_request_in_flight_at_sign_out_cannot_bring_the_session_back() {
     let server = Arc::new(TestServer::start().await);
     let ana = Console::sign_in(&server, "ana").await;
-    // The console's live-update long-poll, in flight with the session.
-    let poll = tokio::spawn(send(ana.bare(Method::GET, "/console/changes")));
+    // The console's live-update long-poll, in flight with the session: it
+    // waits for more changes than the queue page has seen.
+    let queue = send(ana.bare(Method::GET, "/console/queue")).await;
+    let seen = queue.body["change_seq"].as_u64().unwrap_or_else(|| panic!("change_seq: {}", queue.text));
+    let poll = tokio::spawn(send(ana.bare(Method::GET, &format!("/console/changes?seen={seen}"))));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(ana.sign_out().await.status, 204);
     // A change ends the long-poll, after the sign-out.
