@@ -92,34 +92,41 @@ account_type!(
 macro_rules! plain_id {
     ($(#[$doc:meta])* $name:ident, $check:expr, $rule:literal) => {
         $(#[$doc])*
-        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize)]
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, serde::Serialize)]
         #[serde(transparent)]
         pub struct $name(String);
 
         impl $name {
-            pub fn parse(s: &str) -> Result<Self, FieldRule> {
+            pub fn parse(s: &str) -> Result<Self, $crate::fields::FieldRule> {
                 let check: fn(&str) -> bool = $check;
-                if check(s) { Ok($name(s.to_owned())) } else { Err(FieldRule($rule)) }
+                if check(s) { Ok($name(s.to_owned())) } else { Err($crate::fields::FieldRule($rule)) }
             }
             pub fn as_str(&self) -> &str {
                 &self.0
             }
+            pub fn into_string(self) -> String {
+                self.0
+            }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(&self.0)
             }
         }
 
-        impl<'de> Deserialize<'de> for $name {
+        impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
+                let s = <String as serde::Deserialize>::deserialize(d)?;
                 $name::parse(&s).map_err(serde::de::Error::custom)
             }
         }
     };
 }
+/// A text value type: `parse` (the only way in), `as_str`, `into_string`,
+/// `Display`, and serde both ways (deserializing parses). Shared by the
+/// registry's values (`crate::registry`).
+pub(crate) use plain_id;
 
 plain_id!(
     /// The agent run a proposal belongs to: 1–128 of `[A-Za-z0-9_.:-]`.

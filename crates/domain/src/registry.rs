@@ -3,54 +3,12 @@
 //! only holds a valid value; provisioning, the console's admin forms and
 //! the agent credential check parse into them once, at the edge.
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
 
-use crate::fields::{is_unsafe_in_text, FieldRule};
+use crate::fields::{is_unsafe_in_text, plain_id, FieldRule};
 
-macro_rules! text_value {
-    ($(#[$doc:meta])* $name:ident, $check:expr, $rule:literal) => {
-        $(#[$doc])*
-        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize)]
-        #[serde(transparent)]
-        pub struct $name(String);
-
-        impl $name {
-            pub fn parse(s: &str) -> Result<Self, FieldRule> {
-                let check: fn(&str) -> bool = $check;
-                if check(s) {
-                    Ok($name(s.to_owned()))
-                } else {
-                    Err(FieldRule($rule))
-                }
-            }
-
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-
-            pub fn into_string(self) -> String {
-                self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                $name::parse(&s).map_err(serde::de::Error::custom)
-            }
-        }
-    };
-}
-
-text_value!(
+plain_id!(
     /// A tenant or agent id: `^[a-z0-9][a-z0-9_-]{0,63}$`.
     RegistryId,
     |s| {
@@ -62,7 +20,7 @@ text_value!(
     "must match ^[a-z0-9][a-z0-9_-]{0,63}$"
 );
 
-text_value!(
+plain_id!(
     /// What a person signs in with: `^[A-Za-z0-9_.-]{1,64}$` (global: one
     /// username names one user of one tenant).
     Username,
@@ -70,7 +28,7 @@ text_value!(
     "must match ^[A-Za-z0-9_.-]{1,64}$"
 );
 
-text_value!(
+plain_id!(
     /// A name shown to reviewers (a tenant's name, a payee's legal name):
     /// 1–200 characters, not blank, no control or bidirectional formatting
     /// characters (they can make a name read differently from what it is).
@@ -79,14 +37,14 @@ text_value!(
     "must be 1-200 characters, not blank, without control or bidirectional formatting characters"
 );
 
-text_value!(
+plain_id!(
     /// A Slack-style user id: 1–64 ASCII letters and digits (`U0ANA`).
     SlackUserId,
     |s| (1..=64).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric()),
     "must be 1-64 ASCII letters and digits"
 );
 
-text_value!(
+plain_id!(
     /// The SHA-256 of an agent key as 64 lowercase hex digits: the only form
     /// in which keys are stored.
     KeySha256,
