@@ -1,5 +1,5 @@
 //! The processes under test: `countersign serve`, `countersign rail-sim` and
-//! `countersign bench-baseline`, each in its own process with its own files
+//! `countersign-bench baseline`, each in its own process with its own files
 //! under the work directory, plus the registry they are provisioned with.
 
 use anyhow::{bail, Context};
@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::client::addr_of;
@@ -118,23 +117,11 @@ pub struct Proc {
 impl Proc {
     /// Starts `cmd` and waits (at most 60 s) for the stdout line starting
     /// with `prefix`, followed by the URL it listens on.
-    async fn spawn(mut cmd: Command, prefix: &str) -> anyhow::Result<Proc> {
-        cmd.stdout(Stdio::piped()).kill_on_drop(true);
-        let mut child = cmd.spawn().context("starting a child process")?;
+    async fn spawn(cmd: Command, prefix: &str) -> anyhow::Result<Proc> {
+        let (child, url) = countersign_testkit::spawn_listening(cmd, prefix, Duration::from_secs(60))
+            .await
+            .context("starting a child process")?;
         let pid = child.id().context("child pid")?;
-        let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
-        let url = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await? {
-                if let Some(url) = line.strip_prefix(prefix) {
-                    return Ok(url.trim().to_owned());
-                }
-            }
-            bail!("the process exited before listening (see its log)")
-        })
-        .await
-        .context("the process did not listen within 60 s")??;
-        // Keep draining stdout so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let addr = addr_of(&url)?;
         Ok(Proc { child, pid, url, addr })
     }

@@ -1,6 +1,6 @@
 //! Benchmark 1: status-poll throughput. `GET /api/v1/proposals/{id}` with
 //! the agent's key against the real server, and the same requests against
-//! `countersign bench-baseline` (a minimal axum handler returning a small
+//! `countersign-bench baseline` (a minimal axum handler returning a small
 //! JSON document), same client, connections and duration.
 
 use std::sync::Arc;
@@ -26,7 +26,7 @@ pub async fn run(env: &Env, load: &LoadArgs) -> anyhow::Result<Vec<Figure>> {
     let paths = Arc::new(paths);
     let auth: Arc<str> = format!("Bearer {AGENT_KEY}").into();
     let baseline = env.baseline().await?;
-    println!("  baseline: countersign bench-baseline (pid {}) on {}", baseline.pid, baseline.url);
+    println!("  baseline: countersign-bench baseline (pid {}) on {}", baseline.pid, baseline.url);
     println!(
         "  server:   countersign serve (pid {}) on {}, polling {PROPOSALS} pending proposals",
         server.pid, server.url

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tempfile::TempDir;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_countersign");
@@ -255,33 +254,19 @@ impl TestServer {
     }
 
     async fn spawn_inner(dir: TempDir, config: PathBuf, env: &[(&str, &str)], stderr: Stdio) -> TestServer {
-        let mut child = Command::new(BIN)
-            .arg("--config")
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--config")
             .arg(&config)
             .arg("--data-dir")
             .arg(dir.path().join("data"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("COUNTERSIGN_LOG", "warn")
             .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn countersign serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let base = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.expect("read stdout") {
-                if let Some(url) = line.strip_prefix("countersign listening on ") {
-                    return url.trim().to_owned();
-                }
-            }
-            panic!("server exited before listening");
-        })
-        .await
-        .expect("server listens within 30 s");
-        // Keep draining stdout so the server never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .stderr(stderr);
+        let (child, base) =
+            countersign_testkit::spawn_listening(cmd, "countersign listening on ", Duration::from_secs(30))
+                .await
+                .expect("server listens within 30 s");
         TestServer {
             base,
             config,

@@ -4,10 +4,8 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use std::process::Stdio;
 use std::time::Duration;
 use tempfile::TempDir;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::helpers::*;
@@ -23,26 +21,13 @@ pub struct RailSim {
 impl RailSim {
     pub async fn start() -> RailSim {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut child = Command::new(BIN)
-            .args(["rail-sim", "--listen", "127.0.0.1:0", "--db"])
+        let mut cmd = Command::new(BIN);
+        cmd.args(["rail-sim", "--listen", "127.0.0.1:0", "--db"])
             .arg(dir.path().join("rail.db"))
-            .env("COUNTERSIGN_LOG", "warn")
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn rail-sim");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let url = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.expect("read stdout") {
-                if let Some(url) = line.strip_prefix("rail-sim listening on ") {
-                    return url.trim().to_owned();
-                }
-            }
-            panic!("rail-sim exited before listening");
-        })
-        .await
-        .expect("rail-sim listens within 30 s");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .env("COUNTERSIGN_LOG", "warn");
+        let (child, url) = countersign_testkit::spawn_listening(cmd, "rail-sim listening on ", Duration::from_secs(30))
+            .await
+            .expect("rail-sim listens within 30 s");
         RailSim { url, dir, http: reqwest::Client::new(), child }
     }
 
