@@ -565,6 +565,7 @@ pub async fn load_viewer(
     next: axum::middleware::Next,
 ) -> Response {
     if let Ok(Some(user)) = session::current_user(&state, &session).await {
+        user.record_in(req.extensions());
         req.extensions_mut().insert(user.viewer());
         req.extensions_mut().insert(user);
     }

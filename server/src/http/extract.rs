@@ -28,7 +28,7 @@ impl FromRequestParts<Shared> for AgentAuth {
         let agent =
             store::directory::agent_by_key_hash(&state.db.read, &digest).await?.ok_or(ApiError::Unauthenticated)?;
         let agent = AgentPrincipal::from(agent);
-        super::observe::record_principal(&agent.tenant_id, &agent.actor());
+        super::observe::record_principal(&parts.extensions, &agent.tenant_id, &agent.actor());
         Ok(AgentAuth(agent))
     }
 }
@@ -82,7 +82,7 @@ impl FromRequestParts<Shared> for ReadOnlyAgentAuth {
             agent.map(AgentPrincipal::from).ok_or(ApiError::Unauthenticated)
         };
         let agent = crate::cache::read_through(caches.as_ref().map(|c| c.agents), &digest, load).await?;
-        super::observe::record_principal(&agent.tenant_id, &agent.actor());
+        super::observe::record_principal(&parts.extensions, &agent.tenant_id, &agent.actor());
         Ok(ReadOnlyAgentAuth(agent, KeyDigest(digest)))
     }
 }

@@ -177,8 +177,12 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut req: axum::http::Request<B>) -> Self::Future {
         let id = req.extensions().get::<RequestId>().map(|id| id.header_value().clone());
+        // The trace layer entered the request's span around this call: keep
+        // a handle, so that whoever authenticates the request can name the
+        // principal in it even from inside another span (the session layer's).
+        req.extensions_mut().insert(RequestSpan(Span::current()));
         super::error::REQUEST_ID.scope(id, self.inner.call(req))
     }
 }
@@ -192,10 +196,14 @@ pub fn on_response<B>(response: &Response<B>, latency: Duration, span: &Span) {
     tracing::info!(parent: span, status, latency_ms, "answered");
 }
 
+/// The span of the request being served (set by [`ScopeRequestIdLayer`]).
+#[derive(Clone)]
+pub struct RequestSpan(pub Span);
+
 /// Names who made this request in its span: the tenant and `agent:…` or
 /// `user:…` (never a key, a token or an account).
-pub fn record_principal(tenant: &str, principal: &str) {
-    let span = Span::current();
+pub fn record_principal(extensions: &axum::http::Extensions, tenant: &str, principal: &str) {
+    let span = extensions.get::<RequestSpan>().map_or_else(Span::current, |s| s.0.clone());
     span.record("tenant", tenant);
     span.record("principal", principal);
 }

@@ -61,6 +61,11 @@ impl CurrentUser {
         }
     }
 
+    /// Names this user in the request's log line.
+    pub fn record_in(&self, extensions: &axum::http::Extensions) {
+        super::observe::record_principal(extensions, &self.user.tenant_id, &self.actor());
+    }
+
     pub fn admin(&self) -> crate::registry_changes::Admin {
         crate::registry_changes::Admin {
             user_id: self.user.id.clone(),
@@ -96,9 +101,6 @@ pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<
     let user = store::directory::user_by_id(&mut conn, &data.user_id)
         .await?
         .filter(|u| u.active && u.tenant_id == data.tenant_id);
-    if let Some(user) = &user {
-        super::observe::record_principal(&user.tenant_id, &format!("user:{}", user.id));
-    }
     Ok(user.map(|user| CurrentUser { session: data, user }))
 }
 
@@ -107,7 +109,9 @@ impl FromRequestParts<Shared> for CurrentUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, Self::Rejection> {
         let session = Session::from_request_parts(parts, state).await.map_err(|_| ApiError::Unauthenticated)?;
-        current_user(state, &session).await?.ok_or(ApiError::Unauthenticated)
+        let user = current_user(state, &session).await?.ok_or(ApiError::Unauthenticated)?;
+        user.record_in(&parts.extensions);
+        Ok(user)
     }
 }
 
@@ -119,7 +123,11 @@ impl axum::extract::OptionalFromRequestParts<Shared> for CurrentUser {
             return Ok(Some(user.clone()));
         }
         let session = Session::from_request_parts(parts, state).await.map_err(|_| ApiError::Unauthenticated)?;
-        current_user(state, &session).await
+        let user = current_user(state, &session).await?;
+        if let Some(user) = &user {
+            user.record_in(&parts.extensions);
+        }
+        Ok(user)
     }
 }
 

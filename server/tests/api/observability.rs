@@ -43,6 +43,27 @@ async fn every_request_is_one_structured_line_naming_its_route_and_principal() {
     let text = std::fs::read_to_string(&log_path).unwrap();
     assert_eq!(text.matches(&format!("\"request_id\":\"{request_id}\"")).count(), 1, "exactly one line: {text}");
     assert!(!text.contains(ACME_BOT_KEY), "the key is never logged");
+
+    // A console request names its user, through the session layer's own span.
+    let ana = crate::console_client::Console::sign_in(&server, "ana").await;
+    let queue = ana.queue("").await;
+    let queue_id = queue.header("x-request-id").unwrap().to_owned();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let line = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["fields"]["message"] == "answered" && l["span"]["request_id"] == queue_id.as_str());
+        if let Some(line) = found {
+            break line;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no line for {queue_id}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(line["span"]["route"], "/api/v1/queue", "{line}");
+    assert_eq!(line["span"]["tenant"], "acme", "{line}");
+    assert_eq!(line["span"]["principal"], format!("user:{}", ana.user_id()), "{line}");
 }
 
 #[tokio::test]
