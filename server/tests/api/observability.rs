@@ -5,6 +5,23 @@ use serde_json::Value;
 
 use crate::helpers::*;
 
+/// The JSON log line that answered `request_id` (waits up to 10 s for it).
+async fn answered_line(log_path: &std::path::Path, request_id: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(log_path).unwrap();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["fields"]["message"] == "answered" && l["span"]["request_id"] == request_id);
+        if let Some(line) = found {
+            return line;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no line for {request_id} in:\n{text}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 const METRICS: &str = "[metrics]\nbearer_token = \"scrape-me-0123456789\"\n";
 
 #[tokio::test]
@@ -20,19 +37,7 @@ async fn every_request_is_one_structured_line_naming_its_route_and_principal() {
     let request_id = poll.header("x-request-id").expect("X-Request-Id").to_owned();
     assert!(request_id.starts_with("req_") && request_id.len() == 28, "{request_id}");
 
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    let line = loop {
-        let text = std::fs::read_to_string(&log_path).unwrap();
-        let found = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|l| l["fields"]["message"] == "answered" && l["span"]["request_id"] == request_id.as_str());
-        if let Some(line) = found {
-            break line;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no line for {request_id} in:\n{text}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let line = answered_line(&log_path, &request_id).await;
     let span = &line["span"];
     assert_eq!(span["route"], "/api/v1/proposals/{id}", "{line}");
     assert_eq!(span["method"], "GET");
@@ -48,19 +53,7 @@ async fn every_request_is_one_structured_line_naming_its_route_and_principal() {
     let ana = crate::console_client::Console::sign_in(&server, "ana").await;
     let queue = ana.queue("").await;
     let queue_id = queue.header("x-request-id").unwrap().to_owned();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    let line = loop {
-        let text = std::fs::read_to_string(&log_path).unwrap();
-        let found = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|l| l["fields"]["message"] == "answered" && l["span"]["request_id"] == queue_id.as_str());
-        if let Some(line) = found {
-            break line;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no line for {queue_id}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let line = answered_line(&log_path, &queue_id).await;
     assert_eq!(line["span"]["route"], "/api/v1/queue", "{line}");
     assert_eq!(line["span"]["tenant"], "acme", "{line}");
     assert_eq!(line["span"]["principal"], format!("user:{}", ana.user_id()), "{line}");
