@@ -111,12 +111,20 @@ impl PasswordGate {
         &self,
         work: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
     ) -> Result<T, Busy> {
+        // A place in the queue, given back however this ends: also when the
+        // caller stops waiting (a client that hung up drops this future).
+        struct Place<'a>(&'a AtomicUsize);
+        impl Drop for Place<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let place = Place(&self.waiting);
         if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.max_waiting {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
             return Err(Busy);
         }
         let permit = self.permits.acquire().await;
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        drop(place);
         let _permit = permit.map_err(|_| Busy)?;
         let mut buffer = self.buffers.lock().expect("buffer pool").pop().unwrap_or_default();
         let (buffer, result) = tokio::task::spawn_blocking(move || {
@@ -237,6 +245,15 @@ mod tests {
         assert!(results.contains(&Err(Busy)), "a queue longer than 2 is refused");
         assert!(results.iter().filter(|r| r.is_ok()).count() >= 2);
         assert_eq!(gate.buffers.lock().unwrap().len(), 1, "one permit, one buffer, reused");
+        // A caller that stops waiting gives its place back.
+        let gate = PasswordGate::new(1, 1);
+        let mut held = Box::pin(gate.verify("no".into(), Some(phc.clone())));
+        let mut queued = Box::pin(gate.verify("no".into(), Some(phc.clone())));
+        let _ = futures::poll!(held.as_mut());
+        assert!(futures::poll!(queued.as_mut()).is_pending(), "queued behind the first");
+        drop(queued);
+        assert_eq!(gate.waiting.load(Ordering::Acquire), 0, "the abandoned place was given back");
+        assert_eq!(held.await, Ok(false));
         let kept = gate.keep_or_hash("pw".into(), Some(phc.clone())).await.unwrap();
         assert_eq!(kept, phc);
         assert_ne!(gate.keep_or_hash("other".into(), Some(phc.clone())).await.unwrap(), phc);
