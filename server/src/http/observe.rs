@@ -115,7 +115,7 @@ where
         if let Some(route) = &route {
             Span::current().record("route", route.as_str());
         }
-        let method = req.method().clone();
+        let method = method_label(req.method());
         RecordRouteFuture {
             inner: self.inner.call(req),
             seen: route.map(|route| (route, method, self.state.clone(), Instant::now())),
@@ -127,7 +127,7 @@ pin_project_lite::pin_project! {
     pub struct RecordRouteFuture<F> {
         #[pin]
         inner: F,
-        seen: Option<(MatchedPath, axum::http::Method, crate::state::Shared, Instant)>,
+        seen: Option<(MatchedPath, &'static str, crate::state::Shared, Instant)>,
     }
 }
 
@@ -141,9 +141,25 @@ where
         let this = self.project();
         let result = std::task::ready!(this.inner.poll(cx));
         if let (Some((route, method, state, started)), Ok(response)) = (this.seen.take(), &result) {
-            state.metrics.request(route.as_str(), method.as_str(), response.status().as_u16(), started.elapsed());
+            state.metrics.request(route.as_str(), method, response.status().as_u16(), started.elapsed());
         }
         std::task::Poll::Ready(result)
+    }
+}
+
+/// A method as a metrics label: the standard ones by name, any other
+/// (a client may send any token) as `other`, so labels stay few.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
     }
 }
 
@@ -221,6 +237,13 @@ mod tests {
             let value = HeaderValue::from_bytes(bad.as_bytes()).unwrap();
             assert!(!acceptable_request_id(&value), "{bad}");
         }
+    }
+
+    #[test]
+    fn only_standard_methods_become_labels() {
+        assert_eq!(method_label(&axum::http::Method::GET), "GET");
+        let odd = axum::http::Method::from_bytes(b"FROBNICATE").unwrap();
+        assert_eq!(method_label(&odd), "other");
     }
 
     #[test]
