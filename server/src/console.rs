@@ -310,7 +310,7 @@ impl ConsoleService {
                 kind: c.kind,
                 lines: c.lines,
                 proposed_at: c.proposed_at,
-                blocker: c.blocker.map(str::to_owned),
+                blocker: c.blocker,
             })
             .collect();
         Ok(AdminData {

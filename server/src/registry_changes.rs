@@ -495,15 +495,9 @@ pub async fn confirm(state: &AppState, admin: &Admin, id: &str) -> Result<String
     if row.status != "pending" {
         return Err(ChangeError::NotPending(row.status));
     }
-    if row.proposed_by == admin.user_id {
-        return Err(ChangeError::OwnProposal);
-    }
-    if stored.account_of() == Some(admin.username.as_str()) {
-        return Err(ChangeError::OwnAccount);
-    }
     let now = Utc::now();
-    if store::parse_ts(&row.proposed_at) + PENDING_FOR < now {
-        return Err(ChangeError::Expired);
+    if let Some(refusal) = cannot_confirm(&row, Some(&stored), admin, now) {
+        return Err(refusal);
     }
     let mut tx = state.db.write.begin().await?;
     if !store::registry_changes::decide(&mut tx, id, "applied", &admin.user_id, None, now).await? {
@@ -597,6 +591,22 @@ fn summary_lines(row: &ChangeRow) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Why `admin` may not confirm the pending change `row`, if they may not:
+/// the proposer never confirms their own, nobody confirms a change to their
+/// own account, and a change waits at most [`PENDING_FOR`]. The one rule for
+/// [`confirm`] and for the admin page's Confirm buttons.
+fn cannot_confirm(row: &ChangeRow, stored: Option<&Stored>, admin: &Admin, now: DateTime<Utc>) -> Option<ChangeError> {
+    if row.proposed_by == admin.user_id {
+        Some(ChangeError::OwnProposal)
+    } else if stored.and_then(Stored::account_of) == Some(admin.username.as_str()) {
+        Some(ChangeError::OwnAccount)
+    } else if store::parse_ts(&row.proposed_at) + PENDING_FOR < now {
+        Some(ChangeError::Expired)
+    } else {
+        None
+    }
+}
+
 /// A pending change as the admin page lists it.
 #[derive(Debug, Clone)]
 pub struct PendingChange {
@@ -606,7 +616,7 @@ pub struct PendingChange {
     pub proposed_by: String,
     pub proposed_at: String,
     /// Why this viewer cannot confirm it, if they cannot.
-    pub blocker: Option<&'static str>,
+    pub blocker: Option<String>,
 }
 
 /// The tenant's pending changes, with whether `viewer` may confirm each.
@@ -617,15 +627,11 @@ pub async fn pending(state: &AppState, admin: &Admin) -> Result<Vec<PendingChang
         .into_iter()
         .map(|row| {
             let stored: Option<Stored> = serde_json::from_str(&row.change).ok();
-            let blocker = if row.proposed_by == admin.user_id {
-                Some("You proposed this change: another admin must confirm it.")
-            } else if stored.as_ref().and_then(Stored::account_of) == Some(admin.username.as_str()) {
-                Some("This change is to your own account: another admin must confirm it.")
-            } else if store::parse_ts(&row.proposed_at) + PENDING_FOR < now {
-                Some("This change waited more than 7 days: propose it again.")
-            } else {
-                None
-            };
+            let blocker = cannot_confirm(&row, stored.as_ref(), admin, now).map(|refusal| {
+                let text = refusal.to_string();
+                let mut chars = text.chars();
+                chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".").unwrap_or_default()
+            });
             PendingChange {
                 lines: summary_lines(&row),
                 id: row.id,
@@ -638,30 +644,29 @@ pub async fn pending(state: &AppState, admin: &Admin) -> Result<Vec<PendingChang
         .collect())
 }
 
+/// The audit entry of an admin's registry step.
+fn entry(admin: &Admin, action: &str, data: serde_json::Value) -> AuditEntry {
+    AuditEntry {
+        tenant_id: Some(admin.tenant_id.clone()),
+        actor: admin.actor(),
+        action: action.into(),
+        proposal_id: None,
+        request_hash: None,
+        data,
+    }
+}
+
 async fn append(
     conn: &mut sqlx::SqliteConnection,
     admin: &Admin,
     action: &str,
     data: serde_json::Value,
 ) -> sqlx::Result<()> {
-    store::audit::append(
-        conn,
-        &AuditEntry {
-            tenant_id: Some(admin.tenant_id.clone()),
-            actor: admin.actor(),
-            action: action.into(),
-            proposal_id: None,
-            request_hash: None,
-            data,
-        },
-    )
-    .await
+    store::audit::append(conn, &entry(admin, action, data)).await
 }
 
 async fn audit(state: &AppState, admin: &Admin, action: &str, data: serde_json::Value) -> sqlx::Result<()> {
-    let mut tx = state.db.write.begin().await?;
-    append(&mut tx, admin, action, data).await?;
-    tx.commit().await
+    store::audit::append_alone(&state.db.write, &entry(admin, action, data)).await
 }
 
 #[cfg(test)]

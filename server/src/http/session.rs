@@ -237,21 +237,15 @@ pub async fn sign_in(
 }
 
 async fn audit_session(state: &AppState, user: &User, action: &str, data: serde_json::Value) -> Result<(), ApiError> {
-    let mut tx = state.db.write.begin().await?;
-    store::audit::append(
-        &mut tx,
-        &store::audit::AuditEntry {
-            tenant_id: Some(user.tenant_id.clone()),
-            actor: format!("user:{}", user.id),
-            action: action.into(),
-            proposal_id: None,
-            request_hash: None,
-            data,
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(())
+    let entry = store::audit::AuditEntry {
+        tenant_id: Some(user.tenant_id.clone()),
+        actor: format!("user:{}", user.id),
+        action: action.into(),
+        proposal_id: None,
+        request_hash: None,
+        data,
+    };
+    Ok(store::audit::append_alone(&state.db.write, &entry).await?)
 }
 
 /// Ends the session: its record is deleted (and, since the store never

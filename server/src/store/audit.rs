@@ -67,6 +67,14 @@ fn set_hint(head: (i64, String)) {
 /// Usually one statement: the entry is linked to the remembered head and
 /// inserted only if that is still the head. Otherwise (first append, or the
 /// guess was stale) the head is read first, as two statements.
+/// Appends `entry` in a transaction of its own (for an event that changes
+/// nothing else: a sign-in, a sign-out, a refused request).
+pub async fn append_alone(pool: &SqlitePool, entry: &AuditEntry) -> sqlx::Result<()> {
+    let mut tx = pool.begin().await?;
+    append(&mut tx, entry).await?;
+    tx.commit().await
+}
+
 pub async fn append(conn: &mut SqliteConnection, entry: &AuditEntry) -> sqlx::Result<()> {
     if let Some((seq, prev)) = hint() {
         if insert(conn, seq + 1, &prev, entry, true).await? {
