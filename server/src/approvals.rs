@@ -49,7 +49,7 @@ pub enum DecideError {
     #[error("cannot mint the approval token: {0}")]
     Token(String),
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::StoreError),
 }
 
 fn denied(rule: &str, message: String) -> DecideError {
@@ -109,7 +109,7 @@ async fn decide_inner(
         Verdict::Approve => recheck(state, approver, &row).await?,
     };
 
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     let current =
         store::proposals::get_in(&mut tx, &approver.tenant_id, proposal_id).await?.ok_or(DecideError::NotFound)?;
     if !DECIDABLE.contains(&current.status) {
@@ -123,10 +123,10 @@ async fn decide_inner(
         reason: None,
         via: approver.via.into(),
         amr: approver.amr.into(),
-        at: store::ts(now),
+        at: now,
     };
     if let Err(e) = store::proposals::insert_approval(&mut tx, &given).await {
-        return Err(if store::is_unique_violation(&e) {
+        return Err(if e.is_conflict() {
             denied(
                 "distinct_approvers",
                 "You have already approved this proposal; another approver must give the next approval.".into(),
@@ -167,7 +167,7 @@ async fn reject(
     reason: String,
     now: DateTime<Utc>,
 ) -> Result<(), DecideError> {
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     if !store::proposals::transition(&mut tx, &row.id, &DECIDABLE, ProposalStatus::Rejected, now).await? {
         let latest = store::proposals::get_in(&mut tx, &row.tenant_id, &row.id).await?.ok_or(DecideError::NotFound)?;
         return Err(DecideError::InvalidState(latest.status));
@@ -180,7 +180,7 @@ async fn reject(
         reason: Some(reason.clone()),
         via: approver.via.into(),
         amr: approver.amr.into(),
-        at: store::ts(now),
+        at: now,
     };
     store::proposals::insert_approval(&mut tx, &given).await?;
     let entry = AuditEntry {
@@ -204,7 +204,7 @@ async fn recheck(
     approver: &Approver,
     row: &store::proposals::ProposalRow,
 ) -> Result<Decision, DecideError> {
-    let agent = store::directory::agent(&mut *state.db.read.acquire().await?, &row.tenant_id, &row.agent_id)
+    let agent = store::directory::agent(&mut *state.db.reader().await?, &row.tenant_id, &row.agent_id)
         .await?
         .ok_or(DecideError::NotFound)?;
     if agent.acts_for == approver.user_id {
@@ -226,7 +226,7 @@ async fn recheck(
             ),
         ));
     }
-    let decision = evaluate_now(state, &AgentPrincipal::from(agent), row).await?;
+    let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
     if decision.outcome == Outcome::Denied {
         return Err(DecideError::Denied(decision));
     }
@@ -234,17 +234,12 @@ async fn recheck(
 }
 
 /// Policy for a stored proposal, as the registry and config stand now.
-pub async fn evaluate_now(
-    state: &AppState,
-    agent: &AgentPrincipal,
-    row: &store::proposals::ProposalRow,
-) -> Result<Decision, DecideError> {
-    let canonical: crate::domain::CanonicalRequest =
-        serde_json::from_str(&row.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+pub fn evaluate_now(state: &AppState, agent: &AgentPrincipal, row: &store::proposals::ProposalRow) -> Decision {
+    let canonical = &row.request;
     let trusted = row.kind == ProposalKind::Transfer.as_str() && row.payee_trusted;
     let source: &SourceAccount = &canonical.source_account;
     let purpose: PurposeCode = canonical.purpose_code;
-    Ok(policy::evaluate(
+    policy::evaluate(
         &state.settings.policy,
         &PolicyInput {
             kind: canonical.kind,
@@ -255,7 +250,7 @@ pub async fn evaluate_now(
             payee_trusted: trusted,
             agent: &agent.scope,
         },
-    ))
+    )
 }
 
 /// The last required approval was given: move to `approved` and mint the
@@ -263,7 +258,7 @@ pub async fn evaluate_now(
 /// the caller's write transaction.
 pub async fn grant(
     state: &AppState,
-    tx: &mut sqlx::SqliteConnection,
+    tx: &mut crate::store::Conn,
     row: &store::proposals::ProposalRow,
     approvals: &[ApprovalRow],
     now: DateTime<Utc>,
@@ -292,7 +287,7 @@ pub async fn grant(
         })
         .map_err(|e| DecideError::Token(e.to_string()))?;
     let kid = state.keys.active_kid();
-    let at = |secs: i64| store::ts(DateTime::from_timestamp(secs, 0).unwrap_or(now));
+    let at = |secs: i64| DateTime::from_timestamp(secs, 0).unwrap_or(now);
     store::proposals::insert_token(
         tx,
         &store::proposals::TokenRow {
@@ -324,9 +319,9 @@ pub async fn grant(
 
 /// Approved proposals whose token expired unredeemed go to
 /// `approval_expired`, and a new approval round begins.
-pub async fn expire_approvals(state: &AppState, now: DateTime<Utc>) -> sqlx::Result<usize> {
+pub async fn expire_approvals(state: &AppState, now: DateTime<Utc>) -> crate::store::Result<usize> {
     let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     let due = store::proposals::approvals_expired_before(&mut tx, cutoff).await?;
     let mut moved = Vec::new();
     for (id, tenant, hash) in due {

@@ -211,7 +211,7 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
 }
 
 /// One read of the log. `seen` is `None` at start and after a failure.
-async fn follow_once(state: &Shared, seen: &mut Option<i64>) -> sqlx::Result<()> {
+async fn follow_once(state: &Shared, seen: &mut Option<i64>) -> crate::store::Result<()> {
     let changes = &state.changes;
     if let Some(from) = *seen {
         let batch = change_log::since(&state.db.read, from, MAX_BATCH).await?;

@@ -359,7 +359,7 @@ async fn reconcile(settings: Settings, operation: Option<&str>) -> anyhow::Resul
             .await?
             .into_iter()
             // A young pending operation may still have its rail call running in the server.
-            .filter(|op| op.status != OpStatus::Pending || crate::store::parse_ts(&op.created_at) + grace < now)
+            .filter(|op| op.status != OpStatus::Pending || op.created_at + grace < now)
             .collect(),
     };
     let mut stuck = 0;

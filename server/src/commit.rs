@@ -24,7 +24,7 @@ use serde_json::json;
 
 use crate::approval::token::{ApprovalClaims, Expected};
 use crate::domain::Role;
-use crate::domain::{CanonicalRequest, ProposalKind, ProposalStatus};
+use crate::domain::{ProposalKind, ProposalStatus};
 use crate::operations;
 use crate::policy::{Decision, Outcome};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
@@ -44,7 +44,10 @@ pub enum CommitError {
     #[error("the proposal is {0}")]
     InvalidState(ProposalStatus),
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::StoreError),
+    /// A broken invariant (never expected; answered as an internal error).
+    #[error("{0}")]
+    Internal(&'static str),
 }
 
 fn denied(rule: &str, message: String) -> CommitError {
@@ -109,12 +112,10 @@ async fn commit_inner(
     if minted.round != row.approval_round {
         return Err(CommitError::Token("superseded"));
     }
-    let canonical: CanonicalRequest =
-        serde_json::from_str(&row.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     recheck(state, agent, &row, &claims, now).await?;
-    let reverses = match canonical.kind {
+    let reverses = match row.request.kind {
         ProposalKind::Transfer => None,
-        ProposalKind::Reversal => Some(reversed_transfer(state, &row, &canonical).await?),
+        ProposalKind::Reversal => Some(reversed_transfer(state, &row).await?),
     };
 
     state.failpoint("commit.before_record");
@@ -127,8 +128,10 @@ async fn commit_inner(
     state.changes.publish(&row.id);
     state.failpoint("commit.after_record");
 
-    let op = store::operations::get(&state.db.read, &op_id).await?.ok_or(sqlx::Error::RowNotFound)?;
-    let outcome = operations::call_rail(state, &op, &row, &canonical).await;
+    let op = store::operations::get(&state.db.read, &op_id)
+        .await?
+        .ok_or_else(|| CommitError::Internal("the recorded operation cannot be read back"))?;
+    let outcome = operations::call_rail(state, &op, &row).await;
     state.failpoint("commit.after_rail");
     operations::record(state, &op, outcome, state.now()).await?;
     state.failpoint("commit.after_outcome");
@@ -149,9 +152,8 @@ fn check_hash(claims: &ApprovalClaims, row: &ProposalRow) -> Result<(), CommitEr
     if claims.rh != row.request_hash {
         return Err(CommitError::Token("request_hash_mismatch"));
     }
-    let recomputed = serde_json::from_str::<CanonicalRequest>(&row.canonical_request).ok().map(|c| c.hash());
-    match recomputed {
-        Some(hash) if hash.matches(&row.request_hash) => Ok(()),
+    match row.request.hash() {
+        hash if hash.matches(&row.request_hash) => Ok(()),
         _ => {
             tracing::error!(proposal_id = %row.id, "stored canonical request does not hash to the stored request hash");
             Err(CommitError::Token("request_hash_mismatch"))
@@ -167,16 +169,13 @@ async fn recheck(
     claims: &ApprovalClaims,
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
-    let decision = crate::approvals::evaluate_now(state, agent, row).await.map_err(|e| match e {
-        crate::approvals::DecideError::Store(e) => CommitError::Store(e),
-        other => CommitError::Store(sqlx::Error::Protocol(other.to_string())),
-    })?;
+    let decision = crate::approvals::evaluate_now(state, agent, row);
     if decision.outcome == Outcome::Denied {
         return Err(CommitError::Denied(decision));
     }
     let format = |minor: u64| format_amount(row, minor);
     let mut humans = 0usize;
-    let mut conn = state.db.read.acquire().await?;
+    let mut conn = state.db.reader().await?;
     for approver in &claims.approvers {
         if approver.starts_with("policy:") {
             if decision.outcome != Outcome::AutoApproved {
@@ -251,12 +250,8 @@ fn budget_denied(row: &ProposalRow, used: u64, limit: u64) -> CommitError {
 /// The rail transfer a reversal proposal names: a succeeded transfer of the
 /// same agent (checked again now, as at proposal time), by its operation's
 /// rail reference. Any miss is the same refusal.
-async fn reversed_transfer(
-    state: &AppState,
-    row: &ProposalRow,
-    canonical: &CanonicalRequest,
-) -> Result<String, CommitError> {
-    let named = canonical.transfer_id.as_ref().map(|t| t.as_str()).unwrap_or_default();
+async fn reversed_transfer(state: &AppState, row: &ProposalRow) -> Result<String, CommitError> {
+    let named = row.request.transfer_id.as_ref().map(|t| t.as_str()).unwrap_or_default();
     let refused = || denied("reversal", "The transfer to reverse is not a succeeded transfer of this agent.".into());
     let Some(original) = proposals::own_succeeded_transfer(state, &row.tenant_id, &row.agent_id, named).await? else {
         return Err(refused());
@@ -282,7 +277,7 @@ async fn record(
     let key = idempotency_key(&row.id, &row.request_hash);
     let day = budget_day(now);
     let is_transfer = row.kind == ProposalKind::Transfer.as_str();
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     if store::operations::for_proposal(&mut *tx, &row.id).await?.is_some() {
         return Ok(false);
     }

@@ -10,7 +10,7 @@ use app::views::{
     ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine, ResolvePage, TimelineLine, UserRow, Viewer,
 };
 
-use crate::domain::{mask_account, CanonicalRequest, ProposalStatus};
+use crate::domain::{mask_account, ProposalStatus};
 use crate::http::console::ADMIN_FLASH;
 use crate::proposals::ListQuery;
 use crate::state::Shared;
@@ -32,10 +32,6 @@ fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
     ConsoleError::Unavailable
 }
 
-fn canonical(row: &ProposalRow) -> Result<CanonicalRequest, ConsoleError> {
-    serde_json::from_str(&row.canonical_request).map_err(unavailable)
-}
-
 impl ConsoleService {
     async fn queue_page(
         &self,
@@ -54,7 +50,7 @@ impl ConsoleService {
             .iter()
             .zip(views)
             .map(|(row, view)| {
-                let c = canonical(row)?;
+                let c = &row.request;
                 Ok(QueueItem {
                     id: row.id.clone(),
                     status: row.status.as_str().into(),
@@ -64,7 +60,7 @@ impl ConsoleService {
                     agent_id: row.agent_id.clone(),
                     approvals: view.approvals.iter().filter(|a| a.decision == "approve").count(),
                     required_approvals: row.required_approvals,
-                    created_at: row.created_at.clone(),
+                    created_at: store::ts(row.created_at),
                 })
             })
             .collect::<Result<Vec<_>, ConsoleError>>()?;
@@ -83,7 +79,7 @@ impl ConsoleService {
             .await
             .map_err(unavailable)?
             .ok_or(ConsoleError::NotFound)?;
-        let c = canonical(&row)?;
+        let c = row.request.clone();
         let view = crate::proposals::views(state, vec![row.clone()])
             .await
             .map_err(unavailable)?
@@ -102,7 +98,7 @@ impl ConsoleService {
                     Some(id) => format!("user:{}", name_of(id)),
                     None => e.actor,
                 };
-                TimelineLine { at: e.at, actor, action: e.action }
+                TimelineLine { at: store::ts(e.at), actor, action: e.action }
             })
             .collect();
         Ok(ProposalDetail {
@@ -144,8 +140,8 @@ impl ConsoleService {
                 })
                 .collect(),
             timeline,
-            created_at: row.created_at.clone(),
-            expires_at: row.expires_at.clone(),
+            created_at: store::ts(row.created_at),
+            expires_at: store::ts(row.expires_at),
             can_decide: blocker.is_none(),
             decide_blocker: blocker,
             operation_status: operation.map(|o| o.status.as_str().to_owned()),
@@ -217,7 +213,7 @@ impl ConsoleService {
         for op in ops {
             let row = store::proposals::get(&self.state.db.read, tenant, &op.proposal_id).await.map_err(unavailable)?;
             let sentence = match row {
-                Some(row) => canonical(&row)?.sentence(),
+                Some(row) => row.request.sentence(),
                 None => format!("Proposal {}", op.proposal_id),
             };
             let amount = crate::domain::Currency::parse(&op.currency)
@@ -232,8 +228,8 @@ impl ConsoleService {
                 amount,
                 idempotency_key: op.idempotency_key,
                 rail_reference: op.rail_reference,
-                created_at: op.created_at,
-                updated_at: op.updated_at,
+                created_at: store::ts(op.created_at),
+                updated_at: store::ts(op.updated_at),
             });
         }
         Ok(items)
@@ -241,7 +237,7 @@ impl ConsoleService {
 
     /// User id -> username, for showing people by name.
     async fn usernames(&self, tenant: &str) -> Result<std::collections::HashMap<String, String>, ConsoleError> {
-        let mut conn = self.state.db.read.acquire().await.map_err(unavailable)?;
+        let mut conn = self.state.db.reader().await.map_err(unavailable)?;
         let users = store::directory::users_of(&mut conn, tenant).await.map_err(unavailable)?;
         Ok(users.into_iter().map(|u| (u.id, u.username)).collect())
     }
@@ -263,7 +259,7 @@ impl ConsoleService {
                 row.status.as_str().replace('_', " ")
             )));
         }
-        let mut conn = self.state.db.read.acquire().await.map_err(unavailable)?;
+        let mut conn = self.state.db.reader().await.map_err(unavailable)?;
         let agent = store::directory::agent(&mut conn, &row.tenant_id, &row.agent_id).await.map_err(unavailable)?;
         if agent.is_some_and(|a| a.acts_for == viewer.user_id) {
             return Ok(Some("The agent acts for you, so you cannot decide on its proposals.".into()));
@@ -283,7 +279,7 @@ impl ConsoleService {
             return Err(ConsoleError::Forbidden);
         }
         let state = &self.state;
-        let mut conn = state.db.read.acquire().await.map_err(unavailable)?;
+        let mut conn = state.db.reader().await.map_err(unavailable)?;
         let users = store::directory::users_of(&mut conn, &viewer.tenant_id).await.map_err(unavailable)?;
         let names: std::collections::HashMap<String, String> =
             users.iter().map(|u| (u.id.clone(), u.username.clone())).collect();

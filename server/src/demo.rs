@@ -38,7 +38,7 @@ impl fmt::Display for DemoSummary {
 pub async fn load(state: &AppState) -> anyhow::Result<DemoSummary> {
     let (db, settings) = (&state.db, &state.settings);
     crate::provision::apply_toml(db, settings, "demo.toml", DEMO_TOML).await?;
-    let agent = store::directory::agent(&mut *db.read.acquire().await?, "demo", "payout-bot")
+    let agent = store::directory::agent(&mut *db.reader().await?, "demo", "payout-bot")
         .await?
         .ok_or_else(|| anyhow::anyhow!("the demo agent was not created"))?;
     let agent = AgentPrincipal::from(agent);

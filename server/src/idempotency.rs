@@ -72,7 +72,7 @@ pub enum KeyError {
     #[error("a request with this Idempotency-Key is still being processed")]
     InUse,
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::StoreError),
 }
 
 /// The fingerprint of a body: the SHA-256 of its canonical JSON.

@@ -59,7 +59,7 @@ impl Intake {
             Ok(()) => match answer.await {
                 Ok(result) => return result,
                 // The worker stopped before taking it: nothing was written.
-                Err(_) => return Err(ProposeError::Store(sqlx::Error::PoolClosed)),
+                Err(_) => return Err(ProposeError::Internal("the intake writer stopped")),
             },
             Err(mpsc::error::SendError((job, _))) => job,
         };
@@ -134,7 +134,7 @@ async fn write_together(
     state: &AppState,
     batch: &[(NewProposalJob, Reply)],
 ) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     let mut stored = Vec::with_capacity(batch.len());
     for (job, _) in batch {
         stored.push(job.insert(state, &mut tx).await?);
@@ -158,7 +158,7 @@ mod tests {
     }
 
     async fn demo_agent(state: &AppState) -> crate::proposals::AgentPrincipal {
-        let mut conn = state.db.read.acquire().await.unwrap();
+        let mut conn = state.db.reader().await.unwrap();
         crate::store::directory::agent(&mut conn, "demo", "payout-bot").await.unwrap().unwrap().into()
     }
 
@@ -169,7 +169,7 @@ mod tests {
     }
 
     async fn count(state: &AppState) -> i64 {
-        sqlx::query_scalar("SELECT COUNT(*) FROM proposals").fetch_one(&state.db.read).await.unwrap()
+        crate::store::probe::count(&state.db, "proposals").await
     }
 
     async fn chain_intact(state: &AppState) {
@@ -223,8 +223,7 @@ mod tests {
     async fn one_failing_proposal_does_not_fail_its_batch() {
         let (state, _trigger, _dir) = demo_state().await;
         let agent = demo_agent(&state).await;
-        let taken: String =
-            sqlx::query_scalar("SELECT id FROM proposals LIMIT 1").fetch_one(&state.db.read).await.unwrap();
+        let taken = crate::store::probe::texts(&state.db, "SELECT id FROM proposals LIMIT 1").await.remove(0);
         let mut jobs = Vec::new();
         for run in ["a", "b", "c", "c"] {
             jobs.push(crate::proposals::prepare(&state, &agent, &body(run), state.now()).await.unwrap());

@@ -19,14 +19,14 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
-use crate::domain::{CanonicalRequest, ProposalKind, ProposalStatus, Role};
+use crate::domain::{ProposalKind, ProposalStatus, Role};
 use crate::rail::connector::{CreateOutcome, RailStatus, RailTransfer, ReversalOutcome, TransferOrder, UnknownCause};
 use crate::state::{AppState, InFlight};
 use crate::store::{
     self,
     audit::AuditEntry,
     operations::{OpStatus, OperationRow, Update},
-    parse_ts,
+    StoreError,
 };
 
 /// What the rail said, in the operation's terms.
@@ -66,12 +66,8 @@ fn decline_message(code: &str) -> &'static str {
 
 /// Calls the rail for a recorded operation (first call or resubmission: the
 /// same order under the same idempotency key).
-pub async fn call_rail(
-    state: &AppState,
-    op: &OperationRow,
-    row: &store::proposals::ProposalRow,
-    canonical: &CanonicalRequest,
-) -> RailOutcome {
+pub async fn call_rail(state: &AppState, op: &OperationRow, row: &store::proposals::ProposalRow) -> RailOutcome {
+    let canonical = &row.request;
     match canonical.kind {
         ProposalKind::Transfer => {
             let metadata = [("proposal_id", row.id.as_str())];
@@ -122,7 +118,7 @@ pub async fn record(
     op: &OperationRow,
     outcome: RailOutcome,
     now: DateTime<Utc>,
-) -> sqlx::Result<bool> {
+) -> crate::store::Result<bool> {
     let (to, update, proposal_to) = match &outcome {
         RailOutcome::Succeeded { reference } => (
             OpStatus::Succeeded,
@@ -178,13 +174,14 @@ async fn settle(
     actor: &str,
     mut data: serde_json::Value,
     now: DateTime<Utc>,
-) -> sqlx::Result<bool> {
-    let mut tx = state.db.write.begin().await?;
+) -> crate::store::Result<bool> {
+    let mut tx = state.db.begin().await?;
     if !store::operations::set_status(&mut tx, &op.id, &[op.status], to, update, now).await? {
         return Ok(false);
     }
-    let proposal =
-        store::proposals::get_in(&mut tx, &op.tenant_id, &op.proposal_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    let proposal = store::proposals::get_in(&mut tx, &op.tenant_id, &op.proposal_id)
+        .await?
+        .ok_or_else(|| StoreError::corrupt("operations.proposal_id", "names no proposal"))?;
     if proposal.status != proposal_to && proposal.status.can_become(proposal_to) {
         store::proposals::transition(&mut tx, &proposal.id, &[proposal.status], proposal_to, now).await?;
     } else {
@@ -235,10 +232,10 @@ async fn settle(
 /// A reversal succeeded: the transfer it reversed, when reversed in full,
 /// moves to `reversed`. Returns that proposal's id when it moved.
 async fn mark_reversed(
-    tx: &mut sqlx::SqliteConnection,
+    tx: &mut crate::store::Conn,
     op: &OperationRow,
     now: DateTime<Utc>,
-) -> sqlx::Result<Option<String>> {
+) -> crate::store::Result<Option<String>> {
     let Some(reference) = op.reverses.as_deref() else { return Ok(None) };
     let Some(original) = store::operations::by_rail_reference(&mut *tx, &op.tenant_id, reference).await? else {
         return Ok(None);
@@ -257,8 +254,9 @@ async fn mark_reversed(
     if !moved {
         return Ok(None);
     }
-    let row =
-        store::proposals::get_in(tx, &op.tenant_id, &original.proposal_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    let row = store::proposals::get_in(tx, &op.tenant_id, &original.proposal_id)
+        .await?
+        .ok_or_else(|| StoreError::corrupt("operations.proposal_id", "names no proposal"))?;
     store::audit::append(
         tx,
         &AuditEntry {
@@ -304,20 +302,15 @@ async fn reconcile_one_inner(state: &AppState, op: &OperationRow, now: DateTime<
     let row = store::proposals::get(&state.db.read, &op.tenant_id, &op.proposal_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("operation {} has no proposal", op.id))?;
-    let canonical: CanonicalRequest = serde_json::from_str(&row.canonical_request)?;
-    let in_window = now < parse_ts(&op.created_at) + Duration::seconds(state.settings.rail.resubmit_window_secs as i64);
+    let canonical = &row.request;
+    let in_window = now < op.created_at + Duration::seconds(state.settings.rail.resubmit_window_secs as i64);
 
     let outcome = if op.kind == "transfer" {
         match state.rail.find_by_group(&op.idempotency_key).await {
             Err(cause) => {
                 tracing::warn!(operation_id = %op.id, ?cause, "rail record could not be read; will retry");
-                store::operations::reschedule(
-                    &mut *state.db.write.acquire().await?,
-                    &op.id,
-                    next_check(state, op, now),
-                    true,
-                )
-                .await?;
+                store::operations::reschedule(&mut *state.db.writer().await?, &op.id, next_check(state, op, now), true)
+                    .await?;
                 return Ok(Reconciled::StillOpen);
             }
             Ok(found) => {
@@ -340,7 +333,7 @@ async fn reconcile_one_inner(state: &AppState, op: &OperationRow, now: DateTime<
                     }
                     None if in_window => {
                         tracing::info!(operation_id = %op.id, "no rail record; resubmitting with the same key");
-                        call_rail(state, op, &row, &canonical).await
+                        call_rail(state, op, &row).await
                     }
                     None => return review(state, op, "no_rail_record", now).await,
                 }
@@ -348,18 +341,17 @@ async fn reconcile_one_inner(state: &AppState, op: &OperationRow, now: DateTime<
         }
     } else if in_window {
         // A reversal resubmitted under its key replays the rail's first outcome.
-        call_rail(state, op, &row, &canonical).await
+        call_rail(state, op, &row).await
     } else {
         return review(state, op, "no_rail_record", now).await;
     };
     if let (RailOutcome::Accepted { .. }, OpStatus::Accepted) = (&outcome, op.status) {
-        store::operations::reschedule(&mut *state.db.write.acquire().await?, &op.id, next_check(state, op, now), false)
+        store::operations::reschedule(&mut *state.db.writer().await?, &op.id, next_check(state, op, now), false)
             .await?;
         return Ok(Reconciled::StillOpen);
     }
     if let (RailOutcome::Unknown(_), OpStatus::Unknown) = (&outcome, op.status) {
-        store::operations::reschedule(&mut *state.db.write.acquire().await?, &op.id, next_check(state, op, now), true)
-            .await?;
+        store::operations::reschedule(&mut *state.db.writer().await?, &op.id, next_check(state, op, now), true).await?;
         return Ok(Reconciled::StillOpen);
     }
     let to = match &outcome {
@@ -456,7 +448,7 @@ pub enum ResolveError {
     #[error("the rail could not be read")]
     RailUnavailable,
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::StoreError),
 }
 
 /// Who resolves: an authenticated console user.
@@ -524,8 +516,7 @@ pub async fn rail_candidates(
 async fn candidates_of(state: &AppState, op: &OperationRow) -> Result<Vec<Candidate>, ResolveError> {
     let row =
         store::proposals::get(&state.db.read, &op.tenant_id, &op.proposal_id).await?.ok_or(ResolveError::NotFound)?;
-    let canonical: CanonicalRequest =
-        serde_json::from_str(&row.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let canonical = &row.request;
     let candidate = |t: &RailTransfer, mismatch: Option<String>| Candidate {
         reference: t.id.clone(),
         amount_minor: t.amount_minor,
@@ -625,7 +616,7 @@ pub async fn resolve(
                 settle(state, &op, OpStatus::Succeeded, &update, ProposalStatus::Succeeded, &actor, evidence, now)
                     .await;
             match settled {
-                Err(e) if store::is_unique_violation(&e) => {
+                Err(e) if e.is_conflict() => {
                     return Err(ResolveError::BadInput("rail_reference", "already settles another operation"));
                 }
                 other => other?,

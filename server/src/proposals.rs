@@ -55,7 +55,10 @@ pub enum ProposeError {
     #[error("auto-approval failed: {0}")]
     Approval(String),
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::StoreError),
+    /// A broken invariant (never expected; answered as an internal error).
+    #[error("{0}")]
+    Internal(&'static str),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +68,7 @@ pub enum ActionError {
     #[error("the proposal is {0}")]
     InvalidState(ProposalStatus),
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::StoreError),
 }
 
 /// The proposal object of the API (SPEC §9).
@@ -76,7 +79,7 @@ pub struct ProposalView {
     pub kind: String,
     pub run_id: String,
     pub request_hash: String,
-    pub canonical_request: Value,
+    pub canonical_request: CanonicalRequest,
     pub payee: PayeeView,
     pub policy: Decision,
     pub approvals: Vec<ApprovalView>,
@@ -133,8 +136,8 @@ impl From<store::operations::OperationRow> for OperationView {
             idempotency_key: op.idempotency_key,
             rail_reference: op.rail_reference,
             error,
-            created_at: op.created_at,
-            updated_at: op.updated_at,
+            created_at: store::ts(op.created_at),
+            updated_at: store::ts(op.updated_at),
         }
     }
 }
@@ -183,10 +186,10 @@ async fn propose_inner(
     let (id, run_id, hash) = (job.id.clone(), job.run_id.clone(), job.hash.to_string());
     let auto_approved = job.decision.auto_approver().is_some();
     let Some(row) = state.intake.store(state, job).await? else {
-        let mut conn = state.db.read.acquire().await?;
+        let mut conn = state.db.reader().await?;
         let existing = store::proposals::find_duplicate(&mut conn, &agent.tenant_id, &agent.agent_id, &run_id, &hash)
             .await?
-            .ok_or(sqlx::Error::RowNotFound)?;
+            .ok_or(ProposeError::Internal("the duplicate proposal cannot be read"))?;
         drop(conn);
         return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
     };
@@ -231,7 +234,7 @@ pub(crate) async fn prepare(
     let summary = audit_summary(&canonical, request.run_id().as_str(), &decision);
 
     if decision.outcome == Outcome::Denied {
-        let mut tx = state.db.write.begin().await?;
+        let mut tx = state.db.begin().await?;
         store::audit::append(
             &mut tx,
             &AuditEntry {
@@ -263,7 +266,7 @@ pub(crate) async fn prepare(
 async fn owned_view(state: &AppState, agent: &AgentPrincipal, id: &str) -> Result<ProposalView, ProposeError> {
     for_agent(state, agent, id).await.map_err(|e| match e {
         ActionError::Store(e) => ProposeError::Store(e),
-        _ => ProposeError::Store(sqlx::Error::RowNotFound),
+        _ => ProposeError::Internal("the stored proposal cannot be read back"),
     })
 }
 
@@ -288,7 +291,7 @@ impl NewProposalJob {
 
     /// In a transaction of its own.
     pub async fn store_alone(&self, state: &AppState) -> Result<Option<ProposalRow>, ProposeError> {
-        let mut tx = state.db.write.begin().await?;
+        let mut tx = state.db.begin().await?;
         let stored = self.insert(state, &mut tx).await?;
         tx.commit().await?;
         Ok(stored)
@@ -301,7 +304,7 @@ impl NewProposalJob {
     pub async fn insert(
         &self,
         state: &AppState,
-        tx: &mut sqlx::SqliteConnection,
+        tx: &mut crate::store::Conn,
     ) -> Result<Option<ProposalRow>, ProposeError> {
         let NewProposalJob { agent, canonical, hash, run_id, decision, id, now, summary, .. } = self;
         let (id, now, summary) = (id.as_str(), *now, summary.clone());
@@ -352,7 +355,7 @@ impl NewProposalJob {
             reason: None,
             via: "policy".into(),
             amr: "policy".into(),
-            at: store::ts(now),
+            at: now,
         };
         store::proposals::insert_approval(tx, &approval).await?;
         crate::approvals::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
@@ -433,8 +436,7 @@ async fn canonical_reversal(
                 "does not name a succeeded transfer of this agent",
             )])
         })?;
-    let base: CanonicalRequest =
-        serde_json::from_str(&original.canonical_request).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let base = &original.request;
     let amount = r.amount_minor.unwrap_or(base.amount_minor);
     if amount > base.amount_minor {
         return Err(ProposeError::Validation(vec![FieldError::new(
@@ -450,7 +452,7 @@ async fn canonical_reversal(
         reference: r.reference.clone(),
         transfer_id: Some(r.transfer.clone()),
         reason_code: Some(r.reason),
-        ..base
+        ..base.clone()
     })
 }
 
@@ -462,7 +464,7 @@ pub async fn own_succeeded_transfer(
     tenant: &str,
     agent: &str,
     named: &str,
-) -> sqlx::Result<Option<ProposalRow>> {
+) -> crate::store::Result<Option<ProposalRow>> {
     let proposal_id = if named.starts_with("tr_") {
         match store::operations::by_rail_reference(&state.db.read, tenant, named).await? {
             Some(op) if op.kind == ProposalKind::Transfer.as_str() => op.proposal_id,
@@ -477,7 +479,7 @@ pub async fn own_succeeded_transfer(
 }
 
 /// Builds the API view of proposal rows (approvals loaded in one query).
-pub async fn views(state: &AppState, rows: Vec<ProposalRow>) -> sqlx::Result<Vec<ProposalView>> {
+pub async fn views(state: &AppState, rows: Vec<ProposalRow>) -> crate::store::Result<Vec<ProposalView>> {
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
     let approvals = store::proposals::approvals_of(&state.db.read, &ids).await?;
     let mut operations = store::operations::for_proposals(&state.db.read, &ids).await?;
@@ -499,24 +501,17 @@ fn approval_view(a: &store::proposals::ApprovalRow) -> ApprovalView {
         decision: a.decision.clone(),
         reason: a.reason.clone(),
         via: a.via.clone(),
-        at: a.at.clone(),
+        at: store::ts(a.at),
     }
 }
 
 fn to_view(state: &AppState, row: ProposalRow, approvals: Vec<ApprovalView>) -> ProposalView {
-    let canonical: Value = serde_json::from_str(&row.canonical_request).unwrap_or(Value::Null);
-    let destination = &canonical["destination"];
     let payee = PayeeView {
         id: row.payee_id.clone(),
-        legal_name: destination["legal_name"].as_str().unwrap_or_default().to_owned(),
+        legal_name: row.request.destination.legal_name.clone(),
         masked_account: mask_account(&row.payee_id),
         trusted: row.payee_trusted,
     };
-    let policy: Decision = serde_json::from_str(&row.policy).unwrap_or(Decision {
-        outcome: Outcome::NeedsApproval,
-        required_approvals: row.required_approvals,
-        reasons: Vec::new(),
-    });
     ProposalView {
         approval_url: state.settings.proposal_url(&row.id),
         id: row.id,
@@ -524,22 +519,22 @@ fn to_view(state: &AppState, row: ProposalRow, approvals: Vec<ApprovalView>) -> 
         kind: row.kind,
         run_id: row.run_id,
         request_hash: row.request_hash,
-        canonical_request: canonical,
+        canonical_request: row.request,
         payee,
-        policy,
+        policy: row.policy,
         approvals,
         approval_token: None,
         approval_expires_at: None,
         operation: None,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        expires_at: row.expires_at,
+        created_at: store::ts(row.created_at),
+        updated_at: store::ts(row.updated_at),
+        expires_at: store::ts(row.expires_at),
         version: row.version,
     }
 }
 
 /// One proposal of `tenant`, as the API shows it.
-pub async fn load_view(state: &AppState, tenant: &str, id: &str) -> sqlx::Result<Option<ProposalView>> {
+pub async fn load_view(state: &AppState, tenant: &str, id: &str) -> crate::store::Result<Option<ProposalView>> {
     let Some(row) = store::proposals::get(&state.db.read, tenant, id).await? else {
         return Ok(None);
     };
@@ -560,7 +555,7 @@ pub async fn for_agent(state: &AppState, agent: &AgentPrincipal, id: &str) -> Re
     if view.status == ProposalStatus::Approved {
         if let Some(token) = bundle.token.filter(|t| t.used_at.is_none()) {
             view.approval_token = Some(token.token);
-            view.approval_expires_at = Some(token.expires_at);
+            view.approval_expires_at = Some(store::ts(token.expires_at));
         }
     }
     Ok(view)
@@ -618,7 +613,7 @@ pub async fn cancel(
     use ProposalStatus::*;
     let current = for_agent(state, agent, id).await?;
     let from = [PendingApproval, Approved, ApprovalExpired];
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     if !store::proposals::transition(&mut tx, id, &from, Cancelled, now).await? {
         tx.rollback().await?;
         let latest = for_agent(state, agent, id).await?;
@@ -728,7 +723,7 @@ impl ListQuery {
         state: &AppState,
         tenant: &str,
         agent: Option<&str>,
-    ) -> sqlx::Result<(Vec<ProposalRow>, Option<String>)> {
+    ) -> crate::store::Result<(Vec<ProposalRow>, Option<String>)> {
         let listing = store::proposals::Listing {
             tenant_id: tenant,
             agent_id: agent,
@@ -744,9 +739,9 @@ impl ListQuery {
 }
 
 /// Moves pending proposals past their deadline to `expired`; returns how many.
-pub async fn expire_due(state: &AppState, now: DateTime<Utc>) -> sqlx::Result<usize> {
+pub async fn expire_due(state: &AppState, now: DateTime<Utc>) -> crate::store::Result<usize> {
     use ProposalStatus::*;
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     let due = store::proposals::due_for_expiry(&mut tx, now).await?;
     let mut expired = Vec::new();
     for (id, tenant, hash) in due {

@@ -24,7 +24,6 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
-use sqlx::SqliteConnection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
@@ -40,7 +39,7 @@ use crate::domain::{
 use crate::password;
 use crate::store::audit::{self, AuditEntry};
 use crate::store::directory::{self, AgentSpec, Payee, Upsert, UserSpec};
-use crate::store::{is_unique_violation, Db};
+use crate::store::{Conn, Db, StoreError};
 
 // ---------------------------------------------------------------------------
 // Public API
@@ -144,7 +143,7 @@ pub enum ApplyError {
     #[error("{}", lines(.0))]
     Invalid(Vec<Problem>),
     #[error("database error")]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::StoreError),
     #[error("password hashing was interrupted")]
     Hashing,
 }
@@ -277,12 +276,7 @@ pub async fn add_user(db: &Db, settings: &Settings, u: NewUser, actor: &str) -> 
 
 /// [`add_user`] inside the caller's write transaction (a confirmed console
 /// change). The credential must already be a hash (or kept).
-pub async fn add_user_in(
-    conn: &mut SqliteConnection,
-    settings: &Settings,
-    u: NewUser,
-    actor: &str,
-) -> Result<String, ApplyError> {
+pub async fn add_user_in(conn: &mut Conn, settings: &Settings, u: NewUser, actor: &str) -> Result<String, ApplyError> {
     let applied = add_one_in(conn, actor, user_plan(settings, u)).await?;
     Ok(applied.user_ids.into_values().next().expect("the plan held exactly one user"))
 }
@@ -334,12 +328,7 @@ pub fn check_agent(a: NewAgent, key_sha256: String) -> Result<(), ApplyError> {
 
 /// [`add_agent`] with a key generated earlier (only its SHA-256 is given),
 /// inside the caller's write transaction (a confirmed console change).
-pub async fn add_agent_in(
-    conn: &mut SqliteConnection,
-    a: NewAgent,
-    key_sha256: String,
-    actor: &str,
-) -> Result<(), ApplyError> {
+pub async fn add_agent_in(conn: &mut Conn, a: NewAgent, key_sha256: String, actor: &str) -> Result<(), ApplyError> {
     add_one_in(conn, actor, agent_plan(a, key_sha256)).await.map(drop)
 }
 
@@ -371,7 +360,7 @@ pub async fn add_payee(
 
 /// [`add_payee`] inside the caller's write transaction (a confirmed console change).
 pub async fn add_payee_in(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     tenant: &str,
     id: &str,
     legal_name: &str,
@@ -412,7 +401,7 @@ async fn add_one(db: &Db, actor: &str, plan: impl FnOnce(&mut Checker<'_>) -> Pl
 /// [`add_one`] inside the caller's transaction: no plain password may be in
 /// the plan (nothing slow runs while the writer is held).
 async fn add_one_in(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     actor: &str,
     plan: impl FnOnce(&mut Checker<'_>) -> Plan,
 ) -> Result<Applied, ApplyError> {
@@ -427,13 +416,13 @@ async fn add_one_in(
 /// `tenant` to a Slack user id (or unlinks them with `None`), with an audit
 /// entry naming `actor`. The error is one line for a person to read.
 pub async fn link_slack(db: &Db, tenant: &str, username: &str, slack: Option<&str>, actor: &str) -> Result<(), String> {
-    let mut tx = db.write.begin().await.map_err(slack_link_failure)?;
+    let mut tx = db.begin().await.map_err(slack_link_failure)?;
     link_slack_in(&mut tx, tenant, username, slack, actor).await?;
     tx.commit().await.map_err(slack_link_failure)
 }
 
-fn slack_link_failure(e: sqlx::Error) -> String {
-    if is_unique_violation(&e) {
+fn slack_link_failure(e: StoreError) -> String {
+    if e.is_conflict() {
         "that Slack user id is already linked to another user".to_owned()
     } else {
         tracing::error!(error = %e, "cannot link a Slack user id");
@@ -448,7 +437,7 @@ pub fn check_slack_user_id(slack: &str) -> Result<String, String> {
 
 /// [`link_slack`] inside the caller's write transaction.
 pub async fn link_slack_in(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     tenant: &str,
     username: &str,
     slack: Option<&str>,
@@ -475,11 +464,11 @@ pub async fn link_slack_in(
 /// soon as the server reads the change log, docs/ARCHITECTURE.md "Read
 /// caches"). Its proposals stay as they are. Audited with `actor`.
 pub async fn set_agent_active(db: &Db, tenant: &str, id: &str, active: bool, actor: &str) -> Result<(), String> {
-    let fail = |e: sqlx::Error| {
+    let fail = |e: StoreError| {
         tracing::error!(error = %e, "cannot change an agent's active flag");
         "database error".to_owned()
     };
-    let mut tx = db.write.begin().await.map_err(fail)?;
+    let mut tx = db.begin().await.map_err(fail)?;
     if !directory::set_agent_active(&mut tx, tenant, id, active).await.map_err(fail)? {
         return Err(format!("there is no agent {id} in tenant {tenant}"));
     }
@@ -1272,7 +1261,7 @@ struct Applied {
 /// transaction: on any error it is rolled back and nothing is applied.
 async fn execute(db: &Db, source: &Source<'_>, plan: &Plan) -> Result<Applied, ApplyError> {
     let hashes = hash_plain_passwords(db, plan).await?;
-    let mut tx = db.write.begin().await?;
+    let mut tx = db.begin().await?;
     let applied = execute_in(&mut tx, source, plan, &hashes).await?;
     tx.commit().await?;
     Ok(applied)
@@ -1281,7 +1270,7 @@ async fn execute(db: &Db, source: &Source<'_>, plan: &Plan) -> Result<Applied, A
 /// Checks references and applies the plan in the caller's transaction.
 /// `hashes` holds the hash of every plain password (by username).
 async fn execute_in(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     source: &Source<'_>,
     plan: &Plan,
     hashes: &BTreeMap<String, String>,
@@ -1305,7 +1294,7 @@ async fn hash_plain_passwords(db: &Db, plan: &Plan) -> Result<BTreeMap<String, S
     for u in &plan.users {
         let Credential::Plain { password, .. } = &u.credential else { continue };
         let existing = {
-            let mut conn = db.read.acquire().await?;
+            let mut conn = db.reader().await?;
             directory::user_by_username(&mut conn, &u.username.value).await?
         };
         let stored = match existing {
@@ -1340,7 +1329,7 @@ pub fn unavailable_username(username: &str) -> String {
 
 /// Every tenant named must be in the plan or the database; every user an
 /// agent acts for must be in the plan or the database, in the agent's tenant.
-async fn check_references(conn: &mut SqliteConnection, source: &Source<'_>, plan: &Plan) -> sqlx::Result<Vec<Problem>> {
+async fn check_references(conn: &mut Conn, source: &Source<'_>, plan: &Plan) -> crate::store::Result<Vec<Problem>> {
     let planned: BTreeSet<&str> = plan.tenants.iter().map(|t| t.id.value.as_str()).collect();
     let tenant_refs = plan
         .users
@@ -1371,7 +1360,7 @@ async fn check_references(conn: &mut SqliteConnection, source: &Source<'_>, plan
 }
 
 /// The tenant of the user `username`, as the plan will leave it.
-async fn tenant_of_user(conn: &mut SqliteConnection, plan: &Plan, username: &str) -> sqlx::Result<Option<String>> {
+async fn tenant_of_user(conn: &mut Conn, plan: &Plan, username: &str) -> crate::store::Result<Option<String>> {
     if let Some(user) = plan.users.iter().find(|u| u.username.value == username) {
         return Ok(Some(user.tenant.value.clone()));
     }
@@ -1379,7 +1368,7 @@ async fn tenant_of_user(conn: &mut SqliteConnection, plan: &Plan, username: &str
 }
 
 async fn apply_plan(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     plan: &Plan,
     actor: &str,
     hashes: &BTreeMap<String, String>,
@@ -1402,7 +1391,7 @@ async fn apply_plan(
 }
 
 async fn apply_tenant(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     t: &TenantPlan,
     summary: &mut ApplySummary,
     actor: &str,
@@ -1429,7 +1418,7 @@ async fn apply_tenant(
 
 /// Upserts the user; returns its id.
 async fn apply_user(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     u: &UserPlan,
     hashes: &BTreeMap<String, String>,
     counts: &mut Counts,
@@ -1443,13 +1432,9 @@ async fn apply_user(
         approval_limits_minor: u.limits.clone(),
         slack_user_id: u.slack_user_id.as_ref().map(|s| s.value.clone()),
     };
-    let (id, outcome) = directory::upsert_user(conn, &spec).await.map_err(|e| match e {
-        // upsert_user's only protocol error: the username is another tenant's.
-        sqlx::Error::Protocol(_) => {
-            ApplyError::Invalid(vec![u.username.at.problem(unavailable_username(&spec.username))])
-        }
-        e => conflict(e, &u.entry),
-    })?;
+    let Some((id, outcome)) = directory::upsert_user(conn, &spec).await.map_err(|e| conflict(e, &u.entry))? else {
+        return Err(ApplyError::Invalid(vec![u.username.at.problem(unavailable_username(&spec.username))]));
+    };
     let data = json!({
         "user_id": id,
         "username": spec.username,
@@ -1463,11 +1448,7 @@ async fn apply_user(
 
 /// The hash to store for `u`: given, computed before the transaction, or
 /// (kept) the stored one of the same tenant's user.
-async fn password_hash(
-    conn: &mut SqliteConnection,
-    u: &UserPlan,
-    hashes: &BTreeMap<String, String>,
-) -> Result<String, ApplyError> {
+async fn password_hash(conn: &mut Conn, u: &UserPlan, hashes: &BTreeMap<String, String>) -> Result<String, ApplyError> {
     match &u.credential {
         Credential::Hash(hash) => Ok(hash.clone()),
         Credential::Plain { at, .. } => hashes
@@ -1483,7 +1464,7 @@ async fn password_hash(
 }
 
 async fn apply_agent(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     a: &AgentPlan,
     planned_users: &BTreeMap<String, String>,
     counts: &mut Counts,
@@ -1515,12 +1496,7 @@ async fn apply_agent(
     record(conn, counts, outcome, "agent", &spec.tenant_id, data, actor).await
 }
 
-async fn apply_payee(
-    conn: &mut SqliteConnection,
-    p: &PayeePlan,
-    counts: &mut Counts,
-    actor: &str,
-) -> Result<(), ApplyError> {
+async fn apply_payee(conn: &mut Conn, p: &PayeePlan, counts: &mut Counts, actor: &str) -> Result<(), ApplyError> {
     let payee = Payee {
         tenant_id: p.tenant.value.clone(),
         id: p.id.value.expose().to_owned(),
@@ -1534,22 +1510,19 @@ async fn apply_payee(
 
 /// A unique-constraint violation is a conflict with another row, reported
 /// against the entry; anything else is a database failure.
-fn conflict(e: sqlx::Error, entry: &Loc) -> ApplyError {
-    if is_unique_violation(&e) {
-        let detail = match &e {
-            sqlx::Error::Database(db) => db.message().to_owned(),
-            _ => String::new(),
-        };
-        ApplyError::Invalid(vec![entry.problem(format!("conflicts with an existing record ({detail})"))])
-    } else {
-        ApplyError::Database(e)
+fn conflict(e: StoreError, entry: &Loc) -> ApplyError {
+    match e {
+        StoreError::Conflict(detail) => {
+            ApplyError::Invalid(vec![entry.problem(format!("conflicts with an existing record ({detail})"))])
+        }
+        e => ApplyError::Database(e),
     }
 }
 
 /// Counts the outcome and, for a change, appends `registry.<kind>.<created|updated>`
 /// to the audit trail. `data` never holds a secret; accounts are masked.
 async fn record(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     counts: &mut Counts,
     outcome: Upsert,
     kind: &str,
@@ -1659,14 +1632,14 @@ trusted = true
     }
 
     async fn maya_hash(db: &Db) -> String {
-        directory::password_hash_in_tenant(&mut db.read.acquire().await.unwrap(), "acme", "maya")
+        directory::password_hash_in_tenant(&mut db.reader().await.unwrap(), "acme", "maya")
             .await
             .unwrap()
             .expect("maya exists")
     }
 
     async fn count(db: &Db, table: &str) -> i64 {
-        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(&db.read).await.unwrap()
+        crate::store::probe::count(db, table).await
     }
 
     async fn counts(db: &Db) -> Vec<i64> {
@@ -1678,8 +1651,7 @@ trusted = true
     }
 
     async fn audit_text(db: &Db) -> String {
-        let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT action, data FROM audit_log ORDER BY seq").fetch_all(&db.read).await.unwrap();
+        let rows = crate::store::probe::pairs(db, "SELECT action, data FROM audit_log ORDER BY seq").await;
         rows.iter().map(|(a, d)| format!("{a} {d}\n")).collect()
     }
 
@@ -1692,7 +1664,7 @@ trusted = true
             "applied acme.toml: 1 tenant created, 1 budget created, 2 users created, 1 agent created, 1 payee created"
         );
 
-        let conn = &mut *db.read.acquire().await.unwrap();
+        let conn = &mut *db.reader().await.unwrap();
         let ana = directory::user_by_username(conn, "ana").await.unwrap().unwrap();
         assert_eq!(ana.tenant_id, "acme");
         assert_eq!(ana.roles, vec![Role::Approver]);
@@ -1706,12 +1678,8 @@ trusted = true
         let payee = directory::payee(&db.read, "acme", "acct_acme0000000001").await.unwrap().unwrap();
         assert_eq!(payee.legal_name, "Acme Supplies Ltd");
         assert!(payee.trusted);
-        let budget: i64 =
-            sqlx::query_scalar("SELECT daily_limit_minor FROM budgets WHERE tenant_id = 'acme' AND currency = 'USD'")
-                .fetch_one(&db.read)
-                .await
-                .unwrap();
-        assert_eq!(budget, 5_000_000);
+        let budget = "SELECT daily_limit_minor FROM budgets WHERE tenant_id = 'acme' AND currency = 'USD'";
+        assert_eq!(crate::store::probe::int(&db, budget).await, Some(5_000_000));
 
         assert_eq!(audit::verify(&db.read).await.unwrap(), Verification::Intact { entries: 6 });
         let audit = audit_text(&db).await;
@@ -1986,14 +1954,12 @@ purposes = ["vendor"]
             spec_example().replace(&format!("key_sha256 = \"{}\"", key_sha256(KEY)), &format!("key = \"{KEY}\""));
         assert!(text.contains(KEY));
         apply(&db, &text).await.unwrap();
-        let stored: String = sqlx::query_scalar("SELECT key_sha256 FROM agents").fetch_one(&db.read).await.unwrap();
-        assert_eq!(stored, key_sha256(KEY));
+        let stored = crate::store::probe::texts(&db, "SELECT key_sha256 FROM agents").await;
+        assert_eq!(stored, [key_sha256(KEY)]);
         let agent = directory::agent_by_key_hash(&db.read, &key_sha256(KEY)).await.unwrap().unwrap();
         assert_eq!(agent.id, "payout-bot");
-        let dump: Vec<String> = sqlx::query_scalar("SELECT key_sha256 || source_accounts || purposes FROM agents")
-            .fetch_all(&db.read)
-            .await
-            .unwrap();
+        let dump =
+            crate::store::probe::texts(&db, "SELECT key_sha256 || source_accounts || purposes FROM agents").await;
         assert!(!dump.concat().contains(KEY));
         assert!(!audit_text(&db).await.contains(KEY));
         assert_eq!(apply(&db, &text).await.unwrap().changed(), 0, "a plain key is idempotent too");
@@ -2050,7 +2016,7 @@ purposes = ["vendor"]
         let id = add_user(&db, &settings, new_user("ana", "acme"), "cli").await.unwrap();
         assert!(id.starts_with("usr_"), "{id}");
         assert_eq!(add_user(&db, &settings, new_user("ana", "acme"), "cli").await.unwrap(), id, "the same user again");
-        let ana = directory::user_by_id(&mut db.read.acquire().await.unwrap(), &id).await.unwrap().unwrap();
+        let ana = directory::user_by_id(&mut db.reader().await.unwrap(), &id).await.unwrap().unwrap();
         assert_eq!(ana.roles, vec![Role::Viewer, Role::Approver], "sorted, deduplicated");
 
         let agent = NewAgent {

@@ -170,7 +170,7 @@ pub enum ChangeError {
     #[error("the change waited more than 7 days: propose it again")]
     Expired,
     #[error(transparent)]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::StoreError),
 }
 
 impl From<ApplyError> for ChangeError {
@@ -232,7 +232,7 @@ pub async fn submit(state: &AppState, admin: &Admin, request: Request) -> Result
             let key = provision::generate_agent_key(true);
             let key_sha256 = provision::key_sha256(&key);
             provision::check_agent(agent, key_sha256.clone())?;
-            let mut conn = state.db.read.acquire().await?;
+            let mut conn = state.db.reader().await?;
             let acts_for = store::directory::user_by_username(&mut conn, &form.acts_for).await?;
             if acts_for.is_none_or(|u| u.tenant_id != tenant) {
                 return Err(ChangeError::Invalid(format!("acts_for: there is no user {} here", form.acts_for)));
@@ -303,7 +303,7 @@ pub async fn submit(state: &AppState, admin: &Admin, request: Request) -> Result
             Ok(Submitted::Pending { id, message: "Another admin must confirm the payee.".into(), agent_key: None })
         }
         Request::SlackLink { username, slack_user_id } => {
-            let mut conn = state.db.read.acquire().await?;
+            let mut conn = state.db.reader().await?;
             let user = store::directory::user_by_username(&mut conn, &username).await?;
             drop(conn);
             let Some(user) = user.filter(|u| u.tenant_id == tenant) else {
@@ -346,7 +346,7 @@ async fn submit_user(
     // The tenant first: a username another tenant holds is refused before
     // anything else is done with it (no hash of theirs is ever touched).
     let existing = {
-        let mut conn = state.db.read.acquire().await?;
+        let mut conn = state.db.reader().await?;
         store::directory::user_by_username(&mut conn, &form.username).await?
     };
     if existing.as_ref().is_some_and(|u| &u.tenant_id != tenant) {
@@ -375,7 +375,7 @@ async fn submit_user(
     };
     match lines {
         None => {
-            let mut tx = state.db.write.begin().await?;
+            let mut tx = state.db.begin().await?;
             apply(&mut tx, &state.settings, tenant, &stored, &admin.actor()).await?;
             tx.commit().await?;
             Ok(Submitted::Applied { message: format!("User {} saved.", form.username) })
@@ -452,7 +452,7 @@ async fn propose(
     let change = serde_json::to_string(stored).expect("changes serialize");
     let summary = json!({ "lines": lines }).to_string();
     let shown_subject = shown_subject(stored.kind(), stored.subject());
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     store::registry_changes::insert(
         &mut tx,
         &store::registry_changes::NewChange {
@@ -491,7 +491,8 @@ fn shown_subject(kind: &str, subject: &str) -> String {
 pub async fn confirm(state: &AppState, admin: &Admin, id: &str) -> Result<String, ChangeError> {
     require_admin(admin)?;
     let row = store::registry_changes::get(&state.db.read, &admin.tenant_id, id).await?.ok_or(ChangeError::NotFound)?;
-    let stored: Stored = serde_json::from_str(&row.change).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let stored: Stored =
+        serde_json::from_str(&row.change).map_err(|e| store::StoreError::corrupt("registry_changes.change", e))?;
     if row.status != "pending" {
         return Err(ChangeError::NotPending(row.status));
     }
@@ -499,7 +500,7 @@ pub async fn confirm(state: &AppState, admin: &Admin, id: &str) -> Result<String
     if let Some(refusal) = cannot_confirm(&row, Some(&stored), admin, now) {
         return Err(refusal);
     }
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     if !store::registry_changes::decide(&mut tx, id, "applied", &admin.user_id, None, now).await? {
         let latest = store::registry_changes::get(&state.db.read, &admin.tenant_id, id).await?;
         return Err(ChangeError::NotPending(latest.map(|r| r.status).unwrap_or_default()));
@@ -526,7 +527,7 @@ pub async fn reject(state: &AppState, admin: &Admin, id: &str, note: Option<&str
     if note.is_some_and(|n| n.chars().count() > 500 || n.chars().any(char::is_control)) {
         return Err(ChangeError::Invalid("note: at most 500 characters, no control characters".into()));
     }
-    let mut tx = state.db.write.begin().await?;
+    let mut tx = state.db.begin().await?;
     if !store::registry_changes::decide(&mut tx, id, "rejected", &admin.user_id, note, Utc::now()).await? {
         return Err(ChangeError::NotPending(row.status));
     }
@@ -544,7 +545,7 @@ pub async fn reject(state: &AppState, admin: &Admin, id: &str, note: Option<&str
 
 /// Applies a stored change as `actor`, in the caller's transaction.
 async fn apply(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut crate::store::Conn,
     settings: &crate::config::Settings,
     tenant: &str,
     stored: &Stored,
@@ -600,7 +601,7 @@ fn cannot_confirm(row: &ChangeRow, stored: Option<&Stored>, admin: &Admin, now: 
         Some(ChangeError::OwnProposal)
     } else if stored.and_then(Stored::account_of) == Some(admin.username.as_str()) {
         Some(ChangeError::OwnAccount)
-    } else if store::parse_ts(&row.proposed_at) + PENDING_FOR < now {
+    } else if row.proposed_at + PENDING_FOR < now {
         Some(ChangeError::Expired)
     } else {
         None
@@ -637,7 +638,7 @@ pub async fn pending(state: &AppState, admin: &Admin) -> Result<Vec<PendingChang
                 id: row.id,
                 kind: row.kind,
                 proposed_by: row.proposed_by,
-                proposed_at: row.proposed_at,
+                proposed_at: store::ts(row.proposed_at),
                 blocker,
             }
         })
@@ -657,15 +658,15 @@ fn entry(admin: &Admin, action: &str, data: serde_json::Value) -> AuditEntry {
 }
 
 async fn append(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut crate::store::Conn,
     admin: &Admin,
     action: &str,
     data: serde_json::Value,
-) -> sqlx::Result<()> {
+) -> crate::store::Result<()> {
     store::audit::append(conn, &entry(admin, action, data)).await
 }
 
-async fn audit(state: &AppState, admin: &Admin, action: &str, data: serde_json::Value) -> sqlx::Result<()> {
+async fn audit(state: &AppState, admin: &Admin, action: &str, data: serde_json::Value) -> crate::store::Result<()> {
     store::audit::append_alone(&state.db.write, &entry(admin, action, data)).await
 }
 

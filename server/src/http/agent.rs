@@ -30,6 +30,7 @@ impl From<ProposeError> for ApiError {
             ProposeError::UnknownDestination(masked) => ApiError::UnknownDestination(masked),
             ProposeError::Denied(decision) => ApiError::PolicyDenied(decision),
             ProposeError::Store(e) => e.into(),
+            ProposeError::Internal(what) => ApiError::Internal(what.into()),
             ProposeError::Approval(message) => ApiError::Internal(message.into()),
         }
     }
@@ -43,6 +44,7 @@ impl From<CommitError> for ApiError {
             CommitError::Denied(decision) => ApiError::PolicyDenied(decision),
             CommitError::InvalidState(s) => ApiError::InvalidState(s),
             CommitError::Store(e) => e.into(),
+            CommitError::Internal(what) => ApiError::Internal(what.into()),
         }
     }
 }

@@ -62,8 +62,8 @@ pub enum ApiError {
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl From<sqlx::Error> for ApiError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
         ApiError::Internal(Box::new(e))
     }
 }

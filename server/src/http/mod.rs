@@ -185,7 +185,7 @@ async fn jwks(State(state): State<Shared>) -> Response {
 }
 
 async fn readyz(State(state): State<Shared>) -> Response {
-    match sqlx::query("SELECT 1").execute(&state.db.read).await {
+    match state.db.ping().await {
         Ok(_) => "ready".into_response(),
         Err(e) => ApiError::from(e).into_response(),
     }

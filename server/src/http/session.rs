@@ -97,7 +97,7 @@ pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<
         session.flush().await.map_err(|e| ApiError::Internal(Box::new(e)))?;
         return Ok(None);
     }
-    let mut conn = state.db.read.acquire().await?;
+    let mut conn = state.db.reader().await?;
     let user = store::directory::user_by_id(&mut conn, &data.user_id)
         .await?
         .filter(|u| u.active && u.tenant_id == data.tenant_id);
@@ -194,7 +194,7 @@ pub async fn sign_in(
         }
     };
     let user = {
-        let mut conn = state.db.read.acquire().await.map_err(ApiError::from)?;
+        let mut conn = state.db.reader().await.map_err(ApiError::from)?;
         store::directory::user_by_username(&mut conn, username).await.map_err(ApiError::from)?
     };
     let hash = match &user {

@@ -76,8 +76,7 @@ impl SessionStore for ConsoleSessionStore {
             return Ok(None);
         };
         let data = serde_json::from_str(&data).map_err(|e| session_store::Error::Decode(e.to_string()))?;
-        let expires = store::parse_ts(&expires_at);
-        let expiry_date = time::OffsetDateTime::from_unix_timestamp(expires.timestamp()).map_err(backend)?;
+        let expiry_date = time::OffsetDateTime::from_unix_timestamp(expires_at.timestamp()).map_err(backend)?;
         Ok(Some(Record { id: *id, data, expiry_date }))
     }
 

@@ -13,8 +13,8 @@ use futures::StreamExt;
 use crate::domain::{CanonicalRequest, ProposalStatus};
 use crate::shutdown::Shutdown;
 use crate::state::{AppState, Shared};
+use crate::store;
 use crate::store::slack::{self as outbox, NewMessage, OutboxRow, Target};
-use crate::store::{self, parse_ts};
 
 use super::message::Card;
 use super::DeliveryError;
@@ -48,10 +48,10 @@ pub fn card<'a>(
 /// transaction that stores the proposal, then [`wake`] after the commit.
 pub async fn announce(
     state: &AppState,
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut crate::store::Conn,
     card: &Card<'_>,
     now: DateTime<Utc>,
-) -> sqlx::Result<bool> {
+) -> crate::store::Result<bool> {
     let tenant = &card.request.tenant_id;
     if state.settings.slack.webhook_for(tenant).is_none() {
         return Ok(false);
@@ -97,16 +97,16 @@ pub async fn run(state: Shared, shutdown: Shutdown) {
 }
 
 /// One pass: every due message, delivered or rescheduled. Returns how many were delivered.
-pub async fn deliver_due(state: &AppState) -> sqlx::Result<usize> {
+pub async fn deliver_due(state: &AppState) -> crate::store::Result<usize> {
     let now = state.now();
     let due = outbox::due(&state.db.read, now, 100).await?;
-    let results: Vec<sqlx::Result<bool>> =
+    let results: Vec<crate::store::Result<bool>> =
         futures::stream::iter(due).map(|row| deliver_one(state, row)).buffer_unordered(PARALLEL).collect().await;
     results.into_iter().try_fold(0, |n, r| r.map(|delivered| n + usize::from(delivered)))
 }
 
 /// Why a message is no longer worth sending, if so.
-async fn moot(state: &AppState, row: &OutboxRow, now: DateTime<Utc>) -> sqlx::Result<Option<String>> {
+async fn moot(state: &AppState, row: &OutboxRow, now: DateTime<Utc>) -> crate::store::Result<Option<String>> {
     match row.target {
         Target::Webhook => {
             let (Some(tenant), Some(id)) = (&row.tenant_id, &row.proposal_id) else {
@@ -119,12 +119,12 @@ async fn moot(state: &AppState, row: &OutboxRow, now: DateTime<Utc>) -> sqlx::Re
                 None => Some("the proposal is gone".into()),
             })
         }
-        Target::ResponseUrl => Ok((now - parse_ts(&row.created_at) > Duration::minutes(RESPONSE_URL_LIFETIME_MINS))
+        Target::ResponseUrl => Ok((now - row.created_at > Duration::minutes(RESPONSE_URL_LIFETIME_MINS))
             .then(|| "the response_url has expired".into())),
     }
 }
 
-async fn deliver_one(state: &AppState, row: OutboxRow) -> sqlx::Result<bool> {
+async fn deliver_one(state: &AppState, row: OutboxRow) -> crate::store::Result<bool> {
     let now = state.now();
     if let Some(why) = moot(state, &row, now).await? {
         tracing::info!(message_id = %row.id, proposal_id = ?row.proposal_id, why, "slack message abandoned");

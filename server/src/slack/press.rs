@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::approvals::{self, Approver, DecideError, Verdict};
-use crate::domain::{CanonicalRequest, ProposalStatus};
+use crate::domain::ProposalStatus;
 use crate::state::AppState;
 use crate::store::{self, slack::NewMessage, slack::Target};
 
@@ -29,7 +29,7 @@ pub enum Outcome {
 }
 
 /// Handles one verified, parsed press and queues the follow-up message.
-pub async fn handle(state: &AppState, press: Interaction) -> sqlx::Result<Outcome> {
+pub async fn handle(state: &AppState, press: Interaction) -> crate::store::Result<Outcome> {
     let Answer { outcome, reply, about } = answer(state, &press).await?;
     tracing::info!(slack_user = %press.user_id, ?outcome, "slack button press");
     if let (Some(reply), Some(url)) = (reply, &press.response_url) {
@@ -66,7 +66,7 @@ fn refused(reason: &'static str, text: String, about: Option<(String, String)>) 
     Answer { outcome: Outcome::Refused(reason), reply: Some(notice(&text)), about }
 }
 
-async fn answer(state: &AppState, press: &Interaction) -> sqlx::Result<Answer> {
+async fn answer(state: &AppState, press: &Interaction) -> crate::store::Result<Answer> {
     let (button, verdict) = match &press.action {
         Action::Approve(b) => (b, Verdict::Approve),
         Action::Reject(b) => (b, Verdict::Reject { reason: String::new() }),
@@ -89,9 +89,7 @@ async fn answer(state: &AppState, press: &Interaction) -> sqlx::Result<Answer> {
         );
         return Ok(refused("hash_mismatch", text, about));
     }
-    let request: CanonicalRequest = serde_json::from_str(&row.canonical_request)
-        .map_err(|e| sqlx::Error::Decode(format!("stored canonical request: {e}").into()))?;
-    let card = outbox::card(state, &row.id, &request, &row.request_hash, row.required_approvals);
+    let card = outbox::card(state, &row.id, &row.request, &row.request_hash, row.required_approvals);
     if verdict == Verdict::Approve && !card.direct_approve {
         let text =
             format!("Nothing was done: payments of this size are approved in the console, signed in: {console_url}");

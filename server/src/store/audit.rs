@@ -6,14 +6,14 @@
 //! record. Account numbers are masked by the callers' types (`Display` of
 //! `SourceAccount` / `PayeeId`); secrets are never passed in.
 
+use chrono::DateTime;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use sqlx::{Row, SqliteConnection, SqlitePool};
 use std::sync::Mutex;
 
-use super::ts;
+use super::{ts, Cols, Conn, Pool, Result};
 use crate::domain::jcs;
 
 pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
@@ -69,13 +69,13 @@ fn set_hint(head: (i64, String)) {
 /// guess was stale) the head is read first, as two statements.
 /// Appends `entry` in a transaction of its own (for an event that changes
 /// nothing else: a sign-in, a sign-out, a refused request).
-pub async fn append_alone(pool: &SqlitePool, entry: &AuditEntry) -> sqlx::Result<()> {
+pub async fn append_alone(pool: &Pool, entry: &AuditEntry) -> Result<()> {
     let mut tx = pool.begin().await?;
     append(&mut tx, entry).await?;
-    tx.commit().await
+    Ok(tx.commit().await?)
 }
 
-pub async fn append(conn: &mut SqliteConnection, entry: &AuditEntry) -> sqlx::Result<()> {
+pub async fn append(conn: &mut Conn, entry: &AuditEntry) -> Result<()> {
     if let Some((seq, prev)) = hint() {
         if insert(conn, seq + 1, &prev, entry, true).await? {
             return Ok(());
@@ -84,7 +84,7 @@ pub async fn append(conn: &mut SqliteConnection, entry: &AuditEntry) -> sqlx::Re
     let last =
         sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetch_optional(&mut *conn).await?;
     let (seq, prev) = match last {
-        Some(row) => (row.get::<i64, _>("seq") + 1, row.get::<String, _>("hash")),
+        Some(row) => (Cols::of(&row).int("seq")? + 1, Cols::of(&row).text("hash")?),
         None => (1, GENESIS.to_owned()),
     };
     insert(conn, seq, &prev, entry, false).await?;
@@ -93,13 +93,7 @@ pub async fn append(conn: &mut SqliteConnection, entry: &AuditEntry) -> sqlx::Re
 
 /// Inserts `entry` as number `seq` after `prev`; with `guarded`, only if
 /// `prev` is the hash of the newest entry (returns whether it was inserted).
-async fn insert(
-    conn: &mut SqliteConnection,
-    seq: i64,
-    prev: &str,
-    entry: &AuditEntry,
-    guarded: bool,
-) -> sqlx::Result<bool> {
+async fn insert(conn: &mut Conn, seq: i64, prev: &str, entry: &AuditEntry, guarded: bool) -> Result<bool> {
     let at = ts(Utc::now());
     let hash = entry_hash(seq, &at, entry, prev);
     let guard = if guarded { " WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ?" } else { "" };
@@ -130,28 +124,30 @@ async fn insert(
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct StoredEntry {
     pub seq: i64,
-    pub at: String,
+    pub at: DateTime<Utc>,
     pub actor: String,
     pub action: String,
     pub data: Value,
 }
 
 /// The entries about one proposal, oldest first (its timeline).
-pub async fn for_proposal(pool: &SqlitePool, proposal_id: &str) -> sqlx::Result<Vec<StoredEntry>> {
+pub async fn for_proposal(pool: &Pool, proposal_id: &str) -> Result<Vec<StoredEntry>> {
     let rows = sqlx::query("SELECT seq, at, actor, action, data FROM audit_log WHERE proposal_id = ? ORDER BY seq")
         .bind(proposal_id)
         .fetch_all(pool)
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| StoredEntry {
-            seq: r.get("seq"),
-            at: r.get("at"),
-            actor: r.get("actor"),
-            action: r.get("action"),
-            data: serde_json::from_str(r.get::<&str, _>("data")).unwrap_or(Value::Null),
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok(StoredEntry {
+                seq: c.int("seq")?,
+                at: c.at("at")?,
+                actor: c.text("actor")?,
+                action: c.text("action")?,
+                data: c.json("data")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The result of walking the whole chain.
@@ -162,34 +158,36 @@ pub enum Verification {
 }
 
 /// Recomputes every link, oldest first, and reports the first break.
-pub async fn verify(pool: &SqlitePool) -> sqlx::Result<Verification> {
+pub async fn verify(pool: &Pool) -> Result<Verification> {
     use futures::TryStreamExt;
     let mut rows = sqlx::query("SELECT * FROM audit_log ORDER BY seq").fetch(pool);
     let mut expected_prev = GENESIS.to_owned();
     let mut expected_seq = 1i64;
     while let Some(row) = rows.try_next().await? {
-        let seq: i64 = row.get("seq");
+        let c = Cols::of(&row);
+        let seq = c.int("seq")?;
         if seq != expected_seq {
             return Ok(Verification::Broken { seq, problem: format!("entry {expected_seq} is missing") });
         }
-        let prev: String = row.get("prev_hash");
+        // A value of the wrong type is tampering like any other edit.
+        let read = || -> Result<(AuditEntry, String, String, String)> {
+            let entry = AuditEntry {
+                tenant_id: c.opt_text("tenant_id")?,
+                actor: c.text("actor")?,
+                action: c.text("action")?,
+                proposal_id: c.opt_text("proposal_id")?,
+                request_hash: c.opt_text("request_hash")?,
+                data: c.json("data")?,
+            };
+            Ok((entry, c.text("at")?, c.text("prev_hash")?, c.text("hash")?))
+        };
+        let (entry, at, prev, stored) = match read() {
+            Ok(read) => read,
+            Err(e) => return Ok(Verification::Broken { seq, problem: e.to_string() }),
+        };
         if prev != expected_prev {
             return Ok(Verification::Broken { seq, problem: "prev_hash does not match the previous entry".into() });
         }
-        let data: Value = match serde_json::from_str(row.get::<&str, _>("data")) {
-            Ok(v) => v,
-            Err(_) => return Ok(Verification::Broken { seq, problem: "data is not valid JSON".into() }),
-        };
-        let entry = AuditEntry {
-            tenant_id: row.get("tenant_id"),
-            actor: row.get("actor"),
-            action: row.get("action"),
-            proposal_id: row.get("proposal_id"),
-            request_hash: row.get("request_hash"),
-            data,
-        };
-        let at: String = row.get("at");
-        let stored: String = row.get("hash");
         if entry_hash(seq, &at, &entry, &prev) != stored {
             return Ok(Verification::Broken { seq, problem: "content does not match its hash".into() });
         }

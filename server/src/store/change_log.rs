@@ -1,7 +1,7 @@
 //! The change log that triggers fill (migration 0006) and the server follows
 //! to keep its read caches true (`crate::changes::follow`).
 
-use sqlx::{Row, SqlitePool};
+use super::{Cols, Pool, Result};
 
 /// What one logged change invalidates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,33 +17,33 @@ pub enum Change {
 }
 
 /// The newest sequence number, 0 when nothing was ever logged.
-pub async fn latest(pool: &SqlitePool) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetch_one(pool).await
+pub async fn latest(pool: &Pool) -> Result<i64> {
+    Ok(sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetch_one(pool).await?)
 }
 
 /// Up to `limit` changes after `seq`, oldest first, with their sequence numbers.
-pub async fn since(pool: &SqlitePool, seq: i64, limit: u32) -> sqlx::Result<Vec<(i64, Change)>> {
+pub async fn since(pool: &Pool, seq: i64, limit: u32) -> Result<Vec<(i64, Change)>> {
     let rows = sqlx::query("SELECT seq, kind, proposal_id FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?")
         .bind(seq)
         .bind(limit)
         .fetch_all(pool)
         .await?;
-    Ok(rows
-        .iter()
+    rows.iter()
         .map(|r| {
-            let change = match (r.get::<&str, _>("kind"), r.get::<Option<String>, _>("proposal_id")) {
+            let c = Cols::of(r);
+            let change = match (c.text("kind")?.as_str(), c.opt_text("proposal_id")?) {
                 ("proposal", Some(id)) => Change::Proposal(id),
                 ("agents", _) => Change::Agents,
                 ("payees", _) => Change::Payees,
                 _ => Change::Unknown,
             };
-            (r.get("seq"), change)
+            Ok((c.int("seq")?, change))
         })
-        .collect())
+        .collect()
 }
 
 /// Drops entries older than `minutes`; returns how many.
-pub async fn prune(pool: &SqlitePool, minutes: u32) -> sqlx::Result<u64> {
+pub async fn prune(pool: &Pool, minutes: u32) -> Result<u64> {
     let cutoff = format!("-{minutes} minutes");
     let done = sqlx::query("DELETE FROM change_log WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)")
         .bind(cutoff)

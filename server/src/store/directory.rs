@@ -2,10 +2,10 @@
 //! system checks against. Upserts are idempotent (apply twice, same state).
 
 use crate::domain::Role;
-use sqlx::{Row, SqliteConnection, SqlitePool};
+use sqlx::sqlite::SqliteRow;
 use std::collections::BTreeMap;
 
-use super::{new_id, ts};
+use super::{new_id, ts, Cols, Conn, Pool, Result, StoreError};
 use chrono::Utc;
 
 /// Whether a row was created or changed by an upsert.
@@ -16,7 +16,7 @@ pub enum Upsert {
     Unchanged,
 }
 
-pub async fn upsert_tenant(conn: &mut SqliteConnection, id: &str, name: &str) -> sqlx::Result<Upsert> {
+pub async fn upsert_tenant(conn: &mut Conn, id: &str, name: &str) -> Result<Upsert> {
     let existing: Option<String> =
         sqlx::query_scalar("SELECT name FROM tenants WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
     match existing {
@@ -37,20 +37,15 @@ pub async fn upsert_tenant(conn: &mut SqliteConnection, id: &str, name: &str) ->
     }
 }
 
-pub async fn tenant_exists(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<bool> {
+pub async fn tenant_exists(conn: &mut Conn, id: &str) -> Result<bool> {
     Ok(sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM tenants WHERE id = ?").bind(id).fetch_one(conn).await? > 0)
 }
 
-pub async fn count_tenants(pool: &SqlitePool) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM tenants").fetch_one(pool).await
+pub async fn count_tenants(pool: &Pool) -> Result<i64> {
+    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM tenants").fetch_one(pool).await?)
 }
 
-pub async fn set_budget(
-    conn: &mut SqliteConnection,
-    tenant: &str,
-    currency: &str,
-    limit_minor: u64,
-) -> sqlx::Result<()> {
+pub async fn set_budget(conn: &mut Conn, tenant: &str, currency: &str, limit_minor: u64) -> Result<()> {
     sqlx::query(
         "INSERT INTO budgets (tenant_id, currency, daily_limit_minor) VALUES (?, ?, ?)
          ON CONFLICT (tenant_id, currency) DO UPDATE SET daily_limit_minor = excluded.daily_limit_minor",
@@ -86,10 +81,10 @@ pub struct User {
     pub approval_limits_minor: BTreeMap<String, u64>,
 }
 
-/// Creates the user, or updates the one with that username. Returns its id.
-/// A username already taken by another tenant is refused (usernames are global,
+/// Creates the user, or updates the one with that username. Returns its id,
+/// or None when another tenant holds the username (usernames are global,
 /// they are what people sign in with).
-pub async fn upsert_user(conn: &mut SqliteConnection, spec: &UserSpec) -> sqlx::Result<(String, Upsert)> {
+pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(String, Upsert)>> {
     let roles = serde_json::to_string(&spec.roles).expect("roles serialize");
     let existing = sqlx::query("SELECT id, tenant_id FROM users WHERE username = ?")
         .bind(&spec.username)
@@ -97,10 +92,9 @@ pub async fn upsert_user(conn: &mut SqliteConnection, spec: &UserSpec) -> sqlx::
         .await?;
     let (id, outcome) = match existing {
         Some(row) => {
-            let id: String = row.get("id");
-            let tenant: String = row.get("tenant_id");
+            let (id, tenant) = (Cols::of(&row).text("id")?, Cols::of(&row).text("tenant_id")?);
             if tenant != spec.tenant_id {
-                return Err(sqlx::Error::Protocol(format!("username {} belongs to another tenant", spec.username)));
+                return Ok(None);
             }
             let changed = sqlx::query(
                 "UPDATE users SET password_hash = ?, roles = ?, slack_user_id = ?
@@ -148,49 +142,58 @@ pub async fn upsert_user(conn: &mut SqliteConnection, spec: &UserSpec) -> sqlx::
                 .await?;
         }
         if outcome == Upsert::Unchanged {
-            return Ok((id, Upsert::Updated));
+            return Ok(Some((id, Upsert::Updated)));
         }
     }
-    Ok((id, outcome))
+    Ok(Some((id, outcome)))
 }
 
-async fn limits_of(conn: &mut SqliteConnection, user_id: &str) -> sqlx::Result<BTreeMap<String, u64>> {
+async fn limits_of(conn: &mut Conn, user_id: &str) -> Result<BTreeMap<String, u64>> {
     let rows = sqlx::query("SELECT currency, limit_minor FROM approval_limits WHERE user_id = ?")
         .bind(user_id)
         .fetch_all(conn)
         .await?;
-    Ok(rows.iter().map(|r| (r.get::<String, _>("currency"), r.get::<i64, _>("limit_minor") as u64)).collect())
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok((c.text("currency")?, c.unsigned("limit_minor")?))
+        })
+        .collect()
 }
 
-fn user_from_row(row: &sqlx::sqlite::SqliteRow, limits: BTreeMap<String, u64>) -> User {
-    let roles: String = row.get("roles");
-    User {
-        id: row.get("id"),
-        tenant_id: row.get("tenant_id"),
-        username: row.get("username"),
-        roles: serde_json::from_str(&roles).unwrap_or_default(),
-        slack_user_id: row.get("slack_user_id"),
-        active: row.get::<i64, _>("active") != 0,
+fn user_from_row(row: &SqliteRow, limits: BTreeMap<String, u64>) -> Result<User> {
+    let c = Cols::of(row);
+    let roles: Vec<String> = c.json("roles")?;
+    Ok(User {
+        id: c.text("id")?,
+        tenant_id: c.text("tenant_id")?,
+        username: c.text("username")?,
+        roles: roles
+            .iter()
+            .map(|r| Role::parse(r).ok_or_else(|| StoreError::corrupt("roles", "not a known role")))
+            .collect::<Result<_>>()?,
+        slack_user_id: c.opt_text("slack_user_id")?,
+        active: c.flag("active")?,
         approval_limits_minor: limits,
-    }
+    })
 }
 
-pub async fn user_by_username(conn: &mut SqliteConnection, username: &str) -> sqlx::Result<Option<User>> {
+pub async fn user_by_username(conn: &mut Conn, username: &str) -> Result<Option<User>> {
     let Some(row) =
         sqlx::query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?
     else {
         return Ok(None);
     };
-    let limits = limits_of(&mut *conn, row.get::<&str, _>("id")).await?;
-    Ok(Some(user_from_row(&row, limits)))
+    let limits = limits_of(&mut *conn, &Cols::of(&row).text("id")?).await?;
+    user_from_row(&row, limits).map(Some)
 }
 
-pub async fn user_by_id(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<Option<User>> {
+pub async fn user_by_id(conn: &mut Conn, id: &str) -> Result<Option<User>> {
     let Some(row) = sqlx::query("SELECT * FROM users WHERE id = ?").bind(id).fetch_optional(&mut *conn).await? else {
         return Ok(None);
     };
     let limits = limits_of(&mut *conn, id).await?;
-    Ok(Some(user_from_row(&row, limits)))
+    user_from_row(&row, limits).map(Some)
 }
 
 /// An agent as the registry wants it to be.
@@ -216,7 +219,7 @@ pub struct Agent {
     pub active: bool,
 }
 
-pub async fn upsert_agent(conn: &mut SqliteConnection, spec: &AgentSpec) -> sqlx::Result<Upsert> {
+pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
     let sources = serde_json::to_string(&spec.source_accounts).expect("serialize");
     let purposes = serde_json::to_string(&spec.purposes).expect("serialize");
     let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agents WHERE tenant_id = ? AND id = ?")
@@ -261,33 +264,34 @@ pub async fn upsert_agent(conn: &mut SqliteConnection, spec: &AgentSpec) -> sqlx
     Ok(if changed > 0 { Upsert::Updated } else { Upsert::Unchanged })
 }
 
-fn agent_from_row(row: &sqlx::sqlite::SqliteRow) -> Agent {
-    Agent {
-        tenant_id: row.get("tenant_id"),
-        id: row.get("id"),
-        acts_for: row.get("acts_for"),
-        source_accounts: serde_json::from_str(row.get::<&str, _>("source_accounts")).unwrap_or_default(),
-        purposes: serde_json::from_str(row.get::<&str, _>("purposes")).unwrap_or_default(),
-        active: row.get::<i64, _>("active") != 0,
-    }
+fn agent_from_row(row: &SqliteRow) -> Result<Agent> {
+    let c = Cols::of(row);
+    Ok(Agent {
+        tenant_id: c.text("tenant_id")?,
+        id: c.text("id")?,
+        acts_for: c.text("acts_for")?,
+        source_accounts: c.json("source_accounts")?,
+        purposes: c.json("purposes")?,
+        active: c.flag("active")?,
+    })
 }
 
 /// The active agent whose key hashes to `key_sha256`.
-pub async fn agent_by_key_hash(pool: &SqlitePool, key_sha256: &str) -> sqlx::Result<Option<Agent>> {
+pub async fn agent_by_key_hash(pool: &Pool, key_sha256: &str) -> Result<Option<Agent>> {
     let row = sqlx::query("SELECT * FROM agents WHERE key_sha256 = ? AND active = 1")
         .bind(key_sha256)
         .fetch_optional(pool)
         .await?;
-    Ok(row.as_ref().map(agent_from_row))
+    row.as_ref().map(agent_from_row).transpose()
 }
 
-pub async fn agent(conn: &mut SqliteConnection, tenant: &str, id: &str) -> sqlx::Result<Option<Agent>> {
+pub async fn agent(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<Agent>> {
     let row = sqlx::query("SELECT * FROM agents WHERE tenant_id = ? AND id = ?")
         .bind(tenant)
         .bind(id)
         .fetch_optional(conn)
         .await?;
-    Ok(row.as_ref().map(agent_from_row))
+    row.as_ref().map(agent_from_row).transpose()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,16 +302,15 @@ pub struct Payee {
     pub trusted: bool,
 }
 
-pub async fn upsert_payee(conn: &mut SqliteConnection, p: &Payee) -> sqlx::Result<Upsert> {
-    let existing = sqlx::query("SELECT legal_name, trusted FROM payees WHERE tenant_id = ? AND id = ?")
+pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
+    let existing = sqlx::query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?")
         .bind(&p.tenant_id)
         .bind(&p.id)
         .fetch_optional(&mut *conn)
         .await?;
     match existing {
         Some(row)
-            if row.get::<String, _>("legal_name") == p.legal_name
-                && (row.get::<i64, _>("trusted") != 0) == p.trusted =>
+            if payee_from_row(&row)?.legal_name == p.legal_name && Cols::of(&row).flag("trusted")? == p.trusted =>
         {
             Ok(Upsert::Unchanged)
         }
@@ -335,87 +338,85 @@ pub async fn upsert_payee(conn: &mut SqliteConnection, p: &Payee) -> sqlx::Resul
     }
 }
 
-pub async fn payee(pool: &SqlitePool, tenant: &str, id: &str) -> sqlx::Result<Option<Payee>> {
+pub async fn payee(pool: &Pool, tenant: &str, id: &str) -> Result<Option<Payee>> {
     let row = sqlx::query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?")
         .bind(tenant)
         .bind(id)
         .fetch_optional(pool)
         .await?;
-    Ok(row.map(|r| Payee {
-        tenant_id: r.get("tenant_id"),
-        id: r.get("id"),
-        legal_name: r.get("legal_name"),
-        trusted: r.get::<i64, _>("trusted") != 0,
-    }))
+    row.as_ref().map(payee_from_row).transpose()
+}
+
+fn payee_from_row(row: &SqliteRow) -> Result<Payee> {
+    let c = Cols::of(row);
+    Ok(Payee {
+        tenant_id: c.text("tenant_id")?,
+        id: c.text("id")?,
+        legal_name: c.text("legal_name")?,
+        trusted: c.flag("trusted")?,
+    })
 }
 
 /// The stored password hash of a user (only the sign-in path reads it).
-pub async fn password_hash(pool: &SqlitePool, user_id: &str) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await
+pub async fn password_hash(pool: &Pool, user_id: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?)
 }
 
 /// Users of a tenant, by username.
-pub async fn users_of(conn: &mut SqliteConnection, tenant: &str) -> sqlx::Result<Vec<User>> {
+pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
     let rows = sqlx::query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username")
         .bind(tenant)
         .fetch_all(&mut *conn)
         .await?;
     let mut users = Vec::with_capacity(rows.len());
     for row in &rows {
-        let limits = limits_of(&mut *conn, row.get::<&str, _>("id")).await?;
-        users.push(user_from_row(row, limits));
+        let limits = limits_of(&mut *conn, &Cols::of(row).text("id")?).await?;
+        users.push(user_from_row(row, limits)?);
     }
     Ok(users)
 }
 
 /// Agents of a tenant, by id.
-pub async fn agents_of(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<Agent>> {
+pub async fn agents_of(pool: &Pool, tenant: &str) -> Result<Vec<Agent>> {
     let rows = sqlx::query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
-    Ok(rows.iter().map(agent_from_row).collect())
+    rows.iter().map(agent_from_row).collect()
 }
 
 /// Payees of a tenant, by legal name.
-pub async fn payees_of(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<Payee>> {
+pub async fn payees_of(pool: &Pool, tenant: &str) -> Result<Vec<Payee>> {
     let rows = sqlx::query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY legal_name")
         .bind(tenant)
         .fetch_all(pool)
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| Payee {
-            tenant_id: r.get("tenant_id"),
-            id: r.get("id"),
-            legal_name: r.get("legal_name"),
-            trusted: r.get::<i64, _>("trusted") != 0,
-        })
-        .collect())
+    rows.iter().map(payee_from_row).collect()
 }
 
 /// The stored password hash of `username`, only if they belong to `tenant`
 /// (provisioning keeps it when asked to; another tenant's hash is never read).
-pub async fn password_hash_in_tenant(
-    conn: &mut SqliteConnection,
-    tenant: &str,
-    username: &str,
-) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT password_hash FROM users WHERE tenant_id = ? AND username = ?")
+pub async fn password_hash_in_tenant(conn: &mut Conn, tenant: &str, username: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT password_hash FROM users WHERE tenant_id = ? AND username = ?")
         .bind(tenant)
         .bind(username)
         .fetch_optional(conn)
-        .await
+        .await?)
 }
 
 /// A tenant's daily budgets per currency.
-pub async fn budgets_of(conn: &mut SqliteConnection, tenant: &str) -> sqlx::Result<BTreeMap<String, u64>> {
+pub async fn budgets_of(conn: &mut Conn, tenant: &str) -> Result<BTreeMap<String, u64>> {
     let rows = sqlx::query("SELECT currency, daily_limit_minor FROM budgets WHERE tenant_id = ?")
         .bind(tenant)
         .fetch_all(conn)
         .await?;
-    Ok(rows.iter().map(|r| (r.get("currency"), r.get::<i64, _>("daily_limit_minor") as u64)).collect())
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok((c.text("currency")?, c.unsigned("daily_limit_minor")?))
+        })
+        .collect()
 }
 
 /// The user a Slack user id is linked to, if any.
-pub async fn user_by_slack_id(pool: &SqlitePool, slack_user_id: &str) -> sqlx::Result<Option<User>> {
+pub async fn user_by_slack_id(pool: &Pool, slack_user_id: &str) -> Result<Option<User>> {
     let mut conn = pool.acquire().await?;
     let Some(row) = sqlx::query("SELECT * FROM users WHERE slack_user_id = ?")
         .bind(slack_user_id)
@@ -424,8 +425,8 @@ pub async fn user_by_slack_id(pool: &SqlitePool, slack_user_id: &str) -> sqlx::R
     else {
         return Ok(None);
     };
-    let limits = limits_of(&mut conn, row.get::<&str, _>("id")).await?;
-    Ok(Some(user_from_row(&row, limits)))
+    let limits = limits_of(&mut conn, &Cols::of(&row).text("id")?).await?;
+    user_from_row(&row, limits).map(Some)
 }
 
 /// Sets (or with `None` clears) a user's Slack user id. Returns whether the
@@ -433,7 +434,7 @@ pub async fn user_by_slack_id(pool: &SqlitePool, slack_user_id: &str) -> sqlx::R
 /// violation.
 /// Sets the agent's `active` flag; false when there is no such agent.
 /// An inactive agent's key authenticates nothing.
-pub async fn set_agent_active(conn: &mut SqliteConnection, tenant: &str, id: &str, active: bool) -> sqlx::Result<bool> {
+pub async fn set_agent_active(conn: &mut Conn, tenant: &str, id: &str, active: bool) -> Result<bool> {
     let done = sqlx::query("UPDATE agents SET active = ? WHERE tenant_id = ? AND id = ?")
         .bind(i64::from(active))
         .bind(tenant)
@@ -444,11 +445,11 @@ pub async fn set_agent_active(conn: &mut SqliteConnection, tenant: &str, id: &st
 }
 
 pub async fn set_slack_user_id(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     tenant: &str,
     username: &str,
     slack_user_id: Option<&str>,
-) -> sqlx::Result<bool> {
+) -> Result<bool> {
     let done = sqlx::query("UPDATE users SET slack_user_id = ? WHERE tenant_id = ? AND username = ?")
         .bind(slack_user_id)
         .bind(tenant)

@@ -3,10 +3,8 @@
 //! request, everyone else replays, is told the key is in use, or that it was
 //! used with another body.
 
+use super::{ts, Cols, Pool, Result};
 use chrono::{DateTime, Duration, Utc};
-use sqlx::{Row, SqlitePool};
-
-use super::ts;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
@@ -30,12 +28,12 @@ pub struct Scope<'a> {
 }
 
 pub async fn claim(
-    pool: &SqlitePool,
+    pool: &Pool,
     scope: &Scope<'_>,
     fingerprint: &str,
     now: DateTime<Utc>,
     retention: Duration,
-) -> sqlx::Result<Claim> {
+) -> Result<Claim> {
     let mut tx = pool.begin().await?;
     // A key older than the retention window is forgotten, and so is a claim
     // whose request died with the process (no request runs for minutes).
@@ -74,12 +72,15 @@ pub async fn claim(
         .bind(scope.key)
         .fetch_one(&mut *tx)
         .await?;
-        if row.get::<&str, _>("fingerprint") != fingerprint {
+        let c = Cols::of(&row);
+        if c.text("fingerprint")? != fingerprint {
             Claim::Mismatch
-        } else if row.get::<&str, _>("state") != "done" {
+        } else if c.text("state")? != "done" {
             Claim::InFlight
         } else {
-            Claim::Replay { status: row.get::<i64, _>("response_status") as u16, body: row.get("response_body") }
+            let status = u16::try_from(c.int("response_status")?)
+                .map_err(|_| super::StoreError::corrupt("response_status", "not an HTTP status"))?;
+            Claim::Replay { status, body: c.text("response_body")? }
         }
     };
     tx.commit().await?;
@@ -87,7 +88,7 @@ pub async fn claim(
 }
 
 /// Stores the response of the request that claimed the key.
-pub async fn complete(pool: &SqlitePool, scope: &Scope<'_>, status: u16, body: &str) -> sqlx::Result<()> {
+pub async fn complete(pool: &Pool, scope: &Scope<'_>, status: u16, body: &str) -> Result<()> {
     sqlx::query(
         "UPDATE idempotency_keys SET state = 'done', response_status = ?, response_body = ?
          WHERE tenant_id = ? AND agent_id = ? AND key = ?",
@@ -104,7 +105,7 @@ pub async fn complete(pool: &SqlitePool, scope: &Scope<'_>, status: u16, body: &
 
 /// Forgets the key: the request never started executing (bad input) or failed
 /// on our side, so a retry with the same key may run again.
-pub async fn release(pool: &SqlitePool, scope: &Scope<'_>) -> sqlx::Result<()> {
+pub async fn release(pool: &Pool, scope: &Scope<'_>) -> Result<()> {
     sqlx::query(
         "DELETE FROM idempotency_keys WHERE tenant_id = ? AND agent_id = ? AND key = ? AND state = 'in_flight'",
     )
@@ -117,7 +118,7 @@ pub async fn release(pool: &SqlitePool, scope: &Scope<'_>) -> sqlx::Result<()> {
 }
 
 /// Deletes keys past the retention window; returns how many.
-pub async fn purge(pool: &SqlitePool, now: DateTime<Utc>, retention: Duration) -> sqlx::Result<u64> {
+pub async fn purge(pool: &Pool, now: DateTime<Utc>, retention: Duration) -> Result<u64> {
     Ok(sqlx::query("DELETE FROM idempotency_keys WHERE created_at < ?")
         .bind(ts(now - retention))
         .execute(pool)

@@ -15,13 +15,100 @@ pub mod registry_changes;
 pub mod sessions;
 pub mod slack;
 
+mod rows;
+
+pub use rows::Cols;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use rand::Rng;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
+use std::ops::{Deref, DerefMut};
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
+
+/// A pool of connections (the writer or the readers of a [`Db`]).
+pub type Pool = SqlitePool;
+/// One connection: what a store function that must share a transaction takes.
+pub type Conn = sqlx::SqliteConnection;
+/// A connection held from a pool until dropped.
+pub type Pooled = sqlx::pool::PoolConnection<sqlx::Sqlite>;
+/// A store function's outcome.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Why a store function failed, in the terms a use case can act on. The
+/// database's own error stays inside (for the log), never in an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A unique constraint refused the write: the thing already exists. The
+    /// text is the database's message (it names columns, never values).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// A stored value the code cannot read (an unknown status, a bad
+    /// timestamp, invalid JSON): reported, never guessed.
+    #[error("unreadable {column}: {reason}")]
+    Corrupt { column: String, reason: String },
+    /// The database does not answer (closed, timed out, I/O).
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+}
+
+impl StoreError {
+    /// An unreadable value in `column`.
+    pub fn corrupt(column: &str, reason: impl std::fmt::Display) -> StoreError {
+        StoreError::Corrupt { column: column.to_owned(), reason: reason.to_string() }
+    }
+
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StoreError::Conflict(_))
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(db.message().to_owned()),
+            sqlx::Error::ColumnDecode { index, source } => StoreError::corrupt(&index, source),
+            sqlx::Error::ColumnNotFound(column) => StoreError::corrupt(&column, "no such column"),
+            sqlx::Error::Decode(source) => StoreError::corrupt("?", source),
+            e @ (sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::WorkerCrashed) => StoreError::Unavailable(e),
+            e => StoreError::Database(e),
+        }
+    }
+}
+
+/// A write transaction. It derefs to a [`Conn`], so store functions run
+/// inside it; dropped without [`Tx::commit`] it rolls back.
+pub struct Tx(sqlx::Transaction<'static, sqlx::Sqlite>);
+
+impl Tx {
+    pub async fn commit(self) -> Result<()> {
+        Ok(self.0.commit().await?)
+    }
+
+    pub async fn rollback(self) -> Result<()> {
+        Ok(self.0.rollback().await?)
+    }
+}
+
+impl Deref for Tx {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.0
+    }
+}
+
+impl DerefMut for Tx {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.0
+    }
+}
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -66,6 +153,27 @@ impl Db {
         MIGRATOR.run(&write).await?;
         let read = reader_pool(&path, 8).await.map_err(open_err)?;
         Ok(Db { write, read })
+    }
+
+    /// Starts a write transaction (writes queue on the one writer).
+    pub async fn begin(&self) -> Result<Tx> {
+        Ok(Tx(self.write.begin().await?))
+    }
+
+    /// The writer's connection, outside a transaction.
+    pub async fn writer(&self) -> Result<Pooled> {
+        Ok(self.write.acquire().await?)
+    }
+
+    /// A reader's connection, for several reads in a row.
+    pub async fn reader(&self) -> Result<Pooled> {
+        Ok(self.read.acquire().await?)
+    }
+
+    /// Whether the database answers a trivial query (readiness).
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.read).await?;
+        Ok(())
     }
 
     pub async fn close(&self) {
@@ -115,8 +223,9 @@ pub fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-pub fn parse_ts(s: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
+/// A stored timestamp; anything but RFC 3339 is an error, never 1970.
+pub fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
 }
 
 /// A new id: `prefix_` + 26 Crockford characters, the time then 80 random
@@ -125,9 +234,29 @@ pub fn new_id(prefix: &str, now: DateTime<Utc>) -> String {
     crate::domain::ids::time_ordered_id(prefix, now.timestamp_millis().max(0) as u64, rand::thread_rng().gen())
 }
 
-/// Whether an error is a unique-constraint violation (a typed conflict, not a failure).
-pub fn is_unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+/// Raw reads for the tests of other modules, so SQL stays in this module.
+#[cfg(test)]
+pub mod probe {
+    use super::Db;
+
+    pub async fn count(db: &Db, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(&db.read).await.unwrap()
+    }
+
+    /// The first column of every row of `sql`, as text.
+    pub async fn texts(db: &Db, sql: &str) -> Vec<String> {
+        sqlx::query_scalar(sql).fetch_all(&db.read).await.unwrap()
+    }
+
+    /// The first two columns of every row of `sql`, as text.
+    pub async fn pairs(db: &Db, sql: &str) -> Vec<(String, String)> {
+        sqlx::query_as(sql).fetch_all(&db.read).await.unwrap()
+    }
+
+    /// The integer in the first column of the first row of `sql`, if any.
+    pub async fn int(db: &Db, sql: &str) -> Option<i64> {
+        sqlx::query_scalar(sql).fetch_optional(&db.read).await.unwrap()
+    }
 }
 
 #[cfg(test)]
@@ -136,8 +265,8 @@ mod tests {
 
     #[test]
     fn ids_sort_by_time() {
-        let t1 = parse_ts("2026-01-01T00:00:00.000Z");
-        let t2 = parse_ts("2026-01-01T00:00:00.001Z");
+        let t1 = parse_ts("2026-01-01T00:00:00.000Z").unwrap();
+        let t2 = parse_ts("2026-01-01T00:00:00.001Z").unwrap();
         let a = new_id("prop", t1);
         let b = new_id("prop", t2);
         assert!(a < b);

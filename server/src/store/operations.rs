@@ -2,9 +2,10 @@
 //! Status changes are compare-and-set; a reservation is a conditional UPDATE.
 
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqliteExecutor, SqlitePool};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{QueryBuilder, Sqlite, SqliteExecutor};
 
-use super::ts;
+use super::{ts, Cols, Conn, Pool, Result};
 
 pub use crate::domain::OpStatus;
 
@@ -25,42 +26,39 @@ pub struct OperationRow {
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     pub attempts: i64,
-    pub next_check_at: String,
+    pub next_check_at: DateTime<Utc>,
     pub resolved_by: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> OperationRow {
-    from_row_prefixed(r, "")
+fn from_row(r: &SqliteRow) -> Result<OperationRow> {
+    from_cols(&Cols::of(r))
 }
 
-/// An operation whose columns are named `{prefix}id`, `{prefix}status`, …
-/// (the aliases of a join).
-pub(super) fn from_row_prefixed(r: &sqlx::sqlite::SqliteRow, prefix: &str) -> OperationRow {
-    let col = |name: &str| format!("{prefix}{name}");
-    OperationRow {
-        id: r.get(col("id").as_str()),
-        proposal_id: r.get(col("proposal_id").as_str()),
-        jti: r.get(col("jti").as_str()),
-        idempotency_key: r.get(col("idempotency_key").as_str()),
-        tenant_id: r.get(col("tenant_id").as_str()),
-        kind: r.get(col("kind").as_str()),
-        // An unreadable status is shown as needing review, never as settled.
-        status: OpStatus::parse(r.get::<&str, _>(col("status").as_str())).unwrap_or(OpStatus::NeedsReview),
-        amount_minor: r.get::<i64, _>(col("amount_minor").as_str()) as u64,
-        currency: r.get(col("currency").as_str()),
-        budget_day: r.get(col("budget_day").as_str()),
-        rail_reference: r.get(col("rail_reference").as_str()),
-        reverses: r.get(col("reverses").as_str()),
-        error_code: r.get(col("error_code").as_str()),
-        error_message: r.get(col("error_message").as_str()),
-        attempts: r.get(col("attempts").as_str()),
-        next_check_at: r.get(col("next_check_at").as_str()),
-        resolved_by: r.get(col("resolved_by").as_str()),
-        created_at: r.get(col("created_at").as_str()),
-        updated_at: r.get(col("updated_at").as_str()),
-    }
+/// An operation from its columns (possibly the aliases of a join).
+pub(super) fn from_cols(c: &Cols<'_>) -> Result<OperationRow> {
+    Ok(OperationRow {
+        id: c.text("id")?,
+        proposal_id: c.text("proposal_id")?,
+        jti: c.text("jti")?,
+        idempotency_key: c.text("idempotency_key")?,
+        tenant_id: c.text("tenant_id")?,
+        kind: c.text("kind")?,
+        status: c.parse("status", OpStatus::parse)?,
+        amount_minor: c.unsigned("amount_minor")?,
+        currency: c.text("currency")?,
+        budget_day: c.opt_text("budget_day")?,
+        rail_reference: c.opt_text("rail_reference")?,
+        reverses: c.opt_text("reverses")?,
+        error_code: c.opt_text("error_code")?,
+        error_message: c.opt_text("error_message")?,
+        attempts: c.int("attempts")?,
+        next_check_at: c.at("next_check_at")?,
+        resolved_by: c.opt_text("resolved_by")?,
+        created_at: c.at("created_at")?,
+        updated_at: c.at("updated_at")?,
+    })
 }
 
 /// What `insert` needs; the operation starts `pending`.
@@ -79,7 +77,7 @@ pub struct NewOperation<'a> {
     pub now: DateTime<Utc>,
 }
 
-pub async fn insert(conn: &mut SqliteConnection, op: &NewOperation<'_>) -> sqlx::Result<()> {
+pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<()> {
     let now = ts(op.now);
     sqlx::query(
         "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
@@ -105,14 +103,14 @@ pub async fn insert(conn: &mut SqliteConnection, op: &NewOperation<'_>) -> sqlx:
 }
 
 /// The operation of a proposal, on a pool or inside a transaction.
-pub async fn for_proposal<'e>(db: impl SqliteExecutor<'e>, proposal_id: &str) -> sqlx::Result<Option<OperationRow>> {
+pub async fn for_proposal<'e>(db: impl SqliteExecutor<'e>, proposal_id: &str) -> Result<Option<OperationRow>> {
     let row =
         sqlx::query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(db).await?;
-    Ok(row.as_ref().map(from_row))
+    row.as_ref().map(from_row).transpose()
 }
 
 /// The operations of the given proposals (any order).
-pub async fn for_proposals(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<OperationRow>> {
+pub async fn for_proposals(pool: &Pool, ids: &[&str]) -> Result<Vec<OperationRow>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -122,7 +120,7 @@ pub async fn for_proposals(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<
         sep.push_bind(*id);
     }
     q.push(")");
-    Ok(q.build().fetch_all(pool).await?.iter().map(from_row).collect())
+    q.build().fetch_all(pool).await?.iter().map(from_row).collect()
 }
 
 /// The tenant's transfer operation that the rail knows as `rail_reference`.
@@ -130,22 +128,22 @@ pub async fn by_rail_reference<'e>(
     db: impl SqliteExecutor<'e>,
     tenant: &str,
     rail_reference: &str,
-) -> sqlx::Result<Option<OperationRow>> {
+) -> Result<Option<OperationRow>> {
     let row = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND rail_reference = ? AND kind = 'transfer'")
         .bind(tenant)
         .bind(rail_reference)
         .fetch_optional(db)
         .await?;
-    Ok(row.as_ref().map(from_row))
+    row.as_ref().map(from_row).transpose()
 }
 
-pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> sqlx::Result<Option<OperationRow>> {
+pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> Result<Option<OperationRow>> {
     let row = sqlx::query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(db).await?;
-    Ok(row.as_ref().map(from_row))
+    row.as_ref().map(from_row).transpose()
 }
 
 /// Open operations whose next check is due, oldest first.
-pub async fn due(pool: &SqlitePool, now: DateTime<Utc>, limit: u32) -> sqlx::Result<Vec<OperationRow>> {
+pub async fn due(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<OperationRow>> {
     let rows = sqlx::query(
         "SELECT * FROM operations WHERE status IN ('pending', 'accepted', 'unknown') AND next_check_at <= ?
          ORDER BY next_check_at, id LIMIT ?",
@@ -154,23 +152,18 @@ pub async fn due(pool: &SqlitePool, now: DateTime<Utc>, limit: u32) -> sqlx::Res
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
-    Ok(rows.iter().map(from_row).collect())
+    rows.iter().map(from_row).collect()
 }
 
 /// A tenant's operations in one status, newest first.
-pub async fn of_tenant(
-    pool: &SqlitePool,
-    tenant: &str,
-    status: OpStatus,
-    limit: u32,
-) -> sqlx::Result<Vec<OperationRow>> {
+pub async fn of_tenant(pool: &Pool, tenant: &str, status: OpStatus, limit: u32) -> Result<Vec<OperationRow>> {
     let rows = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND status = ? ORDER BY id DESC LIMIT ?")
         .bind(tenant)
         .bind(status.as_str())
         .bind(i64::from(limit))
         .fetch_all(pool)
         .await?;
-    Ok(rows.iter().map(from_row).collect())
+    rows.iter().map(from_row).collect()
 }
 
 /// The new state of an operation, written only if it is still in one of `from`.
@@ -186,13 +179,13 @@ pub struct Update<'a> {
 
 /// Compare-and-set: moves `id` from one of `from` to `to`. Returns whether it moved.
 pub async fn set_status(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     id: &str,
     from: &[OpStatus],
     to: OpStatus,
     u: &Update<'_>,
     now: DateTime<Utc>,
-) -> sqlx::Result<bool> {
+) -> Result<bool> {
     let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("UPDATE operations SET status = ");
     q.push_bind(to.as_str()).push(", updated_at = ").push_bind(ts(now));
     if let Some(r) = u.rail_reference {
@@ -220,7 +213,7 @@ pub async fn set_status(
 }
 
 /// Postpones the next reconciliation check of an open operation.
-pub async fn reschedule(conn: &mut SqliteConnection, id: &str, at: DateTime<Utc>, attempted: bool) -> sqlx::Result<()> {
+pub async fn reschedule(conn: &mut Conn, id: &str, at: DateTime<Utc>, attempted: bool) -> Result<()> {
     let bump = if attempted { ", attempts = attempts + 1" } else { "" };
     sqlx::query(&format!("UPDATE operations SET next_check_at = ?{bump} WHERE id = ?"))
         .bind(ts(at))
@@ -232,12 +225,7 @@ pub async fn reschedule(conn: &mut SqliteConnection, id: &str, at: DateTime<Utc>
 
 /// Marks the approval token used. False when it was used already or is not
 /// the proposal's (the `used_at IS NULL` compare-and-set makes it single use).
-pub async fn use_token(
-    conn: &mut SqliteConnection,
-    jti: &str,
-    proposal_id: &str,
-    now: DateTime<Utc>,
-) -> sqlx::Result<bool> {
+pub async fn use_token(conn: &mut Conn, jti: &str, proposal_id: &str, now: DateTime<Utc>) -> Result<bool> {
     let done =
         sqlx::query("UPDATE approval_tokens SET used_at = ? WHERE jti = ? AND proposal_id = ? AND used_at IS NULL")
             .bind(ts(now))
@@ -249,7 +237,7 @@ pub async fn use_token(
 }
 
 /// The daily limit of a tenant for a currency, if one is set.
-pub async fn daily_limit(conn: &mut SqliteConnection, tenant: &str, currency: &str) -> sqlx::Result<Option<u64>> {
+pub async fn daily_limit(conn: &mut Conn, tenant: &str, currency: &str) -> Result<Option<u64>> {
     let limit: Option<i64> =
         sqlx::query_scalar("SELECT daily_limit_minor FROM budgets WHERE tenant_id = ? AND currency = ?")
             .bind(tenant)
@@ -260,7 +248,7 @@ pub async fn daily_limit(conn: &mut SqliteConnection, tenant: &str, currency: &s
 }
 
 /// What a tenant has reserved for a currency on a UTC day.
-pub async fn reserved(conn: &mut SqliteConnection, tenant: &str, currency: &str, day: &str) -> sqlx::Result<u64> {
+pub async fn reserved(conn: &mut Conn, tenant: &str, currency: &str, day: &str) -> Result<u64> {
     let reserved: Option<i64> =
         sqlx::query_scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = ? AND currency = ? AND day = ?")
             .bind(tenant)
@@ -274,13 +262,13 @@ pub async fn reserved(conn: &mut SqliteConnection, tenant: &str, currency: &str,
 /// Reserves `amount` on the day's budget if it stays within `limit`.
 /// Returns false (and changes nothing) when it would not.
 pub async fn reserve(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     tenant: &str,
     currency: &str,
     day: &str,
     amount: u64,
     limit: u64,
-) -> sqlx::Result<bool> {
+) -> Result<bool> {
     sqlx::query(
         "INSERT INTO budget_days (tenant_id, currency, day, reserved_minor) VALUES (?, ?, ?, 0)
          ON CONFLICT (tenant_id, currency, day) DO NOTHING",
@@ -306,13 +294,7 @@ pub async fn reserve(
 }
 
 /// Gives a failed operation's reservation back to the day it was taken from.
-pub async fn release(
-    conn: &mut SqliteConnection,
-    tenant: &str,
-    currency: &str,
-    day: &str,
-    amount: u64,
-) -> sqlx::Result<()> {
+pub async fn release(conn: &mut Conn, tenant: &str, currency: &str, day: &str, amount: u64) -> Result<()> {
     sqlx::query(
         "UPDATE budget_days SET reserved_minor = CASE WHEN reserved_minor > ? THEN reserved_minor - ? ELSE 0 END
          WHERE tenant_id = ? AND currency = ? AND day = ?",

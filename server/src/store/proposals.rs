@@ -2,10 +2,12 @@
 //! (`UPDATE … WHERE status IN (…)`), checked for one affected row.
 
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{QueryBuilder, Sqlite};
 
-use super::ts;
-use crate::domain::ProposalStatus;
+use super::{ts, Cols, Conn, Pool, Result, StoreError};
+use crate::domain::{CanonicalRequest, ProposalStatus};
+use crate::policy::Decision;
 
 #[derive(Debug, Clone)]
 pub struct ProposalRow {
@@ -19,43 +21,45 @@ pub struct ProposalRow {
     pub currency: String,
     pub payee_id: String,
     pub payee_trusted: bool,
-    pub canonical_request: String,
+    pub request: CanonicalRequest,
     pub request_hash: String,
-    pub policy: String,
+    pub policy: Decision,
     pub required_approvals: u8,
     pub version: i64,
     /// Approvals of this round count; a new round starts when an approval expires.
     pub approval_round: i64,
-    pub created_at: String,
-    pub updated_at: String,
-    pub expires_at: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
 }
 
 const SELECT: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted FROM proposals p
      LEFT JOIN payees py ON py.tenant_id = p.tenant_id AND py.id = p.payee_id";
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> ProposalRow {
-    ProposalRow {
-        id: r.get("id"),
-        tenant_id: r.get("tenant_id"),
-        agent_id: r.get("agent_id"),
-        run_id: r.get("run_id"),
-        kind: r.get("kind"),
-        status: ProposalStatus::parse(r.get::<&str, _>("status")).unwrap_or(ProposalStatus::NeedsReview),
-        amount_minor: r.get::<i64, _>("amount_minor") as u64,
-        currency: r.get("currency"),
-        payee_id: r.get("payee_id"),
-        payee_trusted: r.get::<i64, _>("payee_trusted") != 0,
-        canonical_request: r.get("canonical_request"),
-        request_hash: r.get("request_hash"),
-        policy: r.get("policy"),
-        required_approvals: r.get::<i64, _>("required_approvals") as u8,
-        version: r.get("version"),
-        approval_round: r.get("approval_round"),
-        created_at: r.get("created_at"),
-        updated_at: r.get("updated_at"),
-        expires_at: r.get("expires_at"),
-    }
+fn from_row(r: &SqliteRow) -> Result<ProposalRow> {
+    let c = Cols::of(r);
+    Ok(ProposalRow {
+        id: c.text("id")?,
+        tenant_id: c.text("tenant_id")?,
+        agent_id: c.text("agent_id")?,
+        run_id: c.text("run_id")?,
+        kind: c.text("kind")?,
+        status: c.parse("status", ProposalStatus::parse)?,
+        amount_minor: c.unsigned("amount_minor")?,
+        currency: c.text("currency")?,
+        payee_id: c.text("payee_id")?,
+        payee_trusted: c.flag("payee_trusted")?,
+        request: c.json("canonical_request")?,
+        request_hash: c.text("request_hash")?,
+        policy: c.json("policy")?,
+        required_approvals: u8::try_from(c.int("required_approvals")?)
+            .map_err(|_| StoreError::corrupt("required_approvals", "out of range"))?,
+        version: c.int("version")?,
+        approval_round: c.int("approval_round")?,
+        created_at: c.at("created_at")?,
+        updated_at: c.at("updated_at")?,
+        expires_at: c.at("expires_at")?,
+    })
 }
 
 /// What `insert` needs; the row's version starts at 1.
@@ -80,13 +84,13 @@ pub struct NewProposal<'a> {
 
 /// The id of the proposal with the same canonical request in the same run, if any.
 pub async fn find_duplicate(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     tenant: &str,
     agent: &str,
     run_id: &str,
     request_hash: &str,
-) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
+) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar(
         "SELECT id FROM proposals WHERE tenant_id = ? AND agent_id = ? AND run_id = ? AND request_hash = ?",
     )
     .bind(tenant)
@@ -94,7 +98,7 @@ pub async fn find_duplicate(
     .bind(run_id)
     .bind(request_hash)
     .fetch_optional(conn)
-    .await
+    .await?)
 }
 
 /// Inserts the proposal unless the same request is already in this run
@@ -104,7 +108,7 @@ pub async fn find_duplicate(
 /// request a read, each a round trip to a connection's thread
 /// (docs/BENCHMARKS.md). The row's `payee_trusted` is false: the caller knows
 /// the payee.
-pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::Result<Option<ProposalRow>> {
+pub async fn insert(conn: &mut Conn, p: &NewProposal<'_>) -> Result<Option<ProposalRow>> {
     let now = ts(p.now);
     let row = sqlx::query(
         "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
@@ -131,27 +135,27 @@ pub async fn insert(conn: &mut SqliteConnection, p: &NewProposal<'_>) -> sqlx::R
     .bind(ts(p.expires_at))
     .fetch_optional(conn)
     .await?;
-    Ok(row.as_ref().map(from_row))
+    row.as_ref().map(from_row).transpose()
 }
 
 /// The proposal `id` within `tenant`, or None (also for other tenants' ids).
-pub async fn get(pool: &SqlitePool, tenant: &str, id: &str) -> sqlx::Result<Option<ProposalRow>> {
+pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
     let row = sqlx::query(&format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
         .bind(tenant)
         .bind(id)
         .fetch_optional(pool)
         .await?;
-    Ok(row.as_ref().map(from_row))
+    row.as_ref().map(from_row).transpose()
 }
 
 /// Same as `get`, on a connection (inside a transaction).
-pub async fn get_in(conn: &mut SqliteConnection, tenant: &str, id: &str) -> sqlx::Result<Option<ProposalRow>> {
+pub async fn get_in(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
     let row = sqlx::query(&format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
         .bind(tenant)
         .bind(id)
         .fetch_optional(conn)
         .await?;
-    Ok(row.as_ref().map(from_row))
+    row.as_ref().map(from_row).transpose()
 }
 
 /// A proposal with everything its API view shows: the approvals and token
@@ -190,19 +194,23 @@ const BUNDLE: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted,
      ORDER BY a.at, a.rowid";
 
 /// The proposal `id` within `tenant` with its approvals, operation and token.
-pub async fn bundle(pool: &SqlitePool, tenant: &str, id: &str) -> sqlx::Result<Option<ProposalBundle>> {
+pub async fn bundle(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalBundle>> {
     let rows = sqlx::query(BUNDLE).bind(tenant).bind(id).fetch_all(pool).await?;
     let Some(first) = rows.first() else { return Ok(None) };
-    let present = |r: &sqlx::sqlite::SqliteRow, column: &str| r.get::<Option<String>, _>(column).is_some();
+    let operation = Cols::prefixed(first, "o_");
+    let token = Cols::prefixed(first, "t_");
+    let mut approvals = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let a = Cols::prefixed(r, "a_");
+        if a.present("approver_id")? {
+            approvals.push(approval_from(&a)?);
+        }
+    }
     Ok(Some(ProposalBundle {
-        row: from_row(first),
-        operation: present(first, "o_id").then(|| super::operations::from_row_prefixed(first, "o_")),
-        token: present(first, "t_jti").then(|| token_from_row_prefixed(first, "t_")),
-        approvals: rows
-            .iter()
-            .filter(|r| present(r, "a_approver_id"))
-            .map(|r| approval_from_row_prefixed(r, "a_"))
-            .collect(),
+        row: from_row(first)?,
+        operation: if operation.present("id")? { Some(super::operations::from_cols(&operation)?) } else { None },
+        token: if token.present("jti")? { Some(token_from(&token)?) } else { None },
+        approvals,
     }))
 }
 
@@ -218,10 +226,10 @@ pub struct Listing<'a> {
 }
 
 /// One page plus whether more follow. Ids sort by creation time.
-pub async fn list(pool: &SqlitePool, l: &Listing<'_>) -> sqlx::Result<(Vec<ProposalRow>, bool)> {
+pub async fn list(pool: &Pool, l: &Listing<'_>) -> Result<(Vec<ProposalRow>, bool)> {
     let rows = listing_query("", l).build().fetch_all(pool).await?;
     let more = rows.len() > l.limit as usize;
-    Ok((rows.iter().take(l.limit as usize).map(from_row).collect(), more))
+    Ok((rows.iter().take(l.limit as usize).map(from_row).collect::<Result<_>>()?, more))
 }
 
 /// The statement of a listing page, after `prefix` (tests explain it).
@@ -245,12 +253,12 @@ fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> QueryBuilder<'a, Sqlite> 
 /// Moves `id` to `to` if it is currently in one of `from`; bumps its version.
 /// Returns whether the row changed (false: someone else moved it first).
 pub async fn transition(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     id: &str,
     from: &[ProposalStatus],
     to: ProposalStatus,
     now: DateTime<Utc>,
-) -> sqlx::Result<bool> {
+) -> Result<bool> {
     debug_assert!(from.iter().all(|f| f.can_become(to)), "transition not allowed by the lifecycle");
     let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("UPDATE proposals SET status = ");
     q.push_bind(to.as_str())
@@ -268,10 +276,7 @@ pub async fn transition(
 }
 
 /// Pending proposals past their deadline: (id, tenant, request hash).
-pub async fn due_for_expiry(
-    conn: &mut SqliteConnection,
-    now: DateTime<Utc>,
-) -> sqlx::Result<Vec<(String, String, String)>> {
+pub async fn due_for_expiry(conn: &mut Conn, now: DateTime<Utc>) -> Result<Vec<(String, String, String)>> {
     let rows = sqlx::query(
         "SELECT id, tenant_id, request_hash FROM proposals WHERE status = ? AND expires_at <= ? ORDER BY id LIMIT 500",
     )
@@ -279,7 +284,12 @@ pub async fn due_for_expiry(
     .bind(ts(now))
     .fetch_all(conn)
     .await?;
-    Ok(rows.iter().map(|r| (r.get("id"), r.get("tenant_id"), r.get("request_hash"))).collect())
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok((c.text("id")?, c.text("tenant_id")?, c.text("request_hash")?))
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone)]
@@ -291,31 +301,29 @@ pub struct ApprovalRow {
     pub reason: Option<String>,
     pub via: String,
     pub amr: String,
-    pub at: String,
+    pub at: DateTime<Utc>,
 }
 
-fn approval_from_row(r: &sqlx::sqlite::SqliteRow) -> ApprovalRow {
-    approval_from_row_prefixed(r, "")
+fn approval_from(c: &Cols<'_>) -> Result<ApprovalRow> {
+    Ok(ApprovalRow {
+        proposal_id: c.text("proposal_id")?,
+        round: c.int("round")?,
+        approver_id: c.text("approver_id")?,
+        decision: c.text("decision")?,
+        reason: c.opt_text("reason")?,
+        via: c.text("via")?,
+        amr: c.text("amr")?,
+        at: c.at("at")?,
+    })
 }
 
-/// An approval whose columns are named `{prefix}approver_id`, … (join aliases).
-fn approval_from_row_prefixed(r: &sqlx::sqlite::SqliteRow, prefix: &str) -> ApprovalRow {
-    let col = |name: &str| format!("{prefix}{name}");
-    ApprovalRow {
-        proposal_id: r.get(col("proposal_id").as_str()),
-        round: r.get(col("round").as_str()),
-        approver_id: r.get(col("approver_id").as_str()),
-        decision: r.get(col("decision").as_str()),
-        reason: r.get(col("reason").as_str()),
-        via: r.get(col("via").as_str()),
-        amr: r.get(col("amr").as_str()),
-        at: r.get(col("at").as_str()),
-    }
+fn approval_from_row(r: &SqliteRow) -> Result<ApprovalRow> {
+    approval_from(&Cols::of(r))
 }
 
 /// Records a decision. A person counts once per round: a second approval by
 /// the same person is a unique violation; a rejection replaces their approval.
-pub async fn insert_approval(conn: &mut SqliteConnection, a: &ApprovalRow) -> sqlx::Result<()> {
+pub async fn insert_approval(conn: &mut Conn, a: &ApprovalRow) -> Result<()> {
     let conflict = if a.decision == "reject" {
         " ON CONFLICT (proposal_id, round, approver_id) DO UPDATE SET decision = excluded.decision,
              reason = excluded.reason, via = excluded.via, amr = excluded.amr, at = excluded.at"
@@ -333,14 +341,14 @@ pub async fn insert_approval(conn: &mut SqliteConnection, a: &ApprovalRow) -> sq
     .bind(&a.reason)
     .bind(&a.via)
     .bind(&a.amr)
-    .bind(&a.at)
+    .bind(ts(a.at))
     .execute(conn)
     .await?;
     Ok(())
 }
 
 /// Approvals of the current round of the given proposals, in the order given.
-pub async fn approvals_of(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<ApprovalRow>> {
+pub async fn approvals_of(pool: &Pool, ids: &[&str]) -> Result<Vec<ApprovalRow>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -354,11 +362,11 @@ pub async fn approvals_of(pool: &SqlitePool, ids: &[&str]) -> sqlx::Result<Vec<A
     }
     q.push(") ORDER BY a.at, a.rowid");
     let rows = q.build().fetch_all(pool).await?;
-    Ok(rows.iter().map(approval_from_row).collect())
+    rows.iter().map(approval_from_row).collect()
 }
 
 /// Approvals (decision `approve`) of one round, in the order given.
-pub async fn approvals_in_round(conn: &mut SqliteConnection, id: &str, round: i64) -> sqlx::Result<Vec<ApprovalRow>> {
+pub async fn approvals_in_round(conn: &mut Conn, id: &str, round: i64) -> Result<Vec<ApprovalRow>> {
     let rows = sqlx::query(
         "SELECT * FROM approvals WHERE proposal_id = ? AND round = ? AND decision = 'approve' ORDER BY at, rowid",
     )
@@ -366,12 +374,12 @@ pub async fn approvals_in_round(conn: &mut SqliteConnection, id: &str, round: i6
     .bind(round)
     .fetch_all(conn)
     .await?;
-    Ok(rows.iter().map(approval_from_row).collect())
+    rows.iter().map(approval_from_row).collect()
 }
 
 /// Marks a change that is not a status change (an approval short of the
 /// required count), so pollers see a new version.
-pub async fn touch(conn: &mut SqliteConnection, id: &str, now: DateTime<Utc>) -> sqlx::Result<()> {
+pub async fn touch(conn: &mut Conn, id: &str, now: DateTime<Utc>) -> Result<()> {
     sqlx::query("UPDATE proposals SET version = version + 1, updated_at = ? WHERE id = ?")
         .bind(ts(now))
         .bind(id)
@@ -387,12 +395,12 @@ pub struct TokenRow {
     pub round: i64,
     pub token: String,
     pub kid: String,
-    pub issued_at: String,
-    pub expires_at: String,
-    pub used_at: Option<String>,
+    pub issued_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub used_at: Option<DateTime<Utc>>,
 }
 
-pub async fn insert_token(conn: &mut SqliteConnection, t: &TokenRow) -> sqlx::Result<()> {
+pub async fn insert_token(conn: &mut Conn, t: &TokenRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO approval_tokens (jti, proposal_id, round, token, kid, issued_at, expires_at, used_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
@@ -402,44 +410,35 @@ pub async fn insert_token(conn: &mut SqliteConnection, t: &TokenRow) -> sqlx::Re
     .bind(t.round)
     .bind(&t.token)
     .bind(&t.kid)
-    .bind(&t.issued_at)
-    .bind(&t.expires_at)
+    .bind(ts(t.issued_at))
+    .bind(ts(t.expires_at))
     .execute(conn)
     .await?;
     Ok(())
 }
 
-fn token_from_row(r: &sqlx::sqlite::SqliteRow) -> TokenRow {
-    token_from_row_prefixed(r, "")
-}
-
-/// A token whose columns are named `{prefix}jti`, … (join aliases).
-fn token_from_row_prefixed(r: &sqlx::sqlite::SqliteRow, prefix: &str) -> TokenRow {
-    let col = |name: &str| format!("{prefix}{name}");
-    TokenRow {
-        jti: r.get(col("jti").as_str()),
-        proposal_id: r.get(col("proposal_id").as_str()),
-        round: r.get(col("round").as_str()),
-        token: r.get(col("token").as_str()),
-        kid: r.get(col("kid").as_str()),
-        issued_at: r.get(col("issued_at").as_str()),
-        expires_at: r.get(col("expires_at").as_str()),
-        used_at: r.get(col("used_at").as_str()),
-    }
+fn token_from(c: &Cols<'_>) -> Result<TokenRow> {
+    Ok(TokenRow {
+        jti: c.text("jti")?,
+        proposal_id: c.text("proposal_id")?,
+        round: c.int("round")?,
+        token: c.text("token")?,
+        kid: c.text("kid")?,
+        issued_at: c.at("issued_at")?,
+        expires_at: c.at("expires_at")?,
+        used_at: c.opt_at("used_at")?,
+    })
 }
 
 /// The token this server minted with that `jti`, if any.
-pub async fn token(pool: &SqlitePool, jti: &str) -> sqlx::Result<Option<TokenRow>> {
+pub async fn token(pool: &Pool, jti: &str) -> Result<Option<TokenRow>> {
     let row = sqlx::query("SELECT * FROM approval_tokens WHERE jti = ?").bind(jti).fetch_optional(pool).await?;
-    Ok(row.as_ref().map(token_from_row))
+    row.as_ref().map(|r| token_from(&Cols::of(r))).transpose()
 }
 
 /// Approved proposals whose current token expired unredeemed before `cutoff`:
 /// (id, tenant, request hash).
-pub async fn approvals_expired_before(
-    conn: &mut SqliteConnection,
-    cutoff: DateTime<Utc>,
-) -> sqlx::Result<Vec<(String, String, String)>> {
+pub async fn approvals_expired_before(conn: &mut Conn, cutoff: DateTime<Utc>) -> Result<Vec<(String, String, String)>> {
     let rows = sqlx::query(
         "SELECT p.id, p.tenant_id, p.request_hash FROM proposals p
          JOIN approval_tokens t ON t.proposal_id = p.id AND t.round = p.approval_round
@@ -449,11 +448,16 @@ pub async fn approvals_expired_before(
     .bind(ts(cutoff))
     .fetch_all(conn)
     .await?;
-    Ok(rows.iter().map(|r| (r.get("id"), r.get("tenant_id"), r.get("request_hash"))).collect())
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok((c.text("id")?, c.text("tenant_id")?, c.text("request_hash")?))
+        })
+        .collect()
 }
 
 /// Starts a new approval round (after an approval expired unredeemed).
-pub async fn next_round(conn: &mut SqliteConnection, id: &str) -> sqlx::Result<()> {
+pub async fn next_round(conn: &mut Conn, id: &str) -> Result<()> {
     sqlx::query("UPDATE proposals SET approval_round = approval_round + 1 WHERE id = ?").bind(id).execute(conn).await?;
     Ok(())
 }
@@ -463,6 +467,11 @@ mod tests {
     use super::*;
     use crate::store::operations::{self, NewOperation};
     use crate::store::Db;
+    use sqlx::Row;
+
+    static CANONICAL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        serde_json::to_string(&countersign_domain::fixtures::sample_transfer()).expect("serializes")
+    });
 
     /// prop_1 of tenant t's bot in run "run", as `setup` stores it.
     fn sample(now: DateTime<Utc>) -> NewProposal<'static> {
@@ -476,9 +485,9 @@ mod tests {
             amount_minor: 100,
             currency: "USD",
             payee_id: "ba_x",
-            canonical_request: "{}",
+            canonical_request: &CANONICAL,
             request_hash: "sha256:00",
-            policy: "{}",
+            policy: r#"{"outcome":"needs_approval","required_approvals":2,"reasons":[]}"#,
             required_approvals: 2,
             now,
             expires_at: now,
@@ -513,7 +522,7 @@ mod tests {
             reason: None,
             via: "console".into(),
             amr: "pwd".into(),
-            at: at.into(),
+            at: crate::store::parse_ts(at).unwrap(),
         }
     }
 
@@ -550,15 +559,15 @@ mod tests {
         let mut c = db.write.acquire().await.unwrap();
         insert_approval(&mut c, &approval("usr_b", 1, "2026-01-01T00:00:02.000Z")).await.unwrap();
         insert_approval(&mut c, &approval("usr_a", 1, "2026-01-01T00:00:01.000Z")).await.unwrap();
-        let at = "2026-01-01T00:00:03.000Z".to_owned();
+        let at = crate::store::parse_ts("2026-01-01T00:00:03.000Z").unwrap();
         let t = TokenRow {
             jti: "jti_1".into(),
             proposal_id: "prop_1".into(),
             round: 1,
             token: "eyJ.x.y".into(),
             kid: "k".into(),
-            issued_at: at.clone(),
-            expires_at: at.clone(),
+            issued_at: at,
+            expires_at: at,
             used_at: None,
         };
         insert_token(&mut c, &t).await.unwrap();

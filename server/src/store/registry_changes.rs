@@ -2,11 +2,11 @@
 //! (`registry_changes`). Decisions are compare-and-set on `status`.
 
 use chrono::{DateTime, Utc};
-use sqlx::{FromRow, SqliteConnection, SqlitePool};
+use sqlx::sqlite::SqliteRow;
 
-use super::ts;
+use super::{ts, Cols, Conn, Pool, Result};
 
-#[derive(Debug, Clone, FromRow)]
+#[derive(Debug, Clone)]
 pub struct ChangeRow {
     pub id: String,
     pub tenant_id: String,
@@ -18,9 +18,9 @@ pub struct ChangeRow {
     pub summary: String,
     pub status: String,
     pub proposed_by: String,
-    pub proposed_at: String,
+    pub proposed_at: DateTime<Utc>,
     pub decided_by: Option<String>,
-    pub decided_at: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
     pub note: Option<String>,
 }
 
@@ -35,7 +35,7 @@ pub struct NewChange<'a> {
     pub now: DateTime<Utc>,
 }
 
-pub async fn insert(conn: &mut SqliteConnection, c: &NewChange<'_>) -> sqlx::Result<()> {
+pub async fn insert(conn: &mut Conn, c: &NewChange<'_>) -> Result<()> {
     sqlx::query(
         "INSERT INTO registry_changes (id, tenant_id, kind, subject, change, summary, status, proposed_by, proposed_at)
          VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
@@ -54,32 +54,35 @@ pub async fn insert(conn: &mut SqliteConnection, c: &NewChange<'_>) -> sqlx::Res
 }
 
 /// One change of `tenant` (another tenant's is "not found").
-pub async fn get(pool: &SqlitePool, tenant: &str, id: &str) -> sqlx::Result<Option<ChangeRow>> {
-    sqlx::query_as("SELECT * FROM registry_changes WHERE tenant_id = ? AND id = ?")
+pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ChangeRow>> {
+    let row = sqlx::query("SELECT * FROM registry_changes WHERE tenant_id = ? AND id = ?")
         .bind(tenant)
         .bind(id)
         .fetch_optional(pool)
-        .await
+        .await?;
+    row.as_ref().map(from_row).transpose()
 }
 
 /// The tenant's pending changes, oldest first.
-pub async fn pending(pool: &SqlitePool, tenant: &str) -> sqlx::Result<Vec<ChangeRow>> {
-    sqlx::query_as("SELECT * FROM registry_changes WHERE tenant_id = ? AND status = 'pending' ORDER BY id LIMIT 200")
-        .bind(tenant)
-        .fetch_all(pool)
-        .await
+pub async fn pending(pool: &Pool, tenant: &str) -> Result<Vec<ChangeRow>> {
+    let rows =
+        sqlx::query("SELECT * FROM registry_changes WHERE tenant_id = ? AND status = 'pending' ORDER BY id LIMIT 200")
+            .bind(tenant)
+            .fetch_all(pool)
+            .await?;
+    rows.iter().map(from_row).collect()
 }
 
 /// Moves a pending change to `to` (applied, rejected); false when it was
 /// no longer pending (decided by someone else first).
 pub async fn decide(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     id: &str,
     to: &str,
     by: &str,
     note: Option<&str>,
     now: DateTime<Utc>,
-) -> sqlx::Result<bool> {
+) -> Result<bool> {
     let done = sqlx::query(
         "UPDATE registry_changes SET status = ?, decided_by = ?, decided_at = ?, note = ?
          WHERE id = ? AND status = 'pending'",
@@ -96,12 +99,8 @@ pub async fn decide(
 
 /// Every other pending change to the same subject is superseded by one just
 /// applied (it was proposed against a state that no longer holds).
-pub async fn supersede_others(
-    conn: &mut SqliteConnection,
-    applied: &ChangeRow,
-    now: DateTime<Utc>,
-) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
+pub async fn supersede_others(conn: &mut Conn, applied: &ChangeRow, now: DateTime<Utc>) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
         "UPDATE registry_changes SET status = 'superseded', decided_at = ?, note = ?
          WHERE tenant_id = ? AND kind = ? AND subject = ? AND status = 'pending' AND id <> ?
          RETURNING id",
@@ -113,5 +112,23 @@ pub async fn supersede_others(
     .bind(&applied.subject)
     .bind(&applied.id)
     .fetch_all(conn)
-    .await
+    .await?)
+}
+
+fn from_row(r: &SqliteRow) -> Result<ChangeRow> {
+    let c = Cols::of(r);
+    Ok(ChangeRow {
+        id: c.text("id")?,
+        tenant_id: c.text("tenant_id")?,
+        kind: c.text("kind")?,
+        subject: c.text("subject")?,
+        change: c.text("change")?,
+        summary: c.text("summary")?,
+        status: c.text("status")?,
+        proposed_by: c.text("proposed_by")?,
+        proposed_at: c.at("proposed_at")?,
+        decided_by: c.opt_text("decided_by")?,
+        decided_at: c.opt_at("decided_at")?,
+        note: c.opt_text("note")?,
+    })
 }

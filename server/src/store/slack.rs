@@ -2,9 +2,9 @@
 //! of inbound requests.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Row, SqliteExecutor};
+use sqlx::SqliteExecutor;
 
-use super::{new_id, ts};
+use super::{new_id, ts, Cols, Result};
 
 /// Where a message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +21,10 @@ impl Target {
             Target::Webhook => "webhook",
             Target::ResponseUrl => "response_url",
         }
+    }
+
+    pub fn parse(s: &str) -> Option<Target> {
+        [Target::Webhook, Target::ResponseUrl].into_iter().find(|t| t.as_str() == s)
     }
 }
 
@@ -43,12 +47,12 @@ pub struct OutboxRow {
     pub url: Option<String>,
     pub body: String,
     pub attempts: i64,
-    pub created_at: String,
+    pub created_at: DateTime<Utc>,
 }
 
 /// Queues a message, due at once. Call it inside the transaction that makes
 /// the change the message announces.
-pub async fn enqueue<'e>(db: impl SqliteExecutor<'e>, m: &NewMessage<'_>, now: DateTime<Utc>) -> sqlx::Result<String> {
+pub async fn enqueue<'e>(db: impl SqliteExecutor<'e>, m: &NewMessage<'_>, now: DateTime<Utc>) -> Result<String> {
     let id = new_id("msg", now);
     sqlx::query(
         "INSERT INTO slack_outbox (id, tenant_id, proposal_id, target, url, body, next_attempt_at, created_at)
@@ -68,7 +72,7 @@ pub async fn enqueue<'e>(db: impl SqliteExecutor<'e>, m: &NewMessage<'_>, now: D
 }
 
 /// Pending messages whose next attempt is due, oldest first.
-pub async fn due<'e>(db: impl SqliteExecutor<'e>, now: DateTime<Utc>, limit: u32) -> sqlx::Result<Vec<OutboxRow>> {
+pub async fn due<'e>(db: impl SqliteExecutor<'e>, now: DateTime<Utc>, limit: u32) -> Result<Vec<OutboxRow>> {
     let rows = sqlx::query(
         "SELECT * FROM slack_outbox WHERE status = 'pending' AND next_attempt_at <= ?
          ORDER BY next_attempt_at, id LIMIT ?",
@@ -77,19 +81,21 @@ pub async fn due<'e>(db: impl SqliteExecutor<'e>, now: DateTime<Utc>, limit: u32
     .bind(i64::from(limit))
     .fetch_all(db)
     .await?;
-    Ok(rows
-        .iter()
-        .map(|r| OutboxRow {
-            id: r.get("id"),
-            tenant_id: r.get("tenant_id"),
-            proposal_id: r.get("proposal_id"),
-            target: if r.get::<&str, _>("target") == "webhook" { Target::Webhook } else { Target::ResponseUrl },
-            url: r.get("url"),
-            body: r.get("body"),
-            attempts: r.get("attempts"),
-            created_at: r.get("created_at"),
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok(OutboxRow {
+                id: c.text("id")?,
+                tenant_id: c.opt_text("tenant_id")?,
+                proposal_id: c.opt_text("proposal_id")?,
+                target: c.parse("target", Target::parse)?,
+                url: c.opt_text("url")?,
+                body: c.text("body")?,
+                attempts: c.int("attempts")?,
+                created_at: c.at("created_at")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Ends a pending message: `delivered` or `abandoned` (with why).
@@ -99,7 +105,7 @@ pub async fn finish<'e>(
     delivered: bool,
     error: Option<&str>,
     now: DateTime<Utc>,
-) -> sqlx::Result<()> {
+) -> Result<()> {
     sqlx::query(
         "UPDATE slack_outbox SET status = ?, attempts = attempts + ?, last_error = COALESCE(?, last_error),
          finished_at = ? WHERE id = ? AND status = 'pending'",
@@ -115,7 +121,7 @@ pub async fn finish<'e>(
 }
 
 /// Counts a failed attempt and sets the next one.
-pub async fn retry_at<'e>(db: impl SqliteExecutor<'e>, id: &str, at: DateTime<Utc>, error: &str) -> sqlx::Result<()> {
+pub async fn retry_at<'e>(db: impl SqliteExecutor<'e>, id: &str, at: DateTime<Utc>, error: &str) -> Result<()> {
     sqlx::query(
         "UPDATE slack_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
          WHERE id = ? AND status = 'pending'",
@@ -129,7 +135,7 @@ pub async fn retry_at<'e>(db: impl SqliteExecutor<'e>, id: &str, at: DateTime<Ut
 }
 
 /// Remembers a verified request; false when it was seen before (a replay).
-pub async fn first_sighting<'e>(db: impl SqliteExecutor<'e>, key: &str, now: DateTime<Utc>) -> sqlx::Result<bool> {
+pub async fn first_sighting<'e>(db: impl SqliteExecutor<'e>, key: &str, now: DateTime<Utc>) -> Result<bool> {
     let done = sqlx::query("INSERT INTO slack_requests (id, seen_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
         .bind(key)
         .bind(ts(now))
@@ -139,7 +145,7 @@ pub async fn first_sighting<'e>(db: impl SqliteExecutor<'e>, key: &str, now: Dat
 }
 
 /// Forgets requests seen before `cutoff` (their timestamps are out of the window by then).
-pub async fn forget_requests_before<'e>(db: impl SqliteExecutor<'e>, cutoff: DateTime<Utc>) -> sqlx::Result<u64> {
+pub async fn forget_requests_before<'e>(db: impl SqliteExecutor<'e>, cutoff: DateTime<Utc>) -> Result<u64> {
     let done = sqlx::query("DELETE FROM slack_requests WHERE seen_at < ?").bind(ts(cutoff)).execute(db).await?;
     Ok(done.rows_affected())
 }

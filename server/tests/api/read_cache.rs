@@ -182,3 +182,30 @@ async fn the_change_log_is_written_by_triggers_and_not_by_new_proposals() {
             .unwrap();
     assert!(logged.contains(&("proposal".to_owned(), Some(id.clone()))), "{logged:?}");
 }
+
+/// A stored value the server cannot read (a status it does not know, a
+/// timestamp that is not RFC 3339) is an internal error, never a guess such
+/// as "needs review" or 1970; and the log names the column, not the value.
+#[tokio::test]
+async fn an_unreadable_stored_value_is_an_error_not_a_guess() {
+    let scratch = Scratch::new("");
+    scratch.apply_fixture().await;
+    let log_path = scratch.dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = TestServer::spawn_logging(scratch.dir, scratch.config, &[("COUNTERSIGN_LOG", "info")], log).await;
+    let db = server.db().await;
+    for (column, value) in [("status", "frozen"), ("expires_at", "next tuesday")] {
+        let mut body = transfer();
+        body["run_id"] = format!("run-{column}").into();
+        let id = server.create(&body).await["id"].as_str().unwrap().to_owned();
+        let sql = format!("UPDATE proposals SET {column} = ?, version = version + 1 WHERE id = ?");
+        sqlx::query(&sql).bind(value).bind(&id).execute(&db).await.expect("update");
+        let (r, took) = poll_until(&server, ACME_BOT_KEY, &id, |r| r.status != 200).await;
+        assert_eq!(r.status, 500, "{column} after {took:?}: {}", r.text);
+        assert_eq!(r.body["error"]["code"], "internal_error", "{}", r.text);
+        assert!(!r.text.contains(value) && !r.text.contains("needs_review"), "{}", r.text);
+        let logged = std::fs::read_to_string(&log_path).unwrap();
+        assert!(logged.contains(&format!("unreadable {column}")), "the log names the column");
+        assert!(!logged.contains(value), "the log does not quote the stored value");
+    }
+}
