@@ -98,23 +98,30 @@ pub struct PolicyInput<'a> {
     pub agent: &'a AgentScope,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = PolicyOutcome)]
 pub enum Outcome {
     AutoApproved,
     NeedsApproval,
     Denied,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One policy rule that fired, with a human-readable reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PolicyReason)]
 pub struct Reason {
+    #[schema(examples("dual_approval"))]
     pub rule: String,
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The policy decision and every rule that fired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PolicyDecision)]
 pub struct Decision {
     pub outcome: Outcome,
+    #[schema(maximum = 2)]
     pub required_approvals: u8,
     pub reasons: Vec<Reason>,
 }

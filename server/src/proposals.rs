@@ -71,24 +71,45 @@ pub enum ActionError {
     Store(#[from] crate::store::StoreError),
 }
 
-/// The proposal object of the API (SPEC §9).
-#[derive(Debug, Clone, Serialize)]
+/// The proposal object of the API (SPEC §9), as the agent and the console
+/// see it. Fields that do not apply yet are `null`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Proposal)]
 pub struct ProposalView {
+    #[schema(pattern = "^prop_", examples("prop_01hx2v9k3m"))]
     pub id: String,
     pub status: ProposalStatus,
+    #[schema(value_type = crate::domain::ProposalKind)]
     pub kind: String,
+    #[schema(value_type = crate::domain::RunId)]
     pub run_id: String,
+    #[schema(value_type = crate::domain::RequestHash)]
     pub request_hash: String,
     pub canonical_request: CanonicalRequest,
     pub payee: PayeeView,
     pub policy: Decision,
     pub approvals: Vec<ApprovalView>,
+    /// Compact ES256 JWS (`typ` `countersign-approval+jwt`) bound to this
+    /// proposal and request hash; only while `approved`, and only to the
+    /// owning agent. Redeem it with `commit`.
+    #[schema(required = true, pattern = "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$")]
     pub approval_token: Option<String>,
+    /// Equals the token's `exp`; `null` when there is no token.
+    #[schema(required = true, format = DateTime)]
     pub approval_expires_at: Option<String>,
+    /// The durable operation once `commit` created one, else `null`.
+    #[schema(required = true)]
     pub operation: Option<OperationView>,
+    /// Where a human reviews this proposal in the console.
+    #[schema(format = "uri")]
     pub approval_url: String,
+    #[schema(format = DateTime)]
     pub created_at: String,
+    #[schema(format = DateTime)]
     pub updated_at: String,
+    /// When the proposal expires if it is still awaiting approval (kept as a
+    /// record afterwards).
+    #[schema(format = DateTime)]
     pub expires_at: String,
     #[serde(skip)]
     pub version: i64,
@@ -101,22 +122,59 @@ impl ProposalView {
     }
 }
 
-/// The durable operation of a committed proposal (SPEC §6, §9).
-#[derive(Debug, Clone, Serialize)]
+/// The durable operation of a committed proposal (SPEC §6, §9). `unknown`
+/// means the rail may have acted: reconciliation settles it; it is never
+/// reported as `failed`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Operation)]
 pub struct OperationView {
+    #[schema(pattern = "^op_")]
     pub id: String,
     pub status: store::operations::OpStatus,
+    /// The rail idempotency key, derived from the proposal id and request hash.
     pub idempotency_key: String,
+    #[schema(required = true, examples("tr_1Nv0"))]
     pub rail_reference: Option<String>,
+    /// Set with `failed` (`code` one of `insufficient_funds`,
+    /// `destination_closed`, `limit_exceeded`, `rail_rejected`), `too_late`
+    /// (`too_late`) and `needs_review` (why: `no_rail_record`,
+    /// `rail_record_mismatch`, `duplicate_rail_records`,
+    /// `rail_record_missing`). Raw rail bodies are never passed through.
+    #[schema(required = true)]
     pub error: Option<OperationError>,
-    /// `escalate_to_ops` next to a reversal's `too_late`.
+    /// `escalate_to_ops` next to a reversal's `too_late`: a terminal result
+    /// for humans, not an error to retry.
+    #[schema(required = true, schema_with = action_required_schema)]
     pub action_required: Option<&'static str>,
+    #[schema(format = DateTime)]
     pub created_at: String,
+    #[schema(format = DateTime)]
     pub updated_at: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// `action_required`'s only value (or `null`).
+fn action_required_schema() -> utoipa::openapi::Object {
+    words_or_null(&["escalate_to_ops"])
+}
+
+/// A string schema with a closed set of values, or `null`.
+fn words_or_null(words: &[&str]) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(words.iter().map(|w| Value::from(*w)).chain([Value::Null])))
+        .build()
+}
+
+/// A string schema with a closed set of values.
+fn words(words: &[&str]) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(words.iter().copied())).build()
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct OperationError {
+    #[schema(examples("insufficient_funds", "destination_closed", "limit_exceeded", "rail_rejected"))]
     pub code: String,
     pub message: String,
 }
@@ -142,21 +200,39 @@ impl From<store::operations::OperationRow> for OperationView {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Payee)]
 pub struct PayeeView {
+    #[schema(value_type = crate::domain::PayeeId)]
     pub id: String,
+    #[schema(examples("Acme Supplies Ltd"))]
     pub legal_name: String,
+    #[schema(examples("acct_…9f3a"))]
     pub masked_account: String,
+    /// Trusted payees may be auto-approved below the threshold.
     pub trusted: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Approval)]
 pub struct ApprovalView {
+    /// A user id, or `policy:<rule id>` for an auto-approval.
     pub approver_id: String,
+    #[schema(schema_with = decision_schema)]
     pub decision: String,
+    /// The approver's reason (always present for a rejection).
+    #[schema(required = true)]
     pub reason: Option<String>,
+    /// Where the decision was made.
+    #[schema(examples("console", "api", "slack", "policy"))]
     pub via: String,
+    #[schema(format = DateTime)]
     pub at: String,
+}
+
+/// `decision`'s values.
+fn decision_schema() -> utoipa::openapi::Object {
+    words(&["approve", "reject"])
 }
 
 pub enum Proposed {

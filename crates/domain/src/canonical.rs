@@ -17,28 +17,47 @@ pub const CANONICAL_VERSION: u32 = 1;
 
 /// The payee as resolved from the tenant's registry at proposal time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CanonicalPayee {
     pub id: PayeeId,
     pub legal_name: String,
+    #[cfg_attr(feature = "openapi", schema(examples("acct_…0001")))]
     pub masked_account: String,
 }
 
+/// The exact object that was hashed into `request_hash` (RFC 8785 / JCS):
+/// normalized values, tenant and agent from the credential, the payee
+/// resolved from the registry. Reversals carry the currency, accounts and
+/// purpose of the transfer they reverse.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CanonicalRequest {
+    /// Version of the canonical form.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub v: u32,
+    /// From the credential.
     pub tenant_id: String,
+    /// From the credential.
     pub agent_id: String,
     pub kind: ProposalKind,
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub amount_minor: u64,
     pub currency: Currency,
     pub source_account: SourceAccount,
     pub destination: CanonicalPayee,
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub reference: Option<Reference>,
     pub purpose_code: PurposeCode,
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub invoice_id: Option<InvoiceId>,
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub transfer_id: Option<TransferRef>,
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub reason_code: Option<ReasonCode>,
 }
+
+/// [`RequestHash`]'s form, as a JSON Schema (ECMA-262) pattern.
+pub const REQUEST_HASH_PATTERN: &str = "^sha256:[0-9a-f]{64}$";
 
 /// `sha256:` followed by 64 lowercase hex digits. Only made by hashing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]

@@ -70,6 +70,17 @@ macro_rules! account_type {
     };
 }
 
+/// [`SourceAccount`]'s form, as a JSON Schema (ECMA-262) pattern.
+pub const SOURCE_ACCOUNT_PATTERN: &str = "^acct_[A-Za-z0-9]{16}$";
+/// [`PayeeId`]'s form.
+pub const PAYEE_ID_PATTERN: &str = "^(acct_|card_|ba_)[A-Za-z0-9]{1,64}$";
+/// [`RunId`]'s form.
+pub const RUN_ID_PATTERN: &str = "^[A-Za-z0-9_.:-]{1,128}$";
+/// [`InvoiceId`]'s form.
+pub const INVOICE_ID_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
+/// [`TransferRef`]'s form.
+pub const TRANSFER_REF_PATTERN: &str = "^(prop_|tr_)[A-Za-z0-9]{1,64}$";
+
 account_type!(
     /// A source account: `^acct_[A-Za-z0-9]{16}$`.
     SourceAccount,
@@ -209,6 +220,7 @@ macro_rules! closed_set {
     ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }, $rule:literal) => {
         $(#[$doc])*
         #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[serde(rename_all = "snake_case")]
         pub enum $name { $($variant),+ }
 
@@ -317,7 +329,40 @@ mod tests {
         assert!(ProposalKind::parse("refund").is_err());
     }
 
+    /// A documented pattern without its anchors, as a generator of strings.
+    fn matching(pattern: &str) -> proptest::string::RegexGeneratorStrategy<String> {
+        let body = pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$')).expect("anchored pattern");
+        proptest::string::string_regex(body).expect("a pattern proptest can generate from")
+    }
+
+    #[test]
+    fn refusals_quote_the_documented_patterns() {
+        for (pattern, refusal) in [
+            (SOURCE_ACCOUNT_PATTERN, SourceAccount::parse("x").unwrap_err()),
+            (PAYEE_ID_PATTERN, PayeeId::parse("x").unwrap_err()),
+            (INVOICE_ID_PATTERN, InvoiceId::parse("").unwrap_err()),
+        ] {
+            assert!(refusal.0.contains(pattern), "{refusal} quotes {pattern}");
+        }
+    }
+
     proptest! {
+        // What the OpenAPI document says each field matches, the parser accepts.
+        #[test]
+        fn documented_patterns_parse(
+            source in matching(SOURCE_ACCOUNT_PATTERN),
+            payee in matching(PAYEE_ID_PATTERN),
+            run in matching(RUN_ID_PATTERN),
+            invoice in matching(INVOICE_ID_PATTERN),
+            transfer in matching(TRANSFER_REF_PATTERN),
+        ) {
+            prop_assert!(SourceAccount::parse(&source).is_ok(), "{}", source);
+            prop_assert!(PayeeId::parse(&payee).is_ok(), "{}", payee);
+            prop_assert!(RunId::parse(&run).is_ok(), "{}", run);
+            prop_assert!(InvoiceId::parse(&invoice).is_ok(), "{}", invoice);
+            prop_assert!(TransferRef::parse(&transfer).is_ok(), "{}", transfer);
+        }
+
         #[test]
         fn reference_never_holds_control_chars_or_too_many(s in "\\PC*|.*") {
             if let Ok(r) = Reference::parse(&s) {

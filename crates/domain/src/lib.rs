@@ -10,12 +10,14 @@ pub mod fixtures;
 pub mod ids;
 pub mod jcs;
 pub mod money;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod registry;
 pub mod request;
 pub mod role;
 pub mod status;
 
-pub use canonical::{CanonicalPayee, CanonicalRequest, RequestHash, CANONICAL_VERSION};
+pub use canonical::{CanonicalPayee, CanonicalRequest, RequestHash, CANONICAL_VERSION, REQUEST_HASH_PATTERN};
 pub use fields::{
     is_unsafe_in_text, mask_account, FieldRule, InvoiceId, PayeeId, ProposalKind, PurposeCode, ReasonCode, Reference,
     RunId, SourceAccount, TransferRef,

@@ -14,8 +14,14 @@ use super::money::{AmountMinor, Currency, CurrencyRules};
 
 /// One offending field of a request, as reported in `error.details`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldError {
+    /// The offending field (empty for the body as a whole).
     pub field: String,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(examples("required", "invalid_type", "invalid_value", "unknown_field", "forbidden"))
+    )]
     pub code: &'static str,
     pub message: String,
 }
@@ -65,7 +71,8 @@ impl ProposalRequest {
     }
 }
 
-const TRANSFER_FIELDS: &[&str] = &[
+/// Every field a transfer may carry (`crate::openapi` documents exactly these).
+pub(crate) const TRANSFER_FIELDS: &[&str] = &[
     "run_id",
     "kind",
     "amount_minor",
@@ -76,8 +83,11 @@ const TRANSFER_FIELDS: &[&str] = &[
     "purpose_code",
     "invoice_id",
 ];
-const REVERSAL_ONLY: &[&str] = &["transfer_id", "reason_code"];
-const REVERSAL_FORBIDDEN: &[&str] = &["currency", "source_account", "destination", "purpose_code", "invoice_id"];
+/// The fields only a reversal carries.
+pub(crate) const REVERSAL_ONLY: &[&str] = &["transfer_id", "reason_code"];
+/// The transfer fields a reversal may not carry.
+pub(crate) const REVERSAL_FORBIDDEN: &[&str] =
+    &["currency", "source_account", "destination", "purpose_code", "invoice_id"];
 
 /// Collects field errors while reading one JSON object.
 struct Reader<'a> {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ProposalStatus {
     PendingApproval,
@@ -110,6 +111,7 @@ impl fmt::Display for ProposalStatus {
 /// `Pending`, `Accepted` and `Unknown` are open (reconciliation looks at
 /// them); the rest are settled or wait for a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OpStatus {
     /// Recorded; the rail has not answered yet (or the process died mid-call).

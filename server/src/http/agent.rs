@@ -12,8 +12,9 @@ use std::time::Duration as StdDuration;
 
 use super::error::ApiError;
 use super::extract::{AgentAuth, JsonBody, ReadOnlyAgentAuth};
+use super::openapi::error_responses;
 use crate::commit::CommitError;
-use crate::domain::FieldError;
+use crate::domain::{FieldError, ProposalStatus};
 use crate::idempotency::{self, IdempotencyKey, KeyError, Keyed, Recorded, Unfinished};
 use crate::proposals::{
     self, ActionError, AgentPrincipal, ListQuery, PolledView, ProposalView, ProposeError, Proposed,
@@ -73,8 +74,65 @@ fn proposal_response(status: StatusCode, view: &ProposalView) -> Response {
     response
 }
 
-/// `POST /api/v1/proposals`; with an `Idempotency-Key`, through the
-/// protocol of `crate::idempotency`.
+/// A proposal id in a path (`prop_…`).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ProposalPath {
+    /// The proposal id (`prop_…`). Another tenant's proposal is 404, as if
+    /// it did not exist.
+    #[param(min_length = 1, example = "prop_01hx2v9k3m")]
+    pub id: String,
+}
+
+error_responses!(CreateErrors: InvalidJson, Unauthenticated, PolicyDenied, IdempotencyKeyInUse, PayloadTooLarge,
+    UnsupportedMediaType, ValidationFailed, UnknownDestination, IdempotencyKeyReused, RateLimited, InternalError);
+
+/// Propose a payment
+///
+/// Validates the request strictly, builds the canonical request (identity
+/// from the credential, payee resolved from the registry), hashes it
+/// (`sha256:` + hex SHA-256 of its RFC 8785 form) and evaluates policy. The
+/// result is auto-approved, pending approval, or refused with 403
+/// `policy_denied` (nothing is stored but the audit entry). With an
+/// `Idempotency-Key`, through the protocol of `crate::idempotency`.
+#[utoipa::path(
+    post,
+    path = "/proposals",
+    operation_id = "createProposal",
+    tag = "agent",
+    security(("agentKey" = [])),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255,
+            pattern = "^[\\u0020-\\u007E]+$",
+            description = "Stripe semantics: the same key with the same body replays the first response (same \
+                status and body, `Idempotent-Replayed: true`); with a different body it is 422 \
+                `idempotency_key_reused`; while the first request is in flight it is 409 \
+                `idempotency_key_in_use`. Kept at least 7 days."),
+    ),
+    request_body(content = crate::domain::openapi::ProposalRequestBody, content_type = "application/json",
+        examples(
+            ("transfer" = (summary = "Pay an invoice", value = json!({
+                "run_id": "run-42", "kind": "transfer", "amount_minor": 25000, "currency": "USD",
+                "source_account": "acct_0123456789abcdef", "destination": "acct_acme0000000001",
+                "reference": "Invoice 1842", "purpose_code": "vendor", "invoice_id": "1842"}))),
+            ("reversal" = (summary = "Reverse a succeeded transfer", value = json!({
+                "run_id": "run-43", "kind": "reversal", "transfer_id": "prop_01hx2v9k3m",
+                "reason_code": "duplicate"}))),
+        )),
+    responses(
+        (status = 201, body = ProposalView,
+            description = "A new proposal. A replay of this response under the same `Idempotency-Key` repeats it \
+                with `Idempotent-Replayed: true`.",
+            headers(("Idempotent-Replayed" = String,
+                description = "`true` when this response replays the first response under the same key."))),
+        (status = 200, body = ProposalView,
+            description = "An existing proposal: the same agent and `run_id` already proposed an identical \
+                canonical request (duplicates collapse), or an idempotent replay of an earlier 200.",
+            headers(("Idempotent-Replayed" = String,
+                description = "`true` when this response replays the first response under the same key."))),
+        CreateErrors,
+    ),
+)]
 pub async fn create(
     State(state): State<Shared>,
     AgentAuth(agent): AgentAuth,
@@ -122,9 +180,12 @@ async fn propose_response(
     Ok((status, serde_json::to_string(&view).expect("views serialize")))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct WaitParams {
+    /// Long-poll for up to this many seconds (with `If-None-Match`).
+    #[param(minimum = 0, maximum = 60, default = 0)]
     wait: Option<u64>,
 }
 
@@ -133,12 +194,40 @@ pub(super) fn query_error(e: impl std::fmt::Display) -> ApiError {
     ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())])
 }
 
-/// `GET /api/v1/proposals/{id}` with `ETag`, `If-None-Match` and `?wait=N` long-polling.
-/// Served from the read cache when it can be (`proposals::poll`).
+error_responses!(GetErrors: Unauthenticated, NotFound, ValidationFailed, RateLimited, InternalError);
+
+/// Read (or long-poll) one proposal
+///
+/// Status, canonical request, request hash, policy decision, approvals,
+/// `approval_token` and `approval_expires_at` when `approved` (only to the
+/// owning agent), and `operation` once one exists. With `?wait=N` and
+/// `If-None-Match`, the request is held until the proposal's `ETag` differs
+/// (200) or N seconds pass (304). Served from the read cache when it can be
+/// (`proposals::poll`).
+#[utoipa::path(
+    get,
+    path = "/proposals/{id}",
+    operation_id = "getProposal",
+    tag = "agent",
+    security(("agentKey" = [])),
+    params(
+        ProposalPath,
+        WaitParams,
+        ("If-None-Match" = Option<String>, Header,
+            description = "The `ETag` last seen; with `wait`, the request is held until the proposal changes."),
+    ),
+    responses(
+        (status = 200, body = ProposalView, description = "The proposal.",
+            headers(("ETag" = String, description = "Changes whenever the proposal (status, approvals, operation) changes."))),
+        (status = 304, description = "Unchanged: the `ETag` still equals `If-None-Match` after `wait` seconds.",
+            headers(("ETag" = String, description = "Changes whenever the proposal (status, approvals, operation) changes."))),
+        GetErrors,
+    ),
+)]
 pub async fn get(
     State(state): State<Shared>,
     ReadOnlyAgentAuth(agent, key): ReadOnlyAgentAuth,
-    Path(id): Path<String>,
+    Path(ProposalPath { id }): Path<ProposalPath>,
     params: Result<Query<WaitParams>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -210,26 +299,50 @@ fn not_modified(etag: &str) -> Response {
     response
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
+    /// Only proposals with this status.
+    #[param(value_type = Option<ProposalStatus>)]
     status: Option<String>,
+    /// Page size.
+    #[param(minimum = 1, maximum = 100, default = 50)]
     limit: Option<u32>,
+    /// The opaque `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
-pub struct Page<T> {
-    pub data: Vec<T>,
+/// A page of proposals, newest first unless asked otherwise.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProposalList)]
+pub struct Page {
+    pub data: Vec<ProposalView>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
-/// `GET /api/v1/proposals?status=&limit=&cursor=` — the agent's own, newest first.
+error_responses!(ListErrors: Unauthenticated, ValidationFailed, RateLimited, InternalError);
+
+/// List the agent's own proposals
+///
+/// Newest first, cursor-paginated: pass `next_cursor` back as `cursor` until
+/// it is `null`.
+#[utoipa::path(
+    get,
+    path = "/proposals",
+    operation_id = "listProposals",
+    tag = "agent",
+    security(("agentKey" = [])),
+    params(ListParams),
+    responses((status = 200, body = Page, description = "A page of proposals."), ListErrors),
+)]
 pub async fn list(
     State(state): State<Shared>,
     AgentAuth(agent): AgentAuth,
     params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Page<ProposalView>>, ApiError> {
+) -> Result<Json<Page>, ApiError> {
     let Query(params) = params.map_err(query_error)?;
     let query = ListQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
         .map_err(ApiError::Validation)?;
@@ -238,21 +351,67 @@ pub async fn list(
     Ok(Json(Page { data, next_cursor }))
 }
 
-/// `POST /api/v1/proposals/{id}/cancel`
+error_responses!(CancelErrors: Unauthenticated, NotFound, InvalidState, RateLimited, InternalError);
+
+/// Withdraw a proposal
+///
+/// Allowed while the proposal is `pending_approval` or `approved`; an
+/// unredeemed approval token can no longer be committed.
+#[utoipa::path(
+    post,
+    path = "/proposals/{id}/cancel",
+    operation_id = "cancelProposal",
+    tag = "agent",
+    security(("agentKey" = [])),
+    params(ProposalPath),
+    responses((status = 200, body = ProposalView, description = "The cancelled proposal."), CancelErrors),
+)]
 pub async fn cancel(
     State(state): State<Shared>,
     AgentAuth(agent): AgentAuth,
-    Path(id): Path<String>,
+    Path(ProposalPath { id }): Path<ProposalPath>,
 ) -> Result<Response, ApiError> {
     let view = proposals::cancel(&state, &agent, &id, Utc::now()).await?;
     Ok(proposal_response(StatusCode::OK, &view))
 }
 
-/// `POST /api/v1/proposals/{id}/commit` with `{"approval_token": "…"}`.
+error_responses!(CommitErrors: InvalidJson, ApprovalTokenInvalid, Unauthenticated, PolicyDenied, NotFound,
+    InvalidState, PayloadTooLarge, UnsupportedMediaType, ValidationFailed, RateLimited, InternalError);
+
+/// Execute an approved proposal
+///
+/// Verifies the approval token (ES256 under a published `kid`, `typ`
+/// `countersign-approval+jwt`, `iss`, `aud` `countersign:commit`,
+/// `nbf`/`exp` with 30 s leeway, `pid`/`tid`/`azp`, `rh` against the stored
+/// and the recomputed request hash, `jti` the proposal's current token),
+/// rechecks approvers, policy and the daily budget, then in one transaction
+/// marks the token used, records the durable operation, reserves the budget
+/// and moves the proposal to `executing`; only then calls the rail with an
+/// idempotency key derived from the proposal id and request hash. The answer
+/// carries the outcome: `succeeded`, `executing` (accepted, settling),
+/// `failed` with a typed `operation.error.code`, or `unknown` (the rail may
+/// have acted; reconciliation settles it, never a blind retry). A retried
+/// commit for the same proposal returns the existing operation and never
+/// calls the rail again.
+#[utoipa::path(
+    post,
+    path = "/proposals/{id}/commit",
+    operation_id = "commitProposal",
+    tag = "agent",
+    security(("agentKey" = [])),
+    params(ProposalPath),
+    request_body(content = CommitBody, content_type = "application/json"),
+    responses(
+        (status = 200, body = ProposalView,
+            description = "The proposal with its `operation`. A retried commit never calls the rail again: it \
+                answers with the operation's current state."),
+        CommitErrors,
+    ),
+)]
 pub async fn commit(
     State(state): State<Shared>,
     AgentAuth(agent): AgentAuth,
-    Path(id): Path<String>,
+    Path(ProposalPath { id }): Path<ProposalPath>,
     JsonBody { value }: JsonBody,
 ) -> Result<Response, ApiError> {
     let token = commit_token(value)?;
@@ -261,9 +420,13 @@ pub async fn commit(
 }
 
 /// The body of a commit: exactly `{"approval_token": "<string>"}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = CommitRequest)]
 #[serde(deny_unknown_fields)]
-struct CommitBody {
+pub struct CommitBody {
+    /// The `approval_token` from the proposal. A malformed, expired or
+    /// foreign token is 401 `approval_token_invalid`, not a validation error.
+    #[schema(min_length = 1)]
     approval_token: String,
 }
 

@@ -8,13 +8,14 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use tower_sessions::Session;
 
-use super::agent::{query_error, Page};
+use super::agent::{query_error, Page, ProposalPath};
 use super::error::ApiError;
 use super::extract::{typed, JsonBody};
+use super::openapi::error_responses;
 use super::session::{self, client_address, CurrentUser, SignInError};
 use crate::approvals::{self, DecideError, Verdict};
 use crate::domain::Role;
@@ -54,45 +55,69 @@ impl From<ResolveError> for ApiError {
 }
 
 /// `POST /api/v1/session`'s body.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = SignInRequest)]
 #[serde(deny_unknown_fields)]
-struct SignInBody {
+pub struct SignInBody {
+    #[schema(min_length = 1)]
     username: String,
+    #[schema(min_length = 1, format = Password)]
     password: String,
 }
 
 /// `POST /api/v1/proposals/{id}/approvals`'s body.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = DecisionRequest)]
 #[serde(deny_unknown_fields)]
-struct DecisionBody {
+pub struct DecisionBody {
     decision: DecisionWord,
+    /// Required to reject.
     reason: Option<String>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = ApprovalDecision)]
 #[serde(rename_all = "snake_case")]
 enum DecisionWord {
     Approve,
     Reject,
 }
 
-/// `POST /api/v1/operations/{id}/resolution`'s body.
-#[derive(Deserialize)]
+/// `POST /api/v1/operations/{id}/resolution`'s body:
+/// `{"outcome": "succeeded", "rail_reference": "tr_…"}` or
+/// `{"outcome": "failed", "reason": "…"}`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = ResolutionRequest)]
 #[serde(deny_unknown_fields)]
-struct ResolutionBody {
+pub struct ResolutionBody {
     outcome: OutcomeWord,
+    /// With `succeeded`: one of the rail's own records for this operation
+    /// (see `rail-records`).
+    #[schema(pattern = "^trr?_[A-Za-z0-9_]+$")]
     rail_reference: Option<String>,
+    /// With `failed`: why (it becomes the operation's error message).
+    #[schema(min_length = 1, max_length = 500)]
     reason: Option<String>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = ResolutionOutcome)]
 #[serde(rename_all = "snake_case")]
 enum OutcomeWord {
     Succeeded,
     Failed,
 }
 
-#[derive(Serialize)]
+/// The signed-in user and the CSRF token.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Session)]
+pub struct SessionBody {
+    user: SessionUser,
+    /// Send back as `X-CSRF-Token` on every state-changing request.
+    csrf_token: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
 struct SessionUser {
     id: String,
     username: String,
@@ -100,7 +125,38 @@ struct SessionUser {
     roles: Vec<Role>,
 }
 
-/// `POST /api/v1/session` — `{"username", "password"}` → the user and the CSRF token.
+/// An operation id in a path (`op_…`).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct OperationPath {
+    /// The operation id (`op_…`).
+    #[param(pattern = "^op_")]
+    pub id: String,
+}
+
+error_responses!(SignInErrors: InvalidJson, Unauthenticated, PayloadTooLarge, UnsupportedMediaType, ValidationFailed,
+    RateLimited, InternalError);
+
+/// Sign in to the console
+///
+/// `{"username", "password"}` → the user and the CSRF token. Starts a
+/// session (a fresh session id; HttpOnly, SameSite=Strict, Secure over
+/// HTTPS) and returns the CSRF token to send back as `X-CSRF-Token`. A wrong
+/// username and a wrong password give the same 401. Repeated failures are
+/// throttled (429).
+#[utoipa::path(
+    post,
+    path = "/session",
+    operation_id = "signIn",
+    tag = "console",
+    security(()),
+    request_body(content = SignInBody, content_type = "application/json"),
+    responses(
+        (status = 200, body = SessionBody, description = "Signed in.",
+            headers(("Set-Cookie" = String, description = "The session cookie (HttpOnly; SameSite=Strict; Secure over HTTPS)."))),
+        SignInErrors,
+    ),
+)]
 pub async fn sign_in_json(
     State(state): State<Shared>,
     session: Session,
@@ -113,11 +169,13 @@ pub async fn sign_in_json(
     match session::sign_in(&state, &session, username, password, &address).await {
         Ok(current) => {
             let viewer = current.viewer();
-            Ok(Json(json!({
-                "user": SessionUser { id: viewer.user_id, username: viewer.username, tenant_id: viewer.tenant_id, roles: viewer.roles },
-                "csrf_token": viewer.csrf_token,
-            }))
-            .into_response())
+            let user = SessionUser {
+                id: viewer.user_id,
+                username: viewer.username,
+                tenant_id: viewer.tenant_id,
+                roles: viewer.roles,
+            };
+            Ok(Json(SessionBody { user, csrf_token: viewer.csrf_token }).into_response())
         }
         Err(SignInError::Throttled(wait)) => {
             let mut response = ApiError::RateLimited.into_response();
@@ -130,7 +188,20 @@ pub async fn sign_in_json(
     }
 }
 
-/// `DELETE /api/v1/session`
+error_responses!(SignOutErrors: Unauthenticated, Forbidden, InternalError);
+
+/// Sign out
+///
+/// Ends the session and purges it from the store.
+#[utoipa::path(
+    delete,
+    path = "/session",
+    operation_id = "signOut",
+    tag = "console",
+    security(("consoleSession" = [])),
+    params(CsrfHeader),
+    responses((status = 204, description = "Signed out; the session cookie is cleared."), SignOutErrors),
+)]
 pub async fn sign_out_json(
     State(state): State<Shared>,
     _user: CurrentUser,
@@ -140,21 +211,73 @@ pub async fn sign_out_json(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Deserialize)]
+/// The `X-CSRF-Token` header of every state-changing console request.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // read by the CSRF guard (`csrf.rs`), not by the handlers
+pub struct CsrfHeader {
+    /// The `csrf_token` returned by `POST /api/v1/session`.
+    #[param(rename = "X-CSRF-Token", min_length = 1)]
+    csrf_token: String,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct QueueParams {
+    /// Only proposals with this status (`pending_approval` by default), or
+    /// `all`.
+    #[param(schema_with = queue_status_schema)]
     status: Option<String>,
+    #[param(schema_with = queue_order_schema)]
     order: Option<String>,
+    /// Page size.
+    #[param(minimum = 1, maximum = 100, default = 25)]
     limit: Option<u32>,
+    /// The opaque `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
-/// `GET /api/v1/queue?status=&order=&limit=&cursor=` — the tenant's proposals.
+/// A proposal status or `all`.
+fn queue_status_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    use utoipa::PartialSchema;
+    OneOfBuilder::new()
+        .item(ProposalStatus::schema())
+        .item(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["all"])))
+        .default(Some(json!("pending_approval")))
+        .into()
+}
+
+fn queue_order_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["newest", "oldest"]))
+        .default(Some(json!("newest")))
+        .build()
+}
+
+error_responses!(QueueErrors: Unauthenticated, Forbidden, ValidationFailed, InternalError);
+
+/// The review queue
+///
+/// The tenant's proposals with one status (`pending_approval` by default),
+/// newest or oldest first, cursor-paginated.
+#[utoipa::path(
+    get,
+    path = "/queue",
+    operation_id = "listQueue",
+    tag = "console",
+    security(("consoleSession" = [])),
+    params(QueueParams),
+    responses((status = 200, body = Page, description = "A page of the queue."), QueueErrors),
+)]
 pub async fn queue(
     State(state): State<Shared>,
     user: CurrentUser,
     params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Page<ProposalView>>, ApiError> {
+) -> Result<Json<Page>, ApiError> {
     let Query(p) = params.map_err(query_error)?;
     let query = ListQuery::parse(p.status.as_deref(), p.order.as_deref(), p.limit, p.cursor.as_deref())
         .map_err(ApiError::Validation)?;
@@ -169,11 +292,35 @@ fn verdict(decision: DecisionWord, reason: Option<String>) -> Verdict {
     }
 }
 
-/// `POST /api/v1/proposals/{id}/approvals` — `{"decision": "approve"|"reject", "reason": "..."}`.
+error_responses!(DecideErrors: InvalidJson, Unauthenticated, Forbidden, PolicyDenied, NotFound, InvalidState,
+    PayloadTooLarge, UnsupportedMediaType, ValidationFailed, RateLimited, InternalError);
+
+/// Approve or reject a proposal
+///
+/// `{"decision": "approve"|"reject", "reason": "..."}`; a reason is
+/// required to reject. The same domain checks as every other approval path
+/// (console page, Slack button). When the last required approval is given,
+/// the proposal becomes `approved` and an approval token is minted for the
+/// agent.
+#[utoipa::path(
+    post,
+    path = "/proposals/{id}/approvals",
+    operation_id = "decideProposal",
+    tag = "console",
+    security(("consoleSession" = [])),
+    params(ProposalPath, CsrfHeader),
+    request_body(content = DecisionBody, content_type = "application/json"),
+    responses(
+        (status = 200, body = ProposalView,
+            description = "The proposal after the decision (never carries `approval_token`: that goes only to the \
+                owning agent)."),
+        DecideErrors,
+    ),
+)]
 pub async fn decide_json(
     State(state): State<Shared>,
     user: CurrentUser,
-    Path(id): Path<String>,
+    Path(ProposalPath { id }): Path<ProposalPath>,
     JsonBody { value }: JsonBody,
 ) -> Result<Json<ProposalView>, ApiError> {
     let DecisionBody { decision, reason } = typed(value)?;
@@ -191,13 +338,39 @@ fn resolution(outcome: OutcomeWord, rail_reference: Option<String>, reason: Opti
     }
 }
 
-/// `POST /api/v1/operations/{id}/resolution` — an admin settles an operation
-/// that needs review: `{"outcome": "succeeded", "rail_reference": "tr_…"}` or
-/// `{"outcome": "failed", "reason": "…"}`. Answers with the proposal object.
+error_responses!(ResolveErrors: InvalidJson, Unauthenticated, Forbidden, NotFound, InvalidState, ValidationFailed,
+    InternalError, RailUnavailable);
+
+/// Decide an operation that needs review (admins)
+///
+/// Reconciliation hands an operation to a human when the rail has no record
+/// under its key past the resubmit window, or a record that does not match.
+/// An admin of the tenant settles it: `{"outcome": "succeeded",
+/// "rail_reference": "tr_…"}` (the money moved: the reference must be one of
+/// the rail's own records for this operation, read at that moment, matching
+/// its amount, currency and destination — see `rail-records`; a reference
+/// already settling another operation is refused) or `{"outcome": "failed",
+/// "reason": "…"}` (it did not; the budget reservation is released and the
+/// operation's error becomes `marked_failed` with the admin's reason).
+/// Audited with the admin as actor. Answers with the proposal object.
+#[utoipa::path(
+    post,
+    path = "/operations/{id}/resolution",
+    operation_id = "resolveOperation",
+    tag = "console",
+    security(("consoleSession" = [])),
+    params(OperationPath, CsrfHeader),
+    request_body(content = ResolutionBody, content_type = "application/json"),
+    responses(
+        (status = 200, body = ProposalView,
+            description = "The proposal after the decision, with its settled operation."),
+        ResolveErrors,
+    ),
+)]
 pub async fn resolve_json(
     State(state): State<Shared>,
     user: CurrentUser,
-    Path(id): Path<String>,
+    Path(OperationPath { id }): Path<OperationPath>,
     JsonBody { value }: JsonBody,
 ) -> Result<Json<ProposalView>, ApiError> {
     let ResolutionBody { outcome, rail_reference, reason } = typed(value)?;
@@ -207,24 +380,76 @@ pub async fn resolve_json(
     Ok(Json(view))
 }
 
-/// `GET /api/v1/operations/{id}/rail-records` — what the rail holds for a
-/// `needs_review` operation (read now), and whether each record settles it:
-/// the evidence an admin picks from before resolving it as succeeded.
+/// What the rail holds for an operation that needs review.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RailRecords {
+    operation_id: String,
+    idempotency_key: String,
+    data: Vec<RailRecord>,
+}
+
+/// One of the rail's records, and whether it settles the operation.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RailRecord {
+    rail_reference: String,
+    amount_minor: u64,
+    currency: String,
+    /// Masked.
+    destination: String,
+    #[schema(schema_with = rail_status_schema)]
+    status: &'static str,
+    /// For a reversal: how much of the transfer the rail reports reversed.
+    amount_reversed: u64,
+    settles_operation: bool,
+    /// Why the record does not settle the operation, if it does not.
+    #[schema(required = true)]
+    mismatch: Option<String>,
+}
+
+/// A transfer's status on the rail (SPEC §12).
+fn rail_status_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["pending", "paid", "failed", "reversed"])).build()
+}
+
+error_responses!(RailRecordsErrors: Unauthenticated, Forbidden, NotFound, InvalidState, InternalError, RailUnavailable);
+
+/// What the rail holds for an operation that needs review (admins)
+///
+/// Read from the rail now: for a transfer, every transfer under the
+/// operation's idempotency key; for a reversal, the transfer it reverses.
+/// Each says whether it settles the operation (`settles_operation`) and if
+/// not why (`mismatch`): the evidence an admin picks from before resolving
+/// it as succeeded. Destinations are masked.
+#[utoipa::path(
+    get,
+    path = "/operations/{id}/rail-records",
+    operation_id = "listRailRecords",
+    tag = "console",
+    security(("consoleSession" = [])),
+    params(OperationPath),
+    responses((status = 200, body = RailRecords, description = "The rail's records."), RailRecordsErrors),
+)]
 pub async fn rail_records_json(
     State(state): State<Shared>,
     user: CurrentUser,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+    Path(OperationPath { id }): Path<OperationPath>,
+) -> Result<Json<RailRecords>, ApiError> {
     let (op, candidates) = crate::operations::rail_candidates(&state, &user.resolver(), &id).await?;
-    let data: Vec<Value> = candidates
-        .iter()
-        .map(|c| {
-            json!({"rail_reference": c.reference, "amount_minor": c.amount_minor, "currency": c.currency,
-                   "destination": c.destination, "status": c.status, "amount_reversed": c.amount_reversed,
-                   "settles_operation": c.mismatch.is_none(), "mismatch": c.mismatch})
+    let data = candidates
+        .into_iter()
+        .map(|c| RailRecord {
+            settles_operation: c.mismatch.is_none(),
+            rail_reference: c.reference,
+            amount_minor: c.amount_minor,
+            currency: c.currency,
+            destination: c.destination,
+            status: c.status,
+            amount_reversed: c.amount_reversed,
+            mismatch: c.mismatch,
         })
         .collect();
-    Ok(Json(json!({"operation_id": op.id, "idempotency_key": op.idempotency_key, "data": data})))
+    Ok(Json(RailRecords { operation_id: op.id, idempotency_key: op.idempotency_key, data }))
 }
 
 #[derive(Debug, Deserialize)]

@@ -3,10 +3,12 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::domain::{FieldError, ProposalStatus};
-use crate::policy::Decision;
+use crate::policy::{Decision, Reason};
 
 tokio::task_local! {
     /// The id of the request being served, for error bodies and logs (the
@@ -70,55 +72,47 @@ impl From<crate::store::StoreError> for ApiError {
 
 impl ApiError {
     pub fn status(&self) -> StatusCode {
-        use ApiError::*;
-        match self {
-            InvalidJson(_) => StatusCode::BAD_REQUEST,
-            PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Unauthenticated | ApprovalTokenInvalid(_) | SlackRequestRefused(_) => StatusCode::UNAUTHORIZED,
-            Forbidden | ForbiddenBecause(_) | PolicyDenied(_) => StatusCode::FORBIDDEN,
-            NotFound => StatusCode::NOT_FOUND,
-            InvalidState(_) | OperationState(_) | IdempotencyKeyInUse => StatusCode::CONFLICT,
-            Validation(_) | UnknownDestination(_) | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            RailUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.error_code().status()
     }
 
     pub fn code(&self) -> &'static str {
+        self.error_code().as_str()
+    }
+
+    /// The contract's code for this error (SPEC §9).
+    pub fn error_code(&self) -> ErrorCode {
         use ApiError::*;
         match self {
-            InvalidJson(_) => "invalid_json",
-            PayloadTooLarge => "payload_too_large",
-            UnsupportedMediaType => "unsupported_media_type",
-            Unauthenticated | SlackRequestRefused(_) => "unauthenticated",
-            Forbidden | ForbiddenBecause(_) => "forbidden",
-            NotFound => "not_found",
-            InvalidState(_) | OperationState(_) => "invalid_state",
-            IdempotencyKeyInUse => "idempotency_key_in_use",
-            Validation(_) => "validation_failed",
-            UnknownDestination(_) => "unknown_destination",
-            IdempotencyKeyReused => "idempotency_key_reused",
-            PolicyDenied(_) => "policy_denied",
-            ApprovalTokenInvalid(_) => "approval_token_invalid",
-            RateLimited => "rate_limited",
-            RailUnavailable => "rail_unavailable",
-            Internal(_) => "internal_error",
+            InvalidJson(_) => ErrorCode::InvalidJson,
+            PayloadTooLarge => ErrorCode::PayloadTooLarge,
+            UnsupportedMediaType => ErrorCode::UnsupportedMediaType,
+            Unauthenticated | SlackRequestRefused(_) => ErrorCode::Unauthenticated,
+            Forbidden | ForbiddenBecause(_) => ErrorCode::Forbidden,
+            NotFound => ErrorCode::NotFound,
+            InvalidState(_) | OperationState(_) => ErrorCode::InvalidState,
+            IdempotencyKeyInUse => ErrorCode::IdempotencyKeyInUse,
+            Validation(_) => ErrorCode::ValidationFailed,
+            UnknownDestination(_) => ErrorCode::UnknownDestination,
+            IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
+            PolicyDenied(_) => ErrorCode::PolicyDenied,
+            ApprovalTokenInvalid(_) => ErrorCode::ApprovalTokenInvalid,
+            RateLimited => ErrorCode::RateLimited,
+            RailUnavailable => ErrorCode::RailUnavailable,
+            Internal(_) => ErrorCode::InternalError,
         }
     }
 
-    /// The JSON envelope `{"error": {code, message, details, request_id}}`.
-    pub fn body(&self) -> Value {
+    /// The envelope `{"error": {code, message, details, request_id}}`.
+    pub fn envelope(&self) -> ErrorEnvelope {
         let details = match self {
-            ApiError::Validation(fields) => json!(fields),
-            ApiError::PolicyDenied(decision) => json!(decision.reasons),
-            ApiError::InvalidState(status) => json!([{"current_status": status}]),
-            ApiError::OperationState(status) => json!([{"current_status": status}]),
+            ApiError::Validation(fields) => fields.iter().cloned().map(ErrorDetail::Field).collect(),
+            ApiError::PolicyDenied(decision) => decision.reasons.iter().cloned().map(ErrorDetail::Rule).collect(),
+            ApiError::InvalidState(status) => vec![ErrorDetail::CurrentStatus { current_status: status.as_str() }],
+            ApiError::OperationState(status) => vec![ErrorDetail::CurrentStatus { current_status: status }],
             ApiError::ApprovalTokenInvalid(reason) | ApiError::SlackRequestRefused(reason) => {
-                json!([{"reason": reason}])
+                vec![ErrorDetail::Reason { reason }]
             }
-            _ => json!([]),
+            _ => Vec::new(),
         };
         let message = match self {
             ApiError::Validation(fields) => format!(
@@ -137,20 +131,204 @@ impl ApiError {
                 m + "."
             }
         };
-        let mut error = json!({
-            "code": self.code(),
-            "message": message,
-            "details": details,
-            "request_id": current_request_id(),
-        });
-        if let ApiError::InvalidState(status) = self {
-            error["current_status"] = json!(status);
+        let reason = match self {
+            ApiError::ApprovalTokenInvalid(reason) | ApiError::SlackRequestRefused(reason) => Some(*reason),
+            _ => None,
+        };
+        let current_status = match self {
+            ApiError::InvalidState(status) => Some(*status),
+            _ => None,
+        };
+        ErrorEnvelope {
+            error: ErrorBody {
+                code: self.error_code(),
+                message,
+                details,
+                request_id: current_request_id(),
+                reason,
+                current_status,
+            },
         }
-        if let ApiError::ApprovalTokenInvalid(reason) | ApiError::SlackRequestRefused(reason) = self {
-            error["reason"] = json!(reason);
-        }
-        json!({ "error": error })
     }
+
+    /// [`ApiError::envelope`] as JSON.
+    pub fn body(&self) -> Value {
+        serde_json::to_value(self.envelope()).expect("the error envelope serializes")
+    }
+}
+
+/// Every `error.code` of the API (SPEC §9). Each travels with one HTTP
+/// status; the OpenAPI document lists them per response from here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidJson,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Unauthenticated,
+    ApprovalTokenInvalid,
+    Forbidden,
+    PolicyDenied,
+    NotFound,
+    InvalidState,
+    IdempotencyKeyInUse,
+    ValidationFailed,
+    UnknownDestination,
+    IdempotencyKeyReused,
+    RateLimited,
+    RailUnavailable,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 16] = {
+        use ErrorCode::*;
+        [
+            InvalidJson,
+            PayloadTooLarge,
+            UnsupportedMediaType,
+            Unauthenticated,
+            ApprovalTokenInvalid,
+            Forbidden,
+            PolicyDenied,
+            NotFound,
+            InvalidState,
+            IdempotencyKeyInUse,
+            ValidationFailed,
+            UnknownDestination,
+            IdempotencyKeyReused,
+            RateLimited,
+            RailUnavailable,
+            InternalError,
+        ]
+    };
+
+    pub fn as_str(&self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            InvalidJson => "invalid_json",
+            PayloadTooLarge => "payload_too_large",
+            UnsupportedMediaType => "unsupported_media_type",
+            Unauthenticated => "unauthenticated",
+            ApprovalTokenInvalid => "approval_token_invalid",
+            Forbidden => "forbidden",
+            PolicyDenied => "policy_denied",
+            NotFound => "not_found",
+            InvalidState => "invalid_state",
+            IdempotencyKeyInUse => "idempotency_key_in_use",
+            ValidationFailed => "validation_failed",
+            UnknownDestination => "unknown_destination",
+            IdempotencyKeyReused => "idempotency_key_reused",
+            RateLimited => "rate_limited",
+            RailUnavailable => "rail_unavailable",
+            InternalError => "internal_error",
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        use ErrorCode::*;
+        match self {
+            InvalidJson => StatusCode::BAD_REQUEST,
+            PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Unauthenticated | ApprovalTokenInvalid => StatusCode::UNAUTHORIZED,
+            Forbidden | PolicyDenied => StatusCode::FORBIDDEN,
+            NotFound => StatusCode::NOT_FOUND,
+            InvalidState | IdempotencyKeyInUse => StatusCode::CONFLICT,
+            ValidationFailed | UnknownDestination | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            RailUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// What the code tells a client, for the OpenAPI document.
+    pub fn meaning(&self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            InvalidJson => "The body is not valid JSON (or repeats a member name).",
+            PayloadTooLarge => "The body is over 64 KiB.",
+            UnsupportedMediaType => "The body is not `application/json`.",
+            Unauthenticated => {
+                "Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username \
+                 or password (the same answer for both)."
+            }
+            ApprovalTokenInvalid => {
+                "The approval token does not authorize this commit; `reason` names the check that failed: \
+                 signature, unknown `kid`, `alg` or `typ`, `iss`/`aud`, outside `nbf`/`exp`, a token for another \
+                 proposal, tenant or agent, a request hash mismatch, or already used for another operation."
+            }
+            Forbidden => {
+                "This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not \
+                 allow it, or segregation of duties (the human the agent acts for, or the same person twice \
+                 in a dual approval)."
+            }
+            PolicyDenied => {
+                "Policy, the daily budget or an approver's limit does not allow it (now: policy is checked \
+                 again at approval and commit); `details` lists the rules that fired. A proposal denied at \
+                 creation is not stored, only audited."
+            }
+            NotFound => "No such object for this tenant (another tenant's objects are never revealed).",
+            InvalidState => {
+                "The object's current status does not allow this; `current_status` (also in `details`) names it."
+            }
+            IdempotencyKeyInUse => {
+                "The first request under this `Idempotency-Key` is still in flight; retry later with the same key."
+            }
+            ValidationFailed => {
+                "`details` names every offending field or query parameter (unknown, missing, wrong type, out \
+                 of range)."
+            }
+            UnknownDestination => "The destination is not in the tenant's payee registry.",
+            IdempotencyKeyReused => "The `Idempotency-Key` was first used with a different body.",
+            RateLimited => "Too many requests; retry after `Retry-After` seconds.",
+            RailUnavailable => "The payment rail could not be reached; try again.",
+            InternalError => "An internal error; the body is generic and the cause is logged under `request_id`.",
+        }
+    }
+}
+
+/// Every error's body (SPEC §9). 5xx bodies are generic; the cause is
+/// logged under `request_id`.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorEnvelope {
+    pub error: ErrorBody,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    /// For humans; do not parse.
+    pub message: String,
+    /// For `validation_failed`, one `FieldError` per offending field; for
+    /// `policy_denied`, the rules that fired; for `invalid_state`, the
+    /// current status; for `approval_token_invalid`, the reason; otherwise
+    /// empty.
+    pub details: Vec<ErrorDetail>,
+    pub request_id: String,
+    /// With `approval_token_invalid`: which check failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    /// With `invalid_state` on a proposal: its status now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_status: Option<ProposalStatus>,
+}
+
+/// One entry of `error.details`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ErrorDetail {
+    Field(FieldError),
+    Rule(Reason),
+    /// The status (of the proposal, or of the operation) that refused the request.
+    CurrentStatus {
+        current_status: &'static str,
+    },
+    /// Why an approval token or a signed request was refused.
+    Reason {
+        reason: &'static str,
+    },
 }
 
 impl IntoResponse for ApiError {

@@ -13,18 +13,22 @@ pub mod session;
 pub mod session_store;
 pub mod slack;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, Route};
 use axum::{Json, Router};
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::convert::Infallible;
 use std::sync::Arc;
+use tower::{Layer, Service};
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::state::Shared;
 use error::ApiError;
@@ -46,22 +50,8 @@ pub fn router(state: Shared) -> Router {
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(state.settings.console.idle_timeout_secs as i64)));
     let csrf = middleware::from_fn_with_state(state.clone(), csrf::guard);
 
-    let agent_api = Router::new()
-        .route("/proposals", post(agent::create).get(agent::list))
-        .route("/proposals/{id}", get(agent::get))
-        .route("/proposals/{id}/cancel", post(agent::cancel))
-        .route("/proposals/{id}/commit", post(agent::commit))
-        .with_state(state.clone());
-    let console_api = Router::new()
-        .route("/session", post(console::sign_in_json).delete(console::sign_out_json))
-        .route("/queue", get(console::queue))
-        .route("/proposals/{id}/approvals", post(console::decide_json))
-        .route("/operations/{id}/resolution", post(console::resolve_json))
-        .route("/operations/{id}/rail-records", get(console::rail_records_json))
-        .with_state(state.clone())
-        .layer(csrf.clone())
-        .layer(session_layer.clone());
-    let api = agent_api.merge(console_api).fallback(|| async { ApiError::NotFound });
+    // The document is read from the same registration (`openapi::document`).
+    let (api, _) = api(tower::ServiceBuilder::new().layer(session_layer.clone()).layer(csrf.clone())).split_for_parts();
 
     let leptos_options = leptos_options(&state);
     let port = app::console::Port(Arc::new(crate::console::ConsoleService { state: state.clone() }));
@@ -102,16 +92,11 @@ pub fn router(state: Shared) -> Router {
         .layer(csrf)
         .layer(session_layer);
 
-    let routes = Router::new()
-        .nest("/api/v1", api)
-        .route("/openapi.json", get(openapi_json))
-        .route("/.well-known/jwks.json", get(jwks))
+    let routes = api
         .route(
             "/integrations/slack/interactions",
             post(slack::interactions).layer(axum::extract::DefaultBodyLimit::max(slack::MAX_BODY)),
         )
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
         // The built console assets, outside the session layers: a script or
         // wasm request costs no session read or write.
         .nest_service(
@@ -138,6 +123,43 @@ pub fn router(state: Shared) -> Router {
         .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
         .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(observe::RequestIds))
         .layer(tower::util::MapRequestLayer::new(observe::sanitize_request_id))
+}
+
+/// The documented routes (`openapi.rs`), each registered once with its
+/// OpenAPI description: the agent API and the console's JSON API under
+/// `/api/v1` (any other path there is a 404 envelope), and the public
+/// discovery and health endpoints. `console_layers` wrap the console's JSON
+/// routes (session, CSRF); the document does not depend on them.
+///
+/// Not documented, so registered in `router` directly: the Slack
+/// interactions webhook (Slack's own format and signature, SPEC §11), the
+/// metrics scrape, the console's pages, forms and assets.
+pub(crate) fn api<L>(console_layers: L) -> OpenApiRouter<Shared>
+where
+    L: Layer<Route> + Clone + Send + Sync + 'static,
+    L::Service: Service<Request> + Clone + Send + Sync + 'static,
+    <L::Service as Service<Request>>::Response: IntoResponse + 'static,
+    <L::Service as Service<Request>>::Error: Into<Infallible> + 'static,
+    <L::Service as Service<Request>>::Future: Send + 'static,
+{
+    let agent = OpenApiRouter::new()
+        .routes(routes!(agent::create, agent::list))
+        .routes(routes!(agent::get))
+        .routes(routes!(agent::cancel))
+        .routes(routes!(agent::commit));
+    let console = OpenApiRouter::new()
+        .routes(routes!(console::sign_in_json, console::sign_out_json))
+        .routes(routes!(console::queue))
+        .routes(routes!(console::decide_json))
+        .routes(routes!(console::resolve_json))
+        .routes(routes!(console::rail_records_json))
+        .layer(console_layers);
+    OpenApiRouter::new()
+        .nest("/api/v1", agent.merge(console).fallback(|| async { ApiError::NotFound }))
+        .routes(routes!(openapi_json))
+        .routes(routes!(jwks))
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
 }
 
 /// `GET /metrics` — Prometheus text, for a scraper holding
@@ -172,11 +194,62 @@ fn leptos_options(state: &Shared) -> LeptosOptions {
         .build()
 }
 
-async fn openapi_json(State(state): State<Shared>) -> Json<serde_json::Value> {
+/// This document
+///
+/// The OpenAPI 3.1 description of the agent and console APIs, with this
+/// deployment's public URL as its server.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    operation_id = "getOpenApi",
+    tags = ["agent", "public"],
+    security(()),
+    responses((status = 200, description = "The OpenAPI 3.1 description of the agent and console APIs.",
+        content_type = "application/json", body = Object)),
+)]
+async fn openapi_json(State(state): State<Shared>) -> Json<utoipa::openapi::OpenApi> {
     Json(openapi::document(&state.settings.public_url))
 }
 
-/// `GET /.well-known/jwks.json` — every signing key, public parts only.
+/// A JSON Web Key Set (RFC 7517).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // the keys serialize themselves (`approval::keys`); this is their description
+struct Jwks {
+    keys: Vec<Jwk>,
+}
+
+/// A P-256 public key (RFC 7518 §6.2) that signs approval tokens.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct Jwk {
+    #[schema(pattern = "^EC$")]
+    kty: String,
+    #[schema(pattern = "^P-256$")]
+    crv: String,
+    /// base64url
+    x: String,
+    /// base64url
+    y: String,
+    kid: String,
+    #[schema(pattern = "^ES256$")]
+    alg: String,
+    #[schema(rename = "use", pattern = "^sig$")]
+    use_: String,
+}
+
+/// Approval-token verification keys
+///
+/// Every P-256 public key whose tokens may still be valid (the current key
+/// and, after a rotation, the previous ones until their tokens expire), so a
+/// rail or an auditor can verify an approval token independently.
+#[utoipa::path(
+    get,
+    path = "/.well-known/jwks.json",
+    operation_id = "getJwks",
+    tag = "public",
+    security(()),
+    responses((status = 200, body = Jwks, description = "A JSON Web Key Set (RFC 7517).")),
+)]
 async fn jwks(State(state): State<Shared>) -> Response {
     let _ = state.keys.reload();
     let mut response = Json(state.keys.jwks()).into_response();
@@ -184,6 +257,34 @@ async fn jwks(State(state): State<Shared>) -> Response {
     response
 }
 
+/// Liveness
+///
+/// The process is up and serving HTTP.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "healthz",
+    tag = "public",
+    security(()),
+    responses((status = 200, body = String, description = "Alive: `ok`.", example = "ok")),
+)]
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+openapi::error_responses!(ReadyzErrors: InternalError);
+
+/// Readiness
+///
+/// The server can take traffic: the database answers.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    operation_id = "readyz",
+    tag = "public",
+    security(()),
+    responses((status = 200, body = String, description = "Ready: `ready`.", example = "ready"), ReadyzErrors),
+)]
 async fn readyz(State(state): State<Shared>) -> Response {
     match state.db.ping().await {
         Ok(_) => "ready".into_response(),
