@@ -22,7 +22,10 @@ step "cargo clippy -D warnings"
 cargo clippy --all-targets -- -D warnings
 
 step "cargo test (unit, property and black-box integration tests)"
-cargo test
+# The black-box tests mostly wait (on timeouts, reconciliation ticks, real
+# server processes), not compute: eight at a time halve the wall time on two
+# cores (docs/BENCHMARKS.md, "Test suite"). Override with RUST_TEST_THREADS.
+RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test
 
 step "browser tests (Playwright driving /usr/bin/chromium)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
