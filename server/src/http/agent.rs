@@ -97,7 +97,7 @@ error_responses!(CreateErrors: InvalidJson, Unauthenticated, PolicyDenied, Idemp
 /// `Idempotency-Key`, through the protocol of `crate::idempotency`.
 #[utoipa::path(
     post,
-    path = "/proposals",
+    path = "/api/v1/proposals",
     operation_id = "createProposal",
     tag = "agent",
     security(("agentKey" = [])),
@@ -206,7 +206,7 @@ error_responses!(GetErrors: Unauthenticated, NotFound, ValidationFailed, RateLim
 /// (`proposals::poll`).
 #[utoipa::path(
     get,
-    path = "/proposals/{id}",
+    path = "/api/v1/proposals/{id}",
     operation_id = "getProposal",
     tag = "agent",
     security(("agentKey" = [])),
@@ -331,7 +331,7 @@ error_responses!(ListErrors: Unauthenticated, ValidationFailed, RateLimited, Int
 /// it is `null`.
 #[utoipa::path(
     get,
-    path = "/proposals",
+    path = "/api/v1/proposals",
     operation_id = "listProposals",
     tag = "agent",
     security(("agentKey" = [])),
@@ -359,7 +359,7 @@ error_responses!(CancelErrors: Unauthenticated, NotFound, InvalidState, RateLimi
 /// unredeemed approval token can no longer be committed.
 #[utoipa::path(
     post,
-    path = "/proposals/{id}/cancel",
+    path = "/api/v1/proposals/{id}/cancel",
     operation_id = "cancelProposal",
     tag = "agent",
     security(("agentKey" = [])),
@@ -395,7 +395,7 @@ error_responses!(CommitErrors: InvalidJson, ApprovalTokenInvalid, Unauthenticate
 /// calls the rail again.
 #[utoipa::path(
     post,
-    path = "/proposals/{id}/commit",
+    path = "/api/v1/proposals/{id}/commit",
     operation_id = "commitProposal",
     tag = "agent",
     security(("agentKey" = [])),

@@ -146,7 +146,7 @@ error_responses!(SignInErrors: InvalidJson, Unauthenticated, PayloadTooLarge, Un
 /// throttled (429).
 #[utoipa::path(
     post,
-    path = "/session",
+    path = "/api/v1/session",
     operation_id = "signIn",
     tag = "console",
     security(()),
@@ -195,7 +195,7 @@ error_responses!(SignOutErrors: Unauthenticated, Forbidden, InternalError);
 /// Ends the session and purges it from the store.
 #[utoipa::path(
     delete,
-    path = "/session",
+    path = "/api/v1/session",
     operation_id = "signOut",
     tag = "console",
     security(("consoleSession" = [])),
@@ -266,7 +266,7 @@ error_responses!(QueueErrors: Unauthenticated, Forbidden, ValidationFailed, Inte
 /// newest or oldest first, cursor-paginated.
 #[utoipa::path(
     get,
-    path = "/queue",
+    path = "/api/v1/queue",
     operation_id = "listQueue",
     tag = "console",
     security(("consoleSession" = [])),
@@ -304,7 +304,7 @@ error_responses!(DecideErrors: InvalidJson, Unauthenticated, Forbidden, PolicyDe
 /// agent.
 #[utoipa::path(
     post,
-    path = "/proposals/{id}/approvals",
+    path = "/api/v1/proposals/{id}/approvals",
     operation_id = "decideProposal",
     tag = "console",
     security(("consoleSession" = [])),
@@ -355,7 +355,7 @@ error_responses!(ResolveErrors: InvalidJson, Unauthenticated, Forbidden, NotFoun
 /// Audited with the admin as actor. Answers with the proposal object.
 #[utoipa::path(
     post,
-    path = "/operations/{id}/resolution",
+    path = "/api/v1/operations/{id}/resolution",
     operation_id = "resolveOperation",
     tag = "console",
     security(("consoleSession" = [])),
@@ -423,7 +423,7 @@ error_responses!(RailRecordsErrors: Unauthenticated, Forbidden, NotFound, Invali
 /// it as succeeded. Destinations are masked.
 #[utoipa::path(
     get,
-    path = "/operations/{id}/rail-records",
+    path = "/api/v1/operations/{id}/rail-records",
     operation_id = "listRailRecords",
     tag = "console",
     security(("consoleSession" = [])),

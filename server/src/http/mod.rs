@@ -17,7 +17,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, Route};
+use axum::routing::{any, get, post, Route};
 use axum::{Json, Router};
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
@@ -154,8 +154,12 @@ where
         .routes(routes!(console::resolve_json))
         .routes(routes!(console::rail_records_json))
         .layer(console_layers);
+    // Registered under their full paths rather than nested: a nested router
+    // rewrites every request's URI on the way in, on the status poll's path.
     OpenApiRouter::new()
-        .nest("/api/v1", agent.merge(console).fallback(|| async { ApiError::NotFound }))
+        .merge(agent.merge(console))
+        .route("/api/v1", any(|| async { ApiError::NotFound }))
+        .route("/api/v1/{*rest}", any(|| async { ApiError::NotFound }))
         .routes(routes!(openapi_json))
         .routes(routes!(jwks))
         .routes(routes!(healthz))
