@@ -383,8 +383,8 @@ impl StripeError {
     }
 }
 
-impl From<sqlx::Error> for StripeError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<store::DbError> for StripeError {
+    fn from(e: store::DbError) -> Self {
         StripeError::internal(e)
     }
 }
@@ -604,7 +604,7 @@ enum KeyState {
 
 async fn check_key(
     sim: &Sim,
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut store::Conn,
     key: &str,
     fp: &str,
     now_ms: i64,

@@ -52,6 +52,11 @@ CREATE TABLE IF NOT EXISTS sim_clock (
 );
 "#;
 
+/// One connection (what functions that share a transaction take) and the
+/// database's error, named here so SQL types stay in this module.
+pub(crate) type Conn = SqliteConnection;
+pub(crate) type DbError = sqlx::Error;
+
 #[derive(Clone, Debug)]
 pub(crate) struct SimDb {
     /// Exactly one connection: all writes queue here.
