@@ -316,7 +316,8 @@ async fn refused_presses_change_nothing_and_are_explained_to_the_presser() {
 async fn the_outbox_survives_a_crash_and_retries_until_slack_answers() {
     let slack = FakeSlack::start().await;
     slack.set_failing(true);
-    let server = start(&slack).await;
+    // A process: it is killed and restarted.
+    let server = TestServer::start_process_with(&slack_config(&slack)).await;
     // Slack is down: the agent is answered at once all the same.
     let t0 = Instant::now();
     let p = pending_proposal(&server, 25_000).await;
