@@ -40,7 +40,25 @@ pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate:
     Ok((AppState::new(db, settings, keys, rail, shutdown), trigger))
 }
 
-pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
+/// A server that listens and runs its background tasks, before it serves:
+/// what `serve` runs, and what the black-box tests run in-process.
+pub struct Bound {
+    addr: std::net::SocketAddr,
+    listener: TcpListener,
+    state: Shared,
+    trigger: crate::shutdown::Trigger,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    simulator: Option<tokio::task::JoinHandle<()>>,
+    /// The in-process rail simulator's URL, when `rail.url` is not set.
+    pub simulator_url: Option<String>,
+    /// What loading the demo tenant did, when it was asked for and done.
+    pub demo_summary: Option<String>,
+}
+
+/// Opens the database, reaches the rail (or starts the bundled simulator),
+/// binds `settings.listen` and starts the background tasks. Prints nothing
+/// and installs no signal handler: the caller decides when to stop.
+pub async fn bind(settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     let db = Db::open(&settings.data_dir).await?;
     let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
     let (rail_url, simulator) = match &settings.rail.url {
@@ -55,10 +73,10 @@ pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
             .await?;
             let url = format!("http://{addr}");
             std::fs::write(simulator_url_file(&settings), &url)?;
-            println!("rail simulator (in-process) listening on {url}");
             (url, Some(task))
         }
     };
+    let simulator_url = simulator.as_ref().map(|_| rail_url.clone());
     let rail = RailClient::new(settings.rail_config(&rail_url))?;
     let listener = TcpListener::bind(settings.listen)
         .await
@@ -70,33 +88,58 @@ pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
     if state.hooks.any() {
         tracing::warn!(hooks = ?state.hooks, "TEST HOOKS ARE SET: never run a deployment like this");
     }
+    let mut demo_summary = None;
     if demo && store::directory::count_tenants(&db.read).await? == 0 {
-        let summary = crate::demo::load(&state).await?;
-        println!("{summary}");
+        demo_summary = Some(crate::demo::load(&state).await?.to_string());
     }
     let tasks = background(&state, &shutdown);
-    let app = crate::http::router(state.clone()).into_make_service_with_connect_info::<std::net::SocketAddr>();
-
-    // Tests and scripts read this line to learn the port: keep its shape.
-    println!("countersign listening on http://{addr}");
-    std::io::stdout().flush()?;
     tracing::info!(%addr, public_url = %state.settings.public_url, rail = %rail_url, "serving");
+    Ok(Bound { addr, listener, state, trigger, tasks, simulator, simulator_url, demo_summary })
+}
 
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            wait_for_signal().await;
-            tracing::info!("shutting down: finishing in-flight requests");
-            trigger.fire();
-        })
-        .await?;
-    for task in tasks {
-        let _ = task.await;
+impl Bound {
+    /// The address it listens on (the real port when `listen` asked for port 0).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
     }
-    if let Some(task) = simulator {
-        task.abort();
+
+    /// Serves until `stop` resolves, then drains: in-flight requests and
+    /// commits finish, long-polls return, background tasks end, the
+    /// database is closed.
+    pub async fn serve_until(self, stop: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let Bound { listener, state, trigger, tasks, simulator, .. } = self;
+        let db = state.db.clone();
+        let app = crate::http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                stop.await;
+                tracing::info!("shutting down: finishing in-flight requests");
+                trigger.fire();
+            })
+            .await?;
+        for task in tasks {
+            let _ = task.await;
+        }
+        if let Some(task) = simulator {
+            task.abort();
+        }
+        db.close().await;
+        Ok(())
     }
-    db.close().await;
-    Ok(())
+}
+
+pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
+    let bound = bind(settings, demo).await?;
+    if let Some(url) = &bound.simulator_url {
+        println!("rail simulator (in-process) listening on {url}");
+    }
+    if let Some(summary) = &bound.demo_summary {
+        println!("{summary}");
+    }
+    // Tests and scripts read this line to learn the port: keep its shape.
+    println!("countersign listening on http://{}", bound.addr());
+    std::io::stdout().flush()?;
+    bound.serve_until(wait_for_signal()).await
 }
 
 fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandle<()>> {

@@ -14,7 +14,11 @@ use crate::helpers::*;
 
 /// A server with one proposal approved by ana; returns (server, ana, id).
 async fn approved_by_ana(config: &str) -> (TestServer, Console, String) {
-    let server = TestServer::start_with(config).await;
+    approved_by_ana_on(TestServer::start_with(config).await).await
+}
+
+/// [`approved_by_ana`] on a given server (e.g. a process, to restart it).
+async fn approved_by_ana_on(server: TestServer) -> (TestServer, Console, String) {
     let ana = Console::sign_in(&server, "ana").await;
     let id = pending(&server).await;
     let r = ana.approve(&id).await;
@@ -185,7 +189,7 @@ async fn an_auto_approved_proposal_carries_a_policy_token() {
 #[tokio::test]
 async fn an_unredeemed_approval_expires_and_a_human_can_approve_again() {
     let config = "[approval]\ntoken_ttl_secs = 1\n[proposals]\nexpiry_sweep_secs = 1\n";
-    let (server, _ana, id) = approved_by_ana(config).await;
+    let (server, _ana, id) = approved_by_ana_on(TestServer::start_process_with(config).await).await;
     let (first_token, view) = token_of(&server, &id).await;
     let first = decode_jws(&first_token).claims;
     assert_eq!(first["exp"].as_i64().unwrap() - first["iat"].as_i64().unwrap(), 1);

@@ -200,7 +200,8 @@ async fn concurrent_wrong_passwords_are_counted_before_any_is_checked() {
 
 #[tokio::test]
 async fn a_burst_of_bad_sign_ins_is_refused_without_growing_the_process() {
-    let server = Arc::new(TestServer::start().await);
+    // A process of its own: its resident memory is measured.
+    let server = Arc::new(TestServer::start_process().await);
     // Warm up: the password gate's buffers are allocated once.
     for _ in 0..3 {
         sign_in_from_address(&server, "nobody-warm", "x", None).await;

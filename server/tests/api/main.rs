@@ -1,5 +1,7 @@
 //! Black-box tests: each starts the real `countersign` binary on a random
-//! port with a fresh data directory and drives it over HTTP.
+//! port with a fresh data directory and drives it over HTTP (or, with
+//! `API_TESTS_IN_PROCESS=1`, the server library in-process where a process
+//! is not needed: helpers.rs says which and why).
 
 mod console_client;
 mod helpers;

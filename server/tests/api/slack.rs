@@ -25,7 +25,7 @@ async fn announcement(slack: &FakeSlack, proposal: &Value) -> Value {
     let id = proposal["id"].as_str().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Some(m) = slack.received("/hook/acme").into_iter().find(|m| message_text(&m.body).contains(id)) {
+        if let Some(m) = slack.received("/hook/acme").await.into_iter().find(|m| message_text(&m.body).contains(id)) {
             return m.body;
         }
         assert!(Instant::now() < deadline, "{id} announced within 10 s");
@@ -97,10 +97,10 @@ async fn a_pending_proposal_is_announced_with_the_payment_restated_and_three_but
     let on_default = slack.wait_for("/hook/default", 1, 10).await;
     assert!(message_text(&on_default[0].body).contains(theirs_id));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let acme = slack.received("/hook/acme");
+    let acme = slack.received("/hook/acme").await;
     assert_eq!(acme.len(), 1, "only the pending acme proposal: {acme:?}");
     assert!(!acme.iter().any(|m| message_text(&m.body).contains(theirs_id)));
-    assert!(!slack.received("/").iter().any(|m| message_text(&m.body).contains(auto["id"].as_str().unwrap())));
+    assert!(!slack.received("/").await.iter().any(|m| message_text(&m.body).contains(auto["id"].as_str().unwrap())));
 }
 
 #[tokio::test]
@@ -248,7 +248,7 @@ async fn every_failure_of_the_signature_check_changes_nothing() {
     assert_eq!(replay.status, 401, "{}", replay.text);
     assert_eq!(replay.body["error"]["reason"], "bad_signature");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(slack.received("/r/forged").len(), 1, "one follow-up, for the genuine press only");
+    assert_eq!(slack.received("/r/forged").await.len(), 1, "one follow-up, for the genuine press only");
     assert_eq!(status(&server, id).await["approvals"].as_array().unwrap().len(), 1);
 }
 
@@ -295,8 +295,8 @@ async fn refused_presses_change_nothing_and_are_explained_to_the_presser() {
         assert!(!message_text(reply).contains(ACME_PAYEE), "{what}: {reply}");
     }
     // Policy's own words for segregation of duties and limits reach the presser.
-    let maya = message_text(&slack.received("/r/refused-2")[0].body);
-    let ana = message_text(&slack.received("/r/refused-3")[0].body);
+    let maya = message_text(&slack.received("/r/refused-2").await[0].body);
+    let ana = message_text(&slack.received("/r/refused-3").await[0].body);
     assert_ne!(maya, ana, "each refusal says why");
     // A forged approve press on the big one changes nothing either.
     let r =
@@ -316,7 +316,8 @@ async fn refused_presses_change_nothing_and_are_explained_to_the_presser() {
 async fn the_outbox_survives_a_crash_and_retries_until_slack_answers() {
     let slack = FakeSlack::start().await;
     slack.set_failing(true);
-    let server = start(&slack).await;
+    // A process: it is killed and restarted.
+    let server = TestServer::start_process_with(&slack_config(&slack)).await;
     // Slack is down: the agent is answered at once all the same.
     let t0 = Instant::now();
     let p = pending_proposal(&server, 25_000).await;
@@ -335,11 +336,11 @@ async fn the_outbox_survives_a_crash_and_retries_until_slack_answers() {
     // Crash (SIGKILL), Slack comes back, the server restarts: the message goes out.
     let (dir, config) = server.stop().await;
     slack.set_failing(false);
-    let before = slack.received("/hook/acme").len();
+    let before = slack.received("/hook/acme").await.len();
     let server = TestServer::spawn(dir, config).await;
     let id = p["id"].as_str().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !slack.received("/hook/acme")[before..].iter().any(|m| message_text(&m.body).contains(id)) {
+    while !slack.received("/hook/acme").await[before..].iter().any(|m| message_text(&m.body).contains(id)) {
         assert!(Instant::now() < deadline, "delivered after the restart");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -356,7 +357,7 @@ async fn the_outbox_survives_a_crash_and_retries_until_slack_answers() {
         assert!(Instant::now() < deadline, "abandoned after the restart");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(!slack.received("/hook/acme")[before..].iter().any(|m| message_text(&m.body).contains(gone)));
+    assert!(!slack.received("/hook/acme").await[before..].iter().any(|m| message_text(&m.body).contains(gone)));
 }
 
 #[tokio::test]
@@ -395,8 +396,8 @@ async fn response_urls_off_the_allowlist_are_ignored_and_redirects_are_not_follo
         assert!(Instant::now() < deadline, "the redirected message is abandoned");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(slack.received("/landed").is_empty());
-    assert_eq!(slack.received("/redirect").len(), 1);
+    assert!(slack.received("/landed").await.is_empty());
+    assert_eq!(slack.received("/redirect").await.len(), 1);
 }
 
 #[tokio::test]

@@ -1,18 +1,27 @@
-//! A fake Slack on loopback: it records every message posted to it (the
-//! incoming webhook and the `response_url`s), can fail, redirect or stall on
-//! demand, and signs interaction payloads the way Slack does (written here
-//! from Slack's documented scheme, independently of the server's verifier).
+//! A fake Slack on loopback, built on `wiremock`: it records every message
+//! posted to it (the incoming webhook and the `response_url`s) and can fail,
+//! redirect or stall on demand. Interaction payloads are signed here the way
+//! Slack signs them (written from Slack's documented scheme, independently of
+//! the server's verifier): that is not a mock's concern, so it stays ours.
+//!
+//! "Slack is down" is a switch read by a custom matcher on a mock of the
+//! highest priority, not a scoped mock that is dropped when Slack comes back:
+//! in wiremock 0.6 a `MockGuard` names its mock by its index in the mounted
+//! set, and every request sorts that set by priority, so a guard dropped after
+//! a request can deactivate another mock and leave its own answering (a 500
+//! that outlives its guard). `MockServer::reset` would also forget the
+//! requests received so far, which the crash test counts across the outage.
 
 #![allow(dead_code)]
 
-use axum::body::Bytes;
-use axum::http::{StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+use wiremock::matchers::{method, path_regex};
+use wiremock::{Match, Mock, MockServer, Request, ResponseTemplate};
 
 use crate::helpers::*;
 
@@ -26,63 +35,82 @@ pub struct Received {
     pub body: Value,
 }
 
-#[derive(Default)]
-struct Shared {
-    received: Vec<Received>,
-    failing: bool,
-}
-
 pub struct FakeSlack {
     pub base: String,
-    shared: Arc<Mutex<Shared>>,
-    task: tokio::task::JoinHandle<()>,
+    server: MockServer,
+    down: Arc<AtomicBool>,
 }
 
-impl Drop for FakeSlack {
-    fn drop(&mut self) {
-        self.task.abort();
+/// Matches every request while Slack is "down".
+struct Down(Arc<AtomicBool>);
+
+impl Match for Down {
+    fn matches(&self, _: &Request) -> bool {
+        self.0.load(Ordering::SeqCst)
     }
 }
 
 impl FakeSlack {
-    /// Listens on a random loopback port. Every POST is recorded; `/redirect…`
-    /// answers 302 to `/landed`; `/slow…` answers after 10 s; while failing,
-    /// everything answers 500 (and is recorded as an attempt).
+    /// Listens on a random loopback port of its own (not wiremock's pool of
+    /// reused servers: a server from another test must never reach this
+    /// one). Every request is recorded; a POST to `/redirect…` answers 302 to
+    /// `/landed`; to `/slow…`, 200 after 10 s; to anything else, 200; while
+    /// failing, everything answers 500.
     pub async fn start() -> FakeSlack {
-        let shared = Arc::new(Mutex::new(Shared::default()));
-        let app = axum::Router::new().fallback({
-            let shared = shared.clone();
-            move |uri: Uri, body: Bytes| {
-                let shared = shared.clone();
-                async move { respond(shared, uri, body).await }
-            }
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind fake slack");
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.expect("fake slack serves");
-        });
-        FakeSlack { base, shared, task }
+        let server = MockServer::builder().start().await;
+        let down = Arc::new(AtomicBool::new(false));
+        Mock::given(Down(down.clone()))
+            .respond_with(ResponseTemplate::new(500).set_body_string("down"))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path_regex("^/redirect"))
+            .respond_with(ResponseTemplate::new(302).insert_header("location", "/landed"))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path_regex("^/slow"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("ok").set_delay(Duration::from_secs(10)))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+            .with_priority(3)
+            .mount(&server)
+            .await;
+        FakeSlack { base: server.uri(), server, down }
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
+    /// While `failing`, every request is answered 500 (and still recorded).
     pub fn set_failing(&self, failing: bool) {
-        self.shared.lock().unwrap().failing = failing;
+        self.down.store(failing, Ordering::SeqCst);
     }
 
-    /// Every message received on a path starting with `prefix`, in order.
-    pub fn received(&self, prefix: &str) -> Vec<Received> {
-        self.shared.lock().unwrap().received.iter().filter(|r| r.path.starts_with(prefix)).cloned().collect()
+    /// Every message received on a path starting with `prefix`, in order
+    /// (the body parsed as JSON, `Null` if it is not).
+    pub async fn received(&self, prefix: &str) -> Vec<Received> {
+        let all = self.server.received_requests().await.expect("request recording is on");
+        all.iter()
+            .filter(|r| r.url.path().starts_with(prefix))
+            .map(|r| Received {
+                path: r.url.path().to_owned(),
+                body: serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+            })
+            .collect()
     }
 
     /// Waits (up to `secs`) until at least `n` messages arrived on `prefix`.
     pub async fn wait_for(&self, prefix: &str, n: usize, secs: u64) -> Vec<Received> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
         loop {
-            let got = self.received(prefix);
+            let got = self.received(prefix).await;
             if got.len() >= n {
                 return got;
             }
@@ -90,26 +118,6 @@ impl FakeSlack {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-}
-
-async fn respond(shared: Arc<Mutex<Shared>>, uri: Uri, body: Bytes) -> Response {
-    let path = uri.path().to_owned();
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let failing = {
-        let mut s = shared.lock().unwrap();
-        s.received.push(Received { path: path.clone(), body });
-        s.failing
-    };
-    if failing {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "down").into_response();
-    }
-    if path.starts_with("/redirect") {
-        return (StatusCode::FOUND, [("location", "/landed")], "").into_response();
-    }
-    if path.starts_with("/slow") {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-    }
-    (StatusCode::OK, "ok").into_response()
 }
 
 /// The server config for a Slack test: acme posts to `/hook/acme`, every

@@ -172,3 +172,21 @@ async fn an_unknown_api_route_is_a_404_envelope() {
     let r = send(server.client.get(server.url("/api/v1/transfers")).bearer_auth(ACME_BOT_KEY)).await;
     r.assert_error(404, "not_found");
 }
+
+/// The in-process harness (helpers.rs) and the library's entry point it
+/// runs (`startup::bind`, `Bound::serve_until`) keep working, whichever way
+/// the rest of the suite runs: the API, the console and the workers.
+#[tokio::test]
+async fn the_server_library_serves_in_process() {
+    let server = TestServer::start_in_process_with("").await;
+    assert_eq!(send(server.client.get(server.url("/healthz"))).await.status, 200);
+    let p = server.create(&transfer()).await;
+    assert_eq!(p["status"], "pending_approval", "{p}");
+    let listed = server.all_ids(ACME_BOT_KEY).await;
+    assert_eq!(listed, [p["id"].as_str().unwrap()]);
+    let login = send(server.client.get(server.url("/login"))).await;
+    assert_eq!(login.status, 200, "{}", login.text);
+    assert!(login.text.contains("<script"), "the console page renders: {}", login.text);
+    // The fixture was applied by the library: globex exists, and is not acme.
+    assert_eq!(server.list(GLOBEX_BOT_KEY, "limit=10").await.body["data"], json!([]));
+}
