@@ -87,6 +87,17 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Serve the Model Context Protocol on stdin/stdout for one agent: its
+    /// tools call this deployment's agent API with the agent's key.
+    Mcp {
+        /// The API's base URL (default: the configured `public_url`).
+        #[arg(long)]
+        url: Option<String>,
+        /// The agent's bearer key. Prefer the environment variable: a
+        /// command-line argument is visible to other users of the machine.
+        #[arg(long, env = "COUNTERSIGN_AGENT_KEY", hide_env_values = true, value_parser = secret)]
+        key: secrecy::SecretString,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -218,6 +229,11 @@ fn to_map(pairs: &[(String, u64)]) -> BTreeMap<String, u64> {
 }
 
 /// Runs the command line; the returned code is the process exit code.
+/// A secret argument: kept out of `Debug` output from the moment it is parsed.
+fn secret(text: &str) -> Result<secrecy::SecretString, std::convert::Infallible> {
+    Ok(secrecy::SecretString::from(text))
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     let listen = match &cli.command {
         Command::Serve { listen, .. } => *listen,
@@ -230,6 +246,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Serve { demo, .. } => {
             crate::startup::serve(settings, demo).await?;
+        }
+        Command::Mcp { url, key } => {
+            let url = url.unwrap_or_else(|| settings.public_url.clone());
+            crate::mcp::serve_stdio(&url, key).await?;
         }
         Command::Migrate => {
             let db = Db::open(&settings.data_dir).await?;

@@ -19,6 +19,7 @@ pub mod expiry;
 pub mod http;
 pub mod idempotency;
 pub mod intake;
+pub mod mcp;
 pub mod metrics;
 pub mod operations;
 pub mod password;

@@ -6,7 +6,8 @@ use crate::config::LogFormat;
 use tracing_subscriber::{fmt, EnvFilter};
 
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_env("COUNTERSIGN_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let filter =
+        EnvFilter::try_from_env("COUNTERSIGN_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,rmcp=warn"));
     let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = match format {
         // The request's span (id, route, tenant, principal, status, latency)

@@ -24,6 +24,7 @@ mod controls;
 mod expiry;
 mod idempotency;
 mod listing;
+mod mcp;
 mod observability;
 mod policy;
 mod proposals_create;
