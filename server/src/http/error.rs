@@ -157,91 +157,58 @@ impl ApiError {
     }
 }
 
-/// Every `error.code` of the API (SPEC §9). Each travels with one HTTP
-/// status; the OpenAPI document lists them per response from here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
-    InvalidJson,
-    PayloadTooLarge,
-    UnsupportedMediaType,
-    Unauthenticated,
-    ApprovalTokenInvalid,
-    Forbidden,
-    PolicyDenied,
-    NotFound,
-    InvalidState,
-    IdempotencyKeyInUse,
-    ValidationFailed,
-    UnknownDestination,
-    IdempotencyKeyReused,
-    RateLimited,
-    RailUnavailable,
-    InternalError,
+/// Defines [`ErrorCode`] from one table: each code's variant, its text
+/// (SPEC §9) and the HTTP status it travels with.
+macro_rules! error_codes {
+    ($($variant:ident = $text:literal => $status:ident,)+) => {
+        /// Every `error.code` of the API (SPEC §9). Each travels with one HTTP
+        /// status; the OpenAPI document lists them per response from here.
+        // Serialized in snake case, which is each code's text (a test in
+        // openapi.rs checks that the two agree).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum ErrorCode {
+            $($variant,)+
+        }
+
+        impl ErrorCode {
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant),+];
+
+            pub fn as_str(&self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $text,)+
+                }
+            }
+
+            pub fn status(&self) -> StatusCode {
+                match self {
+                    $(ErrorCode::$variant => StatusCode::$status,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InvalidJson = "invalid_json" => BAD_REQUEST,
+    PayloadTooLarge = "payload_too_large" => PAYLOAD_TOO_LARGE,
+    UnsupportedMediaType = "unsupported_media_type" => UNSUPPORTED_MEDIA_TYPE,
+    Unauthenticated = "unauthenticated" => UNAUTHORIZED,
+    ApprovalTokenInvalid = "approval_token_invalid" => UNAUTHORIZED,
+    Forbidden = "forbidden" => FORBIDDEN,
+    PolicyDenied = "policy_denied" => FORBIDDEN,
+    NotFound = "not_found" => NOT_FOUND,
+    InvalidState = "invalid_state" => CONFLICT,
+    IdempotencyKeyInUse = "idempotency_key_in_use" => CONFLICT,
+    ValidationFailed = "validation_failed" => UNPROCESSABLE_ENTITY,
+    UnknownDestination = "unknown_destination" => UNPROCESSABLE_ENTITY,
+    IdempotencyKeyReused = "idempotency_key_reused" => UNPROCESSABLE_ENTITY,
+    RateLimited = "rate_limited" => TOO_MANY_REQUESTS,
+    RailUnavailable = "rail_unavailable" => SERVICE_UNAVAILABLE,
+    InternalError = "internal_error" => INTERNAL_SERVER_ERROR,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 16] = {
-        use ErrorCode::*;
-        [
-            InvalidJson,
-            PayloadTooLarge,
-            UnsupportedMediaType,
-            Unauthenticated,
-            ApprovalTokenInvalid,
-            Forbidden,
-            PolicyDenied,
-            NotFound,
-            InvalidState,
-            IdempotencyKeyInUse,
-            ValidationFailed,
-            UnknownDestination,
-            IdempotencyKeyReused,
-            RateLimited,
-            RailUnavailable,
-            InternalError,
-        ]
-    };
-
-    pub fn as_str(&self) -> &'static str {
-        use ErrorCode::*;
-        match self {
-            InvalidJson => "invalid_json",
-            PayloadTooLarge => "payload_too_large",
-            UnsupportedMediaType => "unsupported_media_type",
-            Unauthenticated => "unauthenticated",
-            ApprovalTokenInvalid => "approval_token_invalid",
-            Forbidden => "forbidden",
-            PolicyDenied => "policy_denied",
-            NotFound => "not_found",
-            InvalidState => "invalid_state",
-            IdempotencyKeyInUse => "idempotency_key_in_use",
-            ValidationFailed => "validation_failed",
-            UnknownDestination => "unknown_destination",
-            IdempotencyKeyReused => "idempotency_key_reused",
-            RateLimited => "rate_limited",
-            RailUnavailable => "rail_unavailable",
-            InternalError => "internal_error",
-        }
-    }
-
-    pub fn status(&self) -> StatusCode {
-        use ErrorCode::*;
-        match self {
-            InvalidJson => StatusCode::BAD_REQUEST,
-            PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Unauthenticated | ApprovalTokenInvalid => StatusCode::UNAUTHORIZED,
-            Forbidden | PolicyDenied => StatusCode::FORBIDDEN,
-            NotFound => StatusCode::NOT_FOUND,
-            InvalidState | IdempotencyKeyInUse => StatusCode::CONFLICT,
-            ValidationFailed | UnknownDestination | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            RailUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            InternalError => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
     /// What the code tells a client, for the OpenAPI document.
     pub fn meaning(&self) -> &'static str {
         use ErrorCode::*;

@@ -391,7 +391,7 @@ mod tests {
                 assert_eq!(all[0], json!({ "$ref": "#/components/schemas/Error" }), "{method} {path} {status}");
                 for code in all[1]["properties"]["error"]["properties"]["code"]["enum"].as_array().unwrap() {
                     let code = ErrorCode::ALL
-                        .into_iter()
+                        .iter()
                         .find(|c| c.as_str() == code)
                         .unwrap_or_else(|| panic!("{method} {path}: unknown code {code}"));
                     assert_eq!(code.status().as_str(), status, "{method} {path}: {code:?}");
