@@ -6,6 +6,7 @@ pub mod client_ip;
 pub mod console;
 pub mod csrf;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod observe;
 pub mod openapi;
@@ -146,7 +147,9 @@ where
         .routes(routes!(agent::create, agent::list))
         .routes(routes!(agent::get))
         .routes(routes!(agent::cancel))
-        .routes(routes!(agent::commit));
+        .routes(routes!(agent::commit))
+        .routes(routes!(events::agent))
+        .routes(routes!(events::proposal));
     let console = OpenApiRouter::new()
         .routes(routes!(console::sign_in_json, console::sign_out_json))
         .routes(routes!(console::queue))

@@ -38,6 +38,8 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/proposals/{id}"),
     ("POST", "/api/v1/proposals/{id}/cancel"),
     ("POST", "/api/v1/proposals/{id}/commit"),
+    ("GET", "/api/v1/events"),
+    ("GET", "/api/v1/proposals/{id}/events"),
     ("GET", "/openapi.json"),
 ];
 

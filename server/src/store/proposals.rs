@@ -250,6 +250,37 @@ fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> QueryBuilder<'a, Sqlite> 
     q
 }
 
+/// The agent's proposals changed after `after` (their `updated_at`, then
+/// id), oldest change first: (id, updated_at). The agent event stream's read.
+pub async fn changed_since(
+    pool: &Pool,
+    tenant: &str,
+    agent: &str,
+    after: (DateTime<Utc>, &str),
+    limit: u32,
+) -> Result<Vec<(String, DateTime<Utc>)>> {
+    let at = ts(after.0);
+    let rows = sqlx::query(
+        "SELECT id, updated_at FROM proposals
+         WHERE tenant_id = ? AND agent_id = ? AND (updated_at > ? OR (updated_at = ? AND id > ?))
+         ORDER BY updated_at, id LIMIT ?",
+    )
+    .bind(tenant)
+    .bind(agent)
+    .bind(&at)
+    .bind(&at)
+    .bind(after.1)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok((c.text("id")?, c.at("updated_at")?))
+        })
+        .collect()
+}
+
 /// Moves `id` to `to` if it is currently in one of `from`; bumps its version.
 /// Returns whether the row changed (false: someone else moved it first).
 pub async fn transition(

@@ -21,6 +21,7 @@ mod console_decide;
 mod console_headers;
 mod console_session;
 mod controls;
+mod events;
 mod expiry;
 mod idempotency;
 mod listing;
