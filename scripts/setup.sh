@@ -19,6 +19,12 @@ if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
 fi
 
+if ! command -v python3 >/dev/null; then
+  step "installing python3 (test scripts and the example agent, examples/agent.py)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq python3 >/dev/null
+fi
+
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   step "adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
