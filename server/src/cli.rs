@@ -165,6 +165,30 @@ pub enum AgentCommand {
     Deactivate(AgentRef),
     /// Accept the agent's key again.
     Activate(AgentRef),
+    /// The agent's signed webhook (docs/CONFIG.md, `[webhooks]`).
+    Webhook {
+        #[command(subcommand)]
+        command: WebhookCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WebhookCommand {
+    /// Set the URL each change to the agent's proposals is POSTed to; prints
+    /// the new signing secret once.
+    Set {
+        #[command(flatten)]
+        agent: AgentRef,
+        #[arg(long)]
+        url: String,
+    },
+    /// A new signing secret (printed once); the previous one keeps signing
+    /// until the next rotation.
+    Rotate(AgentRef),
+    /// Stop sending webhooks to the agent.
+    Remove(AgentRef),
+    /// The last 50 delivery attempts, newest first.
+    Log(AgentRef),
 }
 
 #[derive(Args, Debug)]
@@ -229,6 +253,38 @@ fn to_map(pairs: &[(String, u64)]) -> BTreeMap<String, u64> {
 }
 
 /// Runs the command line; the returned code is the process exit code.
+/// `countersign agent webhook …`.
+async fn webhook(settings: &Settings, command: WebhookCommand) -> anyhow::Result<i32> {
+    let db = Db::open(&settings.data_dir).await?;
+    let outcome = match &command {
+        WebhookCommand::Set { agent, url } => {
+            crate::webhooks::set(&db, &settings.webhooks, &agent.tenant, &agent.id, url, "cli").await.map(Some)
+        }
+        WebhookCommand::Rotate(agent) => crate::webhooks::rotate(&db, &agent.tenant, &agent.id, "cli").await.map(Some),
+        WebhookCommand::Remove(agent) => {
+            crate::webhooks::remove(&db, &agent.tenant, &agent.id, "cli").await.map(|()| None)
+        }
+        WebhookCommand::Log(agent) => {
+            for delivery in crate::webhooks::log(&db, &agent.tenant, &agent.id).await? {
+                println!("{}", crate::webhooks::describe(&delivery));
+            }
+            Ok(None)
+        }
+    };
+    db.close().await;
+    match outcome {
+        Ok(Some(secret)) => {
+            println!("signing secret (shown once; keep it with the receiver): {secret}");
+            Ok(0)
+        }
+        Ok(None) => Ok(0),
+        Err(e) => {
+            eprintln!("countersign: {e}");
+            Ok(1)
+        }
+    }
+}
+
 /// A secret argument: kept out of `Debug` output from the moment it is parsed.
 fn secret(text: &str) -> Result<secrecy::SecretString, std::convert::Infallible> {
     Ok(secrecy::SecretString::from(text))
@@ -323,6 +379,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Agent { command: AgentCommand::Deactivate(a) } => set_agent_active(&settings, &a, false).await?,
         Command::Agent { command: AgentCommand::Activate(a) } => set_agent_active(&settings, &a, true).await?,
+        Command::Agent { command: AgentCommand::Webhook { command } } => return webhook(&settings, command).await,
         Command::Payee { command: PayeeCommand::Add(a) } => {
             let db = Db::open(&settings.data_dir).await?;
             crate::provision::add_payee(&db, &a.tenant, &a.id, &a.legal_name, a.trusted, "cli").await?;

@@ -41,6 +41,28 @@ pub struct Settings {
     pub slack: SlackSettings,
     pub rail: RailSettings,
     pub metrics: MetricsSettings,
+    pub webhooks: WebhookSettings,
+}
+
+/// Agent webhooks (`countersign agent webhook set`, `crate::webhooks`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    /// Hosts a webhook URL may name: exact names, or `*.example.com` for
+    /// any subdomain. Empty: no webhook can be set.
+    pub allowed_hosts: Vec<String>,
+    /// Also accept `http://` URLs to a loopback address (local development).
+    pub allow_http_loopback: bool,
+    /// How long one delivery may take.
+    pub timeout_ms: u64,
+    /// Failed attempts at one event before it is logged `abandoned`.
+    pub max_attempts: u32,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings { allowed_hosts: Vec::new(), allow_http_loopback: false, timeout_ms: 10_000, max_attempts: 12 }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -227,6 +249,7 @@ impl Default for Settings {
             slack: SlackSettings::default(),
             rail: RailSettings::default(),
             metrics: MetricsSettings::default(),
+            webhooks: WebhookSettings::default(),
         }
     }
 }
@@ -248,6 +271,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "slack",
     "rail",
     "metrics",
+    "webhooks",
 ];
 
 /// Command-line values that override every other source.

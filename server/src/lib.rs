@@ -35,3 +35,4 @@ pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod throttle;
+pub mod webhooks;

@@ -14,6 +14,7 @@ pub mod proposals;
 pub mod registry_changes;
 pub mod sessions;
 pub mod slack;
+pub mod webhooks;
 
 mod rows;
 

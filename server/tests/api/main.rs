@@ -35,3 +35,4 @@ mod slack;
 mod status_poll;
 mod strict_schema;
 mod surface;
+mod webhooks;
