@@ -164,7 +164,8 @@ test('plain words: statuses, policy and the timeline read as sentences; amounts 
   await page.goto(`/proposals/${ids.reviewProposal}`);
   await expect(page.locator('.proposal-head .badge')).toHaveText('Needs review');
   await expect(page.locator('.timeline')).toContainText('Payment sent to the bank');
-  await expect(page.locator('.card', { hasText: 'Approvals' }).locator('li').first()).toContainText('The policy approved automatically');
+  const approvals = page.locator('.card', { has: page.locator('h2', { hasText: /^Approvals$/ }) });
+  await expect(approvals.locator('li').first()).toContainText('The policy approved automatically');
   const review = (await page.locator('main').innerText())
     .replace(/\b(acct|ba|card)_\S+/g, '')
     .replace(/\bsha256:\S+/g, '')
