@@ -67,7 +67,7 @@ pub fn App() -> impl IntoView {
             <main>
                 // Async: the server sends each page whole, so it reads and works
                 // without JavaScript (forms post, nothing waits on streaming).
-                <Routes fallback=|| view! { <p class="notfound">"Page not found."</p> }>
+                <Routes fallback=|| view! { <section class="notfound"><h1>"Page not found"</h1><p><a href="/">"Go to the queue"</a></p></section> }>
                     <Route path=path!("/") view=HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>

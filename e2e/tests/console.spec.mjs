@@ -25,7 +25,7 @@ test('an approver approves an agent proposal; the agent receives a token that ve
   await page.screenshot({ path: 'artifacts/confirm-approval.png', fullPage: true });
   await page.click('#confirm-approve');
   await expect(page.locator('.notice-ok')).toContainText('approval was recorded');
-  await expect(page.locator('.proposal-head .badge')).toHaveText('approved');
+  await expect(page.locator('.proposal-head .badge')).toHaveText('Approved');
 
   const polled = await poll(request, proposal.id);
   expect(polled.status).toBe('approved');
@@ -46,7 +46,7 @@ test('a rejection needs a reason and ends the proposal', async ({ page, request 
   await page.fill('textarea[name=reason]', 'Invoice already paid by wire');
   await page.click('#reject');
   await expect(page.locator('.notice-ok')).toContainText('rejected');
-  await expect(page.locator('.proposal-head .badge')).toHaveText('rejected');
+  await expect(page.locator('.proposal-head .badge')).toHaveText('Rejected');
   const polled = await poll(request, proposal.id);
   expect(polled.status).toBe('rejected');
   expect(polled.approvals[0].reason).toBe('Invoice already paid by wire');

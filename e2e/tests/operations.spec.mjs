@@ -10,7 +10,7 @@ test('approved in the browser, committed by the agent: the proposal page shows t
   await expect(page.locator('#payment')).toHaveCount(0);
   await page.click('#approve');
   await page.click('#confirm-approve');
-  await expect(page.locator('.proposal-head .badge')).toHaveText('approved');
+  await expect(page.locator('.proposal-head .badge')).toHaveText('Approved');
 
   const approved = await poll(request, proposal.id);
   const claims = await verifyToken(request, approved.approval_token);
@@ -26,8 +26,8 @@ test('approved in the browser, committed by the agent: the proposal page shows t
   expect(reference).toMatch(/^tr_/);
 
   await page.goto(`/proposals/${proposal.id}`);
-  await expect(page.locator('.proposal-head .badge')).toHaveText('succeeded');
-  await expect(page.locator('#operation-status .badge')).toHaveText('succeeded');
+  await expect(page.locator('.proposal-head .badge')).toHaveText('Paid');
+  await expect(page.locator('#operation-status .badge')).toHaveText('Paid');
   await expect(page.locator('#rail-reference')).toHaveText(reference);
   await expect(page.locator('#operation-error')).toHaveCount(0);
   await expect(page.locator('#escalate')).toHaveCount(0);

@@ -10,7 +10,7 @@ use app::views::{
     ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine, ResolvePage, TimelineLine, UserRow, Viewer,
 };
 
-use crate::domain::{mask_account, ProposalStatus};
+use crate::domain::{mask_account, words, ProposalStatus};
 use crate::http::console::ADMIN_FLASH;
 use crate::proposals::ListQuery;
 use crate::state::Shared;
@@ -94,11 +94,9 @@ impl ConsoleService {
             .map_err(unavailable)?
             .into_iter()
             .map(|e| {
-                let actor = match e.actor.strip_prefix("user:") {
-                    Some(id) => format!("user:{}", name_of(id)),
-                    None => e.actor,
-                };
-                TimelineLine { at: store::ts(e.at), actor, action: e.action }
+                // In words: no audit code or actor prefix reaches a screen.
+                let actor = words::audit_actor(&e.actor, name_of);
+                TimelineLine { at: store::ts(e.at), actor, action: words::audit_action(&e.action) }
             })
             .collect();
         Ok(ProposalDetail {
@@ -117,10 +115,9 @@ impl ConsoleService {
             request_hash: row.request_hash.clone(),
             agent_id: row.agent_id.clone(),
             run_id: row.run_id.clone(),
-            policy_outcome: serde_json::to_value(view.policy.outcome)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            policy_outcome: words::policy_outcome(
+                serde_json::to_value(view.policy.outcome).ok().as_ref().and_then(|v| v.as_str()).unwrap_or_default(),
+            ),
             required_approvals: row.required_approvals,
             reasons: view
                 .policy
@@ -132,10 +129,10 @@ impl ConsoleService {
                 .approvals
                 .iter()
                 .map(|a| ApprovalLine {
-                    approver: name_of(&a.approver_id),
-                    decision: a.decision.clone(),
+                    approver: words::audit_actor(&format!("user:{}", a.approver_id), name_of),
+                    decision: words::decision(&a.decision),
                     reason: a.reason.clone(),
-                    via: a.via.clone(),
+                    via: words::channel(&a.via),
                     at: a.at.clone(),
                 })
                 .collect(),
@@ -254,10 +251,7 @@ impl ConsoleService {
             return Ok(Some("Your role (viewer) cannot approve or reject.".into()));
         }
         if !matches!(row.status, ProposalStatus::PendingApproval | ProposalStatus::ApprovalExpired) {
-            return Ok(Some(format!(
-                "This proposal is {} and no longer waits for a decision.",
-                row.status.as_str().replace('_', " ")
-            )));
+            return Ok(Some(format!("{}: this proposal no longer waits for a decision.", row.status.label())));
         }
         let mut conn = self.state.db.reader().await.map_err(unavailable)?;
         let agent = store::directory::agent(&mut conn, &row.tenant_id, &row.agent_id).await.map_err(unavailable)?;

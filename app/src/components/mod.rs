@@ -1,12 +1,17 @@
 //! Small pieces the pages share.
 
+use countersign_domain::{OpStatus, ProposalStatus};
 use leptos::prelude::*;
 
-/// A status as a coloured badge.
+/// A status as a coloured badge, in words: a proposal's status, or an
+/// operation's (the codes both have share one label, tested in the domain).
 #[component]
 pub fn StatusBadge(status: String) -> impl IntoView {
     let class = format!("badge badge-{status}");
-    let label = status.replace('_', " ");
+    let label = ProposalStatus::parse(&status)
+        .map(|s| s.label())
+        .or_else(|| OpStatus::parse(&status).map(|s| s.label()))
+        .unwrap_or("Unknown status");
     view! { <span class=class data-status=status>{label}</span> }
 }
 

@@ -37,7 +37,7 @@ pub fn ApprovePage() -> impl IntoView {
                                 <p>{d.decide_blocker.unwrap_or_else(|| "This proposal cannot be approved now.".into())}</p>
                                 <a href=format!("/proposals/{}", d.id)>"Back"</a>
                             }.into_any(),
-                            Err(e) => view! { <LoadError error=console_error(&e)/> }.into_any(),
+                            Err(e) => view! { <h1>"Confirm approval"</h1><LoadError error=console_error(&e)/> }.into_any(),
                         }
                     })
                 }}

@@ -41,7 +41,7 @@ pub fn ProposalPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match data.await {
                         Ok(detail) => view! { <Detail detail/> }.into_any(),
-                        Err(e) => view! { <LoadError error=console_error(&e)/> }.into_any(),
+                        Err(e) => view! { <h1>"Proposal"</h1><LoadError error=console_error(&e)/> }.into_any(),
                     }
                 })}
             </Suspense>
@@ -53,18 +53,15 @@ pub fn ProposalPage() -> impl IntoView {
 fn Detail(detail: ProposalDetail) -> impl IntoView {
     let viewer = use_context::<Viewer>();
     let csrf = viewer.as_ref().map(|v| v.csrf_token.clone()).unwrap_or_default();
-    let reasons = detail
-        .reasons
-        .iter()
-        .map(|r| view! { <li><code>{r.rule.clone()}</code>" — "{r.message.clone()}</li> })
-        .collect_view();
+    let reasons =
+        detail.reasons.iter().map(|r| view! { <li data-rule=r.rule.clone()>{r.message.clone()}</li> }).collect_view();
     let approvals = detail
         .approvals
         .iter()
         .map(|a| {
             view! {
                 <li>
-                    <strong>{a.approver.clone()}</strong>" "{a.decision.clone()}" via "{a.via.clone()}" at "<time>{a.at.clone()}</time>
+                    <strong>{a.approver.clone()}</strong>" "{a.decision.clone()}" "{a.via.clone()}" at "<time>{a.at.clone()}</time>
                     {a.reason.clone().map(|r| view! { <span class="muted">{format!(" — “{r}”")}</span> })}
                 </li>
             }
@@ -73,9 +70,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
     let timeline = detail
         .timeline
         .iter()
-        .map(
-            |t| view! { <li><time>{t.at.clone()}</time>" "<code>{t.action.clone()}</code>" by "{t.actor.clone()}</li> },
-        )
+        .map(|t| view! { <li><time>{t.at.clone()}</time>" — "{t.action.clone()}" ("{t.actor.clone()}")"</li> })
         .collect_view();
     let no_approvals = detail.approvals.is_empty();
     let decide = if detail.can_decide {
@@ -131,7 +126,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             </div>
         </div>
         <div class="card">
-            <h2>{format!("Policy: {}", detail.policy_outcome.replace('_', " "))}</h2>
+            <h2>{format!("Policy: {}", detail.policy_outcome)}</h2>
             <p>{format!("Approvals required: {}", detail.required_approvals)}</p>
             <ul class="reasons">{reasons}</ul>
         </div>

@@ -6,7 +6,7 @@ use crate::components::{LoadError, StatusBadge};
 use crate::views::QueuePage as Page;
 use countersign_domain::ProposalStatus;
 
-/// The queue: pending by default, a tab per status, newest or oldest first,
+/// The queue: pending by default, filtered by status, newest or oldest first,
 /// cursor pagination; refreshes itself when any proposal changes.
 #[component]
 pub fn QueuePage() -> impl IntoView {
@@ -52,13 +52,13 @@ fn QueueTable(page: Page) -> impl IntoView {
     let status = page.status.clone();
     let order = page.order.clone();
     let other_order = if order == "oldest" { "newest" } else { "oldest" };
-    // One tab per status, from the same enum the server enforces.
-    let tabs = ProposalStatus::ALL
+    // A compact status filter: a GET form, so it works without JavaScript
+    // too; the statuses come from the same enum the server enforces.
+    let options = ProposalStatus::ALL
         .iter()
         .map(|st| {
             let value = st.as_str();
-            let class = if value == status { "tab active" } else { "tab" };
-            view! { <a class=class href=format!("/?status={value}&order={order}")>{st.label()}</a> }
+            view! { <option value=value selected=value == status>{st.label()}</option> }
         })
         .collect_view();
     let next = page.next_cursor.clone().map(|cursor| {
@@ -71,18 +71,23 @@ fn QueueTable(page: Page) -> impl IntoView {
         .map(|item| {
             view! {
                 <tr data-proposal=item.id.clone()>
-                    <td><StatusBadge status=item.status/></td>
-                    <td><a href=format!("/proposals/{}", item.id)>{item.sentence}</a></td>
-                    <td class="num">{item.amount}</td>
-                    <td>{format!("{}/{}", item.approvals, item.required_approvals)}</td>
-                    <td>{item.agent_id}</td>
-                    <td><time>{item.created_at}</time></td>
+                    <td class="c-status"><StatusBadge status=item.status/></td>
+                    <td class="c-payment"><a href=format!("/proposals/{}", item.id)>{item.sentence}</a></td>
+                    <td class="num c-amount">{item.amount}</td>
+                    <td class="c-meta" data-label="Approvals">{format!("{}/{}", item.approvals, item.required_approvals)}</td>
+                    <td class="c-meta" data-label="Agent">{item.agent_id}</td>
+                    <td class="c-meta" data-label="Proposed"><time>{item.created_at}</time></td>
                 </tr>
             }
         })
         .collect_view();
     view! {
-        <nav class="tabs" aria-label="Status">{tabs}</nav>
+        <form class="filter" method="get" action="/">
+            <label for="status-filter">"Status"</label>
+            <select id="status-filter" name="status">{options}</select>
+            <input type="hidden" name="order" value=order.clone()/>
+            <button type="submit">"Show"</button>
+        </form>
         <p class="toolbar">
             <span class="muted">{format!("Sorted {} first. ", order)}</span>
             <a href=format!("/?status={}&order={other_order}", page.status)>{format!("Show {other_order} first")}</a>
@@ -91,8 +96,8 @@ fn QueueTable(page: Page) -> impl IntoView {
             view! { <p class="empty muted">"Nothing here."</p> }.into_any()
         } else {
             view! {
-                <table class="list">
-                    <thead><tr><th>"Status"</th><th>"Payment"</th><th>"Amount"</th><th>"Approvals"</th><th>"Agent"</th><th>"Proposed"</th></tr></thead>
+                <table class="list queue-list">
+                    <thead><tr><th>"Status"</th><th>"Payment"</th><th class="num">"Amount"</th><th>"Approvals"</th><th>"Agent"</th><th>"Proposed"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
             }.into_any()

@@ -205,6 +205,16 @@ mod tests {
     }
 
     #[test]
+    fn a_code_both_lifecycles_use_reads_the_same() {
+        // The console's badge shows either kind of status by its code.
+        for op in OpStatus::ALL {
+            if let Some(p) = ProposalStatus::parse(op.as_str()) {
+                assert_eq!(p.label(), op.label(), "{op}");
+            }
+        }
+    }
+
+    #[test]
     fn the_happy_path_is_allowed() {
         let path = [PendingApproval, Approved, Executing, Succeeded, Reversed];
         for pair in path.windows(2) {

@@ -169,3 +169,39 @@ async fn asset_requests_never_touch_the_session() {
     let page = send(ana.bare(reqwest::Method::GET, "/")).await;
     assert!(page.header("set-cookie").is_some(), "pages keep refreshing the session");
 }
+
+#[tokio::test]
+async fn assets_are_served_compressed_when_the_browser_accepts_it() {
+    // Issue 13 item 9: the wasm, js and css go out gzip- or brotli-encoded;
+    // decoded, they are the file byte for byte. Without Accept-Encoding, as is.
+    use std::io::Read;
+    let scratch = Scratch::new("");
+    scratch.apply_fixture().await;
+    let site = scratch.dir.path().join("site");
+    std::fs::create_dir_all(site.join("pkg")).unwrap();
+    let script: String = (0..200).map(|i| format!("export const v{i} = {i};\n")).collect();
+    std::fs::write(site.join("pkg/countersign.js"), &script).unwrap();
+    let server = scratch.serve(&[("COUNTERSIGN_SITE_ROOT", site.to_str().unwrap())]).await;
+    let client = reqwest::Client::new();
+    let get = |encoding: &'static str| {
+        client.get(server.url("/pkg/countersign.js")).header(reqwest::header::ACCEPT_ENCODING, encoding).send()
+    };
+
+    let gzip = get("gzip").await.unwrap();
+    assert_eq!(gzip.status(), 200);
+    assert_eq!(gzip.headers()["content-encoding"], "gzip");
+    assert!(gzip.headers()["vary"].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
+    assert_eq!(gzip.headers()["x-content-type-options"], "nosniff", "compression keeps the security headers");
+    let bytes = gzip.bytes().await.unwrap();
+    assert!(bytes.len() < script.len() / 2, "{} bytes for {}", bytes.len(), script.len());
+    let mut decoded = String::new();
+    flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut decoded).unwrap();
+    assert_eq!(decoded, script);
+
+    let br = get("br;q=1.0, gzip;q=0.5").await.unwrap();
+    assert_eq!(br.headers()["content-encoding"], "br");
+
+    let plain = get("identity").await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    assert_eq!(plain.text().await.unwrap(), script);
+}
