@@ -21,7 +21,7 @@
 //! proposal as the owning agent's `GET /api/v1/proposals/{id}` shows it
 //! (with `approval_token` once approved).
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::Sha256;
@@ -219,9 +219,10 @@ async fn deliver(state: &AppState, mut webhook: Webhook) -> Result<(), StoreErro
                 continue;
             }
         };
-        let proposal: serde_json::Value = serde_json::from_slice(&view.body).expect("a view is JSON");
-        let body = serde_json::to_vec(&json!({ "event_id": event_id, "type": "proposal", "proposal": proposal }))
-            .expect("JSON serializes");
+        // The view is already serialized: wrap it rather than parse it again.
+        let head = json!({ "event_id": event_id, "type": "proposal" }).to_string();
+        let parts: [&[u8]; 4] = [&head.as_bytes()[..head.len() - 1], b",\"proposal\":", &view.body[..], b"}"];
+        let body = parts.concat();
         let (http_status, error) = post(&state.settings.webhooks, &webhook, &event_id, body).await;
         let attempt = webhook.attempts + 1;
         let delivered = http_status.is_some_and(|s| (200..300).contains(&s));
@@ -292,13 +293,12 @@ pub async fn log(db: &Db, tenant: &str, agent: &str) -> Result<Vec<store_webhook
     store_webhooks::deliveries(&db.read, tenant, agent, 50).await
 }
 
-/// When the next attempt is due (for the log's reader).
+/// One line of the delivery log, as the CLI prints it.
 pub fn describe(d: &store_webhooks::Delivery) -> String {
     let status = d.http_status.map_or("-".to_owned(), |s| s.to_string());
-    let at: DateTime<Utc> = d.at;
     format!(
         "{}  {}  {:<9}  HTTP {:<3}  attempt {}  {}{}",
-        store::ts(at),
+        store::ts(d.at),
         d.proposal_id,
         d.outcome,
         status,

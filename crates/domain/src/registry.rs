@@ -107,15 +107,11 @@ impl AgentKey {
 /// The SHA-256 of a presented bearer value, well-formed or not (the agent
 /// credential check hashes whatever it was given and looks the hash up).
 pub fn key_sha256(presented: &str) -> KeySha256 {
-    // Encoded by table: every agent request hashes its key, and the generic
-    // encoder builds the string one char at a time (docs/BENCHMARKS.md).
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(presented.as_bytes());
-    let mut text = Vec::with_capacity(2 * digest.len());
-    for byte in digest {
-        text.extend_from_slice(&[HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0x0f)]]);
-    }
-    KeySha256(String::from_utf8(text).expect("hex digits are ASCII"))
+    // Into a buffer: every agent request hashes its key, and `hex::encode`
+    // builds its string one char at a time (docs/BENCHMARKS.md).
+    let mut text = [0u8; 64];
+    hex::encode_to_slice(Sha256::digest(presented.as_bytes()), &mut text).expect("64 hex digits fit");
+    KeySha256(String::from_utf8(text.to_vec()).expect("hex digits are ASCII"))
 }
 
 impl fmt::Debug for AgentKey {

@@ -33,14 +33,10 @@ pub struct RequestIds;
 impl MakeRequestId for RequestIds {
     fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<RequestId> {
         // Written in place: this runs on every request (docs/BENCHMARKS.md).
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut random = [0u8; 12];
         rand::thread_rng().fill_bytes(&mut random);
         let mut id = *b"req_000000000000000000000000";
-        for (i, byte) in random.iter().enumerate() {
-            id[4 + 2 * i] = HEX[usize::from(byte >> 4)];
-            id[5 + 2 * i] = HEX[usize::from(byte & 0x0f)];
-        }
+        hex::encode_to_slice(random, &mut id[4..]).expect("24 hex digits fit");
         HeaderValue::from_bytes(&id).ok().map(RequestId::new)
     }
 }
