@@ -1,7 +1,10 @@
 //! Signed webhooks: each change to an agent's proposal (its creation
 //! included) is POSTed to the URL an
 //! admin set for that agent (`countersign agent webhook set`), so the agent
-//! need not poll.
+//! need not poll. An event carries the proposal as it is when it is sent:
+//! changes that follow each other faster than a delivery (created, then
+//! cancelled a moment later) may arrive as one event with the latest state,
+//! never as a stale one.
 //!
 //! - **Who sets it.** Only an admin (the CLI); the URL must be `https` and its
 //!   host on `webhooks.allowed_hosts` (`http` to a loopback address only with

@@ -112,6 +112,9 @@ async fn during_a_rotation_both_secrets_sign_and_removal_stops_deliveries() {
     assert_eq!(code, 0, "{new}");
     assert_ne!(old, new);
     let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    // Wait for the creation's delivery: a cancellation before it would be
+    // coalesced into one event carrying the latest state (by design).
+    received(&receiver, 1).await;
     assert_eq!(server.cancel(ACME_BOT_KEY, &id).await.status, 200);
     let got = received(&receiver, 2).await;
     assert!(verifies(&got[1], &new) && verifies(&got[1], &old), "both secrets sign");
