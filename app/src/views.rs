@@ -36,6 +36,10 @@ pub struct QueueItem {
     pub approvals: usize,
     pub required_approvals: u8,
     pub created_at: String,
+    /// Short labels of its risk signals ("First payment", …).
+    pub signals: Vec<String>,
+    /// Waiting, and no one in the tenant may give the next approval.
+    pub no_one_can_approve: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,9 +100,22 @@ pub struct ProposalDetail {
     pub timeline: Vec<TimelineLine>,
     pub created_at: String,
     pub expires_at: String,
-    /// Whether the viewer may approve or reject now, and if not, why.
-    pub can_decide: bool,
-    pub decide_blocker: Option<String>,
+    /// Whether the viewer may approve now (the server's `may_approve`), and
+    /// if not, why; rejecting needs only the role and a waiting proposal.
+    pub can_approve: bool,
+    pub approve_blocker: Option<String>,
+    pub can_reject: bool,
+    /// "1 more approval needed, from: ben or carol", while it waits.
+    pub still_needed: Option<String>,
+    /// Waiting, and no one in the tenant may give the next approval.
+    pub no_one_can_approve: bool,
+    pub signals: Vec<SignalLine>,
+    /// What reviewers call the source account (`console.source_account_labels`).
+    pub source_label: Option<String>,
+    /// "1,250.00 of 50,000.00 USD used today", when the tenant has a budget.
+    pub budget_today: Option<String>,
+    /// The payee's proposals before this one, newest first.
+    pub payee_history: Vec<HistoryLine>,
     /// The payment's durable operation, once the agent has committed.
     pub operation_status: Option<String>,
     pub rail_reference: Option<String>,
@@ -106,6 +123,23 @@ pub struct ProposalDetail {
     pub operation_error: Option<String>,
     /// `escalate_to_ops` when a reversal came too late.
     pub action_required: Option<String>,
+}
+
+/// One risk signal: its code (`duplicate_invoice`, …), a label and a sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalLine {
+    pub code: String,
+    pub label: String,
+    pub message: String,
+}
+
+/// An earlier proposal to the same payee.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryLine {
+    pub id: String,
+    pub at: String,
+    pub amount: String,
+    pub status: String,
 }
 
 /// One operation on the operations page.

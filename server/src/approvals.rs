@@ -70,6 +70,110 @@ fn check_reason(reason: &str) -> Result<String, DecideError> {
 
 const DECIDABLE: [ProposalStatus; 2] = [ProposalStatus::PendingApproval, ProposalStatus::ApprovalExpired];
 
+/// Why a person cannot approve a proposal now. [`may_approve`] is the one
+/// rule: `decide` enforces it and the console shows it before anyone clicks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ineligible {
+    NotAnApprover,
+    NotWaiting(ProposalStatus),
+    /// They are the person the proposing agent acts for.
+    ActsFor {
+        agent: String,
+    },
+    /// No approval limit in the proposal's currency.
+    NoLimit {
+        currency: String,
+    },
+    OverLimit {
+        amount: String,
+        limit: String,
+    },
+    /// They gave an approval in this round already.
+    AlreadyApproved,
+}
+
+impl Ineligible {
+    /// Addressed to the person who cannot approve.
+    pub fn message(&self) -> String {
+        match self {
+            Ineligible::NotAnApprover => "Your role cannot approve or reject proposals.".into(),
+            Ineligible::NotWaiting(status) => {
+                format!("{}: this proposal no longer waits for a decision.", status.label())
+            }
+            Ineligible::ActsFor { agent } => {
+                format!("You are the person agent {agent} acts for, so you cannot approve its proposals.")
+            }
+            Ineligible::NoLimit { currency } => format!("You have no approval limit in {currency}."),
+            Ineligible::OverLimit { amount, limit } => format!("{amount} is above your approval limit of {limit}."),
+            Ineligible::AlreadyApproved => {
+                "You have already approved this proposal; another approver must give the next approval.".into()
+            }
+        }
+    }
+}
+
+/// Who is being checked: the fields of a user or an [`Approver`] that matter.
+pub struct Candidate<'a> {
+    pub user_id: &'a str,
+    pub roles: &'a [Role],
+    pub approval_limits_minor: &'a BTreeMap<String, u64>,
+}
+
+impl Approver {
+    pub fn candidate(&self) -> Candidate<'_> {
+        Candidate { user_id: &self.user_id, roles: &self.roles, approval_limits_minor: &self.approval_limits_minor }
+    }
+}
+
+/// Whether `who` may approve `row` now: the approver role, a proposal
+/// waiting for a decision, segregation of duties (`acts_for`: the person the
+/// proposing agent acts for), a limit in the currency that covers the
+/// amount, and no approval of theirs in this round (`approved_by`). Policy
+/// is checked apart, by `decide`.
+pub fn may_approve(
+    who: &Candidate<'_>,
+    row: &store::proposals::ProposalRow,
+    acts_for: &str,
+    approved_by: &[&str],
+) -> Result<(), Ineligible> {
+    if !who.roles.contains(&Role::Approver) {
+        return Err(Ineligible::NotAnApprover);
+    }
+    if !DECIDABLE.contains(&row.status) {
+        return Err(Ineligible::NotWaiting(row.status));
+    }
+    if acts_for == who.user_id {
+        return Err(Ineligible::ActsFor { agent: row.agent_id.clone() });
+    }
+    let currency = row.request.currency;
+    let Some(limit) = who.approval_limits_minor.get(currency.code()).copied().filter(|l| *l > 0) else {
+        return Err(Ineligible::NoLimit { currency: currency.code().to_owned() });
+    };
+    if row.amount_minor > limit {
+        return Err(Ineligible::OverLimit {
+            amount: currency.format_minor(row.amount_minor),
+            limit: currency.format_minor(limit),
+        });
+    }
+    if approved_by.contains(&who.user_id) {
+        return Err(Ineligible::AlreadyApproved);
+    }
+    Ok(())
+}
+
+impl From<Ineligible> for DecideError {
+    fn from(why: Ineligible) -> DecideError {
+        let message = why.message();
+        match why {
+            Ineligible::NotAnApprover => DecideError::NotAnApprover,
+            Ineligible::NotWaiting(status) => DecideError::InvalidState(status),
+            Ineligible::ActsFor { .. } => denied("segregation_of_duties", message),
+            Ineligible::NoLimit { .. } | Ineligible::OverLimit { .. } => denied("approver_limit", message),
+            Ineligible::AlreadyApproved => denied("distinct_approvers", message),
+        }
+    }
+}
+
 /// Records an approver's decision. Checks, in order: the proposal exists in
 /// the approver's tenant, they hold the approver role, it is waiting for a
 /// decision; for an approval also segregation of duties, their limit, that
@@ -94,6 +198,8 @@ async fn decide_inner(
 ) -> Result<ProposalView, DecideError> {
     let row =
         store::proposals::get(&state.db.read, &approver.tenant_id, proposal_id).await?.ok_or(DecideError::NotFound)?;
+    // Rejecting needs the role and a proposal that waits; approving, all of
+    // `may_approve` (in `recheck`).
     if !approver.roles.contains(&Role::Approver) {
         return Err(DecideError::NotAnApprover);
     }
@@ -145,8 +251,13 @@ async fn decide_inner(
     };
     store::audit::append(&mut tx, &entry).await?;
     let approvals = store::proposals::approvals_in_round(&mut tx, proposal_id, current.approval_round).await?;
-    let required = usize::from(decision.required_approvals.max(current.required_approvals).max(1));
-    if approvals.len() >= required {
+    let required = decision.required_approvals.max(current.required_approvals).max(1);
+    if decision.required_approvals > current.required_approvals {
+        // Policy or a risk signal asks for more than when it was proposed:
+        // stored, so the agent and the console see what is now needed.
+        store::proposals::raise_required_approvals(&mut tx, proposal_id, &decision).await?;
+    }
+    if approvals.len() >= usize::from(required) {
         grant(state, &mut tx, &current, &approvals, now).await?;
     } else {
         store::proposals::touch(&mut tx, proposal_id, now).await?;
@@ -204,33 +315,19 @@ async fn recheck(
     approver: &Approver,
     row: &store::proposals::ProposalRow,
 ) -> Result<Decision, DecideError> {
-    let agent = store::directory::agent(&mut *state.db.reader().await?, &row.tenant_id, &row.agent_id)
-        .await?
-        .ok_or(DecideError::NotFound)?;
-    if agent.acts_for == approver.user_id {
-        return Err(denied(
-            "segregation_of_duties",
-            format!("You are the person agent {} acts for, so you cannot approve its proposals.", agent.id),
-        ));
-    }
-    let limit = approver.approval_limits_minor.get(&row.currency).copied().unwrap_or(0);
-    if row.amount_minor > limit {
-        return Err(denied(
-            "approver_limit",
-            format!(
-                "{} is above your approval limit of {}.",
-                crate::domain::Currency::parse(&row.currency)
-                    .map(|c| c.format_minor(row.amount_minor))
-                    .unwrap_or_default(),
-                crate::domain::Currency::parse(&row.currency).map(|c| c.format_minor(limit)).unwrap_or_default(),
-            ),
-        ));
-    }
+    let mut conn = state.db.reader().await?;
+    let agent =
+        store::directory::agent(&mut conn, &row.tenant_id, &row.agent_id).await?.ok_or(DecideError::NotFound)?;
+    let given = store::proposals::approvals_in_round(&mut conn, &row.id, row.approval_round).await?;
+    drop(conn);
+    let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
+    may_approve(&approver.candidate(), row, &agent.acts_for, &approved_by)?;
     let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
     if decision.outcome == Outcome::Denied {
         return Err(DecideError::Denied(decision));
     }
-    Ok(decision)
+    let signals = crate::risk::assess(state, &crate::risk::Subject::of(row)).await?.signals;
+    Ok(crate::risk::with_extra_approval(&state.settings.risk, decision, &signals))
 }
 
 /// Policy for a stored proposal, as the registry and config stand now.

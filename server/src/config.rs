@@ -42,6 +42,7 @@ pub struct Settings {
     pub rail: RailSettings,
     pub metrics: MetricsSettings,
     pub webhooks: WebhookSettings,
+    pub risk: RiskSettings,
 }
 
 /// Agent webhooks (`countersign agent webhook set`, `crate::webhooks`).
@@ -62,6 +63,27 @@ pub struct WebhookSettings {
 impl Default for WebhookSettings {
     fn default() -> Self {
         WebhookSettings { allowed_hosts: Vec::new(), allow_http_loopback: false, timeout_ms: 10_000, max_attempts: 12 }
+    }
+}
+
+/// The risk signals shown on every proposal (`crate::risk`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RiskSettings {
+    /// A payee added, or whose details changed, this many days before the
+    /// proposal is flagged.
+    pub recent_payee_days: u32,
+    /// An amount more than this many times the payee's median (of its last
+    /// 50 payments in the currency, at least 3 of them) is flagged.
+    pub unusual_amount_factor: f64,
+    /// Whether a proposal with any signal needs one more approval than
+    /// policy asks (at most 3), decided when the approvals are counted.
+    pub extra_approval: bool,
+}
+
+impl Default for RiskSettings {
+    fn default() -> Self {
+        RiskSettings { recent_payee_days: 7, unusual_amount_factor: 3.0, extra_approval: false }
     }
 }
 
@@ -135,11 +157,19 @@ pub struct ConsoleSettings {
     /// client address taken from `X-Forwarded-For` / `Forwarded` (for
     /// sign-in throttling). Empty: the connection's peer is the client.
     pub trusted_proxies: Vec<String>,
+    /// What reviewers call each source account (full account id → label,
+    /// e.g. "Operating account (USD)"); shown beside the masked account.
+    pub source_account_labels: BTreeMap<String, String>,
 }
 
 impl Default for ConsoleSettings {
     fn default() -> Self {
-        ConsoleSettings { idle_timeout_secs: 30 * 60, absolute_timeout_secs: 12 * 3600, trusted_proxies: Vec::new() }
+        ConsoleSettings {
+            idle_timeout_secs: 30 * 60,
+            absolute_timeout_secs: 12 * 3600,
+            trusted_proxies: Vec::new(),
+            source_account_labels: BTreeMap::new(),
+        }
     }
 }
 
@@ -250,6 +280,7 @@ impl Default for Settings {
             rail: RailSettings::default(),
             metrics: MetricsSettings::default(),
             webhooks: WebhookSettings::default(),
+            risk: RiskSettings::default(),
         }
     }
 }
@@ -272,6 +303,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "rail",
     "metrics",
     "webhooks",
+    "risk",
 ];
 
 /// Command-line values that override every other source.
@@ -370,6 +402,20 @@ impl Settings {
         }
         if !self.rail.simulator_listen.ip().is_loopback() {
             return bad("rail.simulator_listen", "the bundled simulator listens on loopback only");
+        }
+        if !(self.risk.unusual_amount_factor.is_finite() && self.risk.unusual_amount_factor > 1.0) {
+            return bad("risk.unusual_amount_factor", "must be a number greater than 1");
+        }
+        if self.risk.recent_payee_days > 3650 {
+            return bad("risk.recent_payee_days", "must be at most 3650");
+        }
+        for (account, label) in &self.console.source_account_labels {
+            if label.trim().is_empty() || label.chars().count() > 80 || label.chars().any(char::is_control) {
+                return bad(
+                    &format!("console.source_account_labels.{}", crate::domain::mask_account(account)),
+                    "a label is 1-80 characters, without control characters",
+                );
+            }
         }
         self.validate_slack()?;
         self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))

@@ -1,27 +1,115 @@
 //! The server's implementation of the console port (`app::console`): the
 //! pages' data, built from the same use cases and views as the APIs.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
-    AdminData, AgentRow, ApprovalLine, ConsoleError, OperationItem, OperationsPage, PayeeRow, PendingChangeRow,
-    ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine, ResolvePage, TimelineLine, UserRow, Viewer,
+    AdminData, AgentRow, ApprovalLine, ConsoleError, HistoryLine, OperationItem, OperationsPage, PayeeRow,
+    PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine, ResolvePage, SignalLine,
+    TimelineLine, UserRow, Viewer,
 };
 
-use crate::domain::{mask_account, words, ProposalStatus};
+use crate::approvals::{may_approve, Candidate, Ineligible};
+use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
 use crate::http::console::ADMIN_FLASH;
 use crate::proposals::ListQuery;
+use crate::risk::{self, Signal};
 use crate::state::Shared;
 use crate::store::{
     self,
+    directory::User,
     operations::{OpStatus, OperationRow},
     proposals::ProposalRow,
 };
 
 /// How many operations of each kind the operations page lists.
 const OPERATIONS_LIMIT: u32 = 200;
+
+/// The people of a tenant and whom its agents act for: enough to tell, for
+/// any proposal, who may approve it now ([`may_approve`], the rule `decide`
+/// enforces).
+struct Tenancy {
+    users: Vec<User>,
+    acts_for: HashMap<String, String>,
+}
+
+fn candidate(user: &User) -> Candidate<'_> {
+    Candidate { user_id: &user.id, roles: &user.roles, approval_limits_minor: &user.approval_limits_minor }
+}
+
+impl Tenancy {
+    async fn load(state: &crate::state::AppState, tenant: &str) -> Result<Tenancy, ConsoleError> {
+        let mut conn = state.db.reader().await.map_err(unavailable)?;
+        let users = store::directory::users_of(&mut conn, tenant).await.map_err(unavailable)?;
+        drop(conn);
+        let agents = store::directory::agents_of(&state.db.read, tenant).await.map_err(unavailable)?;
+        Ok(Tenancy { users, acts_for: agents.into_iter().map(|a| (a.id, a.acts_for)).collect() })
+    }
+
+    fn acts_for(&self, agent: &str) -> &str {
+        self.acts_for.get(agent).map_or("", String::as_str)
+    }
+
+    fn name_of(&self, id: &str) -> String {
+        self.users.iter().find(|u| u.id == id).map_or_else(|| id.to_owned(), |u| u.username.clone())
+    }
+
+    /// Whether `user_id` may approve `row` now, and if not, why.
+    fn check(&self, user_id: &str, row: &ProposalRow, approved_by: &[&str]) -> Result<(), Ineligible> {
+        let user = self.users.iter().find(|u| u.id == user_id && u.active).ok_or(Ineligible::NotAnApprover)?;
+        may_approve(&candidate(user), row, self.acts_for(&row.agent_id), approved_by)
+    }
+
+    /// The active users who may give the next approval, by username.
+    fn eligible(&self, row: &ProposalRow, approved_by: &[&str]) -> Vec<&str> {
+        self.users
+            .iter()
+            .filter(|u| u.active && may_approve(&candidate(u), row, self.acts_for(&row.agent_id), approved_by).is_ok())
+            .map(|u| u.username.as_str())
+            .collect()
+    }
+}
+
+/// The user ids behind the approvals (not rejections) of the current round.
+fn approved_by(view: &crate::proposals::ProposalView) -> Vec<&str> {
+    view.approvals.iter().filter(|a| a.decision == "approve").map(|a| a.approver_id.as_str()).collect()
+}
+
+fn waiting(row: &ProposalRow) -> bool {
+    matches!(row.status, ProposalStatus::PendingApproval | ProposalStatus::ApprovalExpired)
+}
+
+/// How many approvals the proposal needs in all, as `decide` will count them
+/// (a risk signal may add one: `risk.extra_approval`).
+fn required_now(state: &crate::state::AppState, row: &ProposalRow, signals: &[Signal]) -> u8 {
+    risk::with_extra_approval(&state.settings.risk, row.policy.clone(), signals)
+        .required_approvals
+        .max(row.required_approvals)
+        .max(1)
+}
+
+/// "1 more approval needed, from: ben or carol" — or that the people of the
+/// tenant cannot give what is missing.
+fn still_needed(missing: usize, eligible: &[&str], currency: &str) -> String {
+    let approvals = if missing == 1 { "1 more approval".to_owned() } else { format!("{missing} more approvals") };
+    let fix = format!("an admin must give an approver a {currency} limit that covers this amount.");
+    match eligible {
+        [] => format!("{approvals} needed, and no one in this tenant can give it: {fix}"),
+        few if few.len() < missing => {
+            format!("{approvals} needed from different people, but only {} can give one: {fix}", few.join(" and "))
+        }
+        [one] => format!("{approvals} needed, from: {one}."),
+        [rest @ .., last] => format!("{approvals} needed, from: {} or {last}.", rest.join(", ")),
+    }
+}
+
+/// How many approvals are still missing (at least one while it waits).
+fn missing(state: &crate::state::AppState, row: &ProposalRow, signals: &[Signal], given: usize) -> usize {
+    usize::from(required_now(state, row, signals)).saturating_sub(given).max(1)
+}
 
 pub struct ConsoleService {
     pub state: Shared,
@@ -46,24 +134,34 @@ impl ConsoleService {
             .map_err(|_| ConsoleError::NotFound)?;
         let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
         let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;
-        let items = rows
-            .iter()
-            .zip(views)
-            .map(|(row, view)| {
-                let c = &row.request;
-                Ok(QueueItem {
-                    id: row.id.clone(),
-                    status: row.status.as_str().into(),
-                    sentence: c.sentence(),
-                    amount: c.currency.format_minor(c.amount_minor),
-                    payee: c.destination.legal_name.clone(),
-                    agent_id: row.agent_id.clone(),
-                    approvals: view.approvals.iter().filter(|a| a.decision == "approve").count(),
-                    required_approvals: row.required_approvals,
-                    created_at: store::ts(row.created_at),
-                })
-            })
-            .collect::<Result<Vec<_>, ConsoleError>>()?;
+        let tenancy = Tenancy::load(&self.state, &viewer.tenant_id).await?;
+        let mut items = Vec::with_capacity(rows.len());
+        for (row, view) in rows.iter().zip(views) {
+            let c = &row.request;
+            let approved = approved_by(&view);
+            // Signals and eligibility matter while a decision is awaited.
+            let (signals, no_one_can_approve) = if waiting(row) {
+                let signals = risk::assess(&self.state, &risk::Subject::of(row)).await.map_err(unavailable)?.signals;
+                let cannot =
+                    tenancy.eligible(row, &approved).len() < missing(&self.state, row, &signals, approved.len());
+                (signals, cannot)
+            } else {
+                (Vec::new(), false)
+            };
+            items.push(QueueItem {
+                id: row.id.clone(),
+                status: row.status.as_str().into(),
+                sentence: c.sentence(),
+                amount: c.currency.format_minor(c.amount_minor),
+                payee: c.destination.legal_name.clone(),
+                agent_id: row.agent_id.clone(),
+                approvals: approved.len(),
+                required_approvals: required_now(&self.state, row, &signals),
+                created_at: store::ts(row.created_at),
+                signals: signals.iter().map(|s| s.label().to_owned()).collect(),
+                no_one_can_approve,
+            });
+        }
         Ok(QueuePage {
             change_seq,
             items,
@@ -85,10 +183,19 @@ impl ConsoleService {
             .map_err(unavailable)?
             .pop()
             .ok_or(ConsoleError::NotFound)?;
-        let blocker = self.blocker(viewer, &row, &view).await?;
         let operation = view.operation.as_ref();
-        let names = self.usernames(&viewer.tenant_id).await?;
-        let name_of = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_owned());
+        let tenancy = Tenancy::load(state, &viewer.tenant_id).await?;
+        let name_of = |id: &str| tenancy.name_of(id);
+        let assessment = risk::assess(state, &risk::Subject::of(&row)).await.map_err(unavailable)?;
+        let approved = approved_by(&view);
+        let approve_blocker = tenancy.check(&viewer.user_id, &row, &approved).err().map(|why| why.message());
+        let (still_needed, no_one_can_approve) = if waiting(&row) {
+            let eligible = tenancy.eligible(&row, &approved);
+            let missing = missing(state, &row, &assessment.signals, approved.len());
+            (Some(still_needed(missing, &eligible, c.currency.code())), eligible.len() < missing)
+        } else {
+            (None, false)
+        };
         let timeline = store::audit::for_proposal(&state.db.read, &row.id)
             .await
             .map_err(unavailable)?
@@ -106,9 +213,11 @@ impl ConsoleService {
             sentence: c.sentence(),
             amount: c.currency.format_minor(c.amount_minor),
             payee_name: c.destination.legal_name.clone(),
-            payee_masked: c.destination.id.masked(),
+            payee_masked: mask_account_tagged(c.destination.id.expose()),
             payee_trusted: row.payee_trusted,
             source_masked: c.source_account.masked(),
+            source_label: state.settings.console.source_account_labels.get(c.source_account.expose()).cloned(),
+            budget_today: self.budget_today(&row).await?,
             purpose: c.purpose_code.to_string(),
             invoice_id: c.invoice_id.as_ref().map(|i| i.to_string()),
             reference: c.reference.as_ref().map(|r| r.as_str().to_owned()),
@@ -139,8 +248,30 @@ impl ConsoleService {
             timeline,
             created_at: store::ts(row.created_at),
             expires_at: store::ts(row.expires_at),
-            can_decide: blocker.is_none(),
-            decide_blocker: blocker,
+            can_approve: approve_blocker.is_none(),
+            approve_blocker,
+            can_reject: viewer.can_approve() && waiting(&row),
+            still_needed,
+            no_one_can_approve,
+            signals: assessment
+                .signals
+                .iter()
+                .map(|s| SignalLine { code: s.code.into(), label: s.label().into(), message: s.message.clone() })
+                .collect(),
+            payee_history: assessment
+                .history
+                .iter()
+                .take(risk::RECENT_SHOWN)
+                .map(|e| HistoryLine {
+                    id: e.id.clone(),
+                    at: store::ts(e.created_at),
+                    amount: Currency::parse(&e.currency).map_or_else(
+                        |_| format!("{} {}", e.amount_minor, e.currency),
+                        |c| c.format_minor(e.amount_minor),
+                    ),
+                    status: e.status.as_str().into(),
+                })
+                .collect(),
             operation_status: operation.map(|o| o.status.as_str().to_owned()),
             rail_reference: operation.and_then(|o| o.rail_reference.clone()),
             operation_error: operation.and_then(|o| o.error.as_ref()).map(|e| format!("{} ({})", e.message, e.code)),
@@ -232,36 +363,17 @@ impl ConsoleService {
         Ok(items)
     }
 
-    /// User id -> username, for showing people by name.
-    async fn usernames(&self, tenant: &str) -> Result<std::collections::HashMap<String, String>, ConsoleError> {
+    /// "1,250.00 USD of 50,000.00 USD used today", when the tenant has a
+    /// daily budget in the proposal's currency.
+    async fn budget_today(&self, row: &ProposalRow) -> Result<Option<String>, ConsoleError> {
         let mut conn = self.state.db.reader().await.map_err(unavailable)?;
-        let users = store::directory::users_of(&mut conn, tenant).await.map_err(unavailable)?;
-        Ok(users.into_iter().map(|u| (u.id, u.username)).collect())
-    }
-
-    /// Why the viewer cannot decide now, if they cannot. The authoritative
-    /// checks are in `approvals::decide`; this only shapes the page.
-    async fn blocker(
-        &self,
-        viewer: &Viewer,
-        row: &ProposalRow,
-        view: &crate::proposals::ProposalView,
-    ) -> Result<Option<String>, ConsoleError> {
-        if !viewer.can_approve() {
-            return Ok(Some("Your role (viewer) cannot approve or reject.".into()));
-        }
-        if !matches!(row.status, ProposalStatus::PendingApproval | ProposalStatus::ApprovalExpired) {
-            return Ok(Some(format!("{}: this proposal no longer waits for a decision.", row.status.label())));
-        }
-        let mut conn = self.state.db.reader().await.map_err(unavailable)?;
-        let agent = store::directory::agent(&mut conn, &row.tenant_id, &row.agent_id).await.map_err(unavailable)?;
-        if agent.is_some_and(|a| a.acts_for == viewer.user_id) {
-            return Ok(Some("The agent acts for you, so you cannot decide on its proposals.".into()));
-        }
-        if view.approvals.iter().any(|a| a.approver_id == viewer.user_id) {
-            return Ok(Some("You have already approved; another approver must give the next approval.".into()));
-        }
-        Ok(None)
+        let budgets = store::directory::budgets_of(&mut conn, &row.tenant_id).await.map_err(unavailable)?;
+        let Some(limit) = budgets.get(&row.currency).copied() else { return Ok(None) };
+        let day = crate::commit::budget_day(chrono::Utc::now());
+        let used =
+            store::operations::reserved(&mut conn, &row.tenant_id, &row.currency, &day).await.map_err(unavailable)?;
+        let currency = row.request.currency;
+        Ok(Some(format!("{} of {} used today", currency.format_minor(used), currency.format_minor(limit))))
     }
 
     async fn admin_data(

@@ -28,6 +28,7 @@ pub mod proposals;
 pub mod provision;
 pub mod rail;
 pub mod registry_changes;
+pub mod risk;
 pub mod shutdown;
 pub mod slack;
 pub mod startup;

@@ -121,7 +121,8 @@ pub struct Reason {
 #[schema(as = PolicyDecision)]
 pub struct Decision {
     pub outcome: Outcome,
-    #[schema(maximum = 2)]
+    /// 3 only with `risk.extra_approval` and a risk signal.
+    #[schema(maximum = 3)]
     pub required_approvals: u8,
     pub reasons: Vec<Reason>,
 }

@@ -295,6 +295,7 @@ pub(crate) async fn prepare(
         ProposalRequest::Reversal(r) => (canonical_reversal(state, agent, r).await?, false),
     };
     let hash = canonical.hash();
+    let id = store::new_id("prop", now);
     let decision = policy::evaluate(
         &state.settings.policy,
         &PolicyInput {
@@ -307,6 +308,22 @@ pub(crate) async fn prepare(
             agent: &agent.scope,
         },
     );
+    let decision = if state.settings.risk.extra_approval && decision.outcome != Outcome::Denied {
+        let subject = crate::risk::Subject {
+            id: &id,
+            tenant_id: &agent.tenant_id,
+            kind: canonical.kind,
+            payee_id: canonical.destination.id.expose(),
+            invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency,
+            created_at: now,
+        };
+        let signals = crate::risk::assess(state, &subject).await?.signals;
+        crate::risk::with_extra_approval(&state.settings.risk, decision, &signals)
+    } else {
+        decision
+    };
     let summary = audit_summary(&canonical, request.run_id().as_str(), &decision);
 
     if decision.outcome == Outcome::Denied {
@@ -333,7 +350,7 @@ pub(crate) async fn prepare(
         hash,
         run_id: request.run_id().as_str().to_owned(),
         decision,
-        id: store::new_id("prop", now),
+        id,
         now,
         summary,
     })
@@ -419,7 +436,11 @@ impl NewProposalJob {
         };
         store::audit::append(tx, &created).await?;
         let Some(approver) = decision.auto_approver() else {
-            let card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+            let mut card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+            if state.settings.slack.webhook_for(&agent.tenant_id).is_some() {
+                // Read only when a message will be posted: intake stays lean.
+                card.signals = crate::risk::assess(state, &crate::risk::Subject::of(&row)).await?.signals;
+            }
             crate::slack::outbox::announce(state, tx, &card, now).await?;
             return Ok(Some(row));
         };

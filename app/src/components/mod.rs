@@ -32,3 +32,21 @@ pub fn LoadError(error: crate::views::ConsoleError) -> impl IntoView {
         </div>
     }
 }
+
+/// A proposal's risk signals (`server/src/risk.rs`), or that there are none.
+#[component]
+pub fn SignalList(signals: Vec<crate::views::SignalLine>) -> impl IntoView {
+    if signals.is_empty() {
+        return view! { <p class="muted small" id="no-signals">"No risk signals."</p> }.into_any();
+    }
+    let items = signals
+        .into_iter()
+        .map(|s| view! { <li data-signal=s.code><strong>{s.label}</strong>" — "{s.message}</li> })
+        .collect_view();
+    view! {
+        <div class="signals" role="note" aria-label="Risk signals">
+            <ul class="signal-list">{items}</ul>
+        </div>
+    }
+    .into_any()
+}

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{console_error, load_proposal};
-use crate::components::{CsrfField, LoadError};
+use crate::components::{CsrfField, LoadError, SignalList};
 use crate::views::Viewer;
 
 /// The confirmation step: restates the exact payment, then posts the approval.
@@ -20,10 +20,11 @@ pub fn ApprovePage() -> impl IntoView {
                     let csrf = csrf.clone();
                     Suspend::new(async move {
                         match data.await {
-                            Ok(d) if d.can_decide => view! {
+                            Ok(d) if d.can_approve => view! {
                                 <h1>"Confirm approval"</h1>
                                 <p>"You are approving exactly this payment:"</p>
                                 <p class="sentence" id="confirm-sentence">{d.sentence.clone()}</p>
+                                <SignalList signals=d.signals.clone()/>
                                 <p class="muted">"Request hash "<code class="hash">{d.request_hash.clone()}</code></p>
                                 <form method="post" action=format!("/proposals/{}/decision", d.id) class="stack">
                                     <CsrfField token=csrf/>
@@ -34,7 +35,7 @@ pub fn ApprovePage() -> impl IntoView {
                             }.into_any(),
                             Ok(d) => view! {
                                 <h1>"Cannot approve"</h1>
-                                <p>{d.decide_blocker.unwrap_or_else(|| "This proposal cannot be approved now.".into())}</p>
+                                <p>{d.approve_blocker.unwrap_or_else(|| "This proposal cannot be approved now.".into())}</p>
                                 <a href=format!("/proposals/{}", d.id)>"Back"</a>
                             }.into_any(),
                             Err(e) => view! { <h1>"Confirm approval"</h1><LoadError error=console_error(&e)/> }.into_any(),

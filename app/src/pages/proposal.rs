@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{console_error, load_proposal};
-use crate::components::{CsrfField, LoadError, StatusBadge};
+use crate::components::{CsrfField, LoadError, SignalList, StatusBadge};
 use crate::views::{ProposalDetail, Viewer};
 
 /// Fixed messages for the outcome of a decision form (never reflected text).
@@ -73,24 +73,42 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         .map(|t| view! { <li><time>{t.at.clone()}</time>" — "{t.action.clone()}" ("{t.actor.clone()}")"</li> })
         .collect_view();
     let no_approvals = detail.approvals.is_empty();
-    let decide = if detail.can_decide {
-        let approve_href = format!("/proposals/{}/approve", detail.id);
-        let action = format!("/proposals/{}/decision", detail.id);
-        view! {
-            <div class="actions">
-                <a class="button primary" id="approve" href=approve_href>"Approve…"</a>
-                <form method="post" action=action class="reject stack">
-                    <CsrfField token=csrf/>
-                    <input type="hidden" name="decision" value="reject"/>
-                    <label>"Reason for rejecting" <textarea name="reason" required maxlength="500"></textarea></label>
-                    <button type="submit" class="danger" id="reject">"Reject"</button>
-                </form>
-            </div>
-        }
-        .into_any()
+    let approve = if detail.can_approve {
+        view! { <a class="button primary" id="approve" href=format!("/proposals/{}/approve", detail.id)>"Approve…"</a> }
+            .into_any()
     } else {
-        detail.decide_blocker.clone().map(|b| view! { <p class="muted">{b}</p> }).into_any()
+        // Shown, disabled, with the reason: nobody learns only after confirming.
+        detail
+            .approve_blocker
+            .clone()
+            .map(|why| {
+                view! {
+                    <button type="button" id="approve-unavailable" disabled=true aria-describedby="approve-blocker">"Approve"</button>
+                    <p class="muted" id="approve-blocker">{why}</p>
+                }
+            })
+            .into_any()
     };
+    let reject = detail.can_reject.then(|| {
+        view! {
+            <form method="post" action=format!("/proposals/{}/decision", detail.id) class="reject stack">
+                <CsrfField token=csrf/>
+                <input type="hidden" name="decision" value="reject"/>
+                <label>"Reason for rejecting" <textarea name="reason" required maxlength="500"></textarea></label>
+                <button type="submit" class="danger" id="reject">"Reject"</button>
+            </form>
+        }
+    });
+    let history = detail
+        .payee_history
+        .iter()
+        .map(|h| {
+            view! {
+                <li><a href=format!("/proposals/{}", h.id)>{h.amount.clone()}</a>" "<StatusBadge status=h.status.clone()/>" "<time class="muted">{h.at.clone()}</time></li>
+            }
+        })
+        .collect_view();
+    let no_history = detail.payee_history.is_empty();
     let payment = detail.operation_status.clone().map(|status| {
         view! {
             <Payment
@@ -106,12 +124,20 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             <StatusBadge status=detail.status.clone()/>
             <h1 class="sentence">{detail.sentence.clone()}</h1>
         </header>
+        {detail.no_one_can_approve.then(|| view! {
+            <p class="notice notice-error" role="alert" id="no-approver">"No one in this tenant can approve this."</p>
+        })}
         {payment}
+        <div class="card" id="signals">
+            <h2>"Risk signals"</h2>
+            <SignalList signals=detail.signals.clone()/>
+        </div>
         <div class="grid">
             <dl class="facts card">
                 <dt>"Amount"</dt><dd class="num">{detail.amount.clone()}</dd>
                 <dt>"Payee"</dt><dd>{detail.payee_name.clone()}" "<span class="muted">{detail.payee_masked.clone()}</span>{detail.payee_trusted.then(|| view! { " " <span class="badge">"trusted"</span> })}</dd>
-                <dt>"From"</dt><dd>{detail.source_masked.clone()}</dd>
+                <dt>"From"</dt><dd>{detail.source_label.clone().map(|l| view! { {l}" " })}<span class="muted">{detail.source_masked.clone()}</span></dd>
+                {detail.budget_today.clone().map(|b| view! { <dt>"Budget"</dt><dd id="budget-today">{b}</dd> })}
                 <dt>"Purpose"</dt><dd>{detail.purpose.clone()}</dd>
                 <dt>"Invoice"</dt><dd>{detail.invoice_id.clone().unwrap_or_else(|| "—".into())}</dd>
                 <dt>"Agent"</dt><dd>{detail.agent_id.clone()}" "<span class="muted">{format!("run {}", detail.run_id)}</span></dd>
@@ -132,9 +158,15 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         </div>
         <div class="card">
             <h2>"Approvals"</h2>
-            {if no_approvals { Some(view! { <p class="muted">"None yet."</p> }) } else { None }}
+            {detail.still_needed.clone().map(|n| view! { <p id="still-needed">{n}</p> })}
+            {if no_approvals { Some(view! { <p class="muted">"None in this round yet."</p> }) } else { None }}
             <ul>{approvals}</ul>
-            {decide}
+            <div class="actions">{approve}{reject}</div>
+        </div>
+        <div class="card" id="payee-history">
+            <h2>"Earlier proposals to this payee"</h2>
+            {if no_history { Some(view! { <p class="muted">"None: this is the first."</p> }) } else { None }}
+            <ul class="history">{history}</ul>
         </div>
         <div class="card">
             <h2>"Timeline"</h2>

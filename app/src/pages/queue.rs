@@ -69,10 +69,17 @@ fn QueueTable(page: Page) -> impl IntoView {
         .items
         .into_iter()
         .map(|item| {
+            let flags = (!item.signals.is_empty() || item.no_one_can_approve).then(|| {
+                let tags = item.signals.into_iter().map(|s| view! { <span class="tag">{s}</span> }).collect_view();
+                let nobody = item
+                    .no_one_can_approve
+                    .then(|| view! { <span class="tag tag-alert" data-flag="no-approver">"No one can approve"</span> });
+                view! { <span class="tags">{nobody}{tags}</span> }
+            });
             view! {
                 <tr data-proposal=item.id.clone()>
                     <td class="c-status"><StatusBadge status=item.status/></td>
-                    <td class="c-payment"><a href=format!("/proposals/{}", item.id)>{item.sentence}</a></td>
+                    <td class="c-payment"><a href=format!("/proposals/{}", item.id)>{item.sentence}</a>{flags}</td>
                     <td class="num c-amount">{item.amount}</td>
                     <td class="c-meta" data-label="Approvals">{format!("{}/{}", item.approvals, item.required_approvals)}</td>
                     <td class="c-meta" data-label="Agent">{item.agent_id}</td>

@@ -28,6 +28,17 @@ pub fn mask_account(id: &str) -> String {
     format!("{}…{}", &id[..prefix_end], tail)
 }
 
+/// `acct_…0001 #k3f9`: [`mask_account`] and a four-character tag of the
+/// whole identifier (its SHA-256, Crockford base32), so two accounts that
+/// end alike (`acct_acme…0001`, `acct_beta…0001`) look different to a
+/// reviewer, while the full number still never reaches a screen.
+pub fn mask_account_tagged(id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(id.as_bytes());
+    let tag: String = digest.iter().take(4).map(|b| crate::ids::crockford_char(*b)).collect();
+    format!("{} #{tag}", mask_account(id))
+}
+
 macro_rules! account_type {
     ($(#[$doc:meta])* $name:ident, $check:expr, $rule:literal) => {
         $(#[$doc])*
@@ -278,6 +289,16 @@ mod tests {
         assert!(SourceAccount::parse("acct_0123456789abcd-f").is_err());
         assert!(SourceAccount::parse("card_0123456789abcdef").is_err());
         assert!(SourceAccount::parse("acct_0123456789abcdé").is_err());
+    }
+
+    #[test]
+    fn tagged_masks_tell_accounts_that_end_alike_apart() {
+        let (a, b) = (mask_account_tagged("acct_acme0000000001"), mask_account_tagged("acct_beta0000000001"));
+        assert!(a.starts_with("acct_…0001 #") && b.starts_with("acct_…0001 #"), "{a} {b}");
+        assert_ne!(a, b);
+        assert_eq!(a, mask_account_tagged("acct_acme0000000001"), "stable");
+        assert_eq!(a.len(), "acct_…0001 #".len() + 4);
+        assert!(!a.contains("acme"));
     }
 
     #[test]

@@ -20,8 +20,8 @@ pub mod words;
 
 pub use canonical::{CanonicalPayee, CanonicalRequest, RequestHash, CANONICAL_VERSION, REQUEST_HASH_PATTERN};
 pub use fields::{
-    is_unsafe_in_text, mask_account, FieldRule, InvoiceId, PayeeId, ProposalKind, PurposeCode, ReasonCode, Reference,
-    RunId, SourceAccount, TransferRef,
+    is_unsafe_in_text, mask_account, mask_account_tagged, FieldRule, InvoiceId, PayeeId, ProposalKind, PurposeCode,
+    ReasonCode, Reference, RunId, SourceAccount, TransferRef,
 };
 pub use money::{AmountMinor, Currency, CurrencyRules, MajorAmountError};
 pub use registry::{key_sha256, AgentKey, DisplayText, KeySha256, RegistryId, SlackUserId, Username};

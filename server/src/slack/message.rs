@@ -22,6 +22,8 @@ pub struct Card<'a> {
     /// Whether the amount is at most `slack.max_direct_approve_minor`: if
     /// not, Approve is a link to the console instead of a decision button.
     pub direct_approve: bool,
+    /// Its risk signals (`crate::risk`), shown under the facts.
+    pub signals: Vec<crate::risk::Signal>,
 }
 
 /// Slack's limit on a `plain_text` object in a confirm dialog.
@@ -71,6 +73,12 @@ impl Card<'_> {
                 text(&format!("Needs: {approvals}")),
             ]}),
         ];
+        if !self.signals.is_empty() {
+            let listed: Vec<String> = self.signals.iter().map(|s| format!("{}: {}", s.label(), s.message)).collect();
+            blocks.push(json!({"type": "section", "block_id": "risk", "text": text(&truncate(
+                &format!("⚠ Risk signals — {}", listed.join(" · ")), 3000,
+            ))}));
+        }
         if let Some(reference) = &r.reference {
             blocks.push(json!({"type": "context", "elements": [
                 text(&format!("Agent's reference (untrusted, written by the agent, not an instruction): {}", reference.as_str())),
@@ -170,6 +178,7 @@ mod tests {
             required_approvals: 2,
             console_url: "http://console.test/proposals/prop_01abc".into(),
             direct_approve: direct,
+            signals: Vec::new(),
         }
     }
 
@@ -228,6 +237,20 @@ mod tests {
         assert_eq!(buttons[0]["url"], "http://console.test/proposals/prop_01abc");
         assert!(buttons[0].get("value").is_none());
         assert!(!m.to_string().contains("\"action_id\":\"approve\""));
+    }
+
+    #[test]
+    fn risk_signals_are_shown_as_plain_text_in_every_message() {
+        let r = request();
+        let mut c = card(&r, true);
+        assert!(!c.pending().to_string().contains("Risk signals"), "none: no section");
+        c.signals = vec![crate::risk::Signal { code: "first_payment", message: "First payment to <!here>.".into() }];
+        for m in [c.pending(), c.in_progress("1 of 2 approvals"), c.decided("Approved by ana")] {
+            let blocks = m["blocks"].as_array().unwrap();
+            let risk = blocks.iter().find(|b| b["block_id"] == "risk").expect("a risk section");
+            assert_eq!(risk["text"]["type"], "plain_text");
+            assert!(risk["text"]["text"].as_str().unwrap().contains("First payment: First payment to <!here>."));
+        }
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub fn card<'a>(
         required_approvals,
         console_url: state.settings.proposal_url(proposal_id),
         direct_approve: cap.is_none_or(|cap| request.amount_minor <= *cap),
+        signals: Vec::new(),
     }
 }
 

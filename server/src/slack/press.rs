@@ -89,7 +89,8 @@ async fn answer(state: &AppState, press: &Interaction) -> crate::store::Result<A
         );
         return Ok(refused("hash_mismatch", text, about));
     }
-    let card = outbox::card(state, &row.id, &row.request, &row.request_hash, row.required_approvals);
+    let mut card = outbox::card(state, &row.id, &row.request, &row.request_hash, row.required_approvals);
+    card.signals = crate::risk::assess(state, &crate::risk::Subject::of(&row)).await?.signals;
     if verdict == Verdict::Approve && !card.direct_approve {
         let text =
             format!("Nothing was done: payments of this size are approved in the console, signed in: {console_url}");

@@ -314,14 +314,23 @@ pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
         {
             Ok(Upsert::Unchanged)
         }
-        Some(_) => {
-            sqlx::query("UPDATE payees SET legal_name = ?, trusted = ? WHERE tenant_id = ? AND id = ?")
-                .bind(&p.legal_name)
-                .bind(p.trusted)
-                .bind(&p.tenant_id)
-                .bind(&p.id)
-                .execute(&mut *conn)
-                .await?;
+        Some(row) => {
+            // A new legal name is a change of the payee's details (a risk
+            // signal for a while: `risk::signals`); trust alone is not.
+            let renamed = payee_from_row(&row)?.legal_name != p.legal_name;
+            sqlx::query(
+                "UPDATE payees SET legal_name = ?, trusted = ?,
+                     details_changed_at = CASE WHEN ? THEN ? ELSE details_changed_at END
+                 WHERE tenant_id = ? AND id = ?",
+            )
+            .bind(&p.legal_name)
+            .bind(p.trusted)
+            .bind(renamed)
+            .bind(ts(Utc::now()))
+            .bind(&p.tenant_id)
+            .bind(&p.id)
+            .execute(&mut *conn)
+            .await?;
             Ok(Upsert::Updated)
         }
         None => {

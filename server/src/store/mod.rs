@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod operations;
 pub mod proposals;
 pub mod registry_changes;
+pub mod risk;
 pub mod sessions;
 pub mod slack;
 pub mod webhooks;

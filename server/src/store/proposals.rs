@@ -419,6 +419,21 @@ pub async fn touch(conn: &mut Conn, id: &str, now: DateTime<Utc>) -> Result<()> 
     Ok(())
 }
 
+/// Raises the approvals a proposal needs, storing the policy decision that
+/// asks for them (re-evaluated at approval time, a risk signal added since);
+/// never lowers them.
+pub async fn raise_required_approvals(conn: &mut Conn, id: &str, policy: &Decision) -> Result<()> {
+    let required = i64::from(policy.required_approvals);
+    sqlx::query("UPDATE proposals SET required_approvals = ?, policy = ? WHERE id = ? AND required_approvals < ?")
+        .bind(required)
+        .bind(serde_json::to_string(policy).expect("a decision serializes"))
+        .bind(id)
+        .bind(required)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 #[derive(Debug, Clone)]
 pub struct TokenRow {
     pub jti: String,

@@ -22,6 +22,7 @@ mod console_decide;
 mod console_headers;
 mod console_session;
 mod controls;
+mod decision_support;
 mod events;
 mod expiry;
 mod idempotency;

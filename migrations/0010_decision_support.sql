@@ -1,0 +1,14 @@
+-- Risk signals on every proposal (server/src/risk.rs, docs/CONFIG.md `[risk]`).
+--
+-- When a payee's legal name last changed (NULL: never since it was added):
+-- "payee details changed in the last N days" reads it.
+ALTER TABLE payees ADD COLUMN details_changed_at TEXT;
+
+-- Duplicate invoices: the same payee and invoice id proposed before, in any
+-- run, by any agent. The invoice id lives in the canonical request; this
+-- index is on that same expression, which the query repeats exactly.
+CREATE INDEX proposals_payee_invoice
+    ON proposals (tenant_id, payee_id, json_extract(canonical_request, '$.invoice_id'));
+
+-- A payee's history (first payment, usual amounts, recent payments).
+CREATE INDEX proposals_payee_history ON proposals (tenant_id, payee_id, created_at);
