@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::GetUrl;
 
-use crate::views::{AdminData, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage};
+use crate::views::{AdminData, BulkPage, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage};
 
 #[cfg(feature = "ssr")]
 fn context() -> Result<(crate::console::Port, crate::views::Viewer), ServerFnError> {
@@ -30,19 +30,21 @@ pub fn console_error(e: &ServerFnError) -> ConsoleError {
 }
 
 #[server(input = GetUrl, prefix = "/console", endpoint = "queue")]
-pub async fn load_queue(
-    status: Option<String>,
-    order: Option<String>,
-    cursor: Option<String>,
-) -> Result<QueuePage, ServerFnError> {
+pub async fn load_queue(#[server(default)] query: String) -> Result<QueuePage, ServerFnError> {
     let (port, viewer) = context()?;
-    port.0.queue(&viewer, status, order, cursor).await.map_err(failure)
+    port.0.queue(&viewer, query).await.map_err(failure)
 }
 
 #[server(input = GetUrl, prefix = "/console", endpoint = "proposal")]
 pub async fn load_proposal(id: String) -> Result<ProposalDetail, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.proposal(&viewer, id).await.map_err(failure)
+}
+
+#[server(input = GetUrl, prefix = "/console", endpoint = "bulk")]
+pub async fn load_bulk(query: String) -> Result<BulkPage, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.bulk(&viewer, query).await.map_err(failure)
 }
 
 #[server(input = GetUrl, prefix = "/console", endpoint = "admin")]

@@ -7,7 +7,9 @@ pub use ssr::*;
 
 #[cfg(feature = "ssr")]
 mod ssr {
-    use crate::views::{AdminData, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage, Viewer};
+    use crate::views::{
+        AdminData, BulkPage, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage, Viewer,
+    };
     use std::future::Future;
     use std::pin::Pin;
     use std::sync::Arc;
@@ -15,14 +17,13 @@ mod ssr {
     pub type PortFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ConsoleError>> + Send + 'a>>;
 
     pub trait ConsolePort: Send + Sync + 'static {
-        fn queue<'a>(
-            &'a self,
-            viewer: &'a Viewer,
-            status: Option<String>,
-            order: Option<String>,
-            cursor: Option<String>,
-        ) -> PortFuture<'a, QueuePage>;
+        /// The queue for a query string (`status=all&currency=USD&min=1000`…),
+        /// parsed by the server exactly as `GET /api/v1/queue` parses it.
+        fn queue<'a>(&'a self, viewer: &'a Viewer, query: String) -> PortFuture<'a, QueuePage>;
         fn proposal<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ProposalDetail>;
+        /// The bulk page for a query string: `id=…` (repeated) and, after a
+        /// decision, `outcome=<id>:<code>` (repeated).
+        fn bulk<'a>(&'a self, viewer: &'a Viewer, query: String) -> PortFuture<'a, BulkPage>;
         fn admin<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, AdminData>;
         /// The tenant's operations needing review, and those being reconciled.
         fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage>;

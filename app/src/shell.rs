@@ -9,6 +9,7 @@ use crate::components::CsrfField;
 use crate::pages::{
     admin::AdminPage,
     approve::ApprovePage,
+    bulk::BulkDecisionPage,
     home::HomePage,
     login::LoginPage,
     operations::{OperationsPage, ResolveOperationPage},
@@ -72,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id/approve") view=ApprovePage ssr=SsrMode::Async/>
+                    <Route path=path!("/bulk") view=BulkDecisionPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations") view=OperationsPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations/:id/resolve") view=ResolveOperationPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>

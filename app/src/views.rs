@@ -50,7 +50,31 @@ pub struct QueuePage {
     pub items: Vec<QueueItem>,
     pub status: String,
     pub order: String,
-    pub next_cursor: Option<String>,
+    /// The search as given, to fill the form again.
+    pub search: QueueSearch,
+    /// Why the search could not run (one line per bad field); no items then.
+    pub errors: Vec<String>,
+    /// The query string of the next page (this search, the next cursor).
+    pub next_query: Option<String>,
+}
+
+/// The queue's search fields, as typed (empty: not searched on).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueSearch {
+    pub payee: String,
+    pub currency: String,
+    pub min: String,
+    pub max: String,
+    pub agent: String,
+    pub invoice_id: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl QueueSearch {
+    pub fn is_empty(&self) -> bool {
+        self == &QueueSearch::default()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +90,9 @@ pub struct ApprovalLine {
     pub reason: Option<String>,
     pub via: String,
     pub at: String,
+    /// The approval round it was given in (a new round starts when an
+    /// approval expires unused).
+    pub round: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,6 +127,17 @@ pub struct ProposalDetail {
     pub timeline: Vec<TimelineLine>,
     pub created_at: String,
     pub expires_at: String,
+    /// How many changes had been published when this was read: the live
+    /// page waits for more than this, then reads it again.
+    pub change_seq: u64,
+    /// The server's time when this was read (relative times on first render).
+    pub now: String,
+    /// The current approval round (1 unless an approval expired unused).
+    pub approval_round: i64,
+    /// When the approval token expires, while the proposal is approved.
+    pub token_expires_at: Option<String>,
+    /// How long an approval token lives (`approval.token_ttl_secs`).
+    pub token_ttl_secs: u64,
     /// Whether the viewer may approve now (the server's `may_approve`), and
     /// if not, why; rejecting needs only the role and a waiting proposal.
     pub can_approve: bool,
@@ -131,6 +169,46 @@ pub struct SignalLine {
     pub code: String,
     pub label: String,
     pub message: String,
+}
+
+impl ProposalDetail {
+    /// The proposal's data without what changes on every read (the change
+    /// count, the clock): equal when nothing about the proposal changed.
+    pub fn without_clock(mut self) -> ProposalDetail {
+        self.change_seq = 0;
+        self.now = String::new();
+        self
+    }
+}
+
+/// The bulk decision page: the listed proposals, what the viewer may do
+/// with each, and the totals; after a decision, each one's outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkPage {
+    pub items: Vec<BulkItem>,
+    /// Per currency, of the proposals the viewer may approve ("1,250.00 USD").
+    pub approvable_totals: Vec<String>,
+    /// Listed ids that are not proposals of the viewer's tenant.
+    pub unknown: usize,
+    /// Whether this shows the outcome of a decision just made.
+    pub done: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkItem {
+    pub id: String,
+    pub status: String,
+    pub sentence: String,
+    pub amount: String,
+    pub can_approve: bool,
+    /// Why the viewer cannot approve it, if they cannot.
+    pub approve_blocker: Option<String>,
+    pub can_reject: bool,
+    /// Labels of its risk signals.
+    pub signals: Vec<String>,
+    /// After a decision: `approved`, `rejected` or why not (a fixed code,
+    /// as the decision form's: `approver_limit`, `invalid_state`, …).
+    pub outcome: Option<String>,
 }
 
 /// An earlier proposal to the same payee.

@@ -132,9 +132,10 @@ test('on a phone the queue is cards, the status filter is compact, Sign out stay
   await expect(row).toBeVisible();
   expect(await row.evaluate((e) => getComputedStyle(e).display)).toBe('grid');
   await expect(page.locator('table.queue-list thead')).toHaveCSS('position', 'absolute');
-  // One control, not a row of twelve tabs.
-  const filter = page.locator('form.filter');
-  expect((await filter.boundingBox()).height).toBeLessThan(60);
+  // One control, not a row of twelve tabs; the search fields stay folded.
+  expect((await page.locator('#status-filter').boundingBox()).height).toBeLessThan(60);
+  expect((await page.locator('form.filter').boundingBox()).height).toBeLessThan(200);
+  await expect(page.locator('#q-payee')).toBeHidden();
   await expect(page.locator('#status-filter option')).toHaveCount(12);
   const signOut = page.locator('header.topbar button', { hasText: 'Sign out' });
   await expect(signOut).toBeInViewport();

@@ -52,6 +52,26 @@ pub enum DecideError {
     Store(#[from] crate::store::StoreError),
 }
 
+impl DecideError {
+    /// The decision forms' fixed outcome code (`invalid_state`,
+    /// `approver_limit`, …): what a page shows in words, never the message.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DecideError::NotFound => "not_found",
+            DecideError::NotAnApprover => "forbidden",
+            DecideError::InvalidState(_) => "invalid_state",
+            DecideError::BadReason(_) => "reason_required",
+            DecideError::Denied(d) => match d.reasons.first().map(|r| r.rule.as_str()) {
+                Some("segregation_of_duties") => "segregation_of_duties",
+                Some("approver_limit") => "approver_limit",
+                Some("distinct_approvers") => "distinct_approvers",
+                _ => "policy_denied",
+            },
+            DecideError::Token(_) | DecideError::Store(_) => "error",
+        }
+    }
+}
+
 fn denied(rule: &str, message: String) -> DecideError {
     DecideError::Denied(Decision::denied_by(rule, message))
 }
@@ -265,6 +285,30 @@ async fn decide_inner(
     tx.commit().await?;
     state.changes.publish(proposal_id);
     load(state, approver, proposal_id).await
+}
+
+/// The most proposals one bulk decision may list.
+pub const BULK_MAX: usize = 50;
+
+/// One decision over several proposals, as a reviewer confirmed them on one
+/// page: each goes through [`decide`] on its own (its own limits, policy,
+/// risk and state checks), in the order given; one refusal stops nothing
+/// else. Each id is decided once even if listed twice.
+pub async fn decide_many(
+    state: &AppState,
+    approver: &Approver,
+    ids: &[String],
+    verdict: &Verdict,
+    now: DateTime<Utc>,
+) -> Vec<(String, Result<ProposalView, DecideError>)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut results = Vec::new();
+    for id in ids.iter().take(BULK_MAX) {
+        if seen.insert(id.as_str()) {
+            results.push((id.clone(), decide(state, approver, id, verdict.clone(), now).await));
+        }
+    }
+    results
 }
 
 async fn load(state: &AppState, approver: &Approver, id: &str) -> Result<ProposalView, DecideError> {

@@ -7,14 +7,14 @@ use std::pin::Pin;
 
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
-    AdminData, AgentRow, ApprovalLine, ConsoleError, HistoryLine, OperationItem, OperationsPage, PayeeRow,
-    PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine, ResolvePage, SignalLine,
+    AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, HistoryLine, OperationItem, OperationsPage,
+    PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine, ResolvePage, SignalLine,
     TimelineLine, UserRow, Viewer,
 };
 
 use crate::approvals::{may_approve, Candidate, Ineligible};
 use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
-use crate::http::console::ADMIN_FLASH;
+use crate::http::console::{QueueParams, ADMIN_FLASH};
 use crate::proposals::ListQuery;
 use crate::risk::{self, Signal};
 use crate::state::Shared;
@@ -121,17 +121,34 @@ fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
 }
 
 impl ConsoleService {
-    async fn queue_page(
-        &self,
-        viewer: &Viewer,
-        status: Option<String>,
-        order: Option<String>,
-        cursor: Option<String>,
-    ) -> Result<QueuePage, ConsoleError> {
+    async fn queue_page(&self, viewer: &Viewer, query_string: String) -> Result<QueuePage, ConsoleError> {
         // Read before the rows: a change made after this is waited for.
         let change_seq = self.state.changes.published();
-        let query = ListQuery::parse(status.as_deref(), order.as_deref(), None, cursor.as_deref())
-            .map_err(|_| ConsoleError::NotFound)?;
+        let params = QueueParams::from_query(&query_string);
+        let search = params.as_ref().map(QueueParams::search).unwrap_or_default();
+        let parsed = match &params {
+            Ok(p) => ListQuery::parse(&p.input())
+                .map_err(|errors| errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>()),
+            Err(unknown) => Err(vec![unknown.clone()]),
+        };
+        let query = match parsed {
+            Ok(query) => query,
+            Err(errors) => {
+                let (status, order) = params
+                    .as_ref()
+                    .map(|p| (p.status_or_default(), p.order_or_default()))
+                    .unwrap_or(("pending_approval".into(), "newest".into()));
+                return Ok(QueuePage {
+                    change_seq,
+                    items: Vec::new(),
+                    status,
+                    order,
+                    search,
+                    errors,
+                    next_query: None,
+                });
+            }
+        };
         let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
         let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;
         let tenancy = Tenancy::load(&self.state, &viewer.tenant_id).await?;
@@ -166,13 +183,84 @@ impl ConsoleService {
             change_seq,
             items,
             status: query.status.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "all".into()),
-            order: if query.oldest_first { "oldest".into() } else { "newest".into() },
-            next_cursor,
+            order: query.order_name().into(),
+            next_query: next_cursor.and_then(|c| params.ok().map(|p| p.with_cursor(&c))),
+            search,
+            errors: Vec::new(),
+        })
+    }
+
+    /// The bulk page: `id=…` (repeated, at most `BULK_MAX`) and, after a
+    /// decision, `outcome=<id>:<code>` (repeated).
+    async fn bulk_page(&self, viewer: &Viewer, query: String) -> Result<BulkPage, ConsoleError> {
+        let state = &self.state;
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded::from_str(query.trim_start_matches('?')).unwrap_or_default();
+        let mut ids: Vec<String> = Vec::new();
+        let mut outcomes: HashMap<String, String> = HashMap::new();
+        for (key, value) in pairs {
+            match key.as_str() {
+                "id" if !ids.contains(&value) && ids.len() < crate::approvals::BULK_MAX => ids.push(value),
+                "outcome" => {
+                    // A fixed code (the page words it); anything else is dropped.
+                    if let Some((id, code)) = value.split_once(':') {
+                        if code.len() <= 40 && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                            outcomes.insert(id.to_owned(), code.to_owned());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut rows = Vec::with_capacity(ids.len());
+        for id in &ids {
+            if let Some(row) =
+                store::proposals::get(&state.db.read, &viewer.tenant_id, id).await.map_err(unavailable)?
+            {
+                rows.push(row);
+            }
+        }
+        let unknown = ids.len() - rows.len();
+        let views = crate::proposals::views(state, rows.clone()).await.map_err(unavailable)?;
+        let tenancy = Tenancy::load(state, &viewer.tenant_id).await?;
+        let mut totals: std::collections::BTreeMap<String, (Currency, u64)> = std::collections::BTreeMap::new();
+        let mut items = Vec::with_capacity(rows.len());
+        for (row, view) in rows.iter().zip(views) {
+            let c = &row.request;
+            let check = tenancy.check(&viewer.user_id, row, &approved_by(&view));
+            if check.is_ok() {
+                let total = totals.entry(c.currency.code().to_owned()).or_insert((c.currency, 0));
+                total.1 = total.1.saturating_add(c.amount_minor);
+            }
+            let signals = if waiting(row) {
+                risk::assess(state, &risk::Subject::of(row)).await.map_err(unavailable)?.signals
+            } else {
+                Vec::new()
+            };
+            items.push(BulkItem {
+                id: row.id.clone(),
+                status: row.status.as_str().into(),
+                sentence: c.sentence(),
+                amount: c.currency.format_minor(c.amount_minor),
+                can_approve: check.is_ok(),
+                approve_blocker: check.err().map(|why| why.message()),
+                can_reject: viewer.can_approve() && waiting(row),
+                signals: signals.iter().map(|s| s.label().to_owned()).collect(),
+                outcome: outcomes.get(&row.id).cloned(),
+            });
+        }
+        Ok(BulkPage {
+            items,
+            approvable_totals: totals.values().map(|(currency, minor)| currency.format_minor(*minor)).collect(),
+            unknown,
+            done: !outcomes.is_empty(),
         })
     }
 
     async fn detail(&self, viewer: &Viewer, id: String) -> Result<ProposalDetail, ConsoleError> {
         let state = &self.state;
+        // Read before the rows: a change made after this is waited for.
+        let change_seq = state.changes.published();
         let row = store::proposals::get(&state.db.read, &viewer.tenant_id, &id)
             .await
             .map_err(unavailable)?
@@ -234,17 +322,25 @@ impl ConsoleService {
                 .iter()
                 .map(|r| ReasonLine { rule: r.rule.clone(), message: r.message.clone() })
                 .collect(),
-            approvals: view
-                .approvals
-                .iter()
+            // Every round, so an expired round's approvals stay in view.
+            approvals: store::proposals::approvals_all_rounds(&state.db.read, &row.id)
+                .await
+                .map_err(unavailable)?
+                .into_iter()
                 .map(|a| ApprovalLine {
                     approver: words::audit_actor(&format!("user:{}", a.approver_id), name_of),
                     decision: words::decision(&a.decision),
-                    reason: a.reason.clone(),
+                    reason: a.reason,
                     via: words::channel(&a.via),
-                    at: a.at.clone(),
+                    at: store::ts(a.at),
+                    round: a.round,
                 })
                 .collect(),
+            change_seq,
+            now: store::ts(chrono::Utc::now()),
+            approval_round: row.approval_round,
+            token_expires_at: self.token_expiry(&row).await?,
+            token_ttl_secs: state.settings.approval.token_ttl_secs,
             timeline,
             created_at: store::ts(row.created_at),
             expires_at: store::ts(row.expires_at),
@@ -363,6 +459,17 @@ impl ConsoleService {
         Ok(items)
     }
 
+    /// When the approval token expires, while the proposal is approved
+    /// (the token itself goes only to the agent).
+    async fn token_expiry(&self, row: &ProposalRow) -> Result<Option<String>, ConsoleError> {
+        if row.status != ProposalStatus::Approved {
+            return Ok(None);
+        }
+        let bundle =
+            store::proposals::bundle(&self.state.db.read, &row.tenant_id, &row.id).await.map_err(unavailable)?;
+        Ok(bundle.and_then(|b| b.token).filter(|t| t.used_at.is_none()).map(|t| store::ts(t.expires_at)))
+    }
+
     /// "1,250.00 USD of 50,000.00 USD used today", when the tenant has a
     /// daily budget in the proposal's currency.
     async fn budget_today(&self, row: &ProposalRow) -> Result<Option<String>, ConsoleError> {
@@ -470,18 +577,16 @@ fn why(op: &OperationRow) -> String {
 }
 
 impl ConsolePort for ConsoleService {
-    fn queue<'a>(
-        &'a self,
-        viewer: &'a Viewer,
-        status: Option<String>,
-        order: Option<String>,
-        cursor: Option<String>,
-    ) -> PortFuture<'a, QueuePage> {
-        Box::pin(self.queue_page(viewer, status, order, cursor))
+    fn queue<'a>(&'a self, viewer: &'a Viewer, query: String) -> PortFuture<'a, QueuePage> {
+        Box::pin(self.queue_page(viewer, query))
     }
 
     fn proposal<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ProposalDetail> {
         Box::pin(self.detail(viewer, id))
+    }
+
+    fn bulk<'a>(&'a self, viewer: &'a Viewer, query: String) -> PortFuture<'a, BulkPage> {
+        Box::pin(self.bulk_page(viewer, query))
     }
 
     fn admin<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, AdminData> {

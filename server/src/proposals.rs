@@ -6,11 +6,12 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::domain::{
-    mask_account, CanonicalPayee, CanonicalRequest, FieldError, PayeeId, ProposalKind, ProposalRequest, ProposalStatus,
-    PurposeCode, RequestHash, ReversalRequest, TransferRequest, CANONICAL_VERSION,
+    mask_account, CanonicalPayee, CanonicalRequest, Currency, FieldError, PayeeId, ProposalKind, ProposalRequest,
+    ProposalStatus, PurposeCode, RequestHash, ReversalRequest, TransferRequest, CANONICAL_VERSION,
 };
 use crate::policy::{self, AgentScope, Decision, Outcome, PolicyInput};
 use crate::state::AppState;
+use crate::store::proposals::{ListFilters, ListOrder};
 use crate::store::{self, audit::AuditEntry, directory::Agent, proposals::ProposalRow};
 
 /// An authenticated agent: identity comes from the credential, never the body.
@@ -737,9 +738,109 @@ pub async fn cancel(
 /// queue endpoint and the queue page.
 pub struct ListQuery {
     pub status: Option<ProposalStatus>,
-    pub oldest_first: bool,
+    pub order: ListOrder,
+    pub filters: ListFilters,
     pub limit: u32,
     pub cursor: Option<String>,
+}
+
+/// The queue's parameters as given (query string, form), before checking.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct QueueInput<'a> {
+    pub status: Option<&'a str>,
+    pub order: Option<&'a str>,
+    pub limit: Option<u32>,
+    pub cursor: Option<&'a str>,
+    pub payee: Option<&'a str>,
+    pub currency: Option<&'a str>,
+    pub min: Option<&'a str>,
+    pub max: Option<&'a str>,
+    pub agent: Option<&'a str>,
+    pub invoice_id: Option<&'a str>,
+    pub from: Option<&'a str>,
+    pub to: Option<&'a str>,
+}
+
+/// The queue's sort orders, as the `order` parameter names them.
+pub const QUEUE_ORDERS: [(&str, ListOrder); 5] = [
+    ("newest", ListOrder::Newest),
+    ("oldest", ListOrder::Oldest),
+    ("amount_desc", ListOrder::AmountDesc),
+    ("amount_asc", ListOrder::AmountAsc),
+    ("expires_soonest", ListOrder::ExpiresSoonest),
+];
+
+impl ListQuery {
+    /// The parameter value of this query's order.
+    pub fn order_name(&self) -> &'static str {
+        QUEUE_ORDERS.iter().find(|(_, o)| *o == self.order).map_or("newest", |(name, _)| name)
+    }
+}
+
+/// A search term: trimmed, empty is none, at most 100 characters without
+/// control characters.
+fn term(field: &str, value: Option<&str>, errors: &mut Vec<FieldError>) -> Option<String> {
+    let value = value.map(str::trim).filter(|v| !v.is_empty())?;
+    if value.chars().count() > 100 || value.chars().any(char::is_control) {
+        errors.push(FieldError::new(
+            field,
+            "invalid_value",
+            "must be at most 100 characters, without control characters",
+        ));
+        return None;
+    }
+    Some(value.to_owned())
+}
+
+/// `YYYY-MM-DD` as the start of that UTC day.
+fn day(field: &str, value: Option<&str>, errors: &mut Vec<FieldError>) -> Option<DateTime<Utc>> {
+    let value = value.map(str::trim).filter(|v| !v.is_empty())?;
+    match chrono::NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+        Ok(date) => Some(date.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc()),
+        Err(_) => {
+            errors.push(FieldError::new(field, "invalid_value", "must be a date, YYYY-MM-DD"));
+            None
+        }
+    }
+}
+
+/// The search filters of the queue; amounts are in major units of `currency`,
+/// which they need.
+fn filters(q: &QueueInput<'_>, errors: &mut Vec<FieldError>) -> ListFilters {
+    let currency = term("currency", q.currency, errors).and_then(|c| match Currency::parse(&c.to_uppercase()) {
+        Ok(c) => Some(c),
+        Err(_) => {
+            errors.push(FieldError::new("currency", "invalid_value", "is not a known currency code"));
+            None
+        }
+    });
+    let mut amount = |field: &str, value: Option<&str>| {
+        let value = value.map(str::trim).filter(|v| !v.is_empty())?;
+        let Some(currency) = currency else {
+            errors.push(FieldError::new(field, "invalid_value", "needs a currency to compare amounts in"));
+            return None;
+        };
+        match currency.parse_major(value) {
+            Ok(minor) => Some(minor),
+            Err(_) => {
+                errors.push(FieldError::new(field, "invalid_value", "must be an amount such as 1250.00"));
+                None
+            }
+        }
+    };
+    let min_minor = amount("min", q.min);
+    let max_minor = amount("max", q.max);
+    ListFilters {
+        payee: term("payee", q.payee, errors),
+        currency: currency.map(|c| c.code().to_owned()),
+        min_minor,
+        max_minor,
+        agent: term("agent", q.agent, errors),
+        invoice_id: term("invoice_id", q.invoice_id, errors),
+        created_from: day("from", q.from, errors),
+        // `to` is inclusive: before the start of the next day.
+        created_before: day("to", q.to, errors).map(|d| d + Duration::days(1)),
+    }
 }
 
 /// Checks the paging part of a listing query: `limit` (1–100, `default`
@@ -770,29 +871,31 @@ fn status_filter(status: &str, message: &'static str, errors: &mut Vec<FieldErro
 }
 
 impl ListQuery {
-    /// The console queue: pending by default; `status=all` lists every status.
-    pub fn parse(
-        status: Option<&str>,
-        order: Option<&str>,
-        limit: Option<u32>,
-        cursor: Option<&str>,
-    ) -> Result<Self, Vec<FieldError>> {
+    /// The console queue: pending by default; `status=all` lists every
+    /// status; searched by payee, currency and amount range, agent, invoice
+    /// id and creation dates; sorted by creation, amount or expiry.
+    pub fn parse(q: &QueueInput<'_>) -> Result<Self, Vec<FieldError>> {
         let mut errors = Vec::new();
-        let status = match status.unwrap_or("pending_approval") {
+        let status = match q.status.filter(|s| !s.is_empty()).unwrap_or("pending_approval") {
             "all" => None,
             s => status_filter(s, "is not a proposal status (or `all`)", &mut errors),
         };
-        let oldest_first = match order.unwrap_or("newest") {
-            "newest" => false,
-            "oldest" => true,
-            _ => {
-                errors.push(FieldError::new("order", "invalid_value", "must be newest or oldest"));
-                false
+        let wanted = q.order.filter(|o| !o.is_empty()).unwrap_or("newest");
+        let order = match QUEUE_ORDERS.iter().find(|(name, _)| *name == wanted) {
+            Some((_, order)) => *order,
+            None => {
+                errors.push(FieldError::new(
+                    "order",
+                    "invalid_value",
+                    "must be newest, oldest, amount_desc, amount_asc or expires_soonest",
+                ));
+                ListOrder::Newest
             }
         };
-        let (limit, cursor) = paging(limit, 25, cursor, &mut errors);
+        let filters = filters(q, &mut errors);
+        let (limit, cursor) = paging(q.limit, 25, q.cursor, &mut errors);
         if errors.is_empty() {
-            Ok(ListQuery { status, oldest_first, limit, cursor })
+            Ok(ListQuery { status, order, filters, limit, cursor })
         } else {
             Err(errors)
         }
@@ -807,7 +910,7 @@ impl ListQuery {
         };
         let (limit, cursor) = paging(limit, 50, cursor, &mut errors);
         if errors.is_empty() {
-            Ok(ListQuery { status, oldest_first: false, limit, cursor })
+            Ok(ListQuery { status, order: ListOrder::Newest, filters: ListFilters::default(), limit, cursor })
         } else {
             Err(errors)
         }
@@ -825,7 +928,8 @@ impl ListQuery {
             tenant_id: tenant,
             agent_id: agent,
             status: self.status,
-            oldest_first: self.oldest_first,
+            order: self.order,
+            filters: &self.filters,
             limit: self.limit,
             cursor: self.cursor.as_deref(),
         };

@@ -50,3 +50,41 @@ pub fn SignalList(signals: Vec<crate::views::SignalLine>) -> impl IntoView {
     }
     .into_any()
 }
+
+/// A stored UTC time (`2026-12-01T09:41:13.123Z`) in the reader's time zone
+/// ("2026-12-01 10:41 UTC+1"), optionally with how long from now ("in 23 h").
+/// The server renders UTC, relative to `now` (the time the data was read);
+/// once hydrated, the browser's zone and clock take over. The exact instant
+/// stays in `datetime` and the tooltip.
+#[component]
+pub fn When(
+    at: String,
+    /// The server's time when the page's data was read; with it, the
+    /// relative form is shown.
+    #[prop(optional)]
+    now: Option<String>,
+) -> impl IntoView {
+    use countersign_domain::when;
+    let secs = when::epoch_secs(&at);
+    let relative = now.is_some();
+    let fallback = at.clone();
+    let render = move |offset_minutes: i64, now: Option<i64>| match secs {
+        None => fallback.clone(),
+        Some(s) => match now.filter(|_| relative) {
+            Some(n) => format!("{} ({})", when::local(s, offset_minutes), when::relative(s - n)),
+            None => when::local(s, offset_minutes),
+        },
+    };
+    let text = RwSignal::new(render(0, now.as_deref().and_then(when::epoch_secs)));
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let Some(s) = secs {
+            // getTimezoneOffset is minutes *behind* UTC, for that instant.
+            let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(s as f64 * 1000.0));
+            let offset = -(date.get_timezone_offset() as i64);
+            let now = (js_sys::Date::now() / 1000.0) as i64;
+            text.set(render(offset, Some(now)));
+        }
+    });
+    view! { <time datetime=at.clone() title=at>{move || text.get()}</time> }
+}

@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 
 use crate::api::{console_error, load_admin};
-use crate::components::{CsrfField, LoadError};
+use crate::components::{CsrfField, LoadError, When};
 use crate::views::{AdminData, PendingChangeRow, Viewer};
 
 /// Admin: users, agents and payees of the admin's tenant; create each.
@@ -147,7 +147,7 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
             view! {
                 <li class="card pending-change" data-change=c.id.clone() data-kind=c.kind>
                     <ul class="change-lines">{lines}</ul>
-                    <p class="muted small">{format!("Proposed by {} at ", c.proposed_by)}<time>{c.proposed_at}</time></p>
+                    <p class="muted small">{format!("Proposed by {} at ", c.proposed_by)}<When at=c.proposed_at/></p>
                     <div class="actions">
                         {confirm}
                         <form method="post" action=format!("/admin/changes/{}/reject", c.id) class="inline">

@@ -1,5 +1,6 @@
 pub mod admin;
 pub mod approve;
+pub mod bulk;
 pub mod home;
 pub mod login;
 pub mod operations;

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{console_error, load_operations, load_resolution};
-use crate::components::{CsrfField, LoadError, StatusBadge};
+use crate::components::{CsrfField, LoadError, StatusBadge, When};
 use crate::views::{OperationItem, OperationsPage as Page, ResolvePage, Viewer};
 
 /// Fixed messages for the outcome of a resolve form (never reflected text).
@@ -74,7 +74,7 @@ fn Operations(page: Page) -> impl IntoView {
                         <td class="num">{op.amount}</td>
                         <td><code>{op.id}</code><br/><code class="hash muted">{op.idempotency_key}</code></td>
                         <td class="small">{op.why}</td>
-                        <td><time>{op.created_at}</time></td>
+                        <td><When at=op.created_at/></td>
                     </tr>
                 }
             })
@@ -131,8 +131,8 @@ fn OperationFacts(op: OperationItem) -> impl IntoView {
             <dt>"Operation"</dt><dd><code>{op.id}</code></dd>
             <dt>"Idempotency key"</dt><dd><code class="hash">{op.idempotency_key}</code></dd>
             {op.rail_reference.map(|r| view! { <dt>"Rail reference"</dt><dd><code>{r}</code></dd> })}
-            <dt>"Recorded"</dt><dd><time>{op.created_at}</time></dd>
-            <dt>"Last change"</dt><dd><time>{op.updated_at}</time></dd>
+            <dt>"Recorded"</dt><dd><When at=op.created_at/></dd>
+            <dt>"Last change"</dt><dd><When at=op.updated_at/></dd>
         </dl>
     }
 }

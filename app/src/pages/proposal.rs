@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{console_error, load_proposal};
-use crate::components::{CsrfField, LoadError, SignalList, StatusBadge};
+use crate::components::{CsrfField, LoadError, SignalList, StatusBadge, When};
 use crate::views::{ProposalDetail, Viewer};
 
 /// Fixed messages for the outcome of a decision form (never reflected text).
@@ -12,11 +12,13 @@ pub fn outcome_message(code: &str) -> &'static str {
         "rejected" => "The proposal was rejected.",
         "reason_required" => "A reason is required to reject.",
         "segregation_of_duties" => "You cannot approve a proposal of an agent that acts for you.",
-        "approver_limit" => "This amount is above your approval limit.",
+        "approver_limit" => "This amount is beyond your approval limit (or you have none in its currency).",
         "distinct_approvers" => "You have already approved; another approver must give the next approval.",
         "invalid_state" => "This proposal is no longer waiting for a decision.",
         "policy_denied" => "Policy no longer allows this payment.",
         "forbidden" => "Your role does not allow this.",
+        "not_found" => "No such proposal in your tenant.",
+        "invalid" => "The form was not understood; nothing was done.",
         _ => "The decision could not be recorded.",
     }
 }
@@ -28,7 +30,47 @@ pub fn ProposalPage() -> impl IntoView {
     let params = use_params_map();
     let query = use_query_map();
     let id = move || params.with(|p| p.get("id").unwrap_or_default());
-    let data = Resource::new(id, load_proposal);
+    let tick = RwSignal::new(0u64);
+    let data = Resource::new(move || (id(), tick.get()), |(id, _)| load_proposal(id));
+
+    // In the browser: wait for changes; when this proposal's data differs
+    // from what is shown (another approver acted, the agent committed…),
+    // read it again. Unchanged data is not re-rendered, so a reason being
+    // typed is not lost to someone else's change.
+    #[cfg(feature = "hydrate")]
+    {
+        let generation = StoredValue::new(0u64);
+        // Runs again whenever the data is read again (or another proposal
+        // is opened): the newest loop is the only one that goes on.
+        Effect::new(move |_| {
+            let id = id();
+            let mine = generation.get_value() + 1;
+            generation.set_value(mine);
+            // Only a proposal that was shown is followed (not a "not found").
+            let Some(Ok(first)) = data.get() else { return };
+            let mut seen = first.change_seq;
+            let mut shown = Some(first.without_clock());
+            leptos::task::spawn_local(async move {
+                while let Ok(now) = crate::api::wait_for_change(seen).await {
+                    if generation.try_get_value() != Some(mine) {
+                        break; // another proposal is shown now, or the page is gone
+                    }
+                    if now == seen {
+                        continue;
+                    }
+                    seen = now;
+                    let Ok(fresh) = load_proposal(id.clone()).await else { continue };
+                    let fresh = Some(fresh.without_clock());
+                    if fresh != shown {
+                        shown = fresh;
+                        if tick.try_update(|t| *t += 1).is_none() {
+                            break;
+                        }
+                    }
+                }
+            });
+        });
+    }
     let flash =
         move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));
     view! {
@@ -37,14 +79,14 @@ pub fn ProposalPage() -> impl IntoView {
                 let class = if is_error { "notice notice-error" } else { "notice notice-ok" };
                 view! { <p class=class role="status">{outcome_message(&code)}</p> }
             })}
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {
                         Ok(detail) => view! { <Detail detail/> }.into_any(),
                         Err(e) => view! { <h1>"Proposal"</h1><LoadError error=console_error(&e)/> }.into_any(),
                     }
                 })}
-            </Suspense>
+            </Transition>
         </section>
     }
 }
@@ -55,24 +97,54 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
     let csrf = viewer.as_ref().map(|v| v.csrf_token.clone()).unwrap_or_default();
     let reasons =
         detail.reasons.iter().map(|r| view! { <li data-rule=r.rule.clone()>{r.message.clone()}</li> }).collect_view();
-    let approvals = detail
-        .approvals
-        .iter()
-        .map(|a| {
-            view! {
-                <li>
-                    <strong>{a.approver.clone()}</strong>" "{a.decision.clone()}" "{a.via.clone()}" at "<time>{a.at.clone()}</time>
-                    {a.reason.clone().map(|r| view! { <span class="muted">{format!(" — “{r}”")}</span> })}
-                </li>
-            }
+    let now = detail.now.clone();
+    let line = |a: &crate::views::ApprovalLine| {
+        view! {
+            <li>
+                <strong>{a.approver.clone()}</strong>" "{a.decision.clone()}" "{a.via.clone()}", "<When at=a.at.clone()/>
+                {a.reason.clone().map(|r| view! { <span class="muted">{format!(" — “{r}”")}</span> })}
+            </li>
+        }
+    };
+    let round = detail.approval_round;
+    let approvals = detail.approvals.iter().filter(|a| a.round == round).map(line).collect_view();
+    // Earlier rounds: their approvals lapsed with an unused token.
+    let earlier = (1..round)
+        .rev()
+        .filter_map(|r| {
+            let lines: Vec<_> = detail.approvals.iter().filter(|a| a.round == r).map(line).collect();
+            (!lines.is_empty()).then(|| {
+                view! {
+                    <h3 class="small">{format!("Round {r}: expired unused")}</h3>
+                    <ul class="muted" data-round=r>{lines}</ul>
+                }
+            })
         })
         .collect_view();
     let timeline = detail
         .timeline
         .iter()
-        .map(|t| view! { <li><time>{t.at.clone()}</time>" — "{t.action.clone()}" ("{t.actor.clone()}")"</li> })
+        .map(|t| view! { <li><When at=t.at.clone()/>" — "{t.action.clone()}" ("{t.actor.clone()}")"</li> })
         .collect_view();
-    let no_approvals = detail.approvals.is_empty();
+    let token = match (detail.status.as_str(), detail.token_expires_at.clone()) {
+        ("approved", Some(at)) => Some(view! {
+            <p id="token-expiry">
+                "Approved. The agent must commit before the approval token expires, "<When at now=now.clone()/>
+                "; if it does not, the approvals lapse and a new round is needed."
+            </p>
+        }.into_any()),
+        ("approval_expired", _) => Some(view! {
+            <p class="notice" id="approval-lapsed">
+                {format!(
+                    "The approval expired unused: the agent did not commit within {} of approval (approval tokens are \
+                     short-lived on purpose). Approvals start again: round {round}.",
+                    minutes(detail.token_ttl_secs)
+                )}
+            </p>
+        }.into_any()),
+        _ => None,
+    };
+    let no_approvals = !detail.approvals.iter().any(|a| a.round == round);
     let approve = if detail.can_approve {
         view! { <a class="button primary" id="approve" href=format!("/proposals/{}/approve", detail.id)>"Approve…"</a> }
             .into_any()
@@ -104,7 +176,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         .iter()
         .map(|h| {
             view! {
-                <li><a href=format!("/proposals/{}", h.id)>{h.amount.clone()}</a>" "<StatusBadge status=h.status.clone()/>" "<time class="muted">{h.at.clone()}</time></li>
+                <li><a href=format!("/proposals/{}", h.id)>{h.amount.clone()}</a>" "<StatusBadge status=h.status.clone()/>" "<When at=h.at.clone()/></li>
             }
         })
         .collect_view();
@@ -142,8 +214,8 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
                 <dt>"Invoice"</dt><dd>{detail.invoice_id.clone().unwrap_or_else(|| "—".into())}</dd>
                 <dt>"Agent"</dt><dd>{detail.agent_id.clone()}" "<span class="muted">{format!("run {}", detail.run_id)}</span></dd>
                 <dt>"Request hash"</dt><dd><code class="hash">{detail.request_hash.clone()}</code></dd>
-                <dt>"Proposed"</dt><dd><time>{detail.created_at.clone()}</time></dd>
-                <dt>"Expires"</dt><dd><time>{detail.expires_at.clone()}</time></dd>
+                <dt>"Proposed"</dt><dd><When at=detail.created_at.clone() now=detail.now.clone()/></dd>
+                <dt>"Expires"</dt><dd id="expires"><When at=detail.expires_at.clone() now=detail.now.clone()/></dd>
             </dl>
             <div class="card untrusted">
                 <h2>"Reference from the agent"</h2>
@@ -158,9 +230,11 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         </div>
         <div class="card">
             <h2>"Approvals"</h2>
+            {token}
             {detail.still_needed.clone().map(|n| view! { <p id="still-needed">{n}</p> })}
             {if no_approvals { Some(view! { <p class="muted">"None in this round yet."</p> }) } else { None }}
-            <ul>{approvals}</ul>
+            <ul id="approvals" data-round=round>{approvals}</ul>
+            {earlier}
             <div class="actions">{approve}{reject}</div>
         </div>
         <div class="card" id="payee-history">
@@ -172,6 +246,14 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             <h2>"Timeline"</h2>
             <ol class="timeline">{timeline}</ol>
         </div>
+    }
+}
+
+/// "5 minutes", "90 seconds": a token lifetime in words.
+fn minutes(secs: u64) -> String {
+    match secs {
+        s if s % 60 == 0 && s >= 60 => format!("{} minute{}", s / 60, if s == 60 { "" } else { "s" }),
+        s => format!("{s} seconds"),
     }
 }
 

@@ -1,20 +1,29 @@
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
+use leptos_router::hooks::use_location;
 
 use crate::api::{console_error, load_queue};
-use crate::components::{LoadError, StatusBadge};
+use crate::components::{LoadError, StatusBadge, When};
 use crate::views::QueuePage as Page;
 use countersign_domain::ProposalStatus;
 
-/// The queue: pending by default, filtered by status, newest or oldest first,
-/// cursor pagination; refreshes itself when any proposal changes.
+/// The sort orders, as the server names them (`proposals::QUEUE_ORDERS`).
+const ORDERS: [(&str, &str); 5] = [
+    ("newest", "Newest first"),
+    ("oldest", "Oldest first"),
+    ("amount_desc", "Largest amount first"),
+    ("amount_asc", "Smallest amount first"),
+    ("expires_soonest", "Expiring soonest first"),
+];
+
+/// The queue: pending by default, filtered by status and searched (payee,
+/// currency and amounts, agent, invoice, dates), sorted, cursor pagination;
+/// refreshes itself when any proposal changes. The server parses the query
+/// string exactly as `GET /api/v1/queue` does.
 #[component]
 pub fn QueuePage() -> impl IntoView {
-    let query = use_query_map();
+    let location = use_location();
     let tick = RwSignal::new(0u64);
-    let params = move || query.with(|q| (q.get("status"), q.get("order"), q.get("cursor")));
-    let data =
-        Resource::new(move || (params(), tick.get()), |((status, order, cursor), _)| load_queue(status, order, cursor));
+    let data = Resource::new(move || (location.search.get(), tick.get()), |(search, _)| load_queue(search));
 
     // In the browser: long-poll for changes and refetch; no reload needed.
     #[cfg(feature = "hydrate")]
@@ -51,9 +60,8 @@ pub fn QueuePage() -> impl IntoView {
 fn QueueTable(page: Page) -> impl IntoView {
     let status = page.status.clone();
     let order = page.order.clone();
-    let other_order = if order == "oldest" { "newest" } else { "oldest" };
-    // A compact status filter: a GET form, so it works without JavaScript
-    // too; the statuses come from the same enum the server enforces.
+    // A GET form, so it works without JavaScript too; the statuses come
+    // from the same enum the server enforces.
     let options = ProposalStatus::ALL
         .iter()
         .map(|st| {
@@ -61,10 +69,28 @@ fn QueueTable(page: Page) -> impl IntoView {
             view! { <option value=value selected=value == status>{st.label()}</option> }
         })
         .collect_view();
-    let next = page.next_cursor.clone().map(|cursor| {
-        view! { <a class="button" rel="next" href=format!("/?status={status}&order={order}&cursor={cursor}")>"Next page →"</a> }
+    let orders = ORDERS
+        .iter()
+        .map(|(value, label)| view! { <option value=*value selected=*value == order>{*label}</option> })
+        .collect_view();
+    let q = page.search.clone();
+    let searched = !q.is_empty();
+    let field = |name: &'static str, label: &'static str, value: String, kind: &'static str| {
+        let id = format!("q-{name}");
+        view! {
+            <label for=id.clone()>{label}</label>
+            <input id=id name=name type=kind value=value maxlength="100"/>
+        }
+    };
+    let next = page.next_query.clone().map(|query| {
+        view! { <a class="button" rel="next" href=format!("/?{query}")>"Next page →"</a> }
+    });
+    let errors = (!page.errors.is_empty()).then(|| {
+        let lines = page.errors.iter().map(|e| view! { <li>{e.clone()}</li> }).collect_view();
+        view! { <div class="notice notice-error" role="alert" id="search-errors"><ul>{lines}</ul></div> }
     });
     let empty = page.items.is_empty();
+    let selectable = page.items.iter().any(|i| i.status == "pending_approval" || i.status == "approval_expired");
     let rows = page
         .items
         .into_iter()
@@ -76,37 +102,64 @@ fn QueueTable(page: Page) -> impl IntoView {
                     .then(|| view! { <span class="tag tag-alert" data-flag="no-approver">"No one can approve"</span> });
                 view! { <span class="tags">{nobody}{tags}</span> }
             });
+            let waiting = item.status == "pending_approval" || item.status == "approval_expired";
+            let pick = waiting.then(|| {
+                let label = format!("Select {}", item.sentence);
+                view! { <input type="checkbox" name="id" value=item.id.clone() aria-label=label/> }
+            });
             view! {
                 <tr data-proposal=item.id.clone()>
+                    <td class="c-pick">{pick}</td>
                     <td class="c-status"><StatusBadge status=item.status/></td>
                     <td class="c-payment"><a href=format!("/proposals/{}", item.id)>{item.sentence}</a>{flags}</td>
                     <td class="num c-amount">{item.amount}</td>
                     <td class="c-meta" data-label="Approvals">{format!("{}/{}", item.approvals, item.required_approvals)}</td>
                     <td class="c-meta" data-label="Agent">{item.agent_id}</td>
-                    <td class="c-meta" data-label="Proposed"><time>{item.created_at}</time></td>
+                    <td class="c-meta" data-label="Proposed"><When at=item.created_at/></td>
                 </tr>
             }
         })
         .collect_view();
     view! {
-        <form class="filter" method="get" action="/">
-            <label for="status-filter">"Status"</label>
-            <select id="status-filter" name="status">{options}</select>
-            <input type="hidden" name="order" value=order.clone()/>
-            <button type="submit">"Show"</button>
+        <form class="filter" method="get" action="/" id="queue-search">
+            <div class="filter-row">
+                <label for="status-filter">"Status"</label>
+                <select id="status-filter" name="status">{options}</select>
+                <label for="order">"Sort"</label>
+                <select id="order" name="order">{orders}</select>
+            </div>
+            <details class="search" open=searched>
+                <summary>"Search"</summary>
+                <div class="search-grid">
+                    {field("payee", "Payee", q.payee, "search")}
+                    {field("currency", "Currency", q.currency, "text")}
+                    {field("min", "Amount from", q.min, "text")}
+                    {field("max", "Amount to", q.max, "text")}
+                    {field("agent", "Agent", q.agent, "text")}
+                    {field("invoice_id", "Invoice", q.invoice_id, "text")}
+                    {field("from", "Proposed from", q.from, "date")}
+                    {field("to", "Proposed to", q.to, "date")}
+                </div>
+            </details>
+            <div class="filter-row">
+                <button type="submit" class="primary">"Show"</button>
+                {searched.then(|| view! { <a href=format!("/?status={}&order={}", page.status, page.order)>"Clear search"</a> })}
+            </div>
         </form>
-        <p class="toolbar">
-            <span class="muted">{format!("Sorted {} first. ", order)}</span>
-            <a href=format!("/?status={}&order={other_order}", page.status)>{format!("Show {other_order} first")}</a>
-        </p>
+        {errors}
         {if empty {
             view! { <p class="empty muted">"Nothing here."</p> }.into_any()
         } else {
             view! {
-                <table class="list queue-list">
-                    <thead><tr><th>"Status"</th><th>"Payment"</th><th class="num">"Amount"</th><th>"Approvals"</th><th>"Agent"</th><th>"Proposed"</th></tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
+                <form method="get" action="/bulk" id="bulk-form">
+                    {selectable.then(|| view! {
+                        <p class="toolbar"><button type="submit" id="bulk-review">"Decide on the selected…"</button></p>
+                    })}
+                    <table class="list queue-list">
+                        <thead><tr><th class="c-pick"><span class="visually-hidden">"Select"</span></th><th>"Status"</th><th>"Payment"</th><th class="num">"Amount"</th><th>"Approvals"</th><th>"Agent"</th><th>"Proposed"</th></tr></thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </form>
             }.into_any()
         }}
         <p class="pager">{next}</p>

@@ -16,6 +16,7 @@ pub mod registry;
 pub mod request;
 pub mod role;
 pub mod status;
+pub mod when;
 pub mod words;
 
 pub use canonical::{CanonicalPayee, CanonicalRequest, RequestHash, CANONICAL_VERSION, REQUEST_HASH_PATTERN};

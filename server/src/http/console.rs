@@ -221,7 +221,7 @@ pub struct CsrfHeader {
     csrf_token: String,
 }
 
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct QueueParams {
@@ -236,6 +236,106 @@ pub struct QueueParams {
     limit: Option<u32>,
     /// The opaque `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// Part of the payee's legal name (any case), or its exact id.
+    #[param(max_length = 100)]
+    payee: Option<String>,
+    /// Only this currency (ISO 4217); needed by `min` and `max`.
+    #[param(example = "USD")]
+    currency: Option<String>,
+    /// At least this amount, in major units of `currency` (e.g. `1250.00`).
+    #[param(example = "1000.00")]
+    min: Option<String>,
+    /// At most this amount, in major units of `currency`.
+    max: Option<String>,
+    /// Only this agent's proposals.
+    agent: Option<String>,
+    /// Only proposals for this invoice id.
+    invoice_id: Option<String>,
+    /// Created on or after this day (UTC, `YYYY-MM-DD`).
+    #[param(format = Date)]
+    from: Option<String>,
+    /// Created on or before this day (UTC, `YYYY-MM-DD`).
+    #[param(format = Date)]
+    to: Option<String>,
+}
+
+impl QueueParams {
+    /// The console page's query string, read as `GET /api/v1/queue` reads
+    /// its own; an unknown parameter is named.
+    pub fn from_query(query: &str) -> Result<QueueParams, String> {
+        serde_urlencoded::from_str(query.trim_start_matches('?')).map_err(|e| {
+            let e = e.to_string();
+            // serde names the unknown field; keep only that, never the value.
+            match e.split('`').nth(1) {
+                Some(field) if e.starts_with("unknown field") => format!("{field}: is not a search field"),
+                _ => "the search could not be read".to_owned(),
+            }
+        })
+    }
+
+    pub fn status_or_default(&self) -> String {
+        self.status.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "pending_approval".into())
+    }
+
+    pub fn order_or_default(&self) -> String {
+        self.order.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "newest".into())
+    }
+
+    /// The search fields as given, for the page to show again.
+    pub fn search(&self) -> app::views::QueueSearch {
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        app::views::QueueSearch {
+            payee: text(&self.payee),
+            currency: text(&self.currency),
+            min: text(&self.min),
+            max: text(&self.max),
+            agent: text(&self.agent),
+            invoice_id: text(&self.invoice_id),
+            from: text(&self.from),
+            to: text(&self.to),
+        }
+    }
+
+    /// This query string with `cursor` (the next page's).
+    pub fn with_cursor(&self, cursor: &str) -> String {
+        let fields = [
+            ("status", &self.status),
+            ("order", &self.order),
+            ("payee", &self.payee),
+            ("currency", &self.currency),
+            ("min", &self.min),
+            ("max", &self.max),
+            ("agent", &self.agent),
+            ("invoice_id", &self.invoice_id),
+            ("from", &self.from),
+            ("to", &self.to),
+        ];
+        let mut pairs: Vec<(&str, &str)> =
+            fields.iter().filter_map(|(k, v)| v.as_deref().filter(|v| !v.is_empty()).map(|v| (*k, v))).collect();
+        let limit = self.limit.map(|l| l.to_string());
+        if let Some(limit) = &limit {
+            pairs.push(("limit", limit));
+        }
+        pairs.push(("cursor", cursor));
+        serde_urlencoded::to_string(pairs).unwrap_or_default()
+    }
+
+    pub fn input(&self) -> proposals::QueueInput<'_> {
+        proposals::QueueInput {
+            status: self.status.as_deref(),
+            order: self.order.as_deref(),
+            limit: self.limit,
+            cursor: self.cursor.as_deref(),
+            payee: self.payee.as_deref(),
+            currency: self.currency.as_deref(),
+            min: self.min.as_deref(),
+            max: self.max.as_deref(),
+            agent: self.agent.as_deref(),
+            invoice_id: self.invoice_id.as_deref(),
+            from: self.from.as_deref(),
+            to: self.to.as_deref(),
+        }
+    }
 }
 
 /// A proposal status or `all`.
@@ -253,7 +353,7 @@ fn queue_order_schema() -> utoipa::openapi::Object {
     use utoipa::openapi::schema::{ObjectBuilder, Type};
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .enum_values(Some(["newest", "oldest"]))
+        .enum_values(Some(proposals::QUEUE_ORDERS.map(|(name, _)| name)))
         .default(Some(json!("newest")))
         .build()
 }
@@ -263,7 +363,9 @@ error_responses!(QueueErrors: Unauthenticated, Forbidden, ValidationFailed, Inte
 /// The review queue
 ///
 /// The tenant's proposals with one status (`pending_approval` by default),
-/// newest or oldest first, cursor-paginated.
+/// searched by payee, currency and amount range, agent, invoice id and
+/// creation day; newest or oldest first, by amount, or soonest to expire;
+/// cursor-paginated.
 #[utoipa::path(
     get,
     path = "/api/v1/queue",
@@ -279,8 +381,7 @@ pub async fn queue(
     params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Page>, ApiError> {
     let Query(p) = params.map_err(query_error)?;
-    let query = ListQuery::parse(p.status.as_deref(), p.order.as_deref(), p.limit, p.cursor.as_deref())
-        .map_err(ApiError::Validation)?;
+    let query = ListQuery::parse(&p.input()).map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &user.user.tenant_id, None).await?;
     Ok(Json(Page { data: proposals::views(&state, rows).await?, next_cursor }))
 }

@@ -2,6 +2,7 @@
 //! layers every response goes through (request id, security headers).
 
 pub mod agent;
+pub mod bulk;
 pub mod client_ip;
 pub mod console;
 pub mod csrf;
@@ -79,6 +80,7 @@ pub fn router(state: Shared) -> Router {
         .route("/login", post(console::sign_in_form))
         .route("/logout", post(console::sign_out_form))
         .route("/proposals/{id}/decision", post(console::decide_form))
+        .route("/bulk/decision", post(bulk::bulk_form))
         .route("/operations/{id}/resolve", post(console::resolve_form))
         .route("/admin/users", post(console::admin_add_user))
         .route("/admin/agents", post(console::admin_add_agent))

@@ -215,14 +215,45 @@ pub async fn bundle(pool: &Pool, tenant: &str, id: &str) -> Result<Option<Propos
 }
 
 /// Filters for a listing; `cursor` is the id of the last item of the previous page.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Listing<'a> {
     pub tenant_id: &'a str,
     pub agent_id: Option<&'a str>,
     pub status: Option<ProposalStatus>,
-    pub oldest_first: bool,
+    pub order: ListOrder,
+    pub filters: &'a ListFilters,
     pub limit: u32,
+    /// The id of the last row of the previous page.
     pub cursor: Option<&'a str>,
+}
+
+/// How a listing is sorted; ties (and the id orders) by id, which sorts by
+/// creation time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListOrder {
+    #[default]
+    Newest,
+    Oldest,
+    AmountDesc,
+    AmountAsc,
+    /// Soonest `expires_at` first.
+    ExpiresSoonest,
+}
+
+/// The queue's search filters; all optional, all combined with AND.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilters {
+    /// Part of the payee's legal name (any case), or its exact id.
+    pub payee: Option<String>,
+    pub currency: Option<String>,
+    pub min_minor: Option<u64>,
+    pub max_minor: Option<u64>,
+    /// The proposing agent (the queue; the agent listing is its own agent's).
+    pub agent: Option<String>,
+    pub invoice_id: Option<String>,
+    /// Created at or after / before these instants.
+    pub created_from: Option<DateTime<Utc>>,
+    pub created_before: Option<DateTime<Utc>>,
 }
 
 /// One page plus whether more follow. Ids sort by creation time.
@@ -230,6 +261,12 @@ pub async fn list(pool: &Pool, l: &Listing<'_>) -> Result<(Vec<ProposalRow>, boo
     let rows = listing_query("", l).build().fetch_all(pool).await?;
     let more = rows.len() > l.limit as usize;
     Ok((rows.iter().take(l.limit as usize).map(from_row).collect::<Result<_>>()?, more))
+}
+
+/// `%text%` for LIKE, with its wildcards escaped (`\`).
+fn contains_pattern(text: &str) -> String {
+    let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    format!("%{escaped}%")
 }
 
 /// The statement of a listing page, after `prefix` (tests explain it).
@@ -242,10 +279,57 @@ fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> QueryBuilder<'a, Sqlite> 
     if let Some(status) = l.status {
         q.push(" AND p.status = ").push_bind(status.as_str());
     }
-    if let Some(cursor) = l.cursor {
-        q.push(if l.oldest_first { " AND p.id > " } else { " AND p.id < " }).push_bind(cursor);
+    let f = l.filters;
+    if let Some(payee) = &f.payee {
+        q.push(" AND (py.legal_name LIKE ").push_bind(contains_pattern(payee));
+        q.push(" ESCAPE '\\' OR p.payee_id = ").push_bind(payee.clone()).push(")");
     }
-    q.push(if l.oldest_first { " ORDER BY p.id ASC" } else { " ORDER BY p.id DESC" });
+    if let Some(currency) = &f.currency {
+        q.push(" AND p.currency = ").push_bind(currency.clone());
+    }
+    if let Some(min) = f.min_minor {
+        q.push(" AND p.amount_minor >= ").push_bind(min as i64);
+    }
+    if let Some(max) = f.max_minor {
+        q.push(" AND p.amount_minor <= ").push_bind(max as i64);
+    }
+    if let Some(agent) = &f.agent {
+        q.push(" AND p.agent_id = ").push_bind(agent.clone());
+    }
+    if let Some(invoice) = &f.invoice_id {
+        q.push(" AND json_extract(p.canonical_request, '$.invoice_id') = ").push_bind(invoice.clone());
+    }
+    if let Some(from) = f.created_from {
+        q.push(" AND p.created_at >= ").push_bind(ts(from));
+    }
+    if let Some(before) = f.created_before {
+        q.push(" AND p.created_at < ").push_bind(ts(before));
+    }
+    // Keyset paging: after the previous page's last row, in this order.
+    let (key, descending) = match l.order {
+        ListOrder::Newest => (None, true),
+        ListOrder::Oldest => (None, false),
+        ListOrder::AmountDesc => (Some("amount_minor"), true),
+        ListOrder::AmountAsc => (Some("amount_minor"), false),
+        ListOrder::ExpiresSoonest => (Some("expires_at"), false),
+    };
+    let cmp = if descending { " < " } else { " > " };
+    if let Some(cursor) = l.cursor {
+        match key {
+            None => {
+                q.push(" AND p.id").push(cmp).push_bind(cursor);
+            }
+            Some(key) => {
+                q.push(format!(" AND (p.{key}, p.id){cmp}(SELECT {key}, id FROM proposals WHERE id = "));
+                q.push_bind(cursor).push(")");
+            }
+        }
+    }
+    let dir = if descending { "DESC" } else { "ASC" };
+    match key {
+        None => q.push(format!(" ORDER BY p.id {dir}")),
+        Some(key) => q.push(format!(" ORDER BY p.{key} {dir}, p.id {dir}")),
+    };
     q.push(" LIMIT ").push_bind(i64::from(l.limit) + 1);
     q
 }
@@ -417,6 +501,15 @@ pub async fn touch(conn: &mut Conn, id: &str, now: DateTime<Utc>) -> Result<()> 
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Every approval and rejection of a proposal, all rounds, oldest first.
+pub async fn approvals_all_rounds(pool: &Pool, id: &str) -> Result<Vec<ApprovalRow>> {
+    let rows = sqlx::query("SELECT * FROM approvals WHERE proposal_id = ? ORDER BY round, at, rowid")
+        .bind(id)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(approval_from_row).collect()
 }
 
 /// Raises the approvals a proposal needs, storing the policy decision that
@@ -678,9 +771,18 @@ mod tests {
         let (_tmp, db) = setup().await;
         for agent in [None, Some("bot")] {
             for status in [None, Some(ProposalStatus::PendingApproval)] {
-                for oldest_first in [false, true] {
+                for order in [ListOrder::Newest, ListOrder::Oldest] {
                     for cursor in [None, Some("prop_1")] {
-                        let l = Listing { tenant_id: "t", agent_id: agent, status, oldest_first, limit: 25, cursor };
+                        let filters = ListFilters::default();
+                        let l = Listing {
+                            tenant_id: "t",
+                            agent_id: agent,
+                            status,
+                            order,
+                            filters: &filters,
+                            limit: 25,
+                            cursor,
+                        };
                         let plan: Vec<String> = listing_query("EXPLAIN QUERY PLAN ", &l)
                             .build()
                             .fetch_all(&db.read)

@@ -223,6 +223,17 @@ async fn an_unredeemed_approval_expires_and_a_human_can_approve_again() {
     assert_eq!(status, "approval_expired");
     assert!(server.audit_actions(&id).await.contains(&"proposal.approval_expired".to_owned()));
 
+    // The console keeps the lapsed round's approval in view, apart.
+    let detail = |ana: &Console| {
+        let r = ana.bare(reqwest::Method::GET, &format!("/console/proposal?id={id}"));
+        async move { send(r).await.body }
+    };
+    let lapsed = detail(&ana).await;
+    assert_eq!((lapsed["status"].as_str(), lapsed["approval_round"].as_i64()), (Some("approval_expired"), Some(2)));
+    assert_eq!(lapsed["approvals"].as_array().unwrap().len(), 1, "{lapsed}");
+    assert_eq!(lapsed["approvals"][0]["round"], 1);
+    assert_eq!(lapsed["token_ttl_secs"], 1);
+
     // A human approves again: approved, with a new token.
     let again = ana.approve(&id).await;
     assert_eq!(again.status, 200, "{}", again.text);
@@ -232,6 +243,11 @@ async fn an_unredeemed_approval_expires_and_a_human_can_approve_again() {
     assert_ne!(second["jti"], first["jti"], "a new token");
     assert_eq!(second["pid"], id.as_str());
     assert_eq!(second["approvers"], json!([ana.user_id()]), "this round's approvers only: {second}");
+    let rounds = detail(&ana).await;
+    let by_round: Vec<i64> =
+        rounds["approvals"].as_array().unwrap().iter().map(|a| a["round"].as_i64().unwrap()).collect();
+    assert_eq!(by_round, [1, 2], "{rounds}");
+    assert_eq!(rounds["token_expires_at"].as_str().map(|t| t.ends_with('Z')), Some(true), "{rounds}");
 }
 
 #[tokio::test]

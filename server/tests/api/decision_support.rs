@@ -19,7 +19,7 @@ async fn detail(viewer: &Console, id: &str) -> Value {
 
 /// The console queue's item for `id` (status `all`).
 async fn queue_item(viewer: &Console, id: &str) -> Value {
-    let r = send(viewer.bare(Method::GET, "/console/queue?status=all")).await;
+    let r = send(viewer.bare(Method::GET, "/console/queue?query=status%3Dall")).await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body["items"].as_array().unwrap().iter().find(|i| i["id"] == id).cloned().unwrap_or_else(|| panic!("{id}"))
 }

@@ -31,6 +31,7 @@ mod mcp;
 mod observability;
 mod policy;
 mod proposals_create;
+mod queue_search;
 mod read_cache;
 mod slack;
 mod status_poll;
