@@ -1,5 +1,5 @@
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
     path, SsrMode,
@@ -41,6 +41,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                // The stylesheet under the same content-versioned path as
+                // the scripts (the server sets `site_pkg_dir`).
+                <link rel="stylesheet" id="leptos" href=format!("/{}/countersign.css", options.site_pkg_dir)/>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
@@ -61,7 +64,6 @@ pub fn App() -> impl IntoView {
         provide_context(v);
     }
     view! {
-        <Stylesheet id="leptos" href="/pkg/countersign.css"/>
         <Title text="Countersign"/>
         <Router>
             <TopBar viewer/>

@@ -157,7 +157,8 @@ pub struct ProposalDetail {
     /// The payment's durable operation, once the agent has committed.
     pub operation_status: Option<String>,
     pub rail_reference: Option<String>,
-    /// "message (code)" of a failed, too-late or needs-review operation.
+    /// What went wrong with a failed, too-late or needs-review operation, in
+    /// a sentence (the machine code stays in the API).
     pub operation_error: Option<String>,
     /// `escalate_to_ops` when a reversal came too late.
     pub action_required: Option<String>,

@@ -370,7 +370,8 @@ impl ConsoleService {
                 .collect(),
             operation_status: operation.map(|o| o.status.as_str().to_owned()),
             rail_reference: operation.and_then(|o| o.rail_reference.clone()),
-            operation_error: operation.and_then(|o| o.error.as_ref()).map(|e| format!("{} ({})", e.message, e.code)),
+            // The sentence only: the code is for agents and logs, not for people.
+            operation_error: operation.and_then(|o| o.error.as_ref()).map(|e| e.message.clone()),
             action_required: operation.and_then(|o| o.action_required).map(str::to_owned),
         })
     }

@@ -55,7 +55,8 @@ pub fn router(state: Shared) -> Router {
     // The document is read from the same registration (`openapi::document`).
     let (api, _) = api(tower::ServiceBuilder::new().layer(session_layer.clone()).layer(csrf.clone())).split_for_parts();
 
-    let leptos_options = leptos_options(&state);
+    let assets = Assets::of(&state.settings.site_root);
+    let leptos_options = leptos_options(&state, &assets);
     let port = app::console::Port(Arc::new(crate::console::ConsoleService { state: state.clone() }));
     let pages = Router::new()
         .leptos_routes_with_context(
@@ -103,18 +104,11 @@ pub fn router(state: Shared) -> Router {
         // The built console assets, outside the session layers: a script or
         // wasm request costs no session read or write. Compressed on the way
         // out (brotli or gzip, as the browser accepts; brotli at quality 4, the
-        // on-the-fly level) — the wasm shrinks about fourfold. The names are
-        // not content-hashed, so the cache stays short (docs/ARCHITECTURE.md).
-        .nest_service(
-            "/pkg",
-            tower::ServiceBuilder::new()
-                .layer(tower_http::compression::CompressionLayer::new().br(true).gzip(true))
-                .layer(tower_http::set_header::SetResponseHeaderLayer::if_not_present(
-                    header::CACHE_CONTROL,
-                    HeaderValue::from_static("public, max-age=300"),
-                ))
-                .service(tower_http::services::ServeDir::new(state.settings.site_root.join("pkg"))),
-        )
+        // on-the-fly level) — the wasm shrinks about fourfold. Pages link them
+        // under `/pkg/<version>/`, a hash of their content: cached for a year,
+        // immutable. The plain `/pkg/` names stay, cached briefly.
+        .nest_service(&format!("/pkg/{}", assets.version), assets_service(&assets.dir, IMMUTABLE))
+        .nest_service("/pkg", assets_service(&assets.dir, "public, max-age=300"))
         .route("/metrics", get(metrics))
         .with_state(state.clone())
         .merge(console)
@@ -198,11 +192,52 @@ async fn metrics(State(state): State<Shared>, headers: axum::http::HeaderMap) ->
     response
 }
 
-fn leptos_options(state: &Shared) -> LeptosOptions {
+/// A year, never revalidated: the URL changes when the content does.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+fn assets_service(dir: &std::path::Path, cache: &'static str) -> axum::routing::MethodRouter {
+    axum::routing::get_service(
+        tower::ServiceBuilder::new()
+            .layer(tower_http::compression::CompressionLayer::new().br(true).gzip(true))
+            .layer(tower_http::set_header::SetResponseHeaderLayer::if_not_present(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static(cache),
+            ))
+            .service(tower_http::services::ServeDir::new(dir)),
+    )
+}
+
+/// Where the built assets are, and the version their URLs carry.
+pub struct Assets {
+    pub dir: std::path::PathBuf,
+    /// The first 12 hex digits of a SHA-256 over every file's name and
+    /// content: a new build is a new URL, so browsers never mix an old
+    /// script with a new wasm.
+    pub version: String,
+}
+
+impl Assets {
+    pub fn of(site_root: &std::path::Path) -> Assets {
+        use sha2::{Digest, Sha256};
+        let dir = site_root.join("pkg");
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect())
+            .unwrap_or_default();
+        files.sort();
+        let mut hash = Sha256::new();
+        for file in &files {
+            hash.update(file.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+            hash.update(std::fs::read(file).unwrap_or_default());
+        }
+        Assets { dir, version: hex::encode(&hash.finalize()[..6]) }
+    }
+}
+
+fn leptos_options(state: &Shared, assets: &Assets) -> LeptosOptions {
     LeptosOptions::builder()
         .output_name("countersign")
         .site_root(state.settings.site_root.to_string_lossy().to_string())
-        .site_pkg_dir("pkg")
+        .site_pkg_dir(format!("pkg/{}", assets.version))
         .site_addr(state.settings.listen)
         .build()
 }

@@ -205,3 +205,38 @@ async fn assets_are_served_compressed_when_the_browser_accepts_it() {
     assert!(plain.headers().get("content-encoding").is_none());
     assert_eq!(plain.text().await.unwrap(), script);
 }
+
+#[tokio::test]
+async fn pages_link_assets_by_a_content_version_cached_for_a_year() {
+    // Issue 13 item 9: a new build is a new URL, so the old one can be
+    // cached immutably; the plain names still answer, cached briefly.
+    let scratch = Scratch::new("");
+    scratch.apply_fixture().await;
+    let site = scratch.dir.path().join("site");
+    std::fs::create_dir_all(site.join("pkg")).unwrap();
+    std::fs::write(site.join("pkg/countersign.js"), "export default 1;\n").unwrap();
+    std::fs::write(site.join("pkg/countersign.css"), "body{}\n").unwrap();
+    let server = scratch.serve(&[("COUNTERSIGN_SITE_ROOT", site.to_str().unwrap())]).await;
+    let page = send(server.client.get(server.url("/login"))).await;
+    let start = page.text.find("/pkg/").expect("an asset link");
+    let version: String = page.text[start + 5..].chars().take_while(|c| c.is_ascii_hexdigit()).collect();
+    assert_eq!(version.len(), 12, "{}", &page.text[start..start + 40]);
+    assert!(page.text.contains(&format!("href=\"/pkg/{version}/countersign.css\"")), "{}", page.text);
+    assert!(page.text.contains(&format!("/pkg/{version}/countersign.js")), "{}", page.text);
+
+    let versioned = send(server.client.get(server.url(&format!("/pkg/{version}/countersign.js")))).await;
+    assert_eq!(versioned.status, 200);
+    assert_eq!(versioned.text, "export default 1;\n");
+    assert_eq!(versioned.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    let plain = send(server.client.get(server.url("/pkg/countersign.js"))).await;
+    assert_eq!(plain.header("cache-control"), Some("public, max-age=300"));
+    let stale = send(server.client.get(server.url("/pkg/000000000000/countersign.js"))).await;
+    assert_eq!(stale.status, 404, "another build's version is not served");
+
+    // Another build (different content) is another version.
+    let (dir, config) = server.stop().await;
+    std::fs::write(site.join("pkg/countersign.js"), "export default 2;\n").unwrap();
+    let server = TestServer::spawn_env(dir, config, &[("COUNTERSIGN_SITE_ROOT", site.to_str().unwrap())]).await;
+    let page = send(server.client.get(server.url("/login"))).await;
+    assert!(!page.text.contains(&format!("/pkg/{version}/")), "a new version after a new build");
+}
