@@ -24,8 +24,8 @@ pub use fields::{
     is_unsafe_in_text, mask_account, mask_account_tagged, FieldRule, InvoiceId, PayeeId, ProposalKind, PurposeCode,
     ReasonCode, Reference, RunId, SourceAccount, TransferRef,
 };
-pub use navigation::{is_proposal_id, login_href, ReturnPath, RETURN_PATH_MAX};
 pub use money::{AmountMinor, Currency, CurrencyRules, MajorAmountError};
+pub use navigation::{is_proposal_id, login_href, ReturnPath, RETURN_PATH_MAX};
 pub use registry::{key_sha256, AgentKey, DisplayText, KeySha256, RegistryId, SlackUserId, Username};
 pub use request::{FieldError, ProposalRequest, ReversalRequest, TransferRequest};
 pub use role::Role;

@@ -556,7 +556,9 @@ pub async fn decide_form(
     Path(id): Path<String>,
     Form(form): Form<DecisionForm>,
 ) -> Response {
-    let Some(user) = user else { return Redirect::to(&crate::domain::login_href(&format!("/proposals/{id}"))).into_response() };
+    let Some(user) = user else {
+        return Redirect::to(&crate::domain::login_href(&format!("/proposals/{id}"))).into_response();
+    };
     let back = |key: &str, code: &str| Redirect::to(&format!("/proposals/{id}?{key}={code}")).into_response();
     let decision = match form.decision.as_str() {
         "approve" => DecisionWord::Approve,
