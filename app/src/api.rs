@@ -65,6 +65,15 @@ pub async fn load_resolution(id: String) -> Result<ResolvePage, ServerFnError> {
     port.0.resolution(&viewer, id).await.map_err(failure)
 }
 
+/// How many pending proposals the signed-in user may approve now; zero when
+/// signed out (the page titles carry it).
+#[server(input = GetUrl, prefix = "/console", endpoint = "waiting")]
+pub async fn load_waiting_count() -> Result<u32, ServerFnError> {
+    let Some(viewer) = use_context::<crate::views::Viewer>() else { return Ok(0) };
+    let port = use_context::<crate::console::Port>().ok_or_else(|| failure(ConsoleError::Unavailable))?;
+    port.0.waiting_count(&viewer).await.map_err(failure)
+}
+
 /// Long-poll: returns once more than `seen` changes have been published (at
 /// once if that happened already, or after 25 s) with the count then, so the
 /// queue refreshes itself without a reload and misses no change made while

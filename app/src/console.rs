@@ -29,6 +29,9 @@ mod ssr {
         fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage>;
         /// An operation needing review and the rail's records for it (admins).
         fn resolution<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ResolvePage>;
+        /// How many pending proposals the viewer may approve now (capped; the
+        /// page titles show it).
+        fn waiting_count<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, u32>;
         /// Resolves when more than `seen` changes have been published (at once
         /// if that happened already), or after `max_secs`; with the count then.
         fn wait_for_change(&self, max_secs: u64, seen: u64) -> Pin<Box<dyn Future<Output = u64> + Send + '_>>;

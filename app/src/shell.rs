@@ -5,6 +5,7 @@ use leptos_router::{
     path, SsrMode,
 };
 
+use crate::api::load_waiting_count;
 use crate::components::CsrfField;
 use crate::pages::{
     admin::AdminPage,
@@ -44,6 +45,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 // The stylesheet under the same content-versioned path as
                 // the scripts (the server sets `site_pkg_dir`).
                 <link rel="stylesheet" id="leptos" href=format!("/{}/countersign.css", options.site_pkg_dir)/>
+                <link rel="icon" type="image/svg+xml" href="/favicon.svg"/>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
@@ -54,23 +56,61 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// The product's name, the end of every page title.
+pub const BRAND: &str = "Countersign";
+
+/// A page's title: "(3) Approval queue · Countersign" when 3 proposals wait
+/// for the reader's approval, "(99+) …" past 99, no count when none do.
+pub fn page_title(page: &str, waiting: u32) -> String {
+    let title = if page == BRAND { BRAND.to_owned() } else { format!("{page} · {BRAND}") };
+    match waiting {
+        0 => title,
+        1..=99 => format!("({waiting}) {title}"),
+        _ => format!("(99+) {title}"),
+    }
+}
+
+/// Bumped by the queue's live refresh, so the count in the title follows.
+#[derive(Clone, Copy)]
+pub struct WaitingRefresh(pub RwSignal<u64>);
+
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
     // The signed-in user is known on the server; share it with the browser
     // during hydration so both render the same page.
     let viewer = SharedValue::new(use_context::<Viewer>).into_inner();
+    let approver = viewer.as_ref().is_some_and(Viewer::can_approve);
     if let Some(v) = viewer.clone() {
         provide_context(v);
     }
+    let refresh = RwSignal::new(0u64);
+    provide_context(WaitingRefresh(refresh));
+    // Each page names itself with a <Title text=…/>; this adds the brand and,
+    // for someone who can approve, how many proposals wait for them.
+    let title = if approver {
+        let waiting = Resource::new(move || refresh.get(), |_| load_waiting_count());
+        view! {
+            <Transition fallback=|| view! { <Title formatter=|page: String| page_title(&page, 0)/> }>
+                {move || Suspend::new(async move {
+                    let n = waiting.await.unwrap_or(0);
+                    view! { <Title formatter=move |page: String| page_title(&page, n)/> }
+                })}
+            </Transition>
+        }
+        .into_any()
+    } else {
+        view! { <Title formatter=|page: String| page_title(&page, 0)/> }.into_any()
+    };
     view! {
-        <Title text="Countersign"/>
+        <Title text=BRAND/>
+        {title}
         <Router>
             <TopBar viewer/>
             <main>
                 // Async: the server sends each page whole, so it reads and works
                 // without JavaScript (forms post, nothing waits on streaming).
-                <Routes fallback=|| view! { <section class="notfound"><h1>"Page not found"</h1><p><a href="/">"Go to the queue"</a></p></section> }>
+                <Routes fallback=|| view! { <section class="notfound"><Title text="Page not found"/><h1>"Page not found"</h1><p><a href="/">"Go to the queue"</a></p></section> }>
                     <Route path=path!("/") view=HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>

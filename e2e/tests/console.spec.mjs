@@ -24,7 +24,10 @@ test('an approver approves an agent proposal; the agent receives a token that ve
   await expect(page.locator('#confirm-sentence')).toHaveText(sentence);
   await page.screenshot({ path: 'artifacts/confirm-approval.png', fullPage: true });
   await page.click('#confirm-approve');
-  await expect(page.locator('.notice-ok')).toContainText('approval was recorded');
+  // On to what waits next (flow.spec.mjs), with a notice linking back.
+  await expect(page.locator('#decided-notice')).toContainText('You approved this payment');
+  await expect(page.locator('#decided-link')).toHaveText(sentence);
+  await page.click('#decided-link');
   await expect(page.locator('.proposal-head .badge')).toHaveText('Approved');
 
   const polled = await poll(request, proposal.id);
@@ -45,7 +48,8 @@ test('a rejection needs a reason and ends the proposal', async ({ page, request 
   await page.goto(`/proposals/${proposal.id}`);
   await page.fill('textarea[name=reason]', 'Invoice already paid by wire');
   await page.click('#reject');
-  await expect(page.locator('.notice-ok')).toContainText('rejected');
+  await expect(page.locator('#decided-notice')).toContainText('You rejected this payment');
+  await page.click('#decided-link');
   await expect(page.locator('.proposal-head .badge')).toHaveText('Rejected');
   const polled = await poll(request, proposal.id);
   expect(polled.status).toBe('rejected');

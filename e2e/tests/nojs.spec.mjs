@@ -13,12 +13,17 @@ test('approve and reject work without JavaScript', async ({ page, request }) => 
   await page.click('#approve');
   await expect(page.locator('#confirm-sentence')).toContainText('410.00 USD');
   await page.click('#confirm-approve');
+  // The form goes on to what waits next; the notice links back.
+  await expect(page.locator('#decided-notice')).toContainText('You approved this payment');
+  await page.click('#decided-link');
   await expect(page.locator('.proposal-head .badge')).toHaveText('Approved');
   expect((await poll(request, toApprove.id)).status).toBe('approved');
 
   await page.goto(`/proposals/${toReject.id}`);
   await page.fill('textarea[name=reason]', 'Duplicate of an earlier invoice');
   await page.click('#reject');
+  await expect(page.locator('#decided-notice')).toContainText('You rejected this payment');
+  await page.click('#decided-link');
   await expect(page.locator('.proposal-head .badge')).toHaveText('Rejected');
   expect((await poll(request, toReject.id)).status).toBe('rejected');
 });

@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { commit, poll, pollUntil, propose, signIn, simulatorUrl, verifyToken } from './helpers.mjs';
+import { PASSWORD, commit, poll, pollUntil, propose, signIn, simulatorUrl, verifyToken } from './helpers.mjs';
 
 test('approved in the browser, committed by the agent: the proposal page shows the settled payment', async ({ page, request }) => {
   const proposal = await propose(request, { amount_minor: 34000 });
@@ -10,6 +10,8 @@ test('approved in the browser, committed by the agent: the proposal page shows t
   await expect(page.locator('#payment')).toHaveCount(0);
   await page.click('#approve');
   await page.click('#confirm-approve');
+  await expect(page.locator('#decided-notice')).toContainText('You approved this payment');
+  await page.click('#decided-link');
   await expect(page.locator('.proposal-head .badge')).toHaveText('Approved');
 
   const approved = await poll(request, proposal.id);
@@ -35,10 +37,16 @@ test('approved in the browser, committed by the agent: the proposal page shows t
 });
 
 test('the operations page renders for an admin and asks anyone else to sign in', async ({ page }) => {
+  // Signed out: sign in first, then back to the operations page.
   await page.goto('/operations');
-  await expect(page.locator('.notice-error')).toContainText('Please sign in');
+  await expect(page).toHaveURL(/\/login\?next=\/operations$/);
+  await page.fill('input[name=username]', 'ada');
+  await page.fill('input[name=password]', PASSWORD);
+  await page.click('button[type=submit]');
+  await expect(page).toHaveURL(/\/operations$/);
+  await expect(page.locator('#signed-in-as')).toContainText('ada');
 
-  await signIn(page, 'ada');
+  await page.goto('/');
   await page.click('nav.who a[href="/operations"]');
   await expect(page).toHaveURL(/\/operations$/);
   await expect(page.locator('h1')).toHaveText('Operations needing review');

@@ -20,7 +20,7 @@ function pages() {
   return [
     { name: 'home-signed-out', path: '/', user: null },
     { name: 'sign-in', path: '/login', user: null },
-    { name: 'sign-in-failed', path: '/login?error=1', user: null },
+    { name: 'sign-in-failed', path: '/login?error=invalid&username=ana&next=/operations', user: null },
     { name: 'queue', path: '/', user: 'ana' },
     { name: 'queue-approved', path: '/?status=approved&order=newest', user: 'ana' },
     { name: 'queue-empty', path: '/?status=reversed&order=newest', user: 'ana' },
@@ -28,6 +28,8 @@ function pages() {
     { name: 'queue-search-error', path: '/?min=5', user: 'ana' },
     { name: 'bulk-confirm', path: `/bulk?id=${ids.pending}&id=${ids.reviewProposal}`, user: 'ana' },
     { name: 'proposal-detail', path: `/proposals/${ids.pending}`, user: 'ana' },
+    { name: 'proposal-after-decision', path: `/proposals/${ids.pending}?done=approved&decided=${ids.reviewProposal}`, user: 'ana' },
+    { name: 'queue-clear', path: `/?done=rejected&decided=${ids.pending}`, user: 'ana' },
     { name: 'approve-confirm', path: `/proposals/${ids.pending}/approve`, user: 'ana' },
     { name: 'proposal-viewer', path: `/proposals/${ids.pending}`, user: 'vic' },
     { name: 'proposal-needs-review', path: `/proposals/${ids.reviewProposal}`, user: 'ada' },
@@ -37,7 +39,8 @@ function pages() {
     { name: 'admin-forbidden', path: '/admin', user: 'ana' },
     { name: 'error-not-found', path: '/proposals/prop_doesnotexist', user: 'ana' },
     { name: 'error-no-route', path: '/no-such-page', user: 'ana' },
-    { name: 'error-sign-in-required', path: '/operations', user: null },
+    // Signed out, a console page sends to sign-in (and back after it).
+    { name: 'sign-in-deep-link', path: '/operations', user: null },
   ];
 }
 

@@ -31,7 +31,7 @@ const OPERATIONS_LIMIT: u32 = 200;
 /// The people of a tenant and whom its agents act for: enough to tell, for
 /// any proposal, who may approve it now ([`may_approve`], the rule `decide`
 /// enforces).
-struct Tenancy {
+pub(crate) struct Tenancy {
     users: Vec<User>,
     acts_for: HashMap<String, String>,
 }
@@ -41,7 +41,7 @@ fn candidate(user: &User) -> Candidate<'_> {
 }
 
 impl Tenancy {
-    async fn load(state: &crate::state::AppState, tenant: &str) -> Result<Tenancy, ConsoleError> {
+    pub(crate) async fn load(state: &crate::state::AppState, tenant: &str) -> Result<Tenancy, ConsoleError> {
         let mut conn = state.db.reader().await.map_err(unavailable)?;
         let users = store::directory::users_of(&mut conn, tenant).await.map_err(unavailable)?;
         drop(conn);
@@ -58,7 +58,7 @@ impl Tenancy {
     }
 
     /// Whether `user_id` may approve `row` now, and if not, why.
-    fn check(&self, user_id: &str, row: &ProposalRow, approved_by: &[&str]) -> Result<(), Ineligible> {
+    pub(crate) fn check(&self, user_id: &str, row: &ProposalRow, approved_by: &[&str]) -> Result<(), Ineligible> {
         let user = self.users.iter().find(|u| u.id == user_id && u.active).ok_or(Ineligible::NotAnApprover)?;
         may_approve(&candidate(user), row, self.acts_for(&row.agent_id), approved_by)
     }
@@ -603,6 +603,10 @@ impl ConsolePort for ConsoleService {
 
     fn resolution<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ResolvePage> {
         Box::pin(self.resolution_page(viewer, id))
+    }
+
+    fn waiting_count<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, u32> {
+        Box::pin(crate::flow::waiting_count(&self.state, viewer))
     }
 
     fn wait_for_change(&self, max_secs: u64, seen: u64) -> Pin<Box<dyn Future<Output = u64> + Send + '_>> {

@@ -16,6 +16,7 @@ pub mod config;
 pub mod console;
 pub mod demo;
 pub mod expiry;
+pub mod flow;
 pub mod http;
 pub mod idempotency;
 pub mod intake;

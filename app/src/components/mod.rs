@@ -3,6 +3,9 @@
 use countersign_domain::{OpStatus, ProposalStatus};
 use leptos::prelude::*;
 
+mod decided;
+pub use decided::{done_message, DecidedNotice};
+
 /// A status as a coloured badge, in words: a proposal's status, or an
 /// operation's (the codes both have share one label, tested in the domain).
 #[component]
@@ -25,10 +28,17 @@ pub fn CsrfField(token: String) -> impl IntoView {
 #[component]
 pub fn LoadError(error: crate::views::ConsoleError) -> impl IntoView {
     let sign_in = matches!(error, crate::views::ConsoleError::SignInRequired);
+    // Back here after signing in (a session that ended while the page was open).
+    let location = leptos_router::hooks::use_location();
+    let here = move || {
+        let (path, search) = (location.pathname.get(), location.search.get());
+        let sep = if search.is_empty() { "" } else { "?" };
+        countersign_domain::login_href(&format!("{path}{sep}{search}"))
+    };
     view! {
         <div class="notice notice-error" role="alert">
             <p>{error.message()}</p>
-            {sign_in.then(|| view! { <p><a href="/login">"Sign in"</a></p> })}
+            {sign_in.then(|| view! { <p><a href=here>"Sign in"</a></p> })}
         </div>
     }
 }

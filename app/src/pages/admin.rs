@@ -1,4 +1,5 @@
 use leptos::prelude::*;
+use leptos_meta::Title;
 
 use crate::api::{console_error, load_admin};
 use crate::components::{CsrfField, LoadError, When};
@@ -10,6 +11,7 @@ pub fn AdminPage() -> impl IntoView {
     let data = Resource::new(|| (), |_| load_admin());
     view! {
         <section class="admin">
+            <Title text="Administration"/>
             <h1>"Administration"</h1>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {

@@ -1,4 +1,5 @@
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{console_error, load_proposal};
@@ -14,6 +15,7 @@ pub fn ApprovePage() -> impl IntoView {
     let data = Resource::new(id, load_proposal);
     let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
     view! {
+        <Title text="Confirm approval"/>
         <section class="card narrow confirm">
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {

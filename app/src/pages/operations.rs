@@ -1,4 +1,5 @@
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{console_error, load_operations, load_resolution};
@@ -34,6 +35,7 @@ pub fn OperationsPage() -> impl IntoView {
         move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));
     view! {
         <section class="operations">
+            <Title text="Operations"/>
             <h1>"Operations needing review"</h1>
             {move || flash().map(|(is_error, code)| {
                 let class = if is_error { "notice notice-error" } else { "notice notice-ok" };
@@ -150,6 +152,7 @@ pub fn ResolveOperationPage() -> impl IntoView {
     view! {
         <section class="operations resolve-page">
             <p><a href="/operations">"← Operations needing review"</a></p>
+            <Title text="Resolve an operation"/>
             <h1>"Resolve an operation"</h1>
             {move || error().map(|code| view! { <p class="notice notice-error" role="alert">{resolve_message(&code)}</p> })}
             <Suspense fallback=|| view! { <p class="muted">"Reading the rail…"</p> }>

@@ -1,8 +1,9 @@
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{console_error, load_proposal};
-use crate::components::{CsrfField, LoadError, SignalList, StatusBadge, When};
+use crate::components::{CsrfField, DecidedNotice, LoadError, SignalList, StatusBadge, When};
 use crate::views::{ProposalDetail, Viewer};
 
 /// Fixed messages for the outcome of a decision form (never reflected text).
@@ -74,7 +75,9 @@ pub fn ProposalPage() -> impl IntoView {
     let flash =
         move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));
     view! {
+        <Title text="Proposal"/>
         <section class="proposal">
+            <DecidedNotice/>
             {move || flash().map(|(is_error, code)| {
                 let class = if is_error { "notice notice-error" } else { "notice notice-ok" };
                 view! { <p class=class role="status">{outcome_message(&code)}</p> }

@@ -1,8 +1,9 @@
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::api::{console_error, load_queue};
-use crate::components::{LoadError, StatusBadge, When};
+use crate::components::{DecidedNotice, LoadError, StatusBadge, When};
 use crate::views::QueuePage as Page;
 use countersign_domain::ProposalStatus;
 
@@ -27,14 +28,22 @@ pub fn QueuePage() -> impl IntoView {
 
     // In the browser: long-poll for changes and refetch; no reload needed.
     #[cfg(feature = "hydrate")]
+    let waiting_refresh = use_context::<crate::shell::WaitingRefresh>();
+    #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         // Start from what the page shows, so a change made between rendering
         // and the first wait is not missed.
         let mut seen = data.get_untracked().and_then(|r| r.ok()).map_or(0, |p| p.change_seq);
         leptos::task::spawn_local(async move {
             while let Ok(now) = crate::api::wait_for_change(seen).await {
-                if now != seen && tick.try_update(|t| *t += 1).is_none() {
-                    break;
+                if now != seen {
+                    if tick.try_update(|t| *t += 1).is_none() {
+                        break;
+                    }
+                    // The count of waiting proposals in the title follows too.
+                    if let Some(crate::shell::WaitingRefresh(count)) = waiting_refresh {
+                        count.try_update(|t| *t += 1);
+                    }
                 }
                 seen = now;
             }
@@ -42,8 +51,10 @@ pub fn QueuePage() -> impl IntoView {
     });
 
     view! {
+        <Title text="Approval queue"/>
         <section class="queue">
             <h1>"Approval queue"</h1>
+            <DecidedNotice queue_clear=true/>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {

@@ -10,6 +10,7 @@ pub mod fixtures;
 pub mod ids;
 pub mod jcs;
 pub mod money;
+pub mod navigation;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 pub mod registry;
@@ -25,6 +26,7 @@ pub use fields::{
     ReasonCode, Reference, RunId, SourceAccount, TransferRef,
 };
 pub use money::{AmountMinor, Currency, CurrencyRules, MajorAmountError};
+pub use navigation::{is_proposal_id, login_href, ReturnPath, RETURN_PATH_MAX};
 pub use registry::{key_sha256, AgentKey, DisplayText, KeySha256, RegistryId, SlackUserId, Username};
 pub use request::{FieldError, ProposalRequest, ReversalRequest, TransferRequest};
 pub use role::Role;

@@ -19,7 +19,7 @@ use super::openapi::error_responses;
 use super::session::{self, client_address, CurrentUser, SignInError};
 use crate::approvals::{self, DecideError, Verdict};
 use crate::domain::Role;
-use crate::domain::{FieldError, ProposalStatus};
+use crate::domain::{FieldError, ProposalStatus, ReturnPath};
 use crate::operations::{Resolution, ResolveError};
 use crate::proposals::{self, ListQuery, ProposalView};
 use crate::registry_changes::{self, AgentForm, ChangeError, PayeeForm, Request, Submitted, UserForm};
@@ -596,19 +596,38 @@ pub async fn resolve_form(
 pub struct LoginForm {
     username: String,
     password: String,
+    /// The page the reviewer asked for before signing in (`ReturnPath`).
+    next: Option<String>,
 }
 
-/// `POST /login` (form) — the page's sign-in; redirects.
+/// `/login?error=…`, keeping the typed username (never the password; only
+/// what could be a username: 64 characters of `[A-Za-z0-9_.-]`) and the page
+/// to return to, so a failed attempt costs only retyping the password.
+fn login_again(error: &str, username: Option<&str>, next: Option<&ReturnPath>) -> Response {
+    let mut query = vec![("error", error)];
+    if let Some(name) = username.map(str::trim).filter(|u| crate::domain::Username::parse(u).is_ok()) {
+        query.push(("username", name));
+    }
+    if let Some(next) = next {
+        query.push(("next", next.as_str()));
+    }
+    Redirect::to(&format!("/login?{}", serde_urlencoded::to_string(query).unwrap_or_default())).into_response()
+}
+
+/// `POST /login` (form) — the page's sign-in; redirects: to `next` when it
+/// is a path on this origin (`ReturnPath`; anything else is ignored), else
+/// to the queue; after a failure back to the page with the username kept.
 pub async fn sign_in_form(State(state): State<Shared>, session: Session, request: axum::extract::Request) -> Response {
     let address = client_address(&state, &request);
     let Ok(Form(form)) = <Form<LoginForm> as axum::extract::FromRequest<Shared>>::from_request(request, &state).await
     else {
         return Redirect::to("/login?error=invalid").into_response();
     };
+    let next = form.next.as_deref().and_then(ReturnPath::parse);
     match session::sign_in(&state, &session, &form.username, &form.password, &address).await {
-        Ok(_) => Redirect::to("/").into_response(),
-        Err(SignInError::Throttled(_)) => Redirect::to("/login?error=throttled").into_response(),
-        Err(SignInError::Unauthenticated) => Redirect::to("/login?error=invalid").into_response(),
+        Ok(_) => Redirect::to(next.as_ref().map_or("/", ReturnPath::as_str)).into_response(),
+        Err(SignInError::Throttled(_)) => login_again("throttled", Some(&form.username), next.as_ref()),
+        Err(SignInError::Unauthenticated) => login_again("invalid", Some(&form.username), next.as_ref()),
         Err(SignInError::Api(e)) => e.into_response(),
     }
 }
@@ -627,14 +646,20 @@ pub struct DecisionForm {
     reason: Option<String>,
 }
 
-/// `POST /proposals/{id}/decision` (form) — approve or reject, then back to the page.
+/// `POST /proposals/{id}/decision` (form) — approve or reject, then on to
+/// the next proposal waiting for this reviewer (oldest first, `flow`), or to
+/// the queue when none is left, with `done` (what was done: a fixed code) and
+/// `decided` (to which proposal) for the notice. A refusal goes back to the
+/// same proposal with `error`.
 pub async fn decide_form(
     State(state): State<Shared>,
     user: Option<CurrentUser>,
     Path(id): Path<String>,
     Form(form): Form<DecisionForm>,
 ) -> Response {
-    let Some(user) = user else { return Redirect::to("/login").into_response() };
+    let Some(user) = user else {
+        return Redirect::to(&crate::domain::login_href(&format!("/proposals/{id}"))).into_response();
+    };
     let back = |key: &str, code: &str| Redirect::to(&format!("/proposals/{id}?{key}={code}")).into_response();
     let decision = match form.decision.as_str() {
         "approve" => DecisionWord::Approve,
@@ -644,22 +669,28 @@ pub async fn decide_form(
     let verdict = verdict(decision, form.reason);
     let approving = verdict == Verdict::Approve;
     match approvals::decide(&state, &user.approver("console"), &id, verdict, Utc::now()).await {
-        Ok(view) if approving && view.status == ProposalStatus::Approved => back("result", "approved"),
-        Ok(_) if approving => back("result", "approved"),
-        Ok(_) => back("result", "rejected"),
-        Err(DecideError::BadReason(_)) => back("error", "reason_required"),
-        Err(DecideError::InvalidState(_)) => back("error", "invalid_state"),
-        Err(DecideError::NotAnApprover) => back("error", "forbidden"),
-        Err(DecideError::NotFound) => ApiError::NotFound.into_response(),
-        Err(DecideError::Denied(d)) => {
-            let rule = d.reasons.first().map(|r| r.rule.clone()).unwrap_or_default();
-            let code = match rule.as_str() {
-                "segregation_of_duties" | "approver_limit" | "distinct_approvers" => rule,
-                _ => "policy_denied".into(),
+        Ok(view) => {
+            let done = match (approving, view.status) {
+                (true, ProposalStatus::Approved) => "approved",
+                (true, _) => "approval_recorded",
+                (false, _) => "rejected",
             };
-            back("error", &code)
+            onwards(&state, &user, &view.id, done).await
         }
-        Err(e) => ApiError::from(e).into_response(),
+        Err(DecideError::NotFound) => ApiError::NotFound.into_response(),
+        Err(e @ (DecideError::Token(_) | DecideError::Store(_))) => ApiError::from(e).into_response(),
+        // A refusal, worded on the page from its fixed code.
+        Err(e) => back("error", e.code()),
+    }
+}
+
+/// After a decision on `decided`: the next proposal waiting for `user`, else
+/// the queue (also when looking fails: the decision is recorded either way).
+async fn onwards(state: &Shared, user: &CurrentUser, decided: &str, done: &str) -> Response {
+    let notice = format!("done={done}&decided={decided}");
+    match crate::flow::next_after(state, &user.user.tenant_id, &user.user.id, decided).await {
+        Ok(Some(next)) => Redirect::to(&format!("/proposals/{next}?{notice}")).into_response(),
+        Ok(None) | Err(_) => Redirect::to(&format!("/?{notice}")).into_response(),
     }
 }
 
@@ -894,6 +925,20 @@ pub async fn load_viewer(
         user.record_in(req.extensions());
         req.extensions_mut().insert(user.viewer());
         req.extensions_mut().insert(user);
+    } else if needs_sign_in(&req) {
+        // A deep link (a Slack message, a bookmark) opened signed out: sign
+        // in first, then land on it.
+        let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        return Redirect::to(&crate::domain::login_href(path)).into_response();
     }
     next.run(req).await
+}
+
+/// Whether `req` reads a console page that only a signed-in user can see
+/// (the queue's `/` shows a welcome instead; the sign-in page is public).
+fn needs_sign_in(req: &axum::extract::Request) -> bool {
+    let path = req.uri().path();
+    let under = |prefix: &str| path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'));
+    matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD)
+        && (path.starts_with("/proposals/") || under("/operations") || under("/admin"))
 }

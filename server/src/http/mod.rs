@@ -110,6 +110,9 @@ pub fn router(state: Shared) -> Router {
         .nest_service(&format!("/pkg/{}", assets.version), assets_service(&assets.dir, IMMUTABLE))
         .nest_service("/pkg", assets_service(&assets.dir, "public, max-age=300"))
         .route("/metrics", get(metrics))
+        // The console's icon, outside the session layers like the assets.
+        .route("/favicon.svg", get(favicon))
+        .route("/favicon.ico", get(|| async { axum::response::Redirect::permanent("/favicon.svg") }))
         .with_state(state.clone())
         .merge(console)
         .route_layer(observe::RecordRouteLayer::new(state.clone()));
@@ -167,6 +170,19 @@ where
         .routes(routes!(jwks))
         .routes(routes!(healthz))
         .routes(routes!(readyz))
+}
+
+/// The console's icon: a check mark on the accent colour, plain SVG.
+const FAVICON_SVG: &str = include_str!("../../assets/favicon.svg");
+
+/// `GET /favicon.svg` (and `/favicon.ico`, which redirects here: browsers
+/// ask for it whatever the page links).
+async fn favicon() -> Response {
+    let mut response = FAVICON_SVG.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/svg+xml"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
+    response
 }
 
 /// `GET /metrics` — Prometheus text, for a scraper holding

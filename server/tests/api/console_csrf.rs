@@ -198,7 +198,8 @@ async fn the_decision_form_without_a_csrf_token_field_is_403() {
     r.assert_error(403, "forbidden");
     assert_still_pending(&server, &id).await;
 
-    // Control: with the field, the form approves and redirects back to the page.
+    // Control: with the field, the form approves and redirects (on to the next
+    // proposal waiting, or the queue: console_flow.rs).
     let r = send(browser_form(&ana, &id, &[("decision", "approve"), ("csrf_token", &ana.csrf)])).await;
     assert!([302, 303].contains(&r.status), "redirect after the form post: {} {}", r.status, r.text);
     assert_eq!(status_of(&server, &id).await, "approved");

@@ -19,6 +19,7 @@ mod commit_recovery;
 mod config;
 mod console_csrf;
 mod console_decide;
+mod console_flow;
 mod console_headers;
 mod console_session;
 mod controls;
