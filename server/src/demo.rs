@@ -38,6 +38,9 @@ impl fmt::Display for DemoSummary {
 pub async fn load(state: &AppState) -> anyhow::Result<DemoSummary> {
     let (db, settings) = (&state.db, &state.settings);
     crate::provision::apply_toml(db, settings, "demo.toml", DEMO_TOML).await?;
+    // An established tenant: its payees were added months ago, so the risk
+    // signals show what a real queue would (not "new payee" everywhere).
+    store::directory::set_payees_added_at(&db.write, "demo", chrono::Utc::now() - chrono::Duration::days(180)).await?;
     let agent = store::directory::agent(&mut *db.reader().await?, "demo", "payout-bot")
         .await?
         .ok_or_else(|| anyhow::anyhow!("the demo agent was not created"))?;

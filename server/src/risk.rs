@@ -124,7 +124,7 @@ pub async fn assess(state: &AppState, subject: &Subject<'_>) -> Result<Assessmen
             let listed: Vec<String> = same.iter().map(|e| format!("{} ({})", e.id, e.status.label())).collect();
             signals.push(Signal {
                 code: "duplicate_invoice",
-                message: format!("Invoice {invoice} to this payee was proposed before: {}.", listed.join(", ")),
+                message: format!("Invoice {invoice} to this payee is also in: {}.", listed.join(", ")),
             });
         }
     }

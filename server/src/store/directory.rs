@@ -6,7 +6,7 @@ use sqlx::sqlite::SqliteRow;
 use std::collections::BTreeMap;
 
 use super::{new_id, ts, Cols, Conn, Pool, Result, StoreError};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 /// Whether a row was created or changed by an upsert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,6 +345,13 @@ pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
             Ok(Upsert::Created)
         }
     }
+}
+
+/// Marks every payee of `tenant` as added at `at` (the demo's tenant is an
+/// established one: its payees are not new).
+pub async fn set_payees_added_at(pool: &Pool, tenant: &str, at: DateTime<Utc>) -> Result<()> {
+    sqlx::query("UPDATE payees SET created_at = ? WHERE tenant_id = ?").bind(ts(at)).bind(tenant).execute(pool).await?;
+    Ok(())
 }
 
 pub async fn payee(pool: &Pool, tenant: &str, id: &str) -> Result<Option<Payee>> {
