@@ -69,6 +69,15 @@ async fn a_pending_proposal_is_announced_with_the_payment_restated_and_three_but
     assert!(message_text(reference_block).contains("untrusted"), "{reference_block}");
     // Data is never mrkdwn: nothing the agent writes becomes a link or mention.
     assert!(!message.to_string().contains("\"mrkdwn\",") && message["mrkdwn"] == false, "{message}");
+    // Its risk signals, as the console shows them (a fresh registry: the
+    // payee is new and was never paid).
+    let risk = message["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["block_id"] == "risk")
+        .unwrap_or_else(|| panic!("a risk section: {message}"));
+    assert!(message_text(risk).contains("First payment") && message_text(risk).contains("New payee"), "{risk}");
 
     let actions = message["blocks"].as_array().unwrap().iter().find(|b| b["type"] == "actions").expect("buttons");
     let buttons = actions["elements"].as_array().unwrap();
