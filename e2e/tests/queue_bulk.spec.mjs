@@ -32,6 +32,7 @@ test('search by invoice, select two, approve both with one confirmation', async 
 
   await expect(page.locator('.bulk-list li')).toHaveCount(2);
   await expect(page.locator('#bulk-total')).toContainText('830.00 USD');
+  await expect(page.locator('#bulk-approve')).toHaveText('Approve 2 payments: 830.00 USD');
   await page.screenshot({ path: 'artifacts/bulk-confirm.png', fullPage: true });
   await page.click('#bulk-approve');
   await expect(page.locator(`li[data-proposal="${first.id}"]`)).toHaveAttribute('data-outcome', 'approved');

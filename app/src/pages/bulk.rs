@@ -76,13 +76,14 @@ fn BulkConfirm(page: BulkPage, csrf: String) -> impl IntoView {
     };
     let count = approvable.len();
     let approve = (count > 0).then(|| {
+        let total = total.clone();
         view! {
             <form method="post" action="/bulk/decision" class="stack">
                 <CsrfField token=csrf.clone()/>
                 <input type="hidden" name="decision" value="approve"/>
                 {hidden(&approvable)}
                 <button type="submit" class="primary" id="bulk-approve">
-                    {format!("Approve {}", payments(count))}
+                    {format!("Approve {}: {total}", payments(count))}
                 </button>
             </form>
         }
