@@ -12,7 +12,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use tower_sessions::Session;
 
-use super::agent::{query_error, Page, ProposalPath};
+use super::agent::{query_error, ProposalPath};
 use super::error::ApiError;
 use super::extract::{typed, JsonBody};
 use super::openapi::error_responses;
@@ -360,6 +360,35 @@ fn queue_order_schema() -> utoipa::openapi::Object {
 
 error_responses!(QueueErrors: Unauthenticated, Forbidden, ValidationFailed, InternalError);
 
+/// One risk signal of a proposal waiting for a decision (docs/CONFIG.md,
+/// "Risk signals").
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RiskSignal {
+    #[schema(examples("duplicate_invoice", "first_payment", "unusual_amount", "new_payee", "payee_changed"))]
+    pub code: &'static str,
+    /// The signal in a sentence, for a person.
+    pub message: String,
+}
+
+/// A proposal in the queue: as its agent sees it (never with the approval
+/// token), and its risk signals while it waits for a decision.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct QueueEntry {
+    #[serde(flatten)]
+    pub proposal: ProposalView,
+    /// Empty unless the proposal waits for a decision.
+    pub risk_signals: Vec<RiskSignal>,
+}
+
+/// A page of the review queue.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct QueuePageBody {
+    pub data: Vec<QueueEntry>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    #[schema(required = true)]
+    pub next_cursor: Option<String>,
+}
+
 /// The review queue
 ///
 /// The tenant's proposals with one status (`pending_approval` by default),
@@ -373,17 +402,29 @@ error_responses!(QueueErrors: Unauthenticated, Forbidden, ValidationFailed, Inte
     tag = "console",
     security(("consoleSession" = [])),
     params(QueueParams),
-    responses((status = 200, body = Page, description = "A page of the queue."), QueueErrors),
+    responses((status = 200, body = QueuePageBody, description = "A page of the queue."), QueueErrors),
 )]
 pub async fn queue(
     State(state): State<Shared>,
     user: CurrentUser,
     params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Page>, ApiError> {
+) -> Result<Json<QueuePageBody>, ApiError> {
     let Query(p) = params.map_err(query_error)?;
     let query = ListQuery::parse(&p.input()).map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &user.user.tenant_id, None).await?;
-    Ok(Json(Page { data: proposals::views(&state, rows).await?, next_cursor }))
+    let views = proposals::views(&state, rows.clone()).await?;
+    let mut data = Vec::with_capacity(views.len());
+    for (row, proposal) in rows.iter().zip(views) {
+        let waiting = matches!(row.status, ProposalStatus::PendingApproval | ProposalStatus::ApprovalExpired);
+        let signals = if waiting {
+            crate::risk::assess(&state, &crate::risk::Subject::of(row)).await?.signals
+        } else {
+            Vec::new()
+        };
+        let risk_signals = signals.into_iter().map(|s| RiskSignal { code: s.code, message: s.message }).collect();
+        data.push(QueueEntry { proposal, risk_signals });
+    }
+    Ok(Json(QueuePageBody { data, next_cursor }))
 }
 
 fn verdict(decision: DecisionWord, reason: Option<String>) -> Verdict {

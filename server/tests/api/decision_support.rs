@@ -151,6 +151,13 @@ async fn risk_signals_come_from_the_registry_and_the_history() {
         assert_eq!(codes(&seen), ["duplicate_invoice", "first_payment"], "{seen}");
         assert!(seen["signals"][0]["message"].as_str().unwrap().contains(other.as_str()), "{seen}");
     }
+    // The console API's queue carries them too.
+    let api = ben.queue("").await;
+    let entry = api.body["data"].as_array().unwrap().iter().find(|p| p["id"] == first.as_str()).unwrap().clone();
+    let api_codes: Vec<&str> =
+        entry["risk_signals"].as_array().unwrap().iter().map(|s| s["code"].as_str().unwrap()).collect();
+    assert_eq!(api_codes, ["duplicate_invoice", "first_payment"], "{entry}");
+    assert!(entry.get("approval_token").is_none_or(Value::is_null), "never the token: {entry}");
     let other_invoice = propose(&server, json!({"invoice_id": "INV-8", "run_id": "r3"})).await;
     assert_eq!(codes(&detail(&ben, &other_invoice).await), ["first_payment"]);
 
