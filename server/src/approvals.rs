@@ -90,6 +90,11 @@ fn check_reason(reason: &str) -> Result<String, DecideError> {
 
 const DECIDABLE: [ProposalStatus; 2] = [ProposalStatus::PendingApproval, ProposalStatus::ApprovalExpired];
 
+/// Whether a proposal in `status` waits for a human decision.
+pub fn awaits_decision(status: ProposalStatus) -> bool {
+    DECIDABLE.contains(&status)
+}
+
 /// Why a person cannot approve a proposal now. [`may_approve`] is the one
 /// rule: `decide` enforces it and the console shows it before anyone clicks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,7 +164,7 @@ pub fn may_approve(
     if !who.roles.contains(&Role::Approver) {
         return Err(Ineligible::NotAnApprover);
     }
-    if !DECIDABLE.contains(&row.status) {
+    if !awaits_decision(row.status) {
         return Err(Ineligible::NotWaiting(row.status));
     }
     if acts_for == who.user_id {
@@ -369,6 +374,9 @@ async fn recheck(
     let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
     if decision.outcome == Outcome::Denied {
         return Err(DecideError::Denied(decision));
+    }
+    if !state.settings.risk.extra_approval {
+        return Ok(decision); // signals change nothing: spare the reads
     }
     let signals = crate::risk::assess(state, &crate::risk::Subject::of(row)).await?.signals;
     Ok(crate::risk::with_extra_approval(&state.settings.risk, decision, &signals))

@@ -59,17 +59,21 @@ impl Tenancy {
 
     /// Whether `user_id` may approve `row` now, and if not, why.
     pub(crate) fn check(&self, user_id: &str, row: &ProposalRow, approved_by: &[&str]) -> Result<(), Ineligible> {
-        let user = self.users.iter().find(|u| u.id == user_id && u.active).ok_or(Ineligible::NotAnApprover)?;
-        may_approve(&candidate(user), row, self.acts_for(&row.agent_id), approved_by)
+        let user = self.users.iter().find(|u| u.id == user_id).ok_or(Ineligible::NotAnApprover)?;
+        self.may(user, row, approved_by)
     }
 
     /// The active users who may give the next approval, by username.
     fn eligible(&self, row: &ProposalRow, approved_by: &[&str]) -> Vec<&str> {
-        self.users
-            .iter()
-            .filter(|u| u.active && may_approve(&candidate(u), row, self.acts_for(&row.agent_id), approved_by).is_ok())
-            .map(|u| u.username.as_str())
-            .collect()
+        self.users.iter().filter(|u| self.may(u, row, approved_by).is_ok()).map(|u| u.username.as_str()).collect()
+    }
+
+    /// [`may_approve`] for one of the tenant's users; an inactive user may not.
+    fn may(&self, user: &User, row: &ProposalRow, approved_by: &[&str]) -> Result<(), Ineligible> {
+        if !user.active {
+            return Err(Ineligible::NotAnApprover);
+        }
+        may_approve(&candidate(user), row, self.acts_for(&row.agent_id), approved_by)
     }
 }
 
@@ -79,7 +83,7 @@ fn approved_by(view: &crate::proposals::ProposalView) -> Vec<&str> {
 }
 
 fn waiting(row: &ProposalRow) -> bool {
-    matches!(row.status, ProposalStatus::PendingApproval | ProposalStatus::ApprovalExpired)
+    crate::approvals::awaits_decision(row.status)
 }
 
 /// How many approvals the proposal needs in all, as `decide` will count them
@@ -106,6 +110,14 @@ fn still_needed(missing: usize, eligible: &[&str], currency: &str) -> String {
     }
 }
 
+/// A stored amount in its currency's words ("1,250.00 USD"); the bare
+/// figures if the stored currency is not one we know.
+fn stored_amount(minor: u64, currency: &str) -> String {
+    Currency::parse(currency)
+        .map(|c| c.format_minor(minor))
+        .unwrap_or_else(|_| format!("{minor} {}", currency.to_uppercase()))
+}
+
 /// How many approvals are still missing (at least one while it waits).
 fn missing(state: &crate::state::AppState, row: &ProposalRow, signals: &[Signal], given: usize) -> usize {
     usize::from(required_now(state, row, signals)).saturating_sub(given).max(1)
@@ -115,7 +127,7 @@ pub struct ConsoleService {
     pub state: Shared,
 }
 
-fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
     tracing::error!(error = %e, "console data failed to load");
     ConsoleError::Unavailable
 }
@@ -157,14 +169,9 @@ impl ConsoleService {
             let c = &row.request;
             let approved = approved_by(&view);
             // Signals and eligibility matter while a decision is awaited.
-            let (signals, no_one_can_approve) = if waiting(row) {
-                let signals = risk::assess(&self.state, &risk::Subject::of(row)).await.map_err(unavailable)?.signals;
-                let cannot =
-                    tenancy.eligible(row, &approved).len() < missing(&self.state, row, &signals, approved.len());
-                (signals, cannot)
-            } else {
-                (Vec::new(), false)
-            };
+            let signals = risk::signals_while_waiting(&self.state, row).await.map_err(unavailable)?;
+            let no_one_can_approve = waiting(row)
+                && tenancy.eligible(row, &approved).len() < missing(&self.state, row, &signals, approved.len());
             items.push(QueueItem {
                 id: row.id.clone(),
                 status: row.status.as_str().into(),
@@ -196,20 +203,14 @@ impl ConsoleService {
         let state = &self.state;
         let pairs: Vec<(String, String)> =
             serde_urlencoded::from_str(query.trim_start_matches('?')).unwrap_or_default();
-        let mut ids: Vec<String> = Vec::new();
+        let ids = crate::http::bulk::listed_ids(&pairs);
         let mut outcomes: HashMap<String, String> = HashMap::new();
-        for (key, value) in pairs {
-            match key.as_str() {
-                "id" if !ids.contains(&value) && ids.len() < crate::approvals::BULK_MAX => ids.push(value),
-                "outcome" => {
-                    // A fixed code (the page words it); anything else is dropped.
-                    if let Some((id, code)) = value.split_once(':') {
-                        if code.len() <= 40 && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
-                            outcomes.insert(id.to_owned(), code.to_owned());
-                        }
-                    }
+        for (_, value) in pairs.iter().filter(|(k, _)| k == "outcome") {
+            // A fixed code (the page words it); anything else is dropped.
+            if let Some((id, code)) = value.split_once(':') {
+                if code.len() <= 40 && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                    outcomes.insert(id.to_owned(), code.to_owned());
                 }
-                _ => {}
             }
         }
         let mut rows = Vec::with_capacity(ids.len());
@@ -232,11 +233,7 @@ impl ConsoleService {
                 let total = totals.entry(c.currency.code().to_owned()).or_insert((c.currency, 0));
                 total.1 = total.1.saturating_add(c.amount_minor);
             }
-            let signals = if waiting(row) {
-                risk::assess(state, &risk::Subject::of(row)).await.map_err(unavailable)?.signals
-            } else {
-                Vec::new()
-            };
+            let signals = risk::signals_while_waiting(state, row).await.map_err(unavailable)?;
             items.push(BulkItem {
                 id: row.id.clone(),
                 status: row.status.as_str().into(),
@@ -361,10 +358,7 @@ impl ConsoleService {
                 .map(|e| HistoryLine {
                     id: e.id.clone(),
                     at: store::ts(e.created_at),
-                    amount: Currency::parse(&e.currency).map_or_else(
-                        |_| format!("{} {}", e.amount_minor, e.currency),
-                        |c| c.format_minor(e.amount_minor),
-                    ),
+                    amount: stored_amount(e.amount_minor, &e.currency),
                     status: e.status.as_str().into(),
                 })
                 .collect(),
@@ -441,9 +435,7 @@ impl ConsoleService {
                 Some(row) => row.request.sentence(),
                 None => format!("Proposal {}", op.proposal_id),
             };
-            let amount = crate::domain::Currency::parse(&op.currency)
-                .map(|c| c.format_minor(op.amount_minor))
-                .unwrap_or_else(|_| format!("{} {}", op.amount_minor, op.currency.to_uppercase()));
+            let amount = stored_amount(op.amount_minor, &op.currency);
             items.push(OperationItem {
                 why: why(&op),
                 id: op.id,

@@ -6,7 +6,7 @@
 
 use app::views::{ConsoleError, Viewer};
 
-use crate::console::Tenancy;
+use crate::console::{unavailable, Tenancy};
 use crate::domain::ProposalStatus;
 use crate::state::AppState;
 use crate::store;
@@ -86,9 +86,4 @@ pub async fn waiting_count(state: &AppState, viewer: &Viewer) -> Result<u32, Con
     }
     let (_, count) = waiting(state, &viewer.tenant_id, &viewer.user_id, None, COUNT_CAP as usize).await?;
     Ok(u32::try_from(count).unwrap_or(COUNT_CAP))
-}
-
-fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
-    tracing::error!(error = %e, "the reviewer's queue failed to load");
-    ConsoleError::Unavailable
 }

@@ -157,6 +157,15 @@ pub async fn assess(state: &AppState, subject: &Subject<'_>) -> Result<Assessmen
     Ok(Assessment { signals, history })
 }
 
+/// The signals of a stored proposal while it waits for a decision; none
+/// once it is decided (the queue, the bulk page, the console API's queue).
+pub async fn signals_while_waiting(state: &AppState, row: &ProposalRow) -> Result<Vec<Signal>> {
+    if !crate::approvals::awaits_decision(row.status) {
+        return Ok(Vec::new());
+    }
+    Ok(assess(state, &Subject::of(row)).await?.signals)
+}
+
 /// `new_payee` and `payee_changed`, from the payee's registry dates.
 fn payee_signals(
     settings: &RiskSettings,

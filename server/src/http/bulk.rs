@@ -19,6 +19,18 @@ fn bulk_page(ids: &[String], extra: &[(&str, String)]) -> Response {
     Redirect::to(&format!("/bulk?{}", serde_urlencoded::to_string(pairs).unwrap_or_default())).into_response()
 }
 
+/// The proposal ids of a bulk form or page (`id`, repeated): each once, in
+/// the order given, at most [`BULK_MAX`].
+pub fn listed_ids(fields: &[(String, String)]) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for (_, id) in fields.iter().filter(|(k, _)| k == "id") {
+        if !ids.contains(id) && ids.len() < BULK_MAX {
+            ids.push(id.clone());
+        }
+    }
+    ids
+}
+
 /// Fields: `id` (repeated, at most 50), `decision` (`approve`|`reject`),
 /// `reason` (to reject), `csrf_token` (checked by the CSRF layer).
 pub async fn bulk_form(
@@ -28,12 +40,7 @@ pub async fn bulk_form(
 ) -> Response {
     let Some(user) = user else { return Redirect::to("/login").into_response() };
     let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let mut ids: Vec<String> = Vec::new();
-    for (_, id) in fields.iter().filter(|(k, _)| k == "id") {
-        if !ids.contains(id) && ids.len() < BULK_MAX {
-            ids.push(id.clone());
-        }
-    }
+    let ids = listed_ids(&fields);
     if ids.is_empty() {
         return Redirect::to("/").into_response();
     }

@@ -415,12 +415,7 @@ pub async fn queue(
     let views = proposals::views(&state, rows.clone()).await?;
     let mut data = Vec::with_capacity(views.len());
     for (row, proposal) in rows.iter().zip(views) {
-        let waiting = matches!(row.status, ProposalStatus::PendingApproval | ProposalStatus::ApprovalExpired);
-        let signals = if waiting {
-            crate::risk::assess(&state, &crate::risk::Subject::of(row)).await?.signals
-        } else {
-            Vec::new()
-        };
+        let signals = crate::risk::signals_while_waiting(&state, row).await?;
         let risk_signals = signals.into_iter().map(|s| RiskSignal { code: s.code, message: s.message }).collect();
         data.push(QueueEntry { proposal, risk_signals });
     }
