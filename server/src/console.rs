@@ -164,12 +164,12 @@ impl ConsoleService {
         let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
         let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;
         let tenancy = Tenancy::load(&self.state, &viewer.tenant_id).await?;
+        // Signals and eligibility matter while a decision is awaited.
+        let signals_of = risk::signals_while_waiting(&self.state, &rows).await.map_err(unavailable)?;
         let mut items = Vec::with_capacity(rows.len());
-        for (row, view) in rows.iter().zip(views) {
+        for ((row, view), signals) in rows.iter().zip(views).zip(signals_of) {
             let c = &row.request;
             let approved = approved_by(&view);
-            // Signals and eligibility matter while a decision is awaited.
-            let signals = risk::signals_while_waiting(&self.state, row).await.map_err(unavailable)?;
             let no_one_can_approve = waiting(row)
                 && tenancy.eligible(row, &approved).len() < missing(&self.state, row, &signals, approved.len());
             items.push(QueueItem {
@@ -225,15 +225,15 @@ impl ConsoleService {
         let views = crate::proposals::views(state, rows.clone()).await.map_err(unavailable)?;
         let tenancy = Tenancy::load(state, &viewer.tenant_id).await?;
         let mut totals: std::collections::BTreeMap<String, (Currency, u64)> = std::collections::BTreeMap::new();
+        let signals_of = risk::signals_while_waiting(state, &rows).await.map_err(unavailable)?;
         let mut items = Vec::with_capacity(rows.len());
-        for (row, view) in rows.iter().zip(views) {
+        for ((row, view), signals) in rows.iter().zip(views).zip(signals_of) {
             let c = &row.request;
             let check = tenancy.check(&viewer.user_id, row, &approved_by(&view));
             if check.is_ok() {
                 let total = totals.entry(c.currency.code().to_owned()).or_insert((c.currency, 0));
                 total.1 = total.1.saturating_add(c.amount_minor);
             }
-            let signals = risk::signals_while_waiting(state, row).await.map_err(unavailable)?;
             items.push(BulkItem {
                 id: row.id.clone(),
                 status: row.status.as_str().into(),

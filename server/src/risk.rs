@@ -109,27 +109,73 @@ fn median(amounts: &mut [u64]) -> Option<u64> {
     amounts.get(amounts.len().saturating_sub(1) / 2).copied()
 }
 
+/// The signals of one proposal (or one about to be stored) and its payee's
+/// history.
 pub async fn assess(state: &AppState, subject: &Subject<'_>) -> Result<Assessment> {
-    if subject.kind != ProposalKind::Transfer {
-        return Ok(Assessment::default()); // a reversal returns money already paid
+    Ok(assess_all(state, std::slice::from_ref(subject)).await?.pop().unwrap_or_default())
+}
+
+/// [`assess`] for a page of proposals, in order: three statements for the
+/// whole page, however many proposals it holds.
+pub async fn assess_all(state: &AppState, subjects: &[Subject<'_>]) -> Result<Vec<Assessment>> {
+    // A reversal returns money already paid: nothing to assess.
+    let transfers: Vec<&Subject> = subjects.iter().filter(|s| s.kind == ProposalKind::Transfer).collect();
+    if transfers.is_empty() {
+        return Ok(subjects.iter().map(|_| Assessment::default()).collect());
     }
-    let settings = &state.settings.risk;
     let pool = &state.db.read;
-    let (tenant, payee) = (subject.tenant_id, subject.payee_id);
+    let invoice_asks: Vec<store_risk::InvoiceAsk> = transfers
+        .iter()
+        .filter_map(|s| {
+            s.invoice_id.map(|invoice_id| store_risk::InvoiceAsk {
+                tenant: s.tenant_id,
+                payee: s.payee_id,
+                invoice_id,
+                except: s.id,
+            })
+        })
+        .collect();
+    let mut same_invoice = store_risk::same_invoice(pool, &invoice_asks, 5).await?.into_iter();
+    let history_asks: Vec<_> = transfers.iter().map(|s| (s.tenant_id, s.payee_id, s.created_at)).collect();
+    let histories = store_risk::payee_history(pool, &history_asks, HISTORY).await?;
+    let date_asks: Vec<_> = transfers.iter().map(|s| (s.tenant_id, s.payee_id)).collect();
+    let dates = store_risk::payee_dates(pool, &date_asks).await?;
+
+    let mut judged = transfers.iter().zip(histories.into_iter().zip(dates)).map(|(subject, (history, dates))| {
+        let same = if subject.invoice_id.is_some() { same_invoice.next().unwrap_or_default() } else { Vec::new() };
+        judge(&state.settings.risk, subject, &same, history, dates)
+    });
+    Ok(subjects
+        .iter()
+        .map(
+            |s| {
+                if s.kind == ProposalKind::Transfer {
+                    judged.next().unwrap_or_default()
+                } else {
+                    Assessment::default()
+                }
+            },
+        )
+        .collect())
+}
+
+/// The signals, from what was read: the other proposals with the same
+/// invoice, the payee's history (newest first) and its registry dates.
+fn judge(
+    settings: &RiskSettings,
+    subject: &Subject<'_>,
+    same_invoice: &[Earlier],
+    history: Vec<Earlier>,
+    dates: Option<store_risk::PayeeDates>,
+) -> Assessment {
     let mut signals = Vec::new();
-
-    if let Some(invoice) = subject.invoice_id {
-        let same = store_risk::same_invoice(pool, tenant, payee, invoice, subject.id, 5).await?;
-        if !same.is_empty() {
-            let listed: Vec<String> = same.iter().map(|e| format!("{} ({})", e.id, e.status.label())).collect();
-            signals.push(Signal {
-                code: "duplicate_invoice",
-                message: format!("Invoice {invoice} to this payee is also in: {}.", listed.join(", ")),
-            });
-        }
+    if let (Some(invoice), false) = (subject.invoice_id, same_invoice.is_empty()) {
+        let listed: Vec<String> = same_invoice.iter().map(|e| format!("{} ({})", e.id, e.status.label())).collect();
+        signals.push(Signal {
+            code: "duplicate_invoice",
+            message: format!("Invoice {invoice} to this payee is also in: {}.", listed.join(", ")),
+        });
     }
-
-    let history = store_risk::payee_history(pool, tenant, payee, subject.created_at, HISTORY).await?;
     if !history.iter().any(|e| paid(e.status)) {
         signals.push(Signal { code: "first_payment", message: "First payment to this payee.".into() });
     }
@@ -152,18 +198,27 @@ pub async fn assess(state: &AppState, subject: &Subject<'_>) -> Result<Assessmen
             });
         }
     }
-
-    signals.extend(payee_signals(settings, store_risk::payee_dates(pool, tenant, payee).await?, subject.created_at));
-    Ok(Assessment { signals, history })
+    signals.extend(payee_signals(settings, dates, subject.created_at));
+    Assessment { signals, history }
 }
 
-/// The signals of a stored proposal while it waits for a decision; none
-/// once it is decided (the queue, the bulk page, the console API's queue).
-pub async fn signals_while_waiting(state: &AppState, row: &ProposalRow) -> Result<Vec<Signal>> {
-    if !crate::approvals::awaits_decision(row.status) {
-        return Ok(Vec::new());
-    }
-    Ok(assess(state, &Subject::of(row)).await?.signals)
+/// The signals of stored proposals while they wait for a decision (none
+/// once decided), in order, in three statements for the whole page (the
+/// queue, the bulk page, the console API's queue).
+pub async fn signals_while_waiting(state: &AppState, rows: &[ProposalRow]) -> Result<Vec<Vec<Signal>>> {
+    let waiting: Vec<Subject> =
+        rows.iter().filter(|r| crate::approvals::awaits_decision(r.status)).map(Subject::of).collect();
+    let mut assessed = assess_all(state, &waiting).await?.into_iter();
+    Ok(rows
+        .iter()
+        .map(|r| {
+            if crate::approvals::awaits_decision(r.status) {
+                assessed.next().map(|a| a.signals).unwrap_or_default()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect())
 }
 
 /// `new_payee` and `payee_changed`, from the payee's registry dates.

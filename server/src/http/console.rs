@@ -413,9 +413,9 @@ pub async fn queue(
     let query = ListQuery::parse(&p.input()).map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &user.user.tenant_id, None).await?;
     let views = proposals::views(&state, rows.clone()).await?;
+    let signals_of = crate::risk::signals_while_waiting(&state, &rows).await?;
     let mut data = Vec::with_capacity(views.len());
-    for (row, proposal) in rows.iter().zip(views) {
-        let signals = crate::risk::signals_while_waiting(&state, row).await?;
+    for (proposal, signals) in views.into_iter().zip(signals_of) {
         let risk_signals = signals.into_iter().map(|s| RiskSignal { code: s.code, message: s.message }).collect();
         data.push(QueueEntry { proposal, risk_signals });
     }

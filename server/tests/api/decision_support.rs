@@ -187,6 +187,20 @@ async fn risk_signals_come_from_the_registry_and_the_history() {
     let seen = detail(&ben, &usual).await;
     assert_eq!(codes(&seen), ["payee_changed"], "{seen}");
     assert!(seen["signals"][0]["message"].as_str().unwrap().contains("after this proposal"), "{seen}");
+
+    // A page of the queue reads its signals in one batch: each entry still
+    // carries its own (they differ from row to row here), as its page does.
+    let page = ben.queue("").await;
+    let entries = page.body["data"].as_array().unwrap();
+    assert!(entries.iter().filter(|e| e["status"] == "pending_approval").count() >= 5, "{}", page.text);
+    let mut differing = std::collections::BTreeSet::new();
+    for entry in entries.iter().filter(|e| e["status"] == "pending_approval") {
+        let listed: Vec<String> =
+            entry["risk_signals"].as_array().unwrap().iter().map(|s| s["code"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(listed, codes(&detail(&ben, entry["id"].as_str().unwrap()).await), "{entry}");
+        differing.insert(listed);
+    }
+    assert!(differing.len() >= 3, "rows with different signals: {differing:?}");
 }
 
 #[tokio::test]
