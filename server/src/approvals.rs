@@ -378,7 +378,7 @@ async fn recheck(
     if !state.settings.risk.extra_approval {
         return Ok(decision); // signals change nothing: spare the reads
     }
-    let signals = crate::risk::assess(state, &crate::risk::Subject::of(row)).await?.signals;
+    let signals = crate::risk::signals(state, &crate::risk::Subject::of(row)).await?;
     Ok(crate::risk::with_extra_approval(&state.settings.risk, decision, &signals))
 }
 

@@ -320,7 +320,7 @@ pub(crate) async fn prepare(
             currency: canonical.currency,
             created_at: now,
         };
-        let signals = crate::risk::assess(state, &subject).await?.signals;
+        let signals = crate::risk::signals(state, &subject).await?;
         crate::risk::with_extra_approval(&state.settings.risk, decision, &signals)
     } else {
         decision
@@ -440,7 +440,7 @@ impl NewProposalJob {
             let mut card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
             if state.settings.slack.webhook_for(&agent.tenant_id).is_some() {
                 // Read only when a message will be posted: intake stays lean.
-                card.signals = crate::risk::assess(state, &crate::risk::Subject::of(&row)).await?.signals;
+                card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
             }
             crate::slack::outbox::announce(state, tx, &card, now).await?;
             return Ok(Some(row));

@@ -30,7 +30,7 @@ const HISTORY: u32 = 50;
 /// How many of them the detail page lists.
 pub const RECENT_SHOWN: usize = 5;
 /// The fewest paid amounts a median is taken of.
-const MIN_FOR_MEDIAN: usize = 3;
+const MIN_FOR_MEDIAN: u64 = 3;
 
 /// One signal: a stable code (for tests, filters and the API) and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,10 +90,10 @@ impl<'a> Subject<'a> {
 }
 
 /// Money moved, or may have, for a proposal in these statuses.
-fn paid(status: ProposalStatus) -> bool {
+const PAID: [ProposalStatus; 5] = {
     use ProposalStatus::*;
-    matches!(status, Executing | Succeeded | Unknown | NeedsReview | Reversed)
-}
+    [Executing, Succeeded, Unknown, NeedsReview, Reversed]
+};
 
 fn days_before(at: DateTime<Utc>, reference: DateTime<Utc>) -> String {
     match (reference - at).num_days() {
@@ -103,25 +103,36 @@ fn days_before(at: DateTime<Utc>, reference: DateTime<Utc>) -> String {
     }
 }
 
-/// The median of `amounts` (sorted in place); the lower middle of an even count.
-fn median(amounts: &mut [u64]) -> Option<u64> {
-    amounts.sort_unstable();
-    amounts.get(amounts.len().saturating_sub(1) / 2).copied()
-}
-
-/// The signals of one proposal (or one about to be stored) and its payee's
-/// history.
+/// The signals of one proposal (or one about to be stored), and for the
+/// detail page the payee's proposals before it.
 pub async fn assess(state: &AppState, subject: &Subject<'_>) -> Result<Assessment> {
-    Ok(assess_all(state, std::slice::from_ref(subject)).await?.pop().unwrap_or_default())
+    let signals = signals(state, subject).await?;
+    if subject.kind != ProposalKind::Transfer {
+        return Ok(Assessment { signals, history: Vec::new() });
+    }
+    let history = store_risk::payee_history(
+        &state.db.read,
+        subject.tenant_id,
+        subject.payee_id,
+        subject.created_at,
+        RECENT_SHOWN as u32,
+    )
+    .await?;
+    Ok(Assessment { signals, history })
 }
 
-/// [`assess`] for a page of proposals, in order: three statements for the
+/// The signals of one proposal (or one about to be stored).
+pub async fn signals(state: &AppState, subject: &Subject<'_>) -> Result<Vec<Signal>> {
+    Ok(signals_all(state, std::slice::from_ref(subject)).await?.pop().unwrap_or_default())
+}
+
+/// [`signals`] for a page of proposals, in order: three statements for the
 /// whole page, however many proposals it holds.
-pub async fn assess_all(state: &AppState, subjects: &[Subject<'_>]) -> Result<Vec<Assessment>> {
+pub async fn signals_all(state: &AppState, subjects: &[Subject<'_>]) -> Result<Vec<Vec<Signal>>> {
     // A reversal returns money already paid: nothing to assess.
     let transfers: Vec<&Subject> = subjects.iter().filter(|s| s.kind == ProposalKind::Transfer).collect();
     if transfers.is_empty() {
-        return Ok(subjects.iter().map(|_| Assessment::default()).collect());
+        return Ok(subjects.iter().map(|_| Vec::new()).collect());
     }
     let pool = &state.db.read;
     let invoice_asks: Vec<store_risk::InvoiceAsk> = transfers
@@ -136,38 +147,38 @@ pub async fn assess_all(state: &AppState, subjects: &[Subject<'_>]) -> Result<Ve
         })
         .collect();
     let mut same_invoice = store_risk::same_invoice(pool, &invoice_asks, 5).await?.into_iter();
-    let history_asks: Vec<_> = transfers.iter().map(|s| (s.tenant_id, s.payee_id, s.created_at)).collect();
-    let histories = store_risk::payee_history(pool, &history_asks, HISTORY).await?;
+    let history_asks: Vec<_> = transfers
+        .iter()
+        .map(|s| store_risk::HistoryAsk {
+            tenant: s.tenant_id,
+            payee: s.payee_id,
+            before: s.created_at,
+            currency: s.currency.code(),
+        })
+        .collect();
+    let histories = store_risk::history_summaries(pool, &history_asks, HISTORY, &PAID).await?;
     let date_asks: Vec<_> = transfers.iter().map(|s| (s.tenant_id, s.payee_id)).collect();
     let dates = store_risk::payee_dates(pool, &date_asks).await?;
 
     let mut judged = transfers.iter().zip(histories.into_iter().zip(dates)).map(|(subject, (history, dates))| {
         let same = if subject.invoice_id.is_some() { same_invoice.next().unwrap_or_default() } else { Vec::new() };
-        judge(&state.settings.risk, subject, &same, history, dates)
+        judge(&state.settings.risk, subject, &same, &history, dates)
     });
     Ok(subjects
         .iter()
-        .map(
-            |s| {
-                if s.kind == ProposalKind::Transfer {
-                    judged.next().unwrap_or_default()
-                } else {
-                    Assessment::default()
-                }
-            },
-        )
+        .map(|s| if s.kind == ProposalKind::Transfer { judged.next().unwrap_or_default() } else { Vec::new() })
         .collect())
 }
 
 /// The signals, from what was read: the other proposals with the same
-/// invoice, the payee's history (newest first) and its registry dates.
+/// invoice, the payee's recent history and its registry dates.
 fn judge(
     settings: &RiskSettings,
     subject: &Subject<'_>,
     same_invoice: &[Earlier],
-    history: Vec<Earlier>,
+    history: &store_risk::HistorySummary,
     dates: Option<store_risk::PayeeDates>,
-) -> Assessment {
+) -> Vec<Signal> {
     let mut signals = Vec::new();
     if let (Some(invoice), false) = (subject.invoice_id, same_invoice.is_empty()) {
         let listed: Vec<String> = same_invoice.iter().map(|e| format!("{} ({})", e.id, e.status.label())).collect();
@@ -176,16 +187,11 @@ fn judge(
             message: format!("Invoice {invoice} to this payee is also in: {}.", listed.join(", ")),
         });
     }
-    if !history.iter().any(|e| paid(e.status)) {
+    if !history.any_paid {
         signals.push(Signal { code: "first_payment", message: "First payment to this payee.".into() });
     }
-    let mut amounts: Vec<u64> = history
-        .iter()
-        .filter(|e| e.status == ProposalStatus::Succeeded && e.currency == subject.currency.code())
-        .map(|e| e.amount_minor)
-        .collect();
-    let count = amounts.len();
-    if let Some(usual) = median(&mut amounts).filter(|m| count >= MIN_FOR_MEDIAN && *m > 0) {
+    let count = history.succeeded;
+    if let Some(usual) = history.median_succeeded.filter(|m| count >= MIN_FOR_MEDIAN && *m > 0) {
         if subject.amount_minor as f64 > settings.unusual_amount_factor * usual as f64 {
             let times = subject.amount_minor as f64 / usual as f64;
             signals.push(Signal {
@@ -199,7 +205,7 @@ fn judge(
         }
     }
     signals.extend(payee_signals(settings, dates, subject.created_at));
-    Assessment { signals, history }
+    signals
 }
 
 /// The signals of stored proposals while they wait for a decision (none
@@ -208,16 +214,18 @@ fn judge(
 pub async fn signals_while_waiting(state: &AppState, rows: &[ProposalRow]) -> Result<Vec<Vec<Signal>>> {
     let waiting: Vec<Subject> =
         rows.iter().filter(|r| crate::approvals::awaits_decision(r.status)).map(Subject::of).collect();
-    let mut assessed = assess_all(state, &waiting).await?.into_iter();
+    let mut assessed = signals_all(state, &waiting).await?.into_iter();
     Ok(rows
         .iter()
-        .map(|r| {
-            if crate::approvals::awaits_decision(r.status) {
-                assessed.next().map(|a| a.signals).unwrap_or_default()
-            } else {
-                Vec::new()
-            }
-        })
+        .map(
+            |r| {
+                if crate::approvals::awaits_decision(r.status) {
+                    assessed.next().unwrap_or_default()
+                } else {
+                    Vec::new()
+                }
+            },
+        )
         .collect())
 }
 
@@ -283,13 +291,6 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
-    }
-
-    #[test]
-    fn the_median_is_the_middle_amount() {
-        assert_eq!(median(&mut [5, 1, 3]), Some(3));
-        assert_eq!(median(&mut [4, 1, 3, 2]), Some(2));
-        assert_eq!(median(&mut []), None);
     }
 
     #[test]

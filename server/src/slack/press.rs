@@ -90,7 +90,7 @@ async fn answer(state: &AppState, press: &Interaction) -> crate::store::Result<A
         return Ok(refused("hash_mismatch", text, about));
     }
     let mut card = outbox::card(state, &row.id, &row.request, &row.request_hash, row.required_approvals);
-    card.signals = crate::risk::assess(state, &crate::risk::Subject::of(&row)).await?.signals;
+    card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
     if verdict == Verdict::Approve && !card.direct_approve {
         let text =
             format!("Nothing was done: payments of this size are approved in the console, signed in: {console_url}");

@@ -602,7 +602,7 @@ pub async fn next_round(conn: &mut Conn, id: &str) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::operations::{self, NewOperation};
     use crate::store::Db;
@@ -613,7 +613,7 @@ mod tests {
     });
 
     /// prop_1 of tenant t's bot in run "run", as `setup` stores it.
-    fn sample(now: DateTime<Utc>) -> NewProposal<'static> {
+    pub(crate) fn sample(now: DateTime<Utc>) -> NewProposal<'static> {
         NewProposal {
             id: "prop_1",
             tenant_id: "t",
@@ -633,7 +633,7 @@ mod tests {
         }
     }
 
-    async fn setup() -> (tempfile::TempDir, Db) {
+    pub(crate) async fn setup() -> (tempfile::TempDir, Db) {
         let tmp = tempfile::tempdir().unwrap();
         let db = Db::open(tmp.path()).await.unwrap();
         let mut c = db.write.acquire().await.unwrap();

@@ -1,5 +1,11 @@
 //! What the risk signals read (`crate::risk`): a payee's registry dates and
 //! the proposals made to it before. Indexes: migration 0010.
+//!
+//! A page of proposals (the queue, the bulk page) asks the same questions of
+//! each row: each question is one statement for the whole page, a
+//! `UNION ALL` of one small indexed read per row ([`union_of`]), and the
+//! payee's history is summed up in SQL so a page reads one row per proposal,
+//! not fifty.
 
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteRow;
@@ -14,55 +20,31 @@ pub struct PayeeDates {
     pub details_changed_at: Option<DateTime<Utc>>,
 }
 
-/// The registry dates of each asked `(tenant, payee)`, in the order asked;
-/// `None` for a payee no longer in the registry. One statement.
-pub async fn payee_dates(pool: &Pool, asks: &[(&str, &str)]) -> Result<Vec<Option<PayeeDates>>> {
-    let part = "SELECT created_at, details_changed_at FROM payees WHERE tenant_id = ? AND id = ?";
-    let mut found = vec![None; asks.len()];
-    for (offset, chunk) in asks.chunks(PARTS_PER_STATEMENT).enumerate() {
-        let sql = union_of(part, chunk.len());
-        let mut query = sqlx::query(&sql);
-        for (tenant, payee) in chunk {
-            query = query.bind(*tenant).bind(*payee);
-        }
-        for r in query.fetch_all(pool).await? {
-            let c = Cols::of(&r);
-            let k = offset * PARTS_PER_STATEMENT + c.unsigned("k")? as usize;
-            let dates =
-                PayeeDates { created_at: c.at("created_at")?, details_changed_at: c.opt_at("details_changed_at")? };
-            if let Some(slot) = found.get_mut(k) {
-                *slot = Some(dates);
-            }
-        }
-    }
-    Ok(found)
-}
-
 /// At most this many parts in one `UNION ALL` (SQLite's default limit on
 /// compound selects is 500).
 const PARTS_PER_STATEMENT: usize = 100;
 
-/// `count` copies of the one-row-set query `part`, each tagged with its index
-/// as the column `k`, joined by `UNION ALL`: one round trip for a page of
-/// small indexed reads. Each part is wrapped so its own `ORDER BY`/`LIMIT`
-/// applies to it alone.
+/// `count` copies of `part`, a query whose select list starts with
+/// `__k__ AS k`, each with its index for `__k__`, joined by `UNION ALL`: one
+/// round trip for a page of small indexed reads. Each part is wrapped so its
+/// own `ORDER BY`/`LIMIT` applies to it alone.
 fn union_of(part: &str, count: usize) -> String {
-    let select = part.strip_prefix("SELECT ").unwrap_or(part);
-    (0..count).map(|k| format!("SELECT * FROM (SELECT {k} AS k, {select})")).collect::<Vec<_>>().join(" UNION ALL ")
+    (0..count)
+        .map(|k| format!("SELECT * FROM ({})", part.replace("__k__", &k.to_string())))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ")
 }
 
-/// Runs `part` once per ask (binding each ask with `bind`) in as few
-/// statements as allowed, and sorts the rows back to their asks, each ask's
-/// rows by creation (oldest first, or newest first), as `part` orders them:
-/// a compound select does not promise to keep its parts' order.
-async fn per_ask<A>(
+/// Runs `part` once per ask (each ask's binds from `binds`, all text) in as
+/// few statements as allowed; each row comes back with the index of its ask.
+async fn per_ask<A, T>(
     pool: &Pool,
     part: &str,
-    newest_first: bool,
     asks: &[A],
     binds: impl Fn(&A) -> Vec<String>,
-) -> Result<Vec<Vec<Earlier>>> {
-    let mut found: Vec<Vec<Earlier>> = asks.iter().map(|_| Vec::new()).collect();
+    read: impl Fn(&SqliteRow) -> Result<T>,
+) -> Result<Vec<(usize, T)>> {
+    let mut found = Vec::new();
     for (offset, chunk) in asks.chunks(PARTS_PER_STATEMENT).enumerate() {
         let sql = union_of(part, chunk.len());
         let mut query = sqlx::query(&sql);
@@ -71,16 +53,30 @@ async fn per_ask<A>(
         }
         for r in query.fetch_all(pool).await? {
             let k = offset * PARTS_PER_STATEMENT + Cols::of(&r).unsigned("k")? as usize;
-            if let Some(rows) = found.get_mut(k) {
-                rows.push(earlier(&r)?);
-            }
+            found.push((k, read(&r)?));
         }
     }
-    for rows in &mut found {
-        rows.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        if newest_first {
-            rows.reverse();
-        }
+    Ok(found)
+}
+
+/// The registry dates of each asked `(tenant, payee)`, in the order asked;
+/// `None` for a payee no longer in the registry.
+pub async fn payee_dates(pool: &Pool, asks: &[(&str, &str)]) -> Result<Vec<Option<PayeeDates>>> {
+    let part = "SELECT __k__ AS k, created_at, details_changed_at FROM payees WHERE tenant_id = ? AND id = ?";
+    let rows = per_ask(
+        pool,
+        part,
+        asks,
+        |(tenant, payee)| vec![(*tenant).to_owned(), (*payee).to_owned()],
+        |r| {
+            let c = Cols::of(r);
+            Ok(PayeeDates { created_at: c.at("created_at")?, details_changed_at: c.opt_at("details_changed_at")? })
+        },
+    )
+    .await?;
+    let mut found = vec![None; asks.len()];
+    for (k, dates) in rows {
+        found[k] = Some(dates);
     }
     Ok(found)
 }
@@ -109,7 +105,7 @@ fn earlier(r: &SqliteRow) -> Result<Earlier> {
     })
 }
 
-const EARLIER: &str = "SELECT id, agent_id, status, amount_minor, currency, created_at FROM proposals";
+const EARLIER: &str = "id, agent_id, status, amount_minor, currency, created_at";
 
 /// One duplicate-invoice question: the tenant, the payee, the invoice id
 /// and the proposal asking (left out of its own answer).
@@ -125,20 +121,168 @@ pub struct InvoiceAsk<'a> {
 pub async fn same_invoice(pool: &Pool, asks: &[InvoiceAsk<'_>], limit: u32) -> Result<Vec<Vec<Earlier>>> {
     // The expression is the index's (migration 0010), written the same way.
     let part = format!(
-        "{EARLIER} WHERE tenant_id = ? AND payee_id = ? AND json_extract(canonical_request, '$.invoice_id') = ?
-             AND id <> ? ORDER BY created_at, id LIMIT {limit}"
+        "SELECT __k__ AS k, {EARLIER} FROM proposals
+         WHERE tenant_id = ? AND payee_id = ? AND json_extract(canonical_request, '$.invoice_id') = ? AND id <> ?
+         ORDER BY created_at, id LIMIT {limit}"
     );
-    per_ask(pool, &part, false, asks, |a| [a.tenant, a.payee, a.invoice_id, a.except].map(str::to_owned).to_vec()).await
+    let rows = per_ask(
+        pool,
+        &part,
+        asks,
+        |a| [a.tenant, a.payee, a.invoice_id, a.except].map(str::to_owned).to_vec(),
+        earlier,
+    )
+    .await?;
+    let mut found: Vec<Vec<Earlier>> = asks.iter().map(|_| Vec::new()).collect();
+    for (k, row) in rows {
+        found[k].push(row);
+    }
+    // A compound select does not promise to keep its parts' order.
+    for rows in &mut found {
+        rows.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    }
+    Ok(found)
 }
 
-/// For each `(tenant, payee, before)`, the payee's proposals created before
-/// `before` (the asking proposal's creation), newest first, at most `limit`.
-pub async fn payee_history(pool: &Pool, asks: &[(&str, &str, DateTime<Utc>)], limit: u32) -> Result<Vec<Vec<Earlier>>> {
+/// The payee's proposals created before `before` (this proposal's
+/// creation), newest first, at most `limit`: the detail page lists them.
+pub async fn payee_history(
+    pool: &Pool,
+    tenant: &str,
+    payee: &str,
+    before: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<Earlier>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {EARLIER} FROM proposals WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
+         ORDER BY created_at DESC, id DESC LIMIT ?"
+    ))
+    .bind(tenant)
+    .bind(payee)
+    .bind(ts(before))
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(earlier).collect()
+}
+
+/// One history question: the payee's last proposals before `before`, read
+/// for amounts in `currency`.
+pub struct HistoryAsk<'a> {
+    pub tenant: &'a str,
+    pub payee: &'a str,
+    pub before: DateTime<Utc>,
+    pub currency: &'a str,
+}
+
+/// What the amount and first-payment signals need of a payee's last
+/// proposals before one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistorySummary {
+    /// Whether any of them is in one of the `paid` statuses.
+    pub any_paid: bool,
+    /// How many of them succeeded in the asked currency.
+    pub succeeded: u64,
+    /// The median of those amounts (the lower middle of an even count).
+    pub median_succeeded: Option<u64>,
+}
+
+/// For each ask, a summary of the payee's last `window` proposals before
+/// it: one row per ask, computed by the database.
+pub async fn history_summaries(
+    pool: &Pool,
+    asks: &[HistoryAsk<'_>],
+    window: u32,
+    paid: &[ProposalStatus],
+) -> Result<Vec<HistorySummary>> {
+    // Status names are the enum's own constants, never input.
+    let paid: Vec<String> = paid.iter().map(|s| format!("'{}'", s.as_str())).collect();
+    let paid = if paid.is_empty() { "NULL".to_owned() } else { paid.join(", ") };
+    let succeeded = ProposalStatus::Succeeded.as_str();
     let part = format!(
-        "{EARLIER} WHERE tenant_id = ? AND payee_id = ? AND created_at < ? ORDER BY created_at DESC, id DESC LIMIT {limit}"
+        "WITH recent AS (
+             SELECT status, amount_minor, currency FROM proposals
+             WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
+             ORDER BY created_at DESC, id DESC LIMIT {window}),
+         usual AS (
+             SELECT amount_minor, ROW_NUMBER() OVER (ORDER BY amount_minor) AS rn, COUNT(*) OVER () AS n
+             FROM recent WHERE status = '{succeeded}' AND currency = ?)
+         SELECT __k__ AS k,
+             EXISTS (SELECT 1 FROM recent WHERE status IN ({paid})) AS any_paid,
+             (SELECT COUNT(*) FROM usual) AS succeeded,
+             (SELECT amount_minor FROM usual WHERE rn = (n + 1) / 2) AS median"
     );
-    per_ask(pool, &part, true, asks, |(tenant, payee, before)| {
-        vec![(*tenant).to_owned(), (*payee).to_owned(), ts(*before)]
-    })
-    .await
+    let rows = per_ask(
+        pool,
+        &part,
+        asks,
+        |a| vec![a.tenant.to_owned(), a.payee.to_owned(), ts(a.before), a.currency.to_owned()],
+        |r| {
+            let c = Cols::of(r);
+            let median = match c.get::<Option<i64>>("median")? {
+                Some(m) => Some(u64::try_from(m).map_err(|e| super::StoreError::corrupt("median", e))?),
+                None => None,
+            };
+            Ok(HistorySummary {
+                any_paid: c.flag("any_paid")?,
+                succeeded: c.unsigned("succeeded")?,
+                median_succeeded: median,
+            })
+        },
+    )
+    .await?;
+    let mut found = vec![HistorySummary::default(); asks.len()];
+    for (k, summary) in rows {
+        found[k] = summary;
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::proposals::tests::{sample, setup};
+    use crate::store::proposals::{insert, NewProposal};
+    use chrono::Duration;
+
+    #[tokio::test]
+    async fn a_page_of_history_questions_is_answered_per_ask_in_sql() {
+        let (_tmp, db) = setup().await; // prop_1: pending, 1.00 USD, just now
+        let t0 = Utc::now() - Duration::days(1);
+        let mut c = db.write.acquire().await.unwrap();
+        // Oldest first: four succeeded USD amounts, one EUR, one failed.
+        let made = [
+            ("p_a", 400, "USD", ProposalStatus::Succeeded),
+            ("p_b", 100, "USD", ProposalStatus::Succeeded),
+            ("p_c", 999, "EUR", ProposalStatus::Succeeded),
+            ("p_d", 300, "USD", ProposalStatus::Succeeded),
+            ("p_e", 200, "USD", ProposalStatus::Succeeded),
+            ("p_f", 50, "USD", ProposalStatus::Failed),
+        ];
+        for (i, (id, amount, currency, status)) in made.into_iter().enumerate() {
+            let at = t0 + Duration::minutes(i as i64);
+            let p = NewProposal { id, amount_minor: amount, currency, status, ..sample(at) };
+            insert(&mut c, &NewProposal { run_id: id, ..p }).await.unwrap();
+        }
+        drop(c);
+        let paid = [ProposalStatus::Succeeded];
+        let ask = |before, currency| HistoryAsk { tenant: "t", payee: "ba_x", before, currency };
+        let asks = [
+            ask(Utc::now() + Duration::minutes(1), "USD"),
+            ask(t0, "USD"),
+            ask(Utc::now() + Duration::minutes(1), "EUR"),
+            ask(t0 + Duration::seconds(90), "USD"),
+        ];
+        let got = history_summaries(&db.read, &asks, 50, &paid).await.unwrap();
+        let summary = |any_paid, succeeded, median| HistorySummary { any_paid, succeeded, median_succeeded: median };
+        assert_eq!(got[0], summary(true, 4, Some(200)), "lower middle of 100 200 300 400");
+        assert_eq!(got[1], summary(false, 0, None), "nothing before the first");
+        assert_eq!(got[2], summary(true, 1, Some(999)), "in its own currency");
+        assert_eq!(got[3], summary(true, 2, Some(100)), "only what came before: 400, 100");
+        // The window: the last three before now are pending, failed, 200.
+        let windowed = history_summaries(&db.read, &asks[..1], 3, &paid).await.unwrap();
+        assert_eq!(windowed[0], summary(true, 1, Some(200)));
+        let none_paid = history_summaries(&db.read, &asks[..1], 2, &paid).await.unwrap();
+        assert_eq!(none_paid[0], summary(false, 0, None), "pending and failed only");
+    }
 }
