@@ -30,7 +30,7 @@ const HISTORY: u32 = 50;
 /// How many of them the detail page lists.
 pub const RECENT_SHOWN: usize = 5;
 /// The fewest paid amounts a median is taken of.
-const MIN_FOR_MEDIAN: u64 = 3;
+const MIN_FOR_MEDIAN: usize = 3;
 
 /// One signal: a stable code (for tests, filters and the API) and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +101,12 @@ fn days_before(at: DateTime<Utc>, reference: DateTime<Utc>) -> String {
         1 => "1 day".to_owned(),
         d => format!("{d} days"),
     }
+}
+
+/// The median of `amounts` (sorted in place); the lower middle of an even count.
+fn median(amounts: &mut [u64]) -> Option<u64> {
+    amounts.sort_unstable();
+    amounts.get(amounts.len().saturating_sub(1) / 2).copied()
 }
 
 /// The signals of one proposal (or one about to be stored), and for the
@@ -190,8 +196,9 @@ fn judge(
     if !history.any_paid {
         signals.push(Signal { code: "first_payment", message: "First payment to this payee.".into() });
     }
-    let count = history.succeeded;
-    if let Some(usual) = history.median_succeeded.filter(|m| count >= MIN_FOR_MEDIAN && *m > 0) {
+    let mut amounts = history.succeeded.clone();
+    let count = amounts.len();
+    if let Some(usual) = median(&mut amounts).filter(|m| count >= MIN_FOR_MEDIAN && *m > 0) {
         if subject.amount_minor as f64 > settings.unusual_amount_factor * usual as f64 {
             let times = subject.amount_minor as f64 / usual as f64;
             signals.push(Signal {
@@ -291,6 +298,13 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_median_is_the_middle_amount() {
+        assert_eq!(median(&mut [5, 1, 3]), Some(3));
+        assert_eq!(median(&mut [4, 1, 3, 2]), Some(2));
+        assert_eq!(median(&mut []), None);
     }
 
     #[test]

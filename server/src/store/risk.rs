@@ -1,11 +1,11 @@
 //! What the risk signals read (`crate::risk`): a payee's registry dates and
-//! the proposals made to it before. Indexes: migration 0010.
+//! the proposals made to it before. Indexes: migrations 0010 and 0011.
 //!
 //! A page of proposals (the queue, the bulk page) asks the same questions of
 //! each row: each question is one statement for the whole page, a
 //! `UNION ALL` of one small indexed read per row ([`union_of`]), and the
 //! payee's history is summed up in SQL so a page reads one row per proposal,
-//! not fifty.
+//! not fifty, from the index alone (migration 0011).
 
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteRow;
@@ -181,14 +181,12 @@ pub struct HistoryAsk<'a> {
 pub struct HistorySummary {
     /// Whether any of them is in one of the `paid` statuses.
     pub any_paid: bool,
-    /// How many of them succeeded in the asked currency.
-    pub succeeded: u64,
-    /// The median of those amounts (the lower middle of an even count).
-    pub median_succeeded: Option<u64>,
+    /// The amounts of those that succeeded in the asked currency, newest first.
+    pub succeeded: Vec<u64>,
 }
 
 /// For each ask, a summary of the payee's last `window` proposals before
-/// it: one row per ask, computed by the database.
+/// it: one row per ask, read from the index alone (migration 0011).
 pub async fn history_summaries(
     pool: &Pool,
     asks: &[HistoryAsk<'_>],
@@ -200,34 +198,26 @@ pub async fn history_summaries(
     let paid = if paid.is_empty() { "NULL".to_owned() } else { paid.join(", ") };
     let succeeded = ProposalStatus::Succeeded.as_str();
     let part = format!(
-        "WITH recent AS (
-             SELECT status, amount_minor, currency FROM proposals
-             WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
-             ORDER BY created_at DESC, id DESC LIMIT {window}),
-         usual AS (
-             SELECT amount_minor, ROW_NUMBER() OVER (ORDER BY amount_minor) AS rn, COUNT(*) OVER () AS n
-             FROM recent WHERE status = '{succeeded}' AND currency = ?)
-         SELECT __k__ AS k,
-             EXISTS (SELECT 1 FROM recent WHERE status IN ({paid})) AS any_paid,
-             (SELECT COUNT(*) FROM usual) AS succeeded,
-             (SELECT amount_minor FROM usual WHERE rn = (n + 1) / 2) AS median"
+        "SELECT __k__ AS k, COALESCE(MAX(status IN ({paid})), 0) AS any_paid,
+             group_concat(CASE WHEN status = '{succeeded}' AND currency = ? THEN amount_minor END) AS amounts
+         FROM (SELECT status, currency, amount_minor FROM proposals
+               WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
+               ORDER BY created_at DESC, id DESC LIMIT {window})"
     );
     let rows = per_ask(
         pool,
         &part,
         asks,
-        |a| vec![a.tenant.to_owned(), a.payee.to_owned(), ts(a.before), a.currency.to_owned()],
+        |a| vec![a.currency.to_owned(), a.tenant.to_owned(), a.payee.to_owned(), ts(a.before)],
         |r| {
             let c = Cols::of(r);
-            let median = match c.get::<Option<i64>>("median")? {
-                Some(m) => Some(u64::try_from(m).map_err(|e| super::StoreError::corrupt("median", e))?),
-                None => None,
-            };
-            Ok(HistorySummary {
-                any_paid: c.flag("any_paid")?,
-                succeeded: c.unsigned("succeeded")?,
-                median_succeeded: median,
-            })
+            let amounts = c.opt_text("amounts")?.unwrap_or_default();
+            let succeeded = amounts
+                .split(',')
+                .filter(|a| !a.is_empty())
+                .map(|a| a.parse::<u64>().map_err(|e| super::StoreError::corrupt("amount_minor", e)))
+                .collect::<Result<Vec<u64>>>()?;
+            Ok(HistorySummary { any_paid: c.flag("any_paid")?, succeeded })
         },
     )
     .await?;
@@ -274,15 +264,20 @@ mod tests {
             ask(t0 + Duration::seconds(90), "USD"),
         ];
         let got = history_summaries(&db.read, &asks, 50, &paid).await.unwrap();
-        let summary = |any_paid, succeeded, median| HistorySummary { any_paid, succeeded, median_succeeded: median };
-        assert_eq!(got[0], summary(true, 4, Some(200)), "lower middle of 100 200 300 400");
-        assert_eq!(got[1], summary(false, 0, None), "nothing before the first");
-        assert_eq!(got[2], summary(true, 1, Some(999)), "in its own currency");
-        assert_eq!(got[3], summary(true, 2, Some(100)), "only what came before: 400, 100");
+        let summary = |any_paid, succeeded: &[u64]| HistorySummary { any_paid, succeeded: succeeded.to_vec() };
+        let mut amounts = got[0].succeeded.clone();
+        amounts.sort_unstable();
+        assert_eq!(amounts, [100, 200, 300, 400], "USD, succeeded: {:?}", got[0]);
+        assert!(got[0].any_paid);
+        assert_eq!(got[1], summary(false, &[]), "nothing before the first");
+        assert_eq!(got[2], summary(true, &[999]), "in its own currency");
+        let mut before = got[3].succeeded.clone();
+        before.sort_unstable();
+        assert_eq!((got[3].any_paid, before), (true, vec![100, 400]), "only what came before");
         // The window: the last three before now are pending, failed, 200.
         let windowed = history_summaries(&db.read, &asks[..1], 3, &paid).await.unwrap();
-        assert_eq!(windowed[0], summary(true, 1, Some(200)));
+        assert_eq!(windowed[0], summary(true, &[200]));
         let none_paid = history_summaries(&db.read, &asks[..1], 2, &paid).await.unwrap();
-        assert_eq!(none_paid[0], summary(false, 0, None), "pending and failed only");
+        assert_eq!(none_paid[0], summary(false, &[]), "pending and failed only");
     }
 }
