@@ -416,6 +416,7 @@ impl NewProposalJob {
                 amount_minor: canonical.amount_minor,
                 currency: canonical.currency.code(),
                 payee_id: canonical.destination.id.expose(),
+                invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
                 canonical_request: &canonical_json,
                 request_hash: hash.as_str(),
                 policy: &policy_json,

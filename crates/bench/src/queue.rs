@@ -118,9 +118,9 @@ async fn seed(db: &std::path::Path, template_id: &str, args: &QueueArgs) -> anyh
         pending += usize::from(is_pending);
         sqlx::query(
             "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
-                 canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at,
-                 expires_at, approval_round)
-             VALUES (?, ?, ?, ?, 'transfer', ?, ?, ?, ?, ?, ?, ?, ?, 3, ?, ?, ?, 1)",
+                 invoice_id, canonical_request, request_hash, policy, required_approvals, version, created_at,
+                 updated_at, expires_at, approval_round)
+             VALUES (?, ?, ?, ?, 'transfer', ?, ?, ?, ?, ?, ?, ?, ?, ?, 3, ?, ?, ?, 1)",
         )
         .bind(&id)
         .bind(&tenant)
@@ -130,6 +130,7 @@ async fn seed(db: &std::path::Path, template_id: &str, args: &QueueArgs) -> anyh
         .bind(t.get::<i64, _>("amount_minor"))
         .bind(t.get::<String, _>("currency"))
         .bind(t.get::<String, _>("payee_id"))
+        .bind(t.get::<Option<String>, _>("invoice_id"))
         .bind(t.get::<String, _>("canonical_request"))
         .bind(t.get::<String, _>("request_hash"))
         .bind(t.get::<String, _>("policy"))

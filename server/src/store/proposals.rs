@@ -74,6 +74,9 @@ pub struct NewProposal<'a> {
     pub amount_minor: u64,
     pub currency: &'a str,
     pub payee_id: &'a str,
+    /// The canonical request's invoice id, kept in its own column for the
+    /// duplicate-invoice signal (migration 0011).
+    pub invoice_id: Option<&'a str>,
     pub canonical_request: &'a str,
     pub request_hash: &'a str,
     pub policy: &'a str,
@@ -112,8 +115,9 @@ pub async fn insert(conn: &mut Conn, p: &NewProposal<'_>) -> Result<Option<Propo
     let now = ts(p.now);
     let row = sqlx::query(
         "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
-             canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+             invoice_id, canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at,
+             expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
          ON CONFLICT (tenant_id, agent_id, run_id, request_hash) DO NOTHING
          RETURNING *, 0 AS payee_trusted",
     )
@@ -126,6 +130,7 @@ pub async fn insert(conn: &mut Conn, p: &NewProposal<'_>) -> Result<Option<Propo
     .bind(p.amount_minor as i64)
     .bind(p.currency)
     .bind(p.payee_id)
+    .bind(p.invoice_id)
     .bind(p.canonical_request)
     .bind(p.request_hash)
     .bind(p.policy)
@@ -624,6 +629,7 @@ pub(crate) mod tests {
             amount_minor: 100,
             currency: "USD",
             payee_id: "ba_x",
+            invoice_id: None,
             canonical_request: &CANONICAL,
             request_hash: "sha256:00",
             policy: r#"{"outcome":"needs_approval","required_approvals":2,"reasons":[]}"#,

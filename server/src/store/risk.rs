@@ -119,10 +119,9 @@ pub struct InvoiceAsk<'a> {
 /// For each ask, the other proposals for the same payee and invoice id: any
 /// run, any agent, any status; oldest first, at most `limit`.
 pub async fn same_invoice(pool: &Pool, asks: &[InvoiceAsk<'_>], limit: u32) -> Result<Vec<Vec<Earlier>>> {
-    // The expression is the index's (migration 0010), written the same way.
     let part = format!(
         "SELECT __k__ AS k, {EARLIER} FROM proposals
-         WHERE tenant_id = ? AND payee_id = ? AND json_extract(canonical_request, '$.invoice_id') = ? AND id <> ?
+         WHERE tenant_id = ? AND payee_id = ? AND invoice_id = ? AND id <> ?
          ORDER BY created_at, id LIMIT {limit}"
     );
     let rows = per_ask(
@@ -279,5 +278,59 @@ mod tests {
         assert_eq!(windowed[0], summary(true, &[200]));
         let none_paid = history_summaries(&db.read, &asks[..1], 2, &paid).await.unwrap();
         assert_eq!(none_paid[0], summary(false, &[]), "pending and failed only");
+    }
+
+    #[tokio::test]
+    async fn migration_0011_copies_invoice_ids_without_reporting_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pool = crate::store::writer_pool(&tmp.path().join("countersign.db")).await.unwrap();
+        let before_0011 = sqlx::migrate::Migrator {
+            migrations: std::borrow::Cow::Owned(
+                crate::store::MIGRATOR.migrations.iter().filter(|m| m.version < 11).cloned().collect(),
+            ),
+            ignore_missing: false,
+            locking: true,
+            no_tx: false,
+        };
+        before_0011.run(&pool).await.unwrap();
+        let canonical = |invoice: Option<&str>| {
+            let mut c = serde_json::to_value(countersign_domain::fixtures::sample_transfer()).unwrap();
+            c["invoice_id"] = invoice.map_or(serde_json::Value::Null, Into::into);
+            c.to_string()
+        };
+        for sql in [
+            "INSERT INTO tenants (id, name, created_at) VALUES ('t', 'T', 'x')",
+            "INSERT INTO users (id, tenant_id, username, password_hash, roles, created_at)
+             VALUES ('usr_maya', 't', 'maya', 'x', '[]', 'x')",
+            "INSERT INTO agents (tenant_id, id, key_sha256, acts_for, source_accounts, purposes, created_at)
+             VALUES ('t', 'bot', 'k', 'usr_maya', '[]', '[]', 'x')",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        for (id, invoice) in [("p_1", Some("INV-9")), ("p_2", None)] {
+            sqlx::query(
+                "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency,
+                     payee_id, canonical_request, request_hash, policy, required_approvals, created_at, updated_at,
+                     expires_at)
+                 VALUES (?, 't', 'bot', ?, 'transfer', 'pending_approval', 100, 'USD', 'ba_x', ?, 'h', '{}', 1,
+                     'x', 'x', 'x')",
+            )
+            .bind(id)
+            .bind(id)
+            .bind(canonical(invoice))
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        crate::store::MIGRATOR.run(&pool).await.unwrap();
+        let copied: Vec<(String, Option<String>)> =
+            sqlx::query_as("SELECT id, invoice_id FROM proposals ORDER BY id").fetch_all(&pool).await.unwrap();
+        assert_eq!(copied, [("p_1".to_owned(), Some("INV-9".to_owned())), ("p_2".to_owned(), None)]);
+        let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'").fetch_one(&pool).await.unwrap();
+        assert_eq!(logged, 0, "the copy is not a change to each proposal");
+        // The trigger is back: a real change is logged again.
+        sqlx::query("UPDATE proposals SET status = 'cancelled' WHERE id = 'p_2'").execute(&pool).await.unwrap();
+        let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'").fetch_one(&pool).await.unwrap();
+        assert_eq!(logged, 1);
     }
 }
