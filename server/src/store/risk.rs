@@ -326,11 +326,17 @@ mod tests {
         let copied: Vec<(String, Option<String>)> =
             sqlx::query_as("SELECT id, invoice_id FROM proposals ORDER BY id").fetch_all(&pool).await.unwrap();
         assert_eq!(copied, [("p_1".to_owned(), Some("INV-9".to_owned())), ("p_2".to_owned(), None)]);
-        let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'").fetch_one(&pool).await.unwrap();
+        let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
         assert_eq!(logged, 0, "the copy is not a change to each proposal");
         // The trigger is back: a real change is logged again.
         sqlx::query("UPDATE proposals SET status = 'cancelled' WHERE id = 'p_2'").execute(&pool).await.unwrap();
-        let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'").fetch_one(&pool).await.unwrap();
+        let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
         assert_eq!(logged, 1);
     }
 }
