@@ -538,6 +538,13 @@ mod tests {
     }
 
     #[test]
+    fn mcp_needs_room_for_at_least_one_request() {
+        let mut s = Settings::default();
+        s.mcp.max_in_flight = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("mcp.max_in_flight"));
+    }
+
+    #[test]
     fn secrets_never_print() {
         let mut s = Settings::default();
         s.slack.signing_secrets = vec![SecretString::from("shh-very-secret".to_owned())];

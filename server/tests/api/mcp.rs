@@ -385,7 +385,7 @@ async fn over_http_propose_payment_is_the_agents_proposal_on_the_api_and_no_one_
     assert_eq!(rest.body["run_id"], "mcp-http-run");
     assert_eq!(rest.body["canonical_request"]["amount_minor"], 25_000, "{}", rest.text);
     assert_eq!(rest.body["status"], "pending_approval");
-    assert_eq!(server.all_ids(ACME_BOT_KEY).await, [id.clone()]);
+    assert_eq!(server.all_ids(ACME_BOT_KEY).await, std::slice::from_ref(&id));
     assert_eq!(mcp.ok("get_proposal", json!({ "id": id })).await["request_hash"], rest.body["request_hash"]);
 
     // Another agent of the tenant is refused as the API refuses it (404
