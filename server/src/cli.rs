@@ -88,7 +88,8 @@ pub enum Command {
         command: AuditCommand,
     },
     /// Serve the Model Context Protocol on stdin/stdout for one agent: its
-    /// tools call this deployment's agent API with the agent's key.
+    /// tools call this deployment's agent API with the agent's key. (`serve`
+    /// offers the same tools over streamable HTTP at `/mcp`.)
     Mcp {
         /// The API's base URL (default: the configured `public_url`).
         #[arg(long)]

@@ -43,6 +43,22 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     pub webhooks: WebhookSettings,
     pub risk: RiskSettings,
+    pub mcp: McpSettings,
+}
+
+/// `/mcp`: the MCP tools over streamable HTTP (`http::mcp`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpSettings {
+    /// How many MCP requests may be in flight at once (a `wait_for_decision`
+    /// holds its request up to 10 minutes); past it, 429 `rate_limited`.
+    pub max_in_flight: usize,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings { max_in_flight: 512 }
+    }
 }
 
 /// Agent webhooks (`countersign agent webhook set`, `crate::webhooks`).
@@ -281,6 +297,7 @@ impl Default for Settings {
             metrics: MetricsSettings::default(),
             webhooks: WebhookSettings::default(),
             risk: RiskSettings::default(),
+            mcp: McpSettings::default(),
         }
     }
 }
@@ -304,6 +321,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "metrics",
     "webhooks",
     "risk",
+    "mcp",
 ];
 
 /// Command-line values that override every other source.
@@ -405,6 +423,9 @@ impl Settings {
         }
         if !(self.risk.unusual_amount_factor.is_finite() && self.risk.unusual_amount_factor > 1.0) {
             return bad("risk.unusual_amount_factor", "must be a number greater than 1");
+        }
+        if !(1..=65_536).contains(&self.mcp.max_in_flight) {
+            return bad("mcp.max_in_flight", "must be between 1 and 65536");
         }
         if self.risk.recent_payee_days > 3650 {
             return bad("risk.recent_payee_days", "must be at most 3650");
@@ -514,6 +535,13 @@ mod tests {
     #[test]
     fn defaults_validate() {
         Settings::default().validate().unwrap();
+    }
+
+    #[test]
+    fn mcp_needs_room_for_at_least_one_request() {
+        let mut s = Settings::default();
+        s.mcp.max_in_flight = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("mcp.max_in_flight"));
     }
 
     #[test]

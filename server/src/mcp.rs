@@ -1,23 +1,32 @@
-//! `countersign mcp`: a Model Context Protocol server over stdio for agents
-//! whose framework speaks MCP rather than HTTP.
+//! The Model Context Protocol server, for agents whose framework speaks
+//! MCP rather than HTTP: over stdio (`countersign mcp`, a separate process
+//! given one agent's key) and over streamable HTTP (`/mcp` on the server
+//! itself, `http::mcp`, each request carrying its own agent key).
 //!
 //! Every tool is one call (or, for waiting and committing, a short sequence
 //! of calls) to this deployment's agent HTTP API with the agent's own key:
-//! the same credential, the same checks, the same typed errors. The MCP
+//! the same credential, the same checks, the same typed errors. Over stdio
+//! the calls go to the API's URL; over HTTP they go to the API's own routes
+//! in this process, with the key of the MCP request being served. The MCP
 //! server holds no authority of its own and keeps no state; it cannot
 //! approve anything. A refused call comes back as a tool error whose text is
 //! the API's error envelope (`error.code` is what the model should act on).
 
 use std::time::Duration;
 
+use axum::http::{header, HeaderValue, Method};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, ContentBlock, Extensions, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tower::ServiceExt as _;
+use tracing::Instrument;
+
+use crate::shutdown::Shutdown;
 
 /// How long `wait_for_decision` waits at most, in seconds.
 pub const MAX_WAIT_SECS: u64 = 600;
@@ -91,18 +100,62 @@ pub struct WaitForDecision {
     pub timeout_secs: Option<u64>,
 }
 
-/// The MCP server: the API's address and the agent's key.
+/// The MCP server: the tools, and the way to the agent API.
 #[derive(Clone)]
 pub struct Countersign {
     api: Api,
     tool_router: ToolRouter<Countersign>,
 }
 
+/// How the tools reach the agent API, and with whose key.
 #[derive(Clone)]
-struct Api {
-    http: reqwest::Client,
-    base: String,
-    key: SecretString,
+enum Api {
+    /// `countersign mcp`: the deployment's URL, with the key given at start.
+    Remote { http: reqwest::Client, base: String, key: SecretString },
+    /// `/mcp` on the server: the agent API's routes, called in this process
+    /// with the key of the MCP request being served ([`Caller`]). Waiting
+    /// stops when the server shuts down.
+    InProcess { routes: axum::Router, shutdown: Shutdown },
+}
+
+/// Who an MCP request over HTTP acts for: the `Authorization` header that
+/// `/mcp` checked (an active agent's key), forwarded as is to the agent API,
+/// and the request's id and span, so that the API's error envelopes and log
+/// lines name the MCP request. Put in the HTTP request's extensions by
+/// `http::mcp`; rmcp hands the tools the request's parts.
+#[derive(Clone)]
+pub struct Caller {
+    authorization: HeaderValue,
+    request_id: Option<tower_http::request_id::RequestId>,
+    span: tracing::Span,
+}
+
+impl Caller {
+    pub fn new(
+        mut authorization: HeaderValue,
+        request_id: Option<tower_http::request_id::RequestId>,
+        span: tracing::Span,
+    ) -> Caller {
+        authorization.set_sensitive(true);
+        Caller { authorization, request_id, span }
+    }
+}
+
+/// One request to the agent API, whichever way it travels.
+struct Call<'a> {
+    method: Method,
+    path: String,
+    /// `?wait=` seconds (a long-poll), 0 for none.
+    wait: u64,
+    etag: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
+    body: Option<Value>,
+}
+
+impl<'a> Call<'a> {
+    fn new(method: Method, path: String) -> Call<'a> {
+        Call { method, path, wait: 0, etag: None, idempotency_key: None, body: None }
+    }
 }
 
 /// One answer of the API: its status and JSON body.
@@ -112,46 +165,140 @@ struct Answer {
     body: Value,
 }
 
+impl Answer {
+    fn new(status: u16, etag: Option<String>, bytes: &[u8]) -> Answer {
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
+        };
+        Answer { status, etag, body }
+    }
+}
+
+/// The largest API answer read in-process (a proposal is a few KiB).
+const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
 impl Api {
-    async fn send(&self, request: reqwest::RequestBuilder) -> Result<Answer, ErrorData> {
-        let response = request
-            .bearer_auth(self.key.expose_secret())
-            .send()
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("Countersign is unreachable: {e}"), None))?;
-        let status = response.status().as_u16();
-        let etag = response.headers().get("etag").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let text = response
-            .text()
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("Countersign's answer was cut: {e}"), None))?;
-        let body =
-            if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
-        Ok(Answer { status, etag, body })
+    /// Sends `call` with the key of this MCP server (stdio) or of the MCP
+    /// request being served (HTTP, from `extensions`).
+    async fn send(&self, extensions: &Extensions, call: Call<'_>) -> Result<Answer, ErrorData> {
+        match self {
+            Api::Remote { http, base, key } => {
+                let mut request = http.request(call.method, format!("{base}{}", call.path));
+                if call.wait > 0 {
+                    request = request.query(&[("wait", call.wait)]).timeout(Duration::from_secs(call.wait + 15));
+                }
+                if let Some(etag) = call.etag {
+                    request = request.header(header::IF_NONE_MATCH, etag);
+                }
+                if let Some(key) = call.idempotency_key {
+                    request = request.header("idempotency-key", idempotency_key(key)?);
+                }
+                if let Some(body) = &call.body {
+                    request = request.json(body);
+                }
+                let response = request
+                    .bearer_auth(key.expose_secret())
+                    .send()
+                    .await
+                    .map_err(|e| ErrorData::internal_error(format!("Countersign is unreachable: {e}"), None))?;
+                let status = response.status().as_u16();
+                let etag = response.headers().get(header::ETAG).and_then(|v| v.to_str().ok()).map(str::to_owned);
+                let bytes = response
+                    .bytes()
+                    .await
+                    .map_err(|e| ErrorData::internal_error(format!("Countersign's answer was cut: {e}"), None))?;
+                Ok(Answer::new(status, etag, &bytes))
+            }
+            Api::InProcess { routes, .. } => {
+                let caller = extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|parts| parts.extensions.get::<Caller>())
+                    .ok_or_else(|| ErrorData::internal_error("no agent key came with this MCP request", None))?;
+                let uri = match call.wait {
+                    0 => call.path,
+                    wait => format!("{}?wait={wait}", call.path),
+                };
+                let mut request = axum::http::Request::builder()
+                    .method(call.method)
+                    .uri(uri)
+                    .header(header::AUTHORIZATION, caller.authorization.clone());
+                if let Some(etag) = call.etag {
+                    request = request.header(header::IF_NONE_MATCH, etag);
+                }
+                if let Some(key) = call.idempotency_key {
+                    request = request.header("idempotency-key", idempotency_key(key)?);
+                }
+                let body = match &call.body {
+                    Some(body) => {
+                        request = request.header(header::CONTENT_TYPE, "application/json");
+                        axum::body::Body::from(serde_json::to_vec(body).unwrap_or_default())
+                    }
+                    None => axum::body::Body::empty(),
+                };
+                let mut request = request
+                    .body(body)
+                    .map_err(|e| ErrorData::internal_error(format!("a bad API request: {e}"), None))?;
+                if let Some(id) = &caller.request_id {
+                    request.extensions_mut().insert(id.clone());
+                }
+                let response = routes
+                    .clone()
+                    .oneshot(request)
+                    .instrument(caller.span.clone())
+                    .await
+                    .unwrap_or_else(|never| match never {});
+                let status = response.status().as_u16();
+                let etag = response.headers().get(header::ETAG).and_then(|v| v.to_str().ok()).map(str::to_owned);
+                let bytes = axum::body::to_bytes(response.into_body(), MAX_ANSWER_BYTES)
+                    .await
+                    .map_err(|e| ErrorData::internal_error(format!("Countersign's answer was cut: {e}"), None))?;
+                Ok(Answer::new(status, etag, &bytes))
+            }
+        }
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+    /// Resolves when waiting should stop early: when the server shuts down
+    /// (in-process); never over stdio, where the API's answers say it.
+    async fn stopping(&self) {
+        match self {
+            Api::InProcess { shutdown, .. } => shutdown.wait().await,
+            Api::Remote { .. } => std::future::pending().await,
+        }
     }
 
-    async fn propose(&self, body: Value, idempotency_key: Option<&str>) -> Result<Answer, ErrorData> {
-        let mut request = self.http.post(self.url("/api/v1/proposals")).json(&body);
-        if let Some(key) = idempotency_key {
-            request = request.header("Idempotency-Key", key);
-        }
-        self.send(request).await
+    async fn propose(
+        &self,
+        extensions: &Extensions,
+        body: Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<Answer, ErrorData> {
+        let mut call = Call::new(Method::POST, "/api/v1/proposals".into());
+        call.body = Some(body);
+        call.idempotency_key = idempotency_key;
+        self.send(extensions, call).await
     }
 
-    async fn proposal(&self, id: &str, wait: u64, etag: Option<&str>) -> Result<Answer, ErrorData> {
-        let mut request = self.http.get(self.url(&format!("/api/v1/proposals/{}", path_segment(id)?)));
-        if wait > 0 {
-            request = request.query(&[("wait", wait)]).timeout(Duration::from_secs(wait + 15));
-        }
-        if let Some(etag) = etag {
-            request = request.header("If-None-Match", etag);
-        }
-        self.send(request).await
+    async fn proposal(
+        &self,
+        extensions: &Extensions,
+        id: &str,
+        wait: u64,
+        etag: Option<&str>,
+    ) -> Result<Answer, ErrorData> {
+        let mut call = Call::new(Method::GET, format!("/api/v1/proposals/{}", path_segment(id)?));
+        call.wait = wait;
+        call.etag = etag;
+        self.send(extensions, call).await
     }
+}
+
+/// An Idempotency-Key as a header value: anything a header cannot carry is
+/// refused here (the API then judges the rest).
+fn idempotency_key(key: &str) -> Result<HeaderValue, ErrorData> {
+    HeaderValue::from_str(key)
+        .map_err(|_| ErrorData::invalid_params("`idempotency_key` must be printable ASCII (the API's rules)", None))
 }
 
 /// A proposal id as one path segment: the API's ids are plain, so anything
@@ -183,6 +330,7 @@ fn insert_some(body: &mut Value, field: &str, value: Option<impl serde::Serializ
 
 #[tool_router]
 impl Countersign {
+    /// The tools over stdio: calls to the API at `base_url` with `key`.
     pub fn new(base_url: &str, key: SecretString) -> Countersign {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -190,16 +338,26 @@ impl Countersign {
             .build()
             .expect("an HTTP client with default TLS");
         Countersign {
-            api: Api { http, base: base_url.trim_end_matches('/').to_owned(), key },
+            api: Api::Remote { http, base: base_url.trim_end_matches('/').to_owned(), key },
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// The tools of `/mcp`: calls to the agent API's `routes` in this
+    /// process, each with the key of the MCP request it serves.
+    pub fn in_process(routes: axum::Router, shutdown: Shutdown) -> Countersign {
+        Countersign { api: Api::InProcess { routes, shutdown }, tool_router: Self::tool_router() }
     }
 
     #[tool(description = "Ask a human to approve a payment. This moves NO money: it creates a \
         proposal in status pending_approval (or approved when a policy auto-approves it, or a \
         policy_denied error). The answer is the proposal, with its id. Then call \
         wait_for_decision, and commit_payment only once it is approved.")]
-    async fn propose_payment(&self, Parameters(p): Parameters<ProposePayment>) -> Result<CallToolResult, ErrorData> {
+    async fn propose_payment(
+        &self,
+        extensions: Extensions,
+        Parameters(p): Parameters<ProposePayment>,
+    ) -> Result<CallToolResult, ErrorData> {
         let mut body = json!({
             "run_id": p.run_id,
             "amount_minor": p.amount_minor,
@@ -210,30 +368,44 @@ impl Countersign {
         });
         insert_some(&mut body, "reference", p.reference);
         insert_some(&mut body, "invoice_id", p.invoice_id);
-        Ok(result(self.api.propose(body, p.idempotency_key.as_deref()).await?))
+        Ok(result(self.api.propose(&extensions, body, p.idempotency_key.as_deref()).await?))
     }
 
     #[tool(description = "Read one of this agent's proposals: its status (pending_approval, \
         approved, rejected, expired, cancelled, executing, succeeded, failed, unknown, …), the \
         approvals, and the operation once committed. Reading moves no money.")]
-    async fn get_proposal(&self, Parameters(p): Parameters<ProposalId>) -> Result<CallToolResult, ErrorData> {
-        Ok(result(self.api.proposal(&p.id, 0, None).await?))
+    async fn get_proposal(
+        &self,
+        extensions: Extensions,
+        Parameters(p): Parameters<ProposalId>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(result(self.api.proposal(&extensions, &p.id, 0, None).await?))
     }
 
     #[tool(description = "Wait until a proposal is decided (leaves pending_approval) or the \
         timeout passes, then return it. Waiting moves no money. When the status is approved, \
         call commit_payment; rejected, expired or cancelled proposals cannot be committed.")]
-    async fn wait_for_decision(&self, Parameters(p): Parameters<WaitForDecision>) -> Result<CallToolResult, ErrorData> {
+    async fn wait_for_decision(
+        &self,
+        extensions: Extensions,
+        Parameters(p): Parameters<WaitForDecision>,
+    ) -> Result<CallToolResult, ErrorData> {
         let timeout = p.timeout_secs.unwrap_or(300).min(MAX_WAIT_SECS);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
-        let mut answer = self.api.proposal(&p.id, 0, None).await?;
+        let mut answer = self.api.proposal(&extensions, &p.id, 0, None).await?;
         loop {
             let pending = answer.body["status"] == "pending_approval";
             let left = deadline.saturating_duration_since(tokio::time::Instant::now()).as_secs();
             if answer.status != 200 || !pending || left == 0 {
                 return Ok(result(answer));
             }
-            let polled = self.api.proposal(&p.id, left.min(POLL_SECS), answer.etag.as_deref()).await?;
+            let poll = self.api.proposal(&extensions, &p.id, left.min(POLL_SECS), answer.etag.as_deref());
+            let polled = tokio::select! {
+                polled = poll => polled?,
+                // The server is shutting down: the proposal as it stands
+                // (still pending); the agent asks again later.
+                () = self.api.stopping() => return Ok(result(answer)),
+            };
             if polled.status != 304 {
                 answer = polled;
             }
@@ -246,8 +418,12 @@ impl Countersign {
         policy and the budget again. Retrying is safe: a proposal is paid at most once. The \
         answer is the proposal with its operation (executing, succeeded, failed, or unknown \
         while the bank is checked — never retry blindly on unknown; poll get_proposal).")]
-    async fn commit_payment(&self, Parameters(p): Parameters<ProposalId>) -> Result<CallToolResult, ErrorData> {
-        let current = self.api.proposal(&p.id, 0, None).await?;
+    async fn commit_payment(
+        &self,
+        extensions: Extensions,
+        Parameters(p): Parameters<ProposalId>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let current = self.api.proposal(&extensions, &p.id, 0, None).await?;
         if current.status != 200 {
             return Ok(result(current));
         }
@@ -263,21 +439,29 @@ impl Countersign {
                  with a live approval token can be committed."
             ))]));
         };
-        let url = self.api.url(&format!("/api/v1/proposals/{}/commit", path_segment(&p.id)?));
-        let request = self.api.http.post(url).json(&json!({ "approval_token": token }));
-        Ok(result(self.api.send(request).await?))
+        let mut call = Call::new(Method::POST, format!("/api/v1/proposals/{}/commit", path_segment(&p.id)?));
+        call.body = Some(json!({ "approval_token": token }));
+        Ok(result(self.api.send(&extensions, call).await?))
     }
 
     #[tool(description = "Withdraw a proposal that has not been committed. Moves no money.")]
-    async fn cancel_proposal(&self, Parameters(p): Parameters<ProposalId>) -> Result<CallToolResult, ErrorData> {
-        let url = self.api.url(&format!("/api/v1/proposals/{}/cancel", path_segment(&p.id)?));
-        Ok(result(self.api.send(self.api.http.post(url)).await?))
+    async fn cancel_proposal(
+        &self,
+        extensions: Extensions,
+        Parameters(p): Parameters<ProposalId>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let call = Call::new(Method::POST, format!("/api/v1/proposals/{}/cancel", path_segment(&p.id)?));
+        Ok(result(self.api.send(&extensions, call).await?))
     }
 
     #[tool(description = "Ask a human to approve reversing a succeeded transfer of this agent. \
         Like propose_payment this moves NO money by itself: the reversal is a proposal that \
         needs approval and then commit_payment.")]
-    async fn request_reversal(&self, Parameters(p): Parameters<RequestReversal>) -> Result<CallToolResult, ErrorData> {
+    async fn request_reversal(
+        &self,
+        extensions: Extensions,
+        Parameters(p): Parameters<RequestReversal>,
+    ) -> Result<CallToolResult, ErrorData> {
         let mut body = json!({
             "run_id": p.run_id,
             "kind": "reversal",
@@ -286,7 +470,7 @@ impl Countersign {
         });
         insert_some(&mut body, "amount_minor", p.amount_minor);
         insert_some(&mut body, "reference", p.reference);
-        Ok(result(self.api.propose(body, p.idempotency_key.as_deref()).await?))
+        Ok(result(self.api.propose(&extensions, body, p.idempotency_key.as_deref()).await?))
     }
 }
 

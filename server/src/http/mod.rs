@@ -9,6 +9,7 @@ pub mod csrf;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod mcp;
 pub mod observe;
 pub mod openapi;
 pub mod session;
@@ -97,6 +98,10 @@ pub fn router(state: Shared) -> Router {
         .layer(session_layer);
 
     let routes = api
+        // MCP over streamable HTTP: JSON-RPC described by the protocol and
+        // its tools/list, not by the OpenAPI document (tools call the agent
+        // API above, in-process).
+        .route("/mcp", mcp::route(state.clone()))
         .route(
             "/integrations/slack/interactions",
             post(slack::interactions).layer(axum::extract::DefaultBodyLimit::max(slack::MAX_BODY)),
@@ -137,7 +142,8 @@ pub fn router(state: Shared) -> Router {
 ///
 /// Not documented, so registered in `router` directly: the Slack
 /// interactions webhook (Slack's own format and signature, SPEC §11), the
-/// metrics scrape, the console's pages, forms and assets.
+/// MCP endpoint (JSON-RPC, `mcp.rs`), the metrics scrape, the console's
+/// pages, forms and assets.
 pub(crate) fn api<L>(console_layers: L) -> OpenApiRouter<Shared>
 where
     L: Layer<Route> + Clone + Send + Sync + 'static,
@@ -146,13 +152,7 @@ where
     <L::Service as Service<Request>>::Error: Into<Infallible> + 'static,
     <L::Service as Service<Request>>::Future: Send + 'static,
 {
-    let agent = OpenApiRouter::new()
-        .routes(routes!(agent::create, agent::list))
-        .routes(routes!(agent::get))
-        .routes(routes!(agent::cancel))
-        .routes(routes!(agent::commit))
-        .routes(routes!(events::agent))
-        .routes(routes!(events::proposal));
+    let agent = agent_api();
     let console = OpenApiRouter::new()
         .routes(routes!(console::sign_in_json, console::sign_out_json))
         .routes(routes!(console::queue))
@@ -170,6 +170,18 @@ where
         .routes(routes!(jwks))
         .routes(routes!(healthz))
         .routes(routes!(readyz))
+}
+
+/// The agent API's routes (documented through [`api`]); `/mcp` also calls
+/// them in-process for its tools (`mcp.rs`).
+pub(crate) fn agent_api() -> OpenApiRouter<Shared> {
+    OpenApiRouter::new()
+        .routes(routes!(agent::create, agent::list))
+        .routes(routes!(agent::get))
+        .routes(routes!(agent::cancel))
+        .routes(routes!(agent::commit))
+        .routes(routes!(events::agent))
+        .routes(routes!(events::proposal))
 }
 
 /// The console's icon: a check mark on the accent colour, plain SVG.

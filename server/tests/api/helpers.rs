@@ -491,6 +491,22 @@ impl TestServer {
         (dir, config)
     }
 
+    /// Stops the server as an operator does (SIGTERM): it drains and exits
+    /// on its own; returns how it exited (within 30 s).
+    pub async fn terminate(self) -> std::process::ExitStatus {
+        let TestServer { running, .. } = self;
+        let Running::Process(mut child) = running else {
+            panic!("only a process is signalled: start it with start_process")
+        };
+        let pid = child.id().expect("the server runs") as libc::pid_t;
+        // SAFETY: a plain kill(2) of our own child process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM");
+        tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("the server exits within 30 s of SIGTERM")
+            .expect("wait for the server")
+    }
+
     pub fn get(&self, path: &str, key: &str) -> reqwest::RequestBuilder {
         self.client.get(self.url(path)).bearer_auth(key)
     }

@@ -112,6 +112,13 @@ async fn the_tools_say_what_moves_money() {
     assert_eq!(init["serverInfo"]["name"], "countersign", "{init}");
     assert!(init["capabilities"]["tools"].is_object(), "{init}");
     let tools = mcp.request("tools/list", json!({})).await;
+    assert_the_six_tools(&tools);
+}
+
+/// The answer to tools/list lists exactly the six tools, each with an
+/// object schema, and their descriptions say what moves money.
+#[track_caller]
+fn assert_the_six_tools(tools: &Value) {
     let described = |name: &str| -> String {
         let tool = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == name);
         let tool = tool.unwrap_or_else(|| panic!("{name} is listed: {tools}"));
@@ -225,4 +232,401 @@ impl Mcp {
             }
         }
     }
+}
+
+// Streamable HTTP: `POST /mcp` on the server itself.
+
+/// The MCP revision the HTTP client speaks (its header on every request
+/// after `initialize`).
+const PROTOCOL: &str = "2025-06-18";
+
+/// A minimal MCP client over streamable HTTP, written from the protocol:
+/// each JSON-RPC message is POSTed to `/mcp` with the agent's key; the
+/// answer to a request comes as JSON or as a Server-Sent Events stream whose
+/// `data:` lines carry it; a notification is answered 202.
+struct McpHttp<'a> {
+    server: &'a TestServer,
+    key: String,
+    next_id: u64,
+}
+
+impl<'a> McpHttp<'a> {
+    /// Initializes (and says so) as the agent with `key`; returns the
+    /// client and the HTTP answer to `initialize`.
+    async fn start(server: &'a TestServer, key: &str) -> (McpHttp<'a>, Reply) {
+        let mut mcp = McpHttp { server, key: key.to_owned(), next_id: 1 };
+        let initialize = mcp.request_message(
+            "initialize",
+            json!({
+                "protocolVersion": PROTOCOL,
+                "capabilities": {},
+                "clientInfo": { "name": "countersign-tests", "version": "0" },
+            }),
+        );
+        let init = mcp.send(initialize).await;
+        assert_eq!(init.status, 200, "{}", init.text);
+        let initialized = mcp.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+        assert_eq!(initialized.status, 202, "{}", initialized.text);
+        (mcp, init)
+    }
+
+    fn request_message(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+    }
+
+    /// A POST of `message` to `/mcp` as this agent, as a client sends it.
+    fn post(&self, message: &Value) -> reqwest::RequestBuilder {
+        self.post_as(&self.key, message)
+    }
+
+    /// [`McpHttp::post`] with another key.
+    fn post_as(&self, key: &str, message: &Value) -> reqwest::RequestBuilder {
+        self.server
+            .client
+            .post(self.server.url("/mcp"))
+            .bearer_auth(key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL)
+            .json(message)
+    }
+
+    async fn send(&self, message: Value) -> Reply {
+        send(self.post(&message)).await
+    }
+
+    /// Sends a request; returns the HTTP answer and the JSON-RPC answer
+    /// (`result` or `error`).
+    async fn request(&mut self, method: &str, params: Value) -> (Reply, Value) {
+        let message = self.request_message(method, params);
+        let reply = self.send(message.clone()).await;
+        assert_eq!(reply.status, 200, "{method}: {}", reply.text);
+        let answer = jsonrpc_answer(&reply, &message["id"]);
+        (reply, answer)
+    }
+
+    /// Calls a tool: (is_error, the text of its first content block).
+    async fn call(&mut self, tool: &str, arguments: Value) -> (bool, String) {
+        let (_, answer) = self.request("tools/call", json!({ "name": tool, "arguments": arguments })).await;
+        assert!(answer["error"].is_null(), "{tool}: {answer}");
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+        (answer["result"]["isError"] == true, text)
+    }
+
+    /// Calls a tool that must succeed and returns its JSON answer.
+    async fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        let (is_error, text) = self.call(tool, arguments).await;
+        assert!(!is_error, "{tool}: {text}");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{tool} answered non-JSON ({e}): {text}"))
+    }
+}
+
+/// The JSON-RPC message answering request `id` in `reply`: its JSON body,
+/// or the `data:` of one of its Server-Sent Events.
+#[track_caller]
+fn jsonrpc_answer(reply: &Reply, id: &Value) -> Value {
+    let content_type = reply.header("content-type").unwrap_or_default();
+    let messages: Vec<Value> = if content_type.starts_with("text/event-stream") {
+        sse_data(&reply.text).iter().filter_map(|data| serde_json::from_str(data).ok()).collect()
+    } else {
+        assert!(content_type.starts_with("application/json"), "content-type {content_type}: {}", reply.text);
+        vec![reply.body.clone()]
+    };
+    messages.into_iter().find(|m| &m["id"] == id).unwrap_or_else(|| panic!("no answer to request {id}: {}", reply.text))
+}
+
+/// The `data` of each event of a Server-Sent Events stream (its `data:`
+/// lines joined by newlines).
+fn sse_data(stream: &str) -> Vec<String> {
+    let stream = stream.replace("\r\n", "\n");
+    stream
+        .split("\n\n")
+        .filter_map(|event| {
+            let lines: Vec<&str> = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|data| data.strip_prefix(' ').unwrap_or(data))
+                .collect();
+            (!lines.is_empty()).then(|| lines.join("\n"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn over_http_the_server_itself_lists_the_tools_without_a_session() {
+    let server = TestServer::start().await;
+    let (mut mcp, init) = McpHttp::start(&server, ACME_BOT_KEY).await;
+    let answer = jsonrpc_answer(&init, &json!(1));
+    assert_eq!(answer["result"]["serverInfo"]["name"], "countersign", "{answer}");
+    assert!(answer["result"]["capabilities"]["tools"].is_object(), "{answer}");
+    assert!(answer["result"]["instructions"].as_str().unwrap().contains("moves no money"), "{answer}");
+    // Stateless: no session is created, so none can be carried elsewhere.
+    assert_eq!(init.header("mcp-session-id"), None, "{:?}", init.headers);
+    let (reply, tools) = mcp.request("tools/list", json!({})).await;
+    assert_the_six_tools(&tools["result"]);
+    // Answers may carry approval tokens: never stored; the usual headers.
+    assert_eq!(reply.header("cache-control"), Some("no-store"), "{:?}", reply.headers);
+    assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+    assert!(reply.header("x-request-id").is_some());
+}
+
+#[tokio::test]
+async fn over_http_propose_payment_is_the_agents_proposal_on_the_api_and_no_one_elses() {
+    let server = TestServer::start().await;
+    let (mut mcp, _) = McpHttp::start(&server, ACME_BOT_KEY).await;
+    let proposed = mcp.ok("propose_payment", payment("mcp-http-run")).await;
+    assert_eq!(proposed["status"], "pending_approval", "{proposed}");
+    let id = proposed["id"].as_str().unwrap().to_owned();
+
+    // The same proposal on the REST API, for the same agent.
+    let rest = server.get_proposal(ACME_BOT_KEY, &id).await;
+    assert_eq!(rest.status, 200, "{}", rest.text);
+    assert_eq!(rest.body["run_id"], "mcp-http-run");
+    assert_eq!(rest.body["canonical_request"]["amount_minor"], 25_000, "{}", rest.text);
+    assert_eq!(rest.body["status"], "pending_approval");
+    assert_eq!(server.all_ids(ACME_BOT_KEY).await, std::slice::from_ref(&id));
+    assert_eq!(mcp.ok("get_proposal", json!({ "id": id })).await["request_hash"], rest.body["request_hash"]);
+
+    // Another agent of the tenant is refused as the API refuses it (404
+    // not_found), with the API's envelope naming the MCP request.
+    server.get_proposal(ACME_OTHER_KEY, &id).await.assert_error(404, "not_found");
+    let mut other = McpHttp { server: &server, key: ACME_OTHER_KEY.into(), next_id: 1 };
+    let message = other.request_message("tools/call", json!({ "name": "get_proposal", "arguments": { "id": id } }));
+    let reply = other.send(message.clone()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let answer = jsonrpc_answer(&reply, &message["id"]);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    let envelope: Value = serde_json::from_str(text.strip_prefix("HTTP 404: ").expect("the API's status")).unwrap();
+    assert_envelope(&envelope, "not_found");
+    assert_eq!(envelope["error"]["request_id"].as_str(), reply.header("x-request-id"), "{text}");
+    for tool in ["cancel_proposal", "commit_payment"] {
+        let (is_error, text) = other.call(tool, json!({ "id": id })).await;
+        assert!(is_error && text.contains("\"not_found\""), "{tool}: {text}");
+    }
+    // Another tenant's agent too.
+    let mut globex = McpHttp { server: &server, key: GLOBEX_BOT_KEY.into(), next_id: 1 };
+    let (is_error, text) = globex.call("get_proposal", json!({ "id": id })).await;
+    assert!(is_error && text.contains("\"not_found\""), "{text}");
+    // Untouched by them.
+    assert_eq!(server.get_proposal(ACME_BOT_KEY, &id).await.body["status"], "pending_approval");
+    // The API's own validation, through the tool.
+    let (is_error, text) = mcp.call("propose_payment", with(payment("y"), json!({ "amount_minor": 0 }))).await;
+    assert!(is_error && text.contains("\"validation_failed\""), "{text}");
+}
+
+#[tokio::test]
+async fn over_http_propose_wait_commit_pays_once() {
+    let (server, rail) = with_rail("").await;
+    let (mut mcp, _) = McpHttp::start(&server, ACME_BOT_KEY).await;
+    let id = mcp.ok("propose_payment", payment("mcp-http-pay")).await["id"].as_str().unwrap().to_owned();
+    let (refused, text) = mcp.call("commit_payment", json!({ "id": id })).await;
+    assert!(refused && text.contains("pending_approval"), "{text}");
+
+    let approver = {
+        let id = id.clone();
+        let console = Console::sign_in(&server, "ana").await;
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let r = console.approve(&id).await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        })
+    };
+    let decided = mcp.ok("wait_for_decision", json!({ "id": id, "timeout_secs": 30 })).await;
+    approver.await.unwrap();
+    assert_eq!(decided["status"], "approved", "{decided}");
+
+    let committed = mcp.ok("commit_payment", json!({ "id": id })).await;
+    assert!(committed["operation"]["id"].is_string(), "{committed}");
+    let again = mcp.ok("commit_payment", json!({ "id": id })).await;
+    assert_eq!(again["operation"]["id"], committed["operation"]["id"]);
+    assert_eq!(rail.transfers().await.len(), 1);
+}
+
+#[tokio::test]
+async fn over_http_every_request_needs_an_active_agent_key_before_any_mcp() {
+    let server = TestServer::start().await;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } },
+    });
+    let tools_list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let post = |message: &Value| {
+        server
+            .client
+            .post(server.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL)
+            .json(message)
+    };
+    for message in [&initialize, &tools_list] {
+        let refusals = [
+            ("no key", post(message)),
+            ("a wrong key", post(message).bearer_auth("cs_test_wrong0key0000000000000000000000")),
+            ("an empty key", post(message).header("authorization", "Bearer ")),
+            ("another scheme", post(message).header("authorization", format!("Basic {ACME_BOT_KEY}"))),
+            ("a bare key", post(message).header("authorization", ACME_BOT_KEY)),
+        ];
+        for (what, request) in refusals {
+            let r = send(request).await;
+            assert_eq!(r.status, 401, "{what}: {}", r.text);
+            r.assert_error(401, "unauthenticated");
+        }
+    }
+    // The key works, until its agent is deactivated: then at once.
+    assert_eq!(send(post(&tools_list).bearer_auth(ACME_BOT_KEY)).await.status, 200);
+    let (code, _, err) = server.cli(&["agent", "deactivate", "--tenant", "acme", "--id", "payout-bot"]).await;
+    assert_eq!(code, 0, "{err}");
+    for message in [&initialize, &tools_list] {
+        send(post(message).bearer_auth(ACME_BOT_KEY)).await.assert_error(401, "unauthenticated");
+    }
+    // Another agent of the tenant is unaffected.
+    assert_eq!(send(post(&tools_list).bearer_auth(ACME_OTHER_KEY)).await.status, 200);
+}
+
+#[tokio::test]
+async fn over_http_there_is_no_session_to_carry_one_agents_authority_to_another() {
+    let server = TestServer::start().await;
+    let (mut owner, init) = McpHttp::start(&server, ACME_BOT_KEY).await;
+    assert_eq!(init.header("mcp-session-id"), None, "no session id is issued");
+    let id = owner.ok("propose_payment", payment("mcp-http-own")).await["id"].as_str().unwrap().to_owned();
+
+    // Another agent naming any session id (one it saw, one it made up)
+    // acts as itself: every request is the key it carries, nothing else.
+    let mut other = McpHttp { server: &server, key: ACME_OTHER_KEY.into(), next_id: 1 };
+    for session in ["mcp-session-of-payout-bot", "0", &id] {
+        for tool in ["get_proposal", "cancel_proposal"] {
+            let message = other.request_message("tools/call", json!({ "name": tool, "arguments": { "id": id } }));
+            let reply = send(other.post(&message).header("mcp-session-id", session)).await;
+            assert_eq!(reply.status, 200, "{}", reply.text);
+            let answer = jsonrpc_answer(&reply, &message["id"]);
+            let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(answer["result"]["isError"] == true && text.contains("\"not_found\""), "{tool}: {answer}");
+        }
+    }
+    // A session id is no credential either.
+    let message = owner.request_message("tools/list", json!({}));
+    let anonymous = server
+        .client
+        .post(server.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", "mcp-session-of-payout-bot")
+        .json(&message);
+    send(anonymous).await.assert_error(401, "unauthenticated");
+    assert_eq!(owner.ok("get_proposal", json!({ "id": id })).await["status"], "pending_approval");
+}
+
+#[tokio::test]
+async fn over_http_a_browser_page_of_another_origin_is_refused() {
+    let server = TestServer::start_with("public_url = \"http://countersign.test:8080\"\n").await;
+    let (mut mcp, _) = McpHttp::start(&server, ACME_BOT_KEY).await;
+    let port = server.base.rsplit(':').next().unwrap().to_owned();
+    let message = mcp.request_message("tools/list", json!({}));
+    let evil = format!("http://evil.example:{port}");
+    let rebinding_host = format!("evil.example:{port}");
+    let refused = [
+        ("another site", vec![("origin", "https://evil.example")]),
+        ("an opaque origin", vec![("origin", "null")]),
+        ("our host on another scheme", vec![("origin", "https://countersign.test:8080")]),
+        ("our host on another port", vec![("origin", "http://countersign.test:8081")]),
+        // DNS rebinding: the attacker's name now points at this server, so
+        // the browser's Host and Origin both name the attacker's site.
+        ("a rebinding page", vec![("origin", evil.as_str()), ("host", rebinding_host.as_str())]),
+        // The address the server really answers on is not the deployment's origin either.
+        ("the listening address", vec![("origin", server.base.as_str())]),
+    ];
+    for (what, headers) in refused {
+        let mut request = mcp.post(&message);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let r = send(request).await;
+        assert_eq!(r.status, 403, "{what}: {}", r.text);
+        r.assert_error(403, "forbidden");
+    }
+    // A page of this deployment may (the public URL's origin), and an agent
+    // sends no Origin at all.
+    let ours = send(mcp.post(&message).header("origin", "http://countersign.test:8080")).await;
+    assert_eq!(ours.status, 200, "{}", ours.text);
+    assert!(jsonrpc_answer(&ours, &message["id"])["result"]["tools"].is_array());
+    assert_eq!(send(mcp.post(&message)).await.status, 200);
+}
+
+#[tokio::test]
+async fn over_http_only_post_is_served() {
+    let server = TestServer::start().await;
+    for method in ["GET", "DELETE", "PUT", "PATCH"] {
+        let r = send(
+            server
+                .client
+                .request(method.parse().unwrap(), server.url("/mcp"))
+                .bearer_auth(ACME_BOT_KEY)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", PROTOCOL)
+                .header("mcp-session-id", "any"),
+        )
+        .await;
+        assert_eq!(r.status, 405, "{method}: {}", r.text);
+        assert_eq!(r.header("allow"), Some("POST"), "{method}: {:?}", r.headers);
+    }
+}
+
+#[tokio::test]
+async fn over_http_requests_in_flight_are_bounded() {
+    let server = TestServer::start_with("[mcp]\nmax_in_flight = 1\n").await;
+    let created = server.create(&transfer()).await;
+    let id = created["id"].as_str().unwrap();
+    let mut mcp = McpHttp { server: &server, key: ACME_BOT_KEY.into(), next_id: 1 };
+    // One wait in flight: its answer's head is sent, its body still open.
+    let waiting = mcp.request_message(
+        "tools/call",
+        json!({ "name": "wait_for_decision", "arguments": { "id": id, "timeout_secs": 2 } }),
+    );
+    let held = mcp.post(&waiting).send().await.unwrap();
+    assert_eq!(held.status(), 200);
+    // The next request finds no place, whoever sends it.
+    let list = mcp.request_message("tools/list", json!({}));
+    for key in [ACME_BOT_KEY, ACME_OTHER_KEY] {
+        let r = send(mcp.post_as(key, &list)).await;
+        r.assert_error(429, "rate_limited");
+        assert_eq!(r.header("retry-after"), Some("1"));
+    }
+    // A refused key is told so, not to come back: the key is checked first.
+    send(mcp.post_as("cs_test_wrong0key0000000000000000000000", &list)).await.assert_error(401, "unauthenticated");
+    // The wait ends (still pending), and its place is free again.
+    let text = held.text().await.unwrap();
+    let answer =
+        sse_data(&text).iter().filter_map(|d| serde_json::from_str::<Value>(d).ok()).find(|m| m["id"] == waiting["id"]);
+    let answer = answer.unwrap_or_else(|| panic!("the wait answered: {text}"));
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("pending_approval"), "{answer}");
+    assert_eq!(send(mcp.post(&list)).await.status, 200);
+}
+
+#[tokio::test]
+async fn over_http_a_wait_ends_when_the_server_shuts_down() {
+    let server = TestServer::start_process().await;
+    let created = server.create(&transfer()).await;
+    let id = created["id"].as_str().unwrap();
+    let mut mcp = McpHttp { server: &server, key: ACME_BOT_KEY.into(), next_id: 1 };
+    let waiting = mcp.request_message(
+        "tools/call",
+        json!({ "name": "wait_for_decision", "arguments": { "id": id, "timeout_secs": 600 } }),
+    );
+    let held = mcp.post(&waiting).send().await.unwrap();
+    assert_eq!(held.status(), 200);
+    let body = tokio::spawn(held.text());
+    // Let the wait start its long-poll, then stop the server (SIGTERM).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let exit = server.terminate().await;
+    assert!(exit.success(), "a clean exit: {exit:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "drained in {:?}", started.elapsed());
+    // The waiting agent got the proposal as it stood, not a broken stream.
+    let text = body.await.unwrap().expect("the whole answer");
+    let answer =
+        sse_data(&text).iter().filter_map(|d| serde_json::from_str::<Value>(d).ok()).find(|m| m["id"] == waiting["id"]);
+    let answer = answer.unwrap_or_else(|| panic!("the wait answered: {text}"));
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("pending_approval"), "{answer}");
 }

@@ -110,6 +110,14 @@ async fn the_router_serves_exactly_the_documented_operations() {
             }
         }
     }
+
+    // The one exemption: `/mcp` is served but not documented here. It speaks
+    // the Model Context Protocol (JSON-RPC, described by the protocol and its
+    // tools/list; tests/api/mcp.rs), and its tools are calls to the
+    // documented agent API above.
+    assert!(doc["paths"].get("/mcp").is_none(), "/mcp is not an OpenAPI operation");
+    let mcp = send(server.client.post(server.url("/mcp"))).await;
+    mcp.assert_error(401, "unauthenticated");
 }
 
 #[track_caller]
