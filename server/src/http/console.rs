@@ -778,8 +778,14 @@ impl axum::extract::FromRequestParts<Shared> for AdminUser {
     }
 }
 
-fn trimmed(form: &BTreeMap<String, String>, key: &str) -> String {
-    form.get(key).map(|v| v.trim().to_owned()).unwrap_or_default()
+/// A form's text field: trimmed, absent and blank alike.
+fn trimmed(value: &Option<String>) -> String {
+    value.as_deref().map(str::trim).unwrap_or_default().to_owned()
+}
+
+/// A form's optional text field: `None` when absent or blank.
+fn given(value: &Option<String>) -> Option<String> {
+    Some(trimmed(value)).filter(|v| !v.is_empty())
 }
 
 fn words(s: &str) -> Vec<String> {
@@ -797,19 +803,45 @@ async fn submitted(session: &Session, outcome: Result<Submitted, ChangeError>) -
     admin_done(session, message).await
 }
 
-/// Approval limits typed in major units: a `limit_<CUR>` field per
-/// accepted currency (blank: no limit in that currency).
-fn limits_from_form(state: &Shared, form: &BTreeMap<String, String>) -> Result<BTreeMap<String, u64>, String> {
-    let mut limits = BTreeMap::new();
-    for currency in state.currencies.allowed() {
-        let text = trimmed(form, &format!("limit_{}", currency.code()));
-        if text.is_empty() {
-            continue;
-        }
-        let minor = currency.parse_major(&text).map_err(|e| format!("the {} limit {e}", currency.code()))?;
-        limits.insert(currency.code().to_owned(), minor);
+/// `POST /admin/users`. Every field may be absent (an unticked box is); the
+/// `csrf_token` field is the CSRF layer's.
+#[derive(Debug, Deserialize)]
+pub struct UserFields {
+    username: Option<String>,
+    /// Blank: keep an existing user's password.
+    password: Option<String>,
+    role_viewer: Option<String>,
+    role_approver: Option<String>,
+    role_admin: Option<String>,
+    slack_user_id: Option<String>,
+    /// `limit_<CUR>`: an approval limit in major units per accepted currency
+    /// (blank: none in that currency); other names are ignored.
+    #[serde(flatten)]
+    rest: BTreeMap<String, String>,
+}
+
+impl UserFields {
+    fn roles(&self) -> Vec<Role> {
+        [(Role::Viewer, &self.role_viewer), (Role::Approver, &self.role_approver), (Role::Admin, &self.role_admin)]
+            .into_iter()
+            .filter(|(_, ticked)| ticked.is_some())
+            .map(|(role, _)| role)
+            .collect()
     }
-    Ok(limits)
+
+    /// The limits, typed in major units, per accepted currency.
+    fn limits(&self, state: &Shared) -> Result<BTreeMap<String, u64>, String> {
+        let mut limits = BTreeMap::new();
+        for currency in state.currencies.allowed() {
+            let text = trimmed(&self.rest.get(&format!("limit_{}", currency.code())).cloned());
+            if text.is_empty() {
+                continue;
+            }
+            let minor = currency.parse_major(&text).map_err(|e| format!("the {} limit {e}", currency.code()))?;
+            limits.insert(currency.code().to_owned(), minor);
+        }
+        Ok(limits)
+    }
 }
 
 /// `POST /admin/users` (form): creates or changes a user (four-eyes, see
@@ -818,25 +850,28 @@ pub async fn admin_add_user(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
-    Form(form): Form<BTreeMap<String, String>>,
+    Form(form): Form<UserFields>,
 ) -> Response {
-    let roles: Vec<Role> = [Role::Viewer, Role::Approver, Role::Admin]
-        .into_iter()
-        .filter(|r| form.contains_key(&format!("role_{}", r.as_str())))
-        .collect();
-    let limits = match limits_from_form(&state, &form) {
+    let limits = match form.limits(&state) {
         Ok(limits) => limits,
         Err(why) => return admin_done(&session, Err(why)).await,
     };
-    let password = form.get("password").filter(|p| !p.is_empty()).cloned();
     let request = Request::User(UserForm {
-        username: trimmed(&form, "username"),
-        password,
-        roles,
+        username: trimmed(&form.username),
+        password: form.password.clone().filter(|p| !p.is_empty()),
+        roles: form.roles(),
         limits,
-        slack_user_id: Some(trimmed(&form, "slack_user_id")).filter(|s| !s.is_empty()),
+        slack_user_id: given(&form.slack_user_id),
     });
     submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
+}
+
+/// `POST /admin/slack-links`.
+#[derive(Debug, Deserialize)]
+pub struct SlackLinkFields {
+    username: Option<String>,
+    /// Blank: unlink.
+    slack_user_id: Option<String>,
 }
 
 /// `POST /admin/slack-links` (form): links a user of the admin's tenant to a
@@ -845,13 +880,19 @@ pub async fn admin_link_slack(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
-    Form(form): Form<BTreeMap<String, String>>,
+    Form(form): Form<SlackLinkFields>,
 ) -> Response {
-    let request = Request::SlackLink {
-        username: trimmed(&form, "username"),
-        slack_user_id: Some(trimmed(&form, "slack_user_id")).filter(|s| !s.is_empty()),
-    };
+    let request = Request::SlackLink { username: trimmed(&form.username), slack_user_id: given(&form.slack_user_id) };
     submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
+}
+
+/// `POST /admin/agents`: lists are separated by spaces or commas.
+#[derive(Debug, Deserialize)]
+pub struct AgentFields {
+    id: Option<String>,
+    acts_for: Option<String>,
+    source_accounts: Option<String>,
+    purposes: Option<String>,
 }
 
 /// `POST /admin/agents` (form): proposes the agent (four-eyes). Its new key
@@ -860,20 +901,27 @@ pub async fn admin_add_agent(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
-    Form(form): Form<BTreeMap<String, String>>,
+    Form(form): Form<AgentFields>,
 ) -> Response {
-    let get = |k: &str| trimmed(&form, k);
-    let id = get("id");
+    let id = trimmed(&form.id);
     let request = Request::Agent(AgentForm {
         id: id.clone(),
-        acts_for: get("acts_for"),
-        source_accounts: words(&get("source_accounts")),
-        purposes: words(&get("purposes")),
+        acts_for: trimmed(&form.acts_for),
+        source_accounts: words(&trimmed(&form.source_accounts)),
+        purposes: words(&trimmed(&form.purposes)),
     });
     match registry_changes::submit(&state, &admin.admin(), request).await {
         Ok(Submitted::Pending { agent_key: Some(key), message, .. }) => one_time_key_page(&id, &key, &message),
         other => submitted(&session, other).await,
     }
+}
+
+/// `POST /admin/payees`: `trusted` is a checkbox.
+#[derive(Debug, Deserialize)]
+pub struct PayeeFields {
+    id: Option<String>,
+    legal_name: Option<String>,
+    trusted: Option<String>,
 }
 
 /// `POST /admin/payees` (form): a new untrusted payee at once; trusting or
@@ -882,12 +930,12 @@ pub async fn admin_add_payee(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
-    Form(form): Form<BTreeMap<String, String>>,
+    Form(form): Form<PayeeFields>,
 ) -> Response {
     let request = Request::Payee(PayeeForm {
-        id: trimmed(&form, "id"),
-        legal_name: trimmed(&form, "legal_name"),
-        trusted: form.contains_key("trusted"),
+        id: trimmed(&form.id),
+        legal_name: trimmed(&form.legal_name),
+        trusted: form.trusted.is_some(),
     });
     submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
 }
@@ -903,15 +951,21 @@ pub async fn admin_confirm_change(
     admin_done(&session, outcome).await
 }
 
+/// `POST /admin/changes/{id}/reject`.
+#[derive(Debug, Deserialize)]
+pub struct RejectFields {
+    note: Option<String>,
+}
+
 /// `POST /admin/changes/{id}/reject` (form, optional `note`).
 pub async fn admin_reject_change(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
     Path(id): Path<String>,
-    Form(form): Form<BTreeMap<String, String>>,
+    Form(form): Form<RejectFields>,
 ) -> Response {
-    let note = trimmed(&form, "note");
+    let note = trimmed(&form.note);
     let outcome = registry_changes::reject(&state, &admin.admin(), &id, Some(&note)).await.map_err(|e| e.to_string());
     admin_done(&session, outcome).await
 }
