@@ -639,20 +639,28 @@ pub(crate) mod tests {
         }
     }
 
+    /// Tenants t and other, t's user maya and its agent bot.
+    pub(crate) const REGISTRY: [&str; 3] = [
+        "INSERT INTO tenants (id, name, created_at) VALUES ('t', 'T', 'x'), ('other', 'O', 'x')",
+        "INSERT INTO users (id, tenant_id, username, password_hash, roles, created_at)
+         VALUES ('usr_maya', 't', 'maya', 'x', '[]', 'x')",
+        "INSERT INTO agents (tenant_id, id, key_sha256, acts_for, source_accounts, purposes, created_at)
+         VALUES ('t', 'bot', 'k', 'usr_maya', '[]', '[]', 'x')",
+    ];
+
     pub(crate) async fn setup() -> (tempfile::TempDir, Db) {
         let tmp = tempfile::tempdir().unwrap();
         let db = Db::open(tmp.path()).await.unwrap();
         let mut c = db.write.acquire().await.unwrap();
-        for sql in [
-            "INSERT INTO tenants (id, name, created_at) VALUES ('t', 'T', 'x'), ('other', 'O', 'x')",
-            "INSERT INTO users (id, tenant_id, username, password_hash, roles, created_at)
-             VALUES ('usr_maya', 't', 'maya', 'x', '[]', 'x')",
-            "INSERT INTO agents (tenant_id, id, key_sha256, acts_for, source_accounts, purposes, created_at)
-             VALUES ('t', 'bot', 'k', 'usr_maya', '[]', '[]', 'x')",
-            "INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES ('t', 'ba_x', 'X', 1, 'x')",
-        ] {
+        for sql in REGISTRY {
             sqlx::query(sql).execute(&mut *c).await.unwrap();
         }
+        sqlx::query(
+            "INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES ('t', 'ba_x', 'X', 1, 'x')",
+        )
+        .execute(&mut *c)
+        .await
+        .unwrap();
         insert(&mut c, &sample(Utc::now())).await.unwrap();
         drop(c);
         (tmp, db)

@@ -298,13 +298,7 @@ mod tests {
             c["invoice_id"] = invoice.map_or(serde_json::Value::Null, Into::into);
             c.to_string()
         };
-        for sql in [
-            "INSERT INTO tenants (id, name, created_at) VALUES ('t', 'T', 'x')",
-            "INSERT INTO users (id, tenant_id, username, password_hash, roles, created_at)
-             VALUES ('usr_maya', 't', 'maya', 'x', '[]', 'x')",
-            "INSERT INTO agents (tenant_id, id, key_sha256, acts_for, source_accounts, purposes, created_at)
-             VALUES ('t', 'bot', 'k', 'usr_maya', '[]', '[]', 'x')",
-        ] {
+        for sql in crate::store::proposals::tests::REGISTRY {
             sqlx::query(sql).execute(&pool).await.unwrap();
         }
         for (id, invoice) in [("p_1", Some("INV-9")), ("p_2", None)] {

@@ -76,13 +76,12 @@ impl Mcp {
             }
         }
     }
+}
 
+/// Calling tools, whatever the transport.
+trait Tools {
     /// Calls a tool: (is_error, the text of its first content block).
-    async fn call(&mut self, tool: &str, arguments: Value) -> (bool, String) {
-        let result = self.request("tools/call", json!({ "name": tool, "arguments": arguments })).await;
-        let text = result["content"][0]["text"].as_str().unwrap_or_default().to_owned();
-        (result["isError"] == true, text)
-    }
+    async fn call(&mut self, tool: &str, arguments: Value) -> (bool, String);
 
     /// Calls a tool that must succeed and returns its JSON answer.
     async fn ok(&mut self, tool: &str, arguments: Value) -> Value {
@@ -90,6 +89,43 @@ impl Mcp {
         assert!(!is_error, "{tool}: {text}");
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{tool} answered non-JSON ({e}): {text}"))
     }
+}
+
+impl Tools for Mcp {
+    async fn call(&mut self, tool: &str, arguments: Value) -> (bool, String) {
+        let result = self.request("tools/call", json!({ "name": tool, "arguments": arguments })).await;
+        let text = result["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+        (result["isError"] == true, text)
+    }
+}
+
+/// `wait_for_decision` returns once ana approves during the wait; then
+/// `commit_payment` pays, and committing again is safe: the same operation,
+/// still one rail transfer.
+async fn approved_while_waiting_then_committed_once(
+    server: &TestServer,
+    rail: &crate::rail_harness::RailSim,
+    mcp: &mut impl Tools,
+    id: &str,
+) {
+    let approver = {
+        let id = id.to_owned();
+        let console = Console::sign_in(server, "ana").await;
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let r = console.approve(&id).await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        })
+    };
+    let decided = mcp.ok("wait_for_decision", json!({ "id": id, "timeout_secs": 30 })).await;
+    approver.await.unwrap();
+    assert_eq!(decided["status"], "approved", "{decided}");
+
+    let committed = mcp.ok("commit_payment", json!({ "id": id })).await;
+    assert!(committed["operation"]["id"].is_string(), "{committed}");
+    let again = mcp.ok("commit_payment", json!({ "id": id })).await;
+    assert_eq!(again["operation"]["id"], committed["operation"]["id"]);
+    assert_eq!(rail.transfers().await.len(), 1);
 }
 
 fn payment(run_id: &str) -> Value {
@@ -166,26 +202,7 @@ async fn propose_wait_commit_pays_once_through_the_api_checks() {
     assert_eq!(waited["status"], "pending_approval");
 
     // A human approves while the tool waits.
-    let approver = {
-        let server_base = server.base.clone();
-        let id = id.clone();
-        let console = Console::sign_in(&server, "ana").await;
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let r = console.approve(&id).await;
-            assert_eq!(r.status, 200, "{server_base}: {}", r.text);
-        })
-    };
-    let decided = mcp.ok("wait_for_decision", json!({ "id": id, "timeout_secs": 30 })).await;
-    approver.await.unwrap();
-    assert_eq!(decided["status"], "approved", "{decided}");
-
-    let committed = mcp.ok("commit_payment", json!({ "id": id })).await;
-    assert!(committed["operation"]["id"].is_string(), "{committed}");
-    // Committing again is safe: the same operation, still one transfer.
-    let again = mcp.ok("commit_payment", json!({ "id": id })).await;
-    assert_eq!(again["operation"]["id"], committed["operation"]["id"]);
-    assert_eq!(rail.transfers().await.len(), 1);
+    approved_while_waiting_then_committed_once(&server, &rail, &mut mcp, &id).await;
 }
 
 #[tokio::test]
@@ -305,20 +322,14 @@ impl<'a> McpHttp<'a> {
         let answer = jsonrpc_answer(&reply, &message["id"]);
         (reply, answer)
     }
+}
 
-    /// Calls a tool: (is_error, the text of its first content block).
+impl Tools for McpHttp<'_> {
     async fn call(&mut self, tool: &str, arguments: Value) -> (bool, String) {
         let (_, answer) = self.request("tools/call", json!({ "name": tool, "arguments": arguments })).await;
         assert!(answer["error"].is_null(), "{tool}: {answer}");
         let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
         (answer["result"]["isError"] == true, text)
-    }
-
-    /// Calls a tool that must succeed and returns its JSON answer.
-    async fn ok(&mut self, tool: &str, arguments: Value) -> Value {
-        let (is_error, text) = self.call(tool, arguments).await;
-        assert!(!is_error, "{tool}: {text}");
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{tool} answered non-JSON ({e}): {text}"))
     }
 }
 
@@ -423,25 +434,7 @@ async fn over_http_propose_wait_commit_pays_once() {
     let id = mcp.ok("propose_payment", payment("mcp-http-pay")).await["id"].as_str().unwrap().to_owned();
     let (refused, text) = mcp.call("commit_payment", json!({ "id": id })).await;
     assert!(refused && text.contains("pending_approval"), "{text}");
-
-    let approver = {
-        let id = id.clone();
-        let console = Console::sign_in(&server, "ana").await;
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let r = console.approve(&id).await;
-            assert_eq!(r.status, 200, "{}", r.text);
-        })
-    };
-    let decided = mcp.ok("wait_for_decision", json!({ "id": id, "timeout_secs": 30 })).await;
-    approver.await.unwrap();
-    assert_eq!(decided["status"], "approved", "{decided}");
-
-    let committed = mcp.ok("commit_payment", json!({ "id": id })).await;
-    assert!(committed["operation"]["id"].is_string(), "{committed}");
-    let again = mcp.ok("commit_payment", json!({ "id": id })).await;
-    assert_eq!(again["operation"]["id"], committed["operation"]["id"]);
-    assert_eq!(rail.transfers().await.len(), 1);
+    approved_while_waiting_then_committed_once(&server, &rail, &mut mcp, &id).await;
 }
 
 #[tokio::test]
