@@ -23,6 +23,7 @@ pub mod intake;
 pub mod mcp;
 pub mod metrics;
 pub mod operations;
+pub mod passkeys;
 pub mod password;
 pub mod policy;
 pub mod proposals;

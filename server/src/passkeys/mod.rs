@@ -1,0 +1,96 @@
+//! Passkeys (WebAuthn) for approvals bound to the payment: "dynamic
+//! linking" in the sense of PSD2's RTS article 5. The challenge an approver's
+//! passkey signs is derived from the exact request (its hash), the proposal,
+//! the approver and a single-use server nonce, so an assertion approves that
+//! payment, by that person, once — a changed amount or payee changes the
+//! request hash and the assertion no longer verifies.
+//!
+//! - [`cbor`]: the subset of CBOR WebAuthn uses.
+//! - [`webauthn`]: verifying registrations and assertions (ES256).
+//!
+//! Why not the `webauthn-rs` crate: its ceremonies draw their own random
+//! challenge, while dynamic linking needs the challenge to be the payment's
+//! digest; and the offline re-verification an auditor runs must be the very
+//! code the approval passed. See docs/DECISIONS.md, "Passkeys".
+
+pub mod cbor;
+pub mod webauthn;
+
+use sha2::{Digest, Sha256};
+
+/// The domain separation of step-up challenges (versioned: a new derivation
+/// gets a new tag, and old approvals keep verifying under theirs).
+const STEP_UP_TAG: &[u8] = b"countersign/step-up/v1";
+const BULK_TAG: &[u8] = b"countersign/bulk-step-up/v1";
+
+fn field(hasher: &mut Sha256, bytes: &[u8]) {
+    // Length-prefixed, so no two different field lists hash alike.
+    hasher.update((bytes.len() as u64).to_be_bytes());
+    hasher.update(bytes);
+}
+
+/// The challenge for approving one proposal: SHA-256 over the tag, the
+/// request hash (`sha256:…`, the same the approval token carries), the
+/// proposal id, the approver's user id and the nonce, each length-prefixed.
+pub fn step_up_challenge(request_hash: &str, proposal_id: &str, approver_id: &str, nonce: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    field(&mut h, STEP_UP_TAG);
+    field(&mut h, request_hash.as_bytes());
+    field(&mut h, proposal_id.as_bytes());
+    field(&mut h, approver_id.as_bytes());
+    field(&mut h, nonce);
+    h.finalize().into()
+}
+
+/// The challenge for approving a listed set at once: one assertion over
+/// every listed (proposal id, request hash), in the order shown, with the
+/// approver and the nonce. Adding, removing, reordering or changing any
+/// listed payment changes it.
+pub fn bulk_challenge(listed: &[(&str, &str)], approver_id: &str, nonce: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    field(&mut h, BULK_TAG);
+    h.update((listed.len() as u64).to_be_bytes());
+    for (proposal_id, request_hash) in listed {
+        field(&mut h, proposal_id.as_bytes());
+        field(&mut h, request_hash.as_bytes());
+    }
+    field(&mut h, approver_id.as_bytes());
+    field(&mut h, nonce);
+    h.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "sha256:342c56dbe12470eee466ee65dce8d742473eebbf3c6a6a62472178f610d2a0cf";
+
+    #[test]
+    fn the_challenge_changes_with_every_input() {
+        let base = step_up_challenge(HASH, "prop_1", "usr_ana", b"n1");
+        assert_eq!(base, step_up_challenge(HASH, "prop_1", "usr_ana", b"n1"), "deterministic");
+        let other_hash = HASH.replace("cf", "ce");
+        for changed in [
+            step_up_challenge(&other_hash, "prop_1", "usr_ana", b"n1"),
+            step_up_challenge(HASH, "prop_2", "usr_ana", b"n1"),
+            step_up_challenge(HASH, "prop_1", "usr_ben", b"n1"),
+            step_up_challenge(HASH, "prop_1", "usr_ana", b"n2"),
+            // Moving a byte from one field to the next is not the same input.
+            step_up_challenge(HASH, "prop_1u", "sr_ana", b"n1"),
+        ] {
+            assert_ne!(changed, base);
+        }
+        assert_ne!(bulk_challenge(&[("prop_1", HASH)], "usr_ana", b"n1"), base, "tags differ");
+    }
+
+    #[test]
+    fn the_bulk_challenge_covers_the_listed_set_in_order() {
+        let a = ("prop_a", HASH);
+        let b = ("prop_b", "sha256:00");
+        let both = bulk_challenge(&[a, b], "usr_ana", b"n");
+        assert_ne!(both, bulk_challenge(&[b, a], "usr_ana", b"n"));
+        assert_ne!(both, bulk_challenge(&[a], "usr_ana", b"n"));
+        assert_ne!(both, bulk_challenge(&[a, b, b], "usr_ana", b"n"));
+        assert_ne!(both, bulk_challenge(&[a, ("prop_b", "sha256:01")], "usr_ana", b"n"));
+    }
+}
