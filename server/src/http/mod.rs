@@ -12,6 +12,7 @@ pub mod extract;
 pub mod mcp;
 pub mod observe;
 pub mod openapi;
+pub mod passkeys;
 pub mod session;
 pub mod session_store;
 pub mod slack;
@@ -159,6 +160,9 @@ where
         .routes(routes!(console::decide_json))
         .routes(routes!(console::resolve_json))
         .routes(routes!(console::rail_records_json))
+        .routes(routes!(passkeys::start))
+        .routes(routes!(passkeys::register, passkeys::list))
+        .routes(routes!(passkeys::remove))
         .layer(console_layers);
     // Registered under their full paths rather than nested: a nested router
     // rewrites every request's URI on the way in, on the status poll's path.

@@ -52,6 +52,10 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/proposals/{id}/approvals"),
     ("POST", "/api/v1/operations/{id}/resolution"),
     ("GET", "/api/v1/operations/{id}/rail-records"),
+    ("POST", "/api/v1/me/passkeys/challenges"),
+    ("POST", "/api/v1/me/passkeys"),
+    ("GET", "/api/v1/me/passkeys"),
+    ("DELETE", "/api/v1/me/passkeys/{id}"),
 ];
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that

@@ -14,6 +14,9 @@
 //! code the approval passed. See docs/DECISIONS.md, "Passkeys".
 
 pub mod cbor;
+pub mod registry;
+#[cfg(any(test, feature = "test-hooks"))]
+pub mod soft;
 pub mod webauthn;
 
 use sha2::{Digest, Sha256};

@@ -125,9 +125,10 @@ struct ClientData {
     cross_origin: bool,
 }
 
-const FLAG_UP: u8 = 0x01;
-const FLAG_UV: u8 = 0x04;
-const FLAG_AT: u8 = 0x40;
+/// Authenticator data flags: user present, user verified, attested credential data.
+pub const FLAG_UP: u8 = 0x01;
+pub const FLAG_UV: u8 = 0x04;
+pub const FLAG_AT: u8 = 0x40;
 
 /// The fixed head of authenticator data: rpIdHash, flags, signCount.
 struct AuthData<'a> {
@@ -272,101 +273,10 @@ pub fn verify_assertion(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    //! A software authenticator: what Chromium's virtual authenticator does,
-    //! byte for byte, so each refusal can be provoked on its own.
+mod tests {
     use super::*;
-    use p256::ecdsa::signature::Signer;
-    use p256::ecdsa::SigningKey;
+    use crate::passkeys::soft::*;
     use p256::elliptic_curve::sec1::ToSec1Point;
-    use p256::elliptic_curve::Generate;
-
-    pub(crate) fn rp() -> RelyingParty {
-        RelyingParty::from_public_url("https://pay.example.com").expect("a URL")
-    }
-
-    pub(crate) struct SoftKey {
-        pub signing: SigningKey,
-        pub credential_id: Vec<u8>,
-        pub counter: u32,
-    }
-
-    pub(crate) fn client_data(kind: &str, challenge: &[u8], origin: &str) -> Vec<u8> {
-        serde_json::json!({ "type": kind, "challenge": URL_SAFE_NO_PAD.encode(challenge), "origin": origin, "crossOrigin": false })
-            .to_string()
-            .into_bytes()
-    }
-
-    fn head(rp_id: &str, flags: u8, counter: u32) -> Vec<u8> {
-        [Sha256::digest(rp_id.as_bytes()).as_slice(), &[flags], &counter.to_be_bytes()].concat()
-    }
-
-    impl SoftKey {
-        pub(crate) fn new() -> SoftKey {
-            SoftKey { signing: SigningKey::generate(), credential_id: vec![0xc5; 16], counter: 0 }
-        }
-
-        pub(crate) fn cose(&self) -> Value {
-            let point = self.signing.verifying_key().as_affine().to_sec1_point(false);
-            let bytes = point.as_bytes();
-            Value::Map(vec![
-                (Value::Int(1), Value::Int(2)),
-                (Value::Int(3), Value::Int(-7)),
-                (Value::Int(-1), Value::Int(1)),
-                (Value::Int(-2), Value::Bytes(bytes[1..33].to_vec())),
-                (Value::Int(-3), Value::Bytes(bytes[33..65].to_vec())),
-            ])
-        }
-
-        /// (client data JSON, attestation object) for `navigator.credentials.create`.
-        pub(crate) fn register(&self, challenge: &[u8]) -> (Vec<u8>, Vec<u8>) {
-            self.register_with(challenge, &rp().origin, &rp().id, FLAG_UP | FLAG_UV | FLAG_AT, self.cose())
-        }
-
-        fn register_with(
-            &self,
-            challenge: &[u8],
-            origin: &str,
-            rp_id: &str,
-            flags: u8,
-            cose: Value,
-        ) -> (Vec<u8>, Vec<u8>) {
-            let id_len = (self.credential_id.len() as u16).to_be_bytes();
-            let auth = [
-                head(rp_id, flags, self.counter),
-                vec![0; 16],
-                id_len.to_vec(),
-                self.credential_id.clone(),
-                cbor::encode(&cose),
-            ]
-            .concat();
-            let attestation = Value::Map(vec![
-                (Value::Text("fmt".into()), Value::Text("none".into())),
-                (Value::Text("attStmt".into()), Value::Map(Vec::new())),
-                (Value::Text("authData".into()), Value::Bytes(auth)),
-            ]);
-            (client_data("webauthn.create", challenge, origin), cbor::encode(&attestation))
-        }
-
-        /// An assertion over `challenge`, counting up.
-        pub(crate) fn assert(&mut self, challenge: &[u8]) -> Assertion {
-            self.assert_with(challenge, "webauthn.get", &rp().origin, &rp().id, FLAG_UP | FLAG_UV)
-        }
-
-        fn assert_with(&mut self, challenge: &[u8], kind: &str, origin: &str, rp_id: &str, flags: u8) -> Assertion {
-            self.counter += 1;
-            let authenticator_data = head(rp_id, flags, self.counter);
-            let client_data_json = client_data(kind, challenge, origin);
-            let signed = [&authenticator_data[..], Sha256::digest(&client_data_json).as_slice()].concat();
-            let signature: Signature = self.signing.sign(&signed);
-            Assertion {
-                credential_id: self.credential_id.clone(),
-                authenticator_data,
-                client_data_json,
-                signature: signature.to_der().as_bytes().to_vec(),
-            }
-        }
-    }
 
     #[test]
     fn a_registration_yields_the_key_and_each_flaw_is_refused() {

@@ -10,6 +10,7 @@ pub mod change_log;
 pub mod directory;
 pub mod idempotency;
 pub mod operations;
+pub mod passkeys;
 pub mod proposals;
 pub mod registry_changes;
 pub mod risk;

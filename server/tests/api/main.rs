@@ -30,6 +30,7 @@ mod idempotency;
 mod listing;
 mod mcp;
 mod observability;
+mod passkeys;
 mod policy;
 mod proposals_create;
 mod queue_search;
