@@ -40,6 +40,8 @@ export default defineConfig({
       // without a record goes straight to needs_review (operations.spec.mjs).
       // Commits whose rail answer arrives are unaffected.
       COUNTERSIGN_RAIL__RESUBMIT_WINDOW_SECS: '0',
+      // The demo agent's webhook goes to a receiver on loopback (ui.spec.mjs).
+      COUNTERSIGN_WEBHOOKS__ALLOW_HTTP_LOOPBACK: 'true',
     },
   },
 });

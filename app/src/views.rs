@@ -288,10 +288,48 @@ pub struct PendingChangeRow {
     pub blocker: Option<String>,
 }
 
+/// An agent's webhook on the admin page. Never a secret: the URL is shown
+/// without its query string.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookRow {
+    pub agent_id: String,
+    /// Scheme, host, port and path of the URL.
+    pub target: String,
+    /// Failed attempts at the event its stream is on (0: none failed).
+    pub failed_attempts: i64,
+    /// When the stream tries that event again, while it is failing.
+    pub next_attempt_at: Option<String>,
+    /// Redeliveries queued and not yet delivered or given up.
+    pub queued_redeliveries: i64,
+    /// The latest attempts, newest first.
+    pub deliveries: Vec<DeliveryRow>,
+}
+
+/// One logged attempt of a webhook.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    /// What the Redeliver button posts (`/admin/webhook-deliveries/{id}/redeliver`).
+    pub id: String,
+    pub at: String,
+    pub proposal_id: String,
+    pub event_id: String,
+    /// delivered | failed | abandoned
+    pub outcome: String,
+    pub http_status: Option<i64>,
+    /// Why it failed, shortened.
+    pub error: Option<String>,
+    /// Which attempt at its event this was (from 1).
+    pub attempt: i64,
+    /// An attempt of a redelivery an admin asked for (not of the stream).
+    pub redelivery: bool,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminData {
     pub users: Vec<UserRow>,
     pub agents: Vec<AgentRow>,
+    /// The agents' webhooks and their delivery logs, by agent id.
+    pub webhooks: Vec<WebhookRow>,
     pub payees: Vec<PayeeRow>,
     /// Changes waiting for a second admin, oldest first.
     pub pending_changes: Vec<PendingChangeRow>,

@@ -2,6 +2,7 @@
 // against the published JWKS with WebCrypto (independent of the server).
 import { expect } from '@playwright/test';
 import { webcrypto } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,6 +91,14 @@ export async function pollUntil(request, id, status, timeout = 30_000) {
 }
 
 /** The URL of the rail simulator `serve` started in-process (it writes it into the data dir). */
+/** Runs the countersign CLI against the e2e server's data directory; its output. */
+export function countersign(args, env = {}) {
+  const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+  const bin = path.resolve(repo, process.env.COUNTERSIGN_BIN || 'target/debug/countersign');
+  const dataDir = path.resolve(repo, process.env.E2E_DATA_DIR || 'artifacts/data');
+  return execFileSync(bin, ['--data-dir', dataDir, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+}
+
 export function simulatorUrl() {
   const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
   const dataDir = path.resolve(repo, process.env.E2E_DATA_DIR || 'artifacts/data');

@@ -7,7 +7,7 @@ import AxeBuilder from '@axe-core/playwright';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import zlib from 'node:zlib';
-import { commit, poll, pollUntil, propose, simulatorUrl, signIn } from './helpers.mjs';
+import { commit, countersign, poll, pollUntil, propose, simulatorUrl, signIn } from './helpers.mjs';
 
 const SIZES = {
   desktop: { width: 1440, height: 900 },
@@ -46,8 +46,28 @@ function pages() {
 
 test.describe.configure({ mode: 'serial' });
 
+/** The demo agent's webhook receiver, on loopback: down for the first event, then up. */
+const receiver = { url: '', count: 0 };
+async function startReceiver() {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      receiver.count += 1;
+      res.writeHead(receiver.count === 1 ? 503 : 204);
+      res.end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  receiver.url = `http://127.0.0.1:${server.address().port}/hook`;
+}
+
 test('setup: proposals in every state the pages show', async ({ request }) => {
   test.setTimeout(90_000);
+  // A webhook, so the admin page has a delivery log (a failed attempt, then deliveries).
+  await startReceiver();
+  const set = ['agent', 'webhook', 'set', '--tenant', 'demo', '--id', 'payout-bot', '--url', receiver.url];
+  countersign(set, { COUNTERSIGN_WEBHOOKS__ALLOW_HTTP_LOOPBACK: 'true' });
   ids.pending = (await propose(request, { amount_minor: 51234 })).id;
   // An operation the rail lost, which reconciliation hands to a human.
   const fault = await request.post(`${simulatorUrl()}/_sim/faults`, { data: { mode: 'error_500', count: 1 } });
@@ -58,6 +78,7 @@ test('setup: proposals in every state the pages show', async ({ request }) => {
   const review = await pollUntil(request, lost.id, 'needs_review');
   ids.reviewProposal = lost.id;
   ids.reviewOperation = review.operation.id;
+  await expect.poll(() => receiver.count, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
 });
 
 async function signedInContext(browser, user, options) {
@@ -112,6 +133,28 @@ for (const [size, viewport] of Object.entries(SIZES)) {
     expect(found, found.join('\n')).toEqual([]);
   });
 }
+
+test('admin on a phone: the webhook log is cards, and Redeliver sends the proposal again', async ({ browser }) => {
+  const context = await signedInContext(browser, 'ada', { viewport: SIZES.phone });
+  const page = await context.newPage();
+  await page.goto('/admin');
+  const log = page.locator('section.webhook[data-agent="payout-bot"] table.webhook-log');
+  const row = log.locator('tbody tr').first();
+  await expect(row).toBeVisible();
+  expect(await row.evaluate((e) => getComputedStyle(e).display)).toBe('block');
+  await expect(log.locator('thead')).toHaveCSS('position', 'absolute');
+  const before = receiver.count;
+  await row.getByRole('button', { name: /^Redeliver/ }).click();
+  await expect(page.locator('#admin-flash')).toContainText('Redelivery queued');
+  await expect.poll(() => receiver.count, { timeout: 20_000 }).toBeGreaterThan(before);
+  // The receiver may also get the stream's own events: wait for the log's line.
+  await expect.poll(async () => {
+    await page.goto('/admin');
+    return log.locator('tbody').innerText();
+  }, { timeout: 20_000 }).toContain('redelivery, attempt 1');
+  await page.screenshot({ path: 'artifacts/ui-admin-redelivered-phone.png', fullPage: true });
+  await context.close();
+});
 
 test('dark mode: the queue and a proposal have no axe violation', async ({ browser }) => {
   const found = [];

@@ -7,9 +7,9 @@ use std::pin::Pin;
 
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
-    AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, HistoryLine, OperationItem, OperationsPage,
-    PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine, ResolvePage, SignalLine,
-    TimelineLine, UserRow, Viewer,
+    AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, DeliveryRow, HistoryLine, OperationItem,
+    OperationsPage, PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine,
+    ResolvePage, SignalLine, TimelineLine, UserRow, Viewer, WebhookRow,
 };
 
 use crate::approvals::{may_approve, Candidate, Ineligible};
@@ -492,6 +492,7 @@ impl ConsoleService {
 
         let agents = store::directory::agents_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let payees = store::directory::payees_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
+        let webhooks = crate::webhooks::overview(&state.db, &viewer.tenant_id).await.map_err(unavailable)?;
         let flash = match session {
             Some(s) => s.remove::<String>(ADMIN_FLASH).await.ok().flatten(),
             None => None,
@@ -539,6 +540,7 @@ impl ConsoleService {
                     purposes: a.purposes,
                 })
                 .collect(),
+            webhooks: webhooks.into_iter().map(webhook_row).collect(),
             payees: payees
                 .into_iter()
                 .map(|p| PayeeRow {
@@ -552,6 +554,32 @@ impl ConsoleService {
             currencies: state.currencies.allowed().map(|c| c.code().to_owned()).collect(),
             flash,
         })
+    }
+}
+
+/// A webhook and its log as the admin page shows them.
+fn webhook_row(w: crate::webhooks::Overview) -> WebhookRow {
+    WebhookRow {
+        agent_id: w.agent_id,
+        target: w.target,
+        failed_attempts: w.failed_attempts,
+        next_attempt_at: w.next_attempt_at.map(store::ts),
+        queued_redeliveries: w.queued_redeliveries,
+        deliveries: w
+            .log
+            .into_iter()
+            .map(|d| DeliveryRow {
+                at: store::ts(d.at),
+                id: d.id,
+                proposal_id: d.proposal_id,
+                event_id: d.event_id,
+                outcome: d.outcome,
+                http_status: d.http_status,
+                error: d.error,
+                attempt: d.attempt,
+                redelivery: d.redelivery_id.is_some(),
+            })
+            .collect(),
     }
 }
 

@@ -19,6 +19,14 @@
 //!   2xx, or after `webhooks.max_attempts` failures (then the event is logged
 //!   `abandoned`). Failures back off 1 s, 2 s, 4 s… up to an hour. Every
 //!   attempt is in the delivery log. Deliveries of one agent are in order.
+//! - **Redelivery.** An admin reads the log on the admin page ([`overview`])
+//!   and presses Redeliver on a logged attempt ([`redeliver`]): the
+//!   proposal's *current* state goes out again as a new event, with its own
+//!   event id (`<redelivery id> <proposal id>`, the id starting `whr_`),
+//!   queued durably (`webhook_redeliveries`) and sent by this dispatcher with
+//!   the same retries and backoff. It runs beside the stream: the cursor, the
+//!   stream's failed attempts and its order are untouched. That is how an
+//!   `abandoned` event reaches a receiver that was down for too long.
 //!
 //! The body is `{"event_id", "type": "proposal", "proposal": …}`, the
 //! proposal as the owning agent's `GET /api/v1/proposals/{id}` shows it
@@ -32,11 +40,13 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::config::WebhookSettings;
+use crate::domain::Role;
 use crate::proposals::{self, AgentPrincipal};
+use crate::registry_changes::Admin;
 use crate::shutdown::Shutdown;
 use crate::state::{AppState, Shared};
 use crate::store::audit::{self, AuditEntry};
-use crate::store::webhooks::{self as store_webhooks, Attempt, Webhook};
+use crate::store::webhooks::{self as store_webhooks, Attempt, Delivery, NewRedelivery, Redelivery, Webhook};
 use crate::store::{self, Db, StoreError};
 
 /// How many webhooks one pass serves, and how many events per webhook.
@@ -44,6 +54,10 @@ const PER_PASS: u32 = 50;
 const EVENTS_PER_PASS: u32 = 20;
 /// The longest wait between two attempts.
 const MAX_BACKOFF_SECS: i64 = 3600;
+/// How many logged attempts the admin page shows per webhook.
+const LOG_ON_PAGE: u32 = 10;
+/// The longest error the admin page shows.
+const SHORT_ERROR_CHARS: usize = 120;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
@@ -184,10 +198,14 @@ pub async fn run(state: Shared, shutdown: Shutdown) {
     }
 }
 
-/// One pass over the webhooks whose next attempt is due.
+/// One pass over the webhooks whose next attempt is due, then over the
+/// redeliveries whose next attempt is due.
 pub async fn deliver_due(state: &AppState) -> Result<(), StoreError> {
     for webhook in store_webhooks::due(&state.db.read, Utc::now(), PER_PASS).await? {
         deliver(state, webhook).await?;
+    }
+    for redelivery in store_webhooks::due_redeliveries(&state.db.read, Utc::now(), PER_PASS).await? {
+        send_redelivery(state, redelivery).await?;
     }
     Ok(())
 }
@@ -222,64 +240,82 @@ async fn deliver(state: &AppState, mut webhook: Webhook) -> Result<(), StoreErro
                 continue;
             }
         };
-        // The view is already serialized: wrap it rather than parse it again.
-        let head = json!({ "event_id": event_id, "type": "proposal" }).to_string();
-        let parts: [&[u8]; 4] = [&head.as_bytes()[..head.len() - 1], b",\"proposal\":", &view.body[..], b"}"];
-        let body = parts.concat();
-        let (http_status, error) = post(&state.settings.webhooks, &webhook, &event_id, body).await;
+        let body = event_body(&event_id, &view.body);
+        let (http_status, error) =
+            post(&state.settings.webhooks, &webhook.url, &webhook.secrets, &event_id, body).await;
         let attempt = webhook.attempts + 1;
-        let delivered = http_status.is_some_and(|s| (200..300).contains(&s));
-        let gave_up = !delivered && attempt >= i64::from(state.settings.webhooks.max_attempts);
-        let outcome = if delivered {
-            "delivered"
-        } else if gave_up {
-            "abandoned"
-        } else {
-            "failed"
-        };
+        let (outcome, finished) = judge(http_status, attempt, state.settings.webhooks.max_attempts);
         let now = Utc::now();
         let mut tx = state.db.begin().await?;
         let logged = Attempt {
+            tenant_id: &webhook.tenant_id,
+            agent_id: &webhook.agent_id,
             proposal_id: &proposal_id,
             event_id: &event_id,
             outcome,
             http_status,
             error: error.as_deref(),
             attempt,
+            redelivery_id: None,
         };
-        store_webhooks::log(&mut tx, &webhook, &logged, now).await?;
-        if delivered || gave_up {
+        store_webhooks::log(&mut tx, &logged, now).await?;
+        if finished {
             store_webhooks::advance(&mut tx, &webhook, at, &proposal_id).await?;
             tx.commit().await?;
             webhook.attempts = 0;
             continue;
         }
-        let backoff = (1i64 << (attempt - 1).clamp(0, 12)).min(MAX_BACKOFF_SECS);
-        store_webhooks::retry_at(&mut tx, &webhook, attempt, now + chrono::Duration::seconds(backoff)).await?;
+        store_webhooks::retry_at(&mut tx, &webhook, attempt, now + backoff(attempt)).await?;
         tx.commit().await?;
         return Ok(());
     }
     Ok(())
 }
 
+/// The event's body: `{"event_id", "type": "proposal", "proposal": …}`. The
+/// view is already serialized: wrap it rather than parse it again.
+fn event_body(event_id: &str, view: &[u8]) -> Vec<u8> {
+    let head = json!({ "event_id": event_id, "type": "proposal" }).to_string();
+    let parts: [&[u8]; 4] = [&head.as_bytes()[..head.len() - 1], b",\"proposal\":", view, b"}"];
+    parts.concat()
+}
+
+/// The outcome of attempt number `attempt` (from 1) for the log, and whether
+/// the event is finished with (delivered, or given up after `max_attempts`).
+fn judge(http_status: Option<u16>, attempt: i64, max_attempts: u32) -> (&'static str, bool) {
+    if http_status.is_some_and(|s| (200..300).contains(&s)) {
+        ("delivered", true)
+    } else if attempt >= i64::from(max_attempts) {
+        ("abandoned", true)
+    } else {
+        ("failed", false)
+    }
+}
+
+/// The wait after failed attempt number `attempt`: 1 s, 2 s, 4 s… at most an hour.
+fn backoff(attempt: i64) -> chrono::Duration {
+    chrono::Duration::seconds((1i64 << (attempt - 1).clamp(0, 12)).min(MAX_BACKOFF_SECS))
+}
+
 /// POSTs one event: the receiver's status, or why there was none.
 async fn post(
     settings: &WebhookSettings,
-    webhook: &Webhook,
+    url: &str,
+    secrets: &[String],
     event_id: &str,
     body: Vec<u8>,
 ) -> (Option<u16>, Option<String>) {
     // Checked again at each delivery: the allowlist may have changed since.
-    if let Err(e) = check_url(settings, &webhook.url) {
+    if let Err(e) = check_url(settings, url) {
         return (None, Some(e.to_string()));
     }
     let t = Utc::now().timestamp();
     let sent = CLIENT
-        .post(&webhook.url)
+        .post(url)
         .timeout(Duration::from_millis(settings.timeout_ms))
         .header("Content-Type", "application/json")
         .header("Countersign-Event-Id", event_id)
-        .header("Countersign-Signature", signature(&webhook.secrets, t, &body))
+        .header("Countersign-Signature", signature(secrets, t, &body))
         .body(body)
         .send()
         .await;
@@ -288,6 +324,189 @@ async fn post(
         Ok(response) => (Some(response.status().as_u16()), Some(format!("answered {}", response.status()))),
         // The error names the URL's host at most; no secret is in it.
         Err(e) => (None, Some(if e.is_timeout() { "timed out".to_owned() } else { "no answer".to_owned() })),
+    }
+}
+
+/// One attempt of a redelivery: the proposal as it is now, under the
+/// redelivery's own event id. Logged like the stream's attempts (with the
+/// redelivery's id); the webhook's cursor and attempts are not touched.
+async fn send_redelivery(state: &AppState, r: Redelivery) -> Result<(), StoreError> {
+    let agent = store::directory::agent(&mut *state.db.reader().await?, &r.tenant_id, &r.agent_id).await?;
+    let attempt = r.attempts + 1;
+    // Nothing to send: given up at once, and logged so.
+    let unsendable = |why: &str| (None, Some(why.to_owned()), true);
+    let (http_status, error, give_up) = match agent {
+        Some(agent) if !agent.active => unsendable("the agent is deactivated"),
+        None => unsendable("the agent is gone"),
+        Some(agent) => match proposals::poll(state, &AgentPrincipal::from(agent), &r.proposal_id).await {
+            Ok(view) => {
+                let body = event_body(&r.event_id, &view.body);
+                let (status, error) = post(&state.settings.webhooks, &r.url, &r.secrets, &r.event_id, body).await;
+                (status, error, false)
+            }
+            Err(proposals::ActionError::Store(e)) => return Err(e),
+            Err(_) => unsendable("the proposal is no longer the agent's"),
+        },
+    };
+    let (outcome, finished) =
+        if give_up { ("abandoned", true) } else { judge(http_status, attempt, state.settings.webhooks.max_attempts) };
+    let now = Utc::now();
+    let mut tx = state.db.begin().await?;
+    let logged = Attempt {
+        tenant_id: &r.tenant_id,
+        agent_id: &r.agent_id,
+        proposal_id: &r.proposal_id,
+        event_id: &r.event_id,
+        outcome,
+        http_status,
+        error: error.as_deref(),
+        attempt,
+        redelivery_id: Some(&r.id),
+    };
+    store_webhooks::log(&mut tx, &logged, now).await?;
+    if finished {
+        store_webhooks::redelivery_done(&mut tx, &r.id, attempt, now).await?;
+    } else {
+        store_webhooks::redelivery_retry_at(&mut tx, &r.id, attempt, now + backoff(attempt)).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Why a redelivery was refused. The messages are the admin page's.
+#[derive(Debug, thiserror::Error)]
+pub enum RedeliverError {
+    #[error("only admins can redeliver webhook events")]
+    NotAnAdmin,
+    /// Unknown, or another tenant's: the same answer.
+    #[error("there is no such delivery in the log")]
+    NoSuchDelivery,
+    #[error("agent {0} has no webhook")]
+    NoWebhook(String),
+    #[error("agent {0} is deactivated, so it is sent nothing")]
+    AgentInactive(String),
+    #[error("a redelivery of proposal {0} to agent {1} is already queued")]
+    AlreadyQueued(String, String),
+    #[error("the redelivery could not be queued; try again")]
+    Store(#[from] StoreError),
+}
+
+/// A queued redelivery, as the admin page confirms it.
+#[derive(Debug, Clone)]
+pub struct Queued {
+    pub id: String,
+    pub agent_id: String,
+    pub proposal_id: String,
+}
+
+impl Queued {
+    pub fn message(&self) -> String {
+        format!(
+            "Redelivery queued: proposal {} goes to agent {}'s webhook again, as a new event with its current state.",
+            self.proposal_id, self.agent_id
+        )
+    }
+}
+
+/// Queues the proposal of the logged attempt `delivery_id` to be sent again
+/// (module doc, "Redelivery"); audited as `webhook.redelivery.requested` with
+/// the admin as actor. Only the admin's own tenant's deliveries are found.
+pub async fn redeliver(db: &Db, admin: &Admin, delivery_id: &str) -> Result<Queued, RedeliverError> {
+    if !admin.roles.contains(&Role::Admin) {
+        return Err(RedeliverError::NotAnAdmin);
+    }
+    let tenant = &admin.tenant_id;
+    let now = Utc::now();
+    let mut tx = db.begin().await?;
+    let delivery =
+        store_webhooks::delivery(&mut tx, tenant, delivery_id).await?.ok_or(RedeliverError::NoSuchDelivery)?;
+    let agent_id = delivery.agent_id.clone();
+    if store_webhooks::get(&mut tx, tenant, &agent_id).await?.is_none() {
+        return Err(RedeliverError::NoWebhook(agent_id));
+    }
+    if !store::directory::agent(&mut tx, tenant, &agent_id).await?.is_some_and(|a| a.active) {
+        return Err(RedeliverError::AgentInactive(agent_id));
+    }
+    let id = store::new_id("whr", now);
+    let event_id = format!("{id} {}", delivery.proposal_id);
+    let actor = format!("user:{}", admin.user_id);
+    let queued = NewRedelivery { id: &id, delivery: &delivery, event_id: &event_id, requested_by: &actor };
+    if !store_webhooks::queue_redelivery(&mut tx, &queued, now).await? {
+        return Err(RedeliverError::AlreadyQueued(delivery.proposal_id, agent_id));
+    }
+    // Ids only: no URL (its query string may be a receiver's token), no secret.
+    let entry = AuditEntry {
+        tenant_id: Some(tenant.clone()),
+        actor,
+        action: "webhook.redelivery.requested".to_owned(),
+        proposal_id: Some(delivery.proposal_id.clone()),
+        request_hash: None,
+        data: json!({
+            "agent_id": agent_id,
+            "delivery_id": delivery.id,
+            "redelivery_id": id,
+            "event_id": event_id,
+        }),
+    };
+    audit::append(&mut tx, &entry).await?;
+    tx.commit().await?;
+    Ok(Queued { id, agent_id, proposal_id: delivery.proposal_id })
+}
+
+/// A tenant's webhook for the admin page: where it goes (never a secret or
+/// a query string), how its stream fares, and its latest attempts.
+#[derive(Debug, Clone)]
+pub struct Overview {
+    pub agent_id: String,
+    /// Scheme, host, port and path of the URL ([`shown_url`]).
+    pub target: String,
+    /// Failed attempts at the event the stream is on; 0 when none failed.
+    pub failed_attempts: i64,
+    /// When the stream tries that event again (only while it is failing).
+    pub next_attempt_at: Option<chrono::DateTime<Utc>>,
+    pub queued_redeliveries: i64,
+    /// The latest [`LOG_ON_PAGE`] attempts, newest first; errors shortened.
+    pub log: Vec<Delivery>,
+}
+
+/// Every webhook of the tenant, by agent id, with its latest attempts.
+pub async fn overview(db: &Db, tenant: &str) -> Result<Vec<Overview>, StoreError> {
+    let mut all = Vec::new();
+    for w in store_webhooks::overview(&db.read, tenant).await? {
+        let mut log = store_webhooks::deliveries(&db.read, tenant, &w.agent_id, LOG_ON_PAGE).await?;
+        for d in &mut log {
+            d.error = d.error.take().map(|e| short(&e));
+        }
+        all.push(Overview {
+            target: shown_url(&w.url),
+            failed_attempts: w.attempts,
+            next_attempt_at: (w.attempts > 0).then_some(w.next_attempt_at),
+            queued_redeliveries: w.queued_redeliveries,
+            agent_id: w.agent_id,
+            log,
+        });
+    }
+    Ok(all)
+}
+
+/// A webhook URL as a page may show it: scheme, host, port and path; never
+/// credentials, a query string or a fragment (a receiver may put a token there).
+pub fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            let host = u.host_str().unwrap_or_default();
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            format!("{}://{host}{port}{}", u.scheme(), u.path())
+        }
+        Err(_) => "(not a URL)".to_owned(),
+    }
+}
+
+/// At most [`SHORT_ERROR_CHARS`] characters, with `…` when cut.
+fn short(error: &str) -> String {
+    match error.char_indices().nth(SHORT_ERROR_CHARS) {
+        Some((cut, _)) => format!("{}…", &error[..cut]),
+        None => error.to_owned(),
     }
 }
 
@@ -300,13 +519,14 @@ pub async fn log(db: &Db, tenant: &str, agent: &str) -> Result<Vec<store_webhook
 pub fn describe(d: &store_webhooks::Delivery) -> String {
     let status = d.http_status.map_or("-".to_owned(), |s| s.to_string());
     format!(
-        "{}  {}  {:<9}  HTTP {:<3}  attempt {}  {}{}",
+        "{}  {}  {:<9}  HTTP {:<3}  attempt {}  {}{}{}",
         store::ts(d.at),
         d.proposal_id,
         d.outcome,
         status,
         d.attempt,
         d.event_id,
+        if d.redelivery_id.is_some() { "  (redelivery)" } else { "" },
         d.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default()
     )
 }
@@ -347,6 +567,38 @@ mod tests {
         assert!(check_url(&dev, "http://127.0.0.1:9999/hook").is_ok());
         assert!(check_url(&dev, "http://localhost:9999/hook").is_ok());
         assert!(check_url(&dev, "http://10.0.0.1/hook").is_err());
+    }
+
+    #[test]
+    fn the_page_shows_scheme_host_port_and_path_only() {
+        assert_eq!(
+            shown_url("https://hooks.example.com/countersign?token=t0k3n#frag"),
+            "https://hooks.example.com/countersign"
+        );
+        assert_eq!(shown_url("http://127.0.0.1:8123/hook?x=1"), "http://127.0.0.1:8123/hook");
+        assert_eq!(shown_url("https://user:pw@hooks.example.com/a"), "https://hooks.example.com/a");
+        assert_eq!(shown_url("not a url"), "(not a URL)");
+    }
+
+    #[test]
+    fn errors_on_the_page_are_short() {
+        assert_eq!(short("timed out"), "timed out");
+        let long = "é".repeat(SHORT_ERROR_CHARS + 5);
+        let cut = short(&long);
+        assert_eq!(cut.chars().count(), SHORT_ERROR_CHARS + 1, "{cut}");
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn an_attempt_is_delivered_on_2xx_failed_before_the_last_and_abandoned_at_it() {
+        assert_eq!(judge(Some(204), 12, 12), ("delivered", true));
+        assert_eq!(judge(Some(503), 1, 12), ("failed", false));
+        assert_eq!(judge(None, 11, 12), ("failed", false));
+        assert_eq!(judge(Some(301), 12, 12), ("abandoned", true), "a redirect is not a delivery");
+        assert_eq!(judge(None, 1, 1), ("abandoned", true));
+        assert_eq!(backoff(1).num_seconds(), 1);
+        assert_eq!(backoff(3).num_seconds(), 4);
+        assert_eq!(backoff(40).num_seconds(), MAX_BACKOFF_SECS);
     }
 
     #[test]

@@ -3,9 +3,10 @@ use leptos_meta::Title;
 
 use crate::api::{console_error, load_admin};
 use crate::components::{CsrfField, LoadError, When};
-use crate::views::{AdminData, PendingChangeRow, Viewer};
+use crate::views::{AdminData, DeliveryRow, PendingChangeRow, Viewer, WebhookRow};
 
-/// Admin: users, agents and payees of the admin's tenant; create each.
+/// Admin: users, agents (and their webhooks' delivery logs) and payees of
+/// the admin's tenant; create each.
 #[component]
 pub fn AdminPage() -> impl IntoView {
     let data = Resource::new(|| (), |_| load_admin());
@@ -109,6 +110,7 @@ fn Admin(admin: AdminData) -> impl IntoView {
                 <button type="submit">"Add agent"</button>
             </form>
         </div>
+        <Webhooks webhooks=admin.webhooks csrf=csrf.clone()/>
         <div class="card">
             <h2>"Payees"</h2>
             <table class="list"><thead><tr><th>"Legal name"</th><th>"Account"</th><th>"Trusted"</th></tr></thead><tbody>{payees}</tbody></table>
@@ -169,4 +171,97 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
         </section>
     }
     .into_any()
+}
+
+/// Each agent's webhook: where it goes (no query string, no secret), how its
+/// stream fares, and its latest attempts, each with Redeliver.
+#[component]
+fn Webhooks(webhooks: Vec<WebhookRow>, csrf: String) -> impl IntoView {
+    let body = if webhooks.is_empty() {
+        view! {
+            <p class="muted" id="no-webhooks">
+                "No agent has a webhook. An operator sets one with "<code>"countersign agent webhook set"</code>"."
+            </p>
+        }
+        .into_any()
+    } else {
+        webhooks.into_iter().map(|w| view! { <Webhook webhook=w csrf=csrf.clone()/> }).collect_view().into_any()
+    };
+    view! {
+        <div class="card" id="webhooks">
+            <h2>"Webhooks"</h2>
+            <p class="muted small">
+                "Each change to an agent's proposals is sent to its webhook, in order, retried with backoff. "
+                "Redeliver sends that proposal again as a new event carrying its current state, "
+                "for instance after an attempt was abandoned; the agent's other events are not held up."
+            </p>
+            {body}
+        </div>
+    }
+}
+
+#[component]
+fn Webhook(webhook: WebhookRow, csrf: String) -> impl IntoView {
+    let w = webhook;
+    let plural = |n: i64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let stream = match w.next_attempt_at {
+        Some(at) => view! {
+            {format!("{} at the current event; next attempt ", plural(w.failed_attempts, "failed attempt", "failed attempts"))}
+            <When at=at/>
+            "."
+        }
+        .into_any(),
+        None => "No failed attempt at the current event.".into_any(),
+    };
+    let queued = (w.queued_redeliveries > 0)
+        .then(|| format!(" {} queued.", plural(w.queued_redeliveries, "redelivery", "redeliveries")));
+    let label = format!("Latest deliveries to agent {}'s webhook", w.agent_id);
+    let log = if w.deliveries.is_empty() {
+        view! { <p class="muted small">"Nothing sent yet."</p> }.into_any()
+    } else {
+        let rows = w.deliveries.into_iter().map(|d| view! { <Delivery delivery=d csrf=csrf.clone()/> }).collect_view();
+        view! {
+            <table class="list webhook-log" aria-label=label>
+                <thead><tr><th>"When"</th><th>"Proposal"</th><th>"Event"</th><th>"Outcome"</th><th>"HTTP"</th><th>"Error"</th><th>"Action"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+        .into_any()
+    };
+    view! {
+        <section class="webhook" data-agent=w.agent_id.clone()>
+            <h3>{format!("Agent {}", w.agent_id)}</h3>
+            <p class="webhook-target">"Sends to "<code>{w.target}</code></p>
+            <p class="webhook-state" data-failed-attempts=w.failed_attempts.to_string()>{stream}{queued}</p>
+            {log}
+        </section>
+    }
+}
+
+/// One logged attempt and its Redeliver button.
+#[component]
+fn Delivery(delivery: DeliveryRow, csrf: String) -> impl IntoView {
+    let d = delivery;
+    let status = d.http_status.map_or_else(|| "none".to_owned(), |s| s.to_string());
+    let kind = if d.redelivery { "redelivery, attempt" } else { "attempt" };
+    view! {
+        <tr data-delivery=d.id.clone() data-outcome=d.outcome.clone()>
+            <td data-label="When"><When at=d.at/></td>
+            <td data-label="Proposal" class="c-id"><a href=format!("/proposals/{}", d.proposal_id)>{d.proposal_id.clone()}</a></td>
+            <td data-label="Event" class="c-id"><code>{d.event_id}</code></td>
+            <td data-label="Outcome">
+                <span class=format!("badge badge-{}", d.outcome)>{d.outcome.clone()}</span>
+                <span class="muted small">{format!(" {kind} {}", d.attempt)}</span>
+            </td>
+            <td data-label="HTTP">{status}</td>
+            // On a phone the label shows only when there is an error.
+            <td data-label=d.error.as_ref().map(|_| "Error") class="c-id">{d.error.clone().unwrap_or_default()}</td>
+            <td>
+                <form method="post" action=format!("/admin/webhook-deliveries/{}/redeliver", d.id) class="inline">
+                    <CsrfField token=csrf/>
+                    <button type="submit" aria-label=format!("Redeliver proposal {}", d.proposal_id)>"Redeliver"</button>
+                </form>
+            </td>
+        </tr>
+    }
 }

@@ -970,6 +970,27 @@ pub async fn admin_reject_change(
     admin_done(&session, outcome).await
 }
 
+/// `POST /admin/webhook-deliveries/{id}/redeliver` (form): sends the
+/// proposal of a logged webhook attempt again, as a new event with its
+/// current state (`webhooks::redeliver`); the outcome is the page's message.
+pub async fn admin_redeliver_webhook(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Path(id): Path<String>,
+) -> Response {
+    let outcome = match crate::webhooks::redeliver(&state.db, &admin.admin(), &id).await {
+        Ok(queued) => Ok(queued.message()),
+        Err(e) => {
+            if let crate::webhooks::RedeliverError::Store(cause) = &e {
+                tracing::error!(error = %cause, "a webhook redelivery could not be queued");
+            }
+            Err(e.to_string())
+        }
+    };
+    admin_done(&session, outcome).await
+}
+
 fn escape_html(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }

@@ -91,6 +91,7 @@ pub fn router(state: Shared) -> Router {
         .route("/admin/slack-links", post(console::admin_link_slack))
         .route("/admin/changes/{id}/confirm", post(console::admin_confirm_change))
         .route("/admin/changes/{id}/reject", post(console::admin_reject_change))
+        .route("/admin/webhook-deliveries/{id}/redeliver", post(console::admin_redeliver_webhook))
         .with_state(state.clone());
     let console = forms
         .merge(pages)

@@ -1,5 +1,6 @@
 //! Agent webhooks (`agent_webhooks`) and their delivery log
-//! (`webhook_deliveries`), migration 0009.
+//! (`webhook_deliveries`), migration 0009; the redeliveries admins ask for
+//! (`webhook_redeliveries`), migration 0012.
 
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteRow;
@@ -70,8 +71,13 @@ pub async fn get(conn: &mut Conn, tenant: &str, agent: &str) -> Result<Option<We
     row.as_ref().map(from_row).transpose()
 }
 
-/// Removes the agent's webhook; whether there was one.
+/// Removes the agent's webhook and its queued redeliveries; whether there was one.
 pub async fn remove(conn: &mut Conn, tenant: &str, agent: &str) -> Result<bool> {
+    sqlx::query("DELETE FROM webhook_redeliveries WHERE tenant_id = ? AND agent_id = ? AND done_at IS NULL")
+        .bind(tenant)
+        .bind(agent)
+        .execute(&mut *conn)
+        .await?;
     let done = sqlx::query("DELETE FROM agent_webhooks WHERE tenant_id = ? AND agent_id = ?")
         .bind(tenant)
         .bind(agent)
@@ -119,28 +125,34 @@ pub async fn retry_at(conn: &mut Conn, w: &Webhook, attempts: i64, at: DateTime<
 
 /// One attempt, for the delivery log.
 pub struct Attempt<'a> {
+    pub tenant_id: &'a str,
+    pub agent_id: &'a str,
     pub proposal_id: &'a str,
     pub event_id: &'a str,
     pub outcome: &'a str,
     pub http_status: Option<u16>,
     pub error: Option<&'a str>,
     pub attempt: i64,
+    /// The redelivery it belongs to; `None` for the stream's own attempts.
+    pub redelivery_id: Option<&'a str>,
 }
 
-pub async fn log(conn: &mut Conn, w: &Webhook, a: &Attempt<'_>, now: DateTime<Utc>) -> Result<()> {
+pub async fn log(conn: &mut Conn, a: &Attempt<'_>, now: DateTime<Utc>) -> Result<()> {
     sqlx::query(
-        "INSERT INTO webhook_deliveries (id, tenant_id, agent_id, proposal_id, event_id, outcome, http_status, error, attempt, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO webhook_deliveries
+             (id, tenant_id, agent_id, proposal_id, event_id, outcome, http_status, error, attempt, redelivery_id, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(new_id("whd", now))
-    .bind(&w.tenant_id)
-    .bind(&w.agent_id)
+    .bind(a.tenant_id)
+    .bind(a.agent_id)
     .bind(a.proposal_id)
     .bind(a.event_id)
     .bind(a.outcome)
     .bind(a.http_status.map(i64::from))
     .bind(a.error)
     .bind(a.attempt)
+    .bind(a.redelivery_id)
     .bind(ts(now))
     .execute(conn)
     .await?;
@@ -150,13 +162,34 @@ pub async fn log(conn: &mut Conn, w: &Webhook, a: &Attempt<'_>, now: DateTime<Ut
 /// A logged attempt, newest first in [`deliveries`].
 #[derive(Debug, Clone)]
 pub struct Delivery {
+    pub id: String,
+    pub tenant_id: String,
+    pub agent_id: String,
     pub proposal_id: String,
     pub event_id: String,
     pub outcome: String,
     pub http_status: Option<i64>,
     pub error: Option<String>,
     pub attempt: i64,
+    pub redelivery_id: Option<String>,
     pub at: DateTime<Utc>,
+}
+
+fn delivery_from_row(r: &SqliteRow) -> Result<Delivery> {
+    let c = Cols::of(r);
+    Ok(Delivery {
+        id: c.text("id")?,
+        tenant_id: c.text("tenant_id")?,
+        agent_id: c.text("agent_id")?,
+        proposal_id: c.text("proposal_id")?,
+        event_id: c.text("event_id")?,
+        outcome: c.text("outcome")?,
+        http_status: c.get("http_status")?,
+        error: c.opt_text("error")?,
+        attempt: c.int("attempt")?,
+        redelivery_id: c.opt_text("redelivery_id")?,
+        at: c.at("at")?,
+    })
 }
 
 pub async fn deliveries(pool: &Pool, tenant: &str, agent: &str, limit: u32) -> Result<Vec<Delivery>> {
@@ -168,18 +201,149 @@ pub async fn deliveries(pool: &Pool, tenant: &str, agent: &str, limit: u32) -> R
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
+    rows.iter().map(delivery_from_row).collect()
+}
+
+/// One logged attempt of the tenant's (another tenant's is `None`, as a missing one).
+pub async fn delivery(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<Delivery>> {
+    let row = sqlx::query("SELECT * FROM webhook_deliveries WHERE tenant_id = ? AND id = ?")
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(delivery_from_row).transpose()
+}
+
+/// A tenant's webhook as the admin page shows it: no secrets are read.
+#[derive(Debug, Clone)]
+pub struct Overview {
+    pub agent_id: String,
+    pub url: String,
+    /// Failed attempts at the event after the cursor.
+    pub attempts: i64,
+    pub next_attempt_at: DateTime<Utc>,
+    /// Redeliveries not yet delivered or given up.
+    pub queued_redeliveries: i64,
+}
+
+/// The tenant's webhooks, by agent id.
+pub async fn overview(pool: &Pool, tenant: &str) -> Result<Vec<Overview>> {
+    let rows = sqlx::query(
+        "SELECT w.agent_id, w.url, w.attempts, w.next_attempt_at,
+                (SELECT COUNT(*) FROM webhook_redeliveries r
+                  WHERE r.tenant_id = w.tenant_id AND r.agent_id = w.agent_id AND r.done_at IS NULL) AS queued
+         FROM agent_webhooks w WHERE w.tenant_id = ? ORDER BY w.agent_id",
+    )
+    .bind(tenant)
+    .fetch_all(pool)
+    .await?;
     rows.iter()
         .map(|r| {
             let c = Cols::of(r);
-            Ok(Delivery {
-                proposal_id: c.text("proposal_id")?,
-                event_id: c.text("event_id")?,
-                outcome: c.text("outcome")?,
-                http_status: c.get("http_status")?,
-                error: c.opt_text("error")?,
-                attempt: c.int("attempt")?,
-                at: c.at("at")?,
+            Ok(Overview {
+                agent_id: c.text("agent_id")?,
+                url: c.text("url")?,
+                attempts: c.int("attempts")?,
+                next_attempt_at: c.at("next_attempt_at")?,
+                queued_redeliveries: c.int("queued")?,
             })
         })
         .collect()
+}
+
+/// A redelivery to queue.
+pub struct NewRedelivery<'a> {
+    pub id: &'a str,
+    pub delivery: &'a Delivery,
+    pub event_id: &'a str,
+    pub requested_by: &'a str,
+}
+
+/// Queues a redelivery, due at once; `false` if one of the same proposal to
+/// the same agent is queued already (the partial unique index).
+pub async fn queue_redelivery(conn: &mut Conn, r: &NewRedelivery<'_>, now: DateTime<Utc>) -> Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO webhook_redeliveries
+             (id, tenant_id, agent_id, proposal_id, delivery_id, event_id, requested_by, requested_at, next_attempt_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(r.id)
+    .bind(&r.delivery.tenant_id)
+    .bind(&r.delivery.agent_id)
+    .bind(&r.delivery.proposal_id)
+    .bind(&r.delivery.id)
+    .bind(r.event_id)
+    .bind(r.requested_by)
+    .bind(ts(now))
+    .bind(ts(now))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A queued redelivery, with where it goes and the secrets that sign it.
+#[derive(Debug, Clone)]
+pub struct Redelivery {
+    pub id: String,
+    pub tenant_id: String,
+    pub agent_id: String,
+    pub proposal_id: String,
+    pub event_id: String,
+    pub attempts: i64,
+    pub url: String,
+    /// Newest first.
+    pub secrets: Vec<String>,
+}
+
+/// Queued redeliveries whose next attempt is due, of agents that still have a webhook.
+pub async fn due_redeliveries(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<Redelivery>> {
+    let rows = sqlx::query(
+        "SELECT r.id, r.tenant_id, r.agent_id, r.proposal_id, r.event_id, r.attempts, w.url, w.secrets
+         FROM webhook_redeliveries r
+         JOIN agent_webhooks w ON w.tenant_id = r.tenant_id AND w.agent_id = r.agent_id
+         WHERE r.done_at IS NULL AND r.next_attempt_at <= ?
+         ORDER BY r.next_attempt_at, r.id LIMIT ?",
+    )
+    .bind(ts(now))
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok(Redelivery {
+                id: c.text("id")?,
+                tenant_id: c.text("tenant_id")?,
+                agent_id: c.text("agent_id")?,
+                proposal_id: c.text("proposal_id")?,
+                event_id: c.text("event_id")?,
+                attempts: c.int("attempts")?,
+                url: c.text("url")?,
+                secrets: c.json("secrets")?,
+            })
+        })
+        .collect()
+}
+
+/// A redelivery delivered or given up: it leaves the queue.
+pub async fn redelivery_done(conn: &mut Conn, id: &str, attempts: i64, now: DateTime<Utc>) -> Result<()> {
+    sqlx::query("UPDATE webhook_redeliveries SET attempts = ?, done_at = ? WHERE id = ?")
+        .bind(attempts)
+        .bind(ts(now))
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Counts a failed attempt of a redelivery and sets when to try again.
+pub async fn redelivery_retry_at(conn: &mut Conn, id: &str, attempts: i64, at: DateTime<Utc>) -> Result<()> {
+    sqlx::query("UPDATE webhook_redeliveries SET attempts = ?, next_attempt_at = ? WHERE id = ?")
+        .bind(attempts)
+        .bind(ts(at))
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
