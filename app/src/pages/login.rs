@@ -50,7 +50,8 @@ pub fn LoginPage() -> impl IntoView {
             .into_iter()
             .map(|p| {
                 let href = format!("/auth/oidc/start?provider={}{sso_next}", p.id);
-                view! { <a class="button sso" href=href data-provider=p.id>"Sign in with " {p.name}</a> }
+                let label = format!("Sign in with {}", p.name);
+                view! { <a class="button sso" href=href data-provider=p.id>{label}</a> }
             })
             .collect_view();
         view! {
