@@ -752,4 +752,58 @@ mod tests {
         let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
         assert!(err.contains("currency_caps_minor.usd"), "{err}");
     }
+
+    fn load_text(text: &str) -> Result<Settings, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, text.replace("DIR", &dir.path().display().to_string())).unwrap();
+        std::fs::write(dir.path().join("secret"), "from-a-file\n").unwrap();
+        Settings::load(Some(&path), &Overrides::default()).map_err(|e| e.to_string())
+    }
+
+    const PROVIDER: &str = r#"
+[oidc.providers.okta]
+name = "Okta"
+issuer = "https://acme.okta.com"
+client_id = "countersign"
+client_secret = "oidc-client-secret"
+tenants = ["acme"]
+"#;
+
+    #[test]
+    fn single_sign_on_is_validated() {
+        let s = load_text(PROVIDER).unwrap();
+        let p = &s.oidc.providers["okta"];
+        assert_eq!(p.redirect_url(&s.public_url), "http://localhost:8080/auth/oidc/callback");
+        assert!(!format!("{s:?}").contains("oidc-client-secret"), "the client secret never prints");
+        assert!(s.local_passwords("acme"));
+
+        let bad = |from: &str, to: &str, key: &str| {
+            let err = load_text(&PROVIDER.replace(from, to)).unwrap_err();
+            assert!(err.contains(key), "{to}: {err}");
+            assert!(!err.contains("oidc-client-secret"), "{err}");
+        };
+        bad("https://acme.okta.com", "http://acme.okta.com", "oidc.providers.okta.issuer");
+        bad("https://acme.okta.com", "https://acme.okta.com/?x=1", "oidc.providers.okta.issuer");
+        bad("tenants = [\"acme\"]", "tenants = []", "oidc.providers.okta.tenants");
+        bad("client_secret = \"oidc-client-secret\"", "", "oidc.providers.okta.client_secret");
+        bad("[oidc.providers.okta]", "[oidc.providers.Okta]", "oidc.providers.Okta");
+        bad("tenants = [\"acme\"]", "tenants = [\"acme\"]\nredirect_url = \"https://cs.example/callback\"", "redirect_url");
+        bad("tenants = [\"acme\"]", "tenants = [\"acme\"]\nrole_values = { x = \"boss\" }\nroles_claim = \"r\"", "role_values");
+        // Plain http to loopback is for development and tests.
+        load_text(&PROVIDER.replace("https://acme.okta.com", "http://127.0.0.1:9999")).unwrap();
+
+        // The secret from a file (not both).
+        let from_file = PROVIDER.replace("client_secret = \"oidc-client-secret\"", "client_secret_file = \"DIR/secret\"");
+        let s = load_text(&from_file).unwrap();
+        assert_eq!(s.oidc.providers["okta"].client_secret.as_ref().unwrap().expose_secret(), "from-a-file");
+        let both = PROVIDER.replace("client_secret =", "client_secret_file = \"DIR/secret\"\nclient_secret =");
+        assert!(load_text(&both).unwrap_err().contains("not both"));
+
+        // Passwords off for a tenant no provider serves: nobody could sign in.
+        let err = load_text("[tenants.globex]\nlocal_passwords = false\n").unwrap_err();
+        assert!(err.contains("tenants.globex.local_passwords"), "{err}");
+        let s = load_text(&format!("{PROVIDER}\n[tenants.acme]\nlocal_passwords = false\n")).unwrap();
+        assert!(!s.local_passwords("acme") && s.local_passwords("globex"));
+    }
 }
