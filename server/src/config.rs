@@ -560,7 +560,10 @@ impl Settings {
         let mut issuers = BTreeMap::new();
         for (id, p) in &self.oidc.providers {
             let key = |field: &str| format!("oidc.providers.{id}.{field}");
-            if id.is_empty() || id.len() > 32 || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+            if id.is_empty()
+                || id.len() > 32
+                || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            {
                 return bad(&format!("oidc.providers.{id}"), "a provider id is 1-32 of a-z, 0-9 and -");
             }
             if p.name.trim().is_empty() || p.name.chars().count() > 40 || p.name.chars().any(char::is_control) {
@@ -585,7 +588,9 @@ impl Settings {
             if openidconnect::url::Url::parse(&redirect).map(|u| u.path() != CALLBACK_PATH).unwrap_or(true) {
                 return bad(&key("redirect_url"), &format!("must end in {CALLBACK_PATH}"));
             }
-            if p.scopes.iter().any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\'))
+            if p.scopes
+                .iter()
+                .any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\'))
             {
                 return bad(&key("scopes"), "each scope is visible ASCII without quotes or backslashes");
             }
@@ -788,13 +793,22 @@ tenants = ["acme"]
         bad("tenants = [\"acme\"]", "tenants = []", "oidc.providers.okta.tenants");
         bad("client_secret = \"oidc-client-secret\"", "", "oidc.providers.okta.client_secret");
         bad("[oidc.providers.okta]", "[oidc.providers.Okta]", "oidc.providers.Okta");
-        bad("tenants = [\"acme\"]", "tenants = [\"acme\"]\nredirect_url = \"https://cs.example/callback\"", "redirect_url");
-        bad("tenants = [\"acme\"]", "tenants = [\"acme\"]\nrole_values = { x = \"boss\" }\nroles_claim = \"r\"", "role_values");
+        bad(
+            "tenants = [\"acme\"]",
+            "tenants = [\"acme\"]\nredirect_url = \"https://cs.example/callback\"",
+            "redirect_url",
+        );
+        bad(
+            "tenants = [\"acme\"]",
+            "tenants = [\"acme\"]\nrole_values = { x = \"boss\" }\nroles_claim = \"r\"",
+            "role_values",
+        );
         // Plain http to loopback is for development and tests.
         load_text(&PROVIDER.replace("https://acme.okta.com", "http://127.0.0.1:9999")).unwrap();
 
         // The secret from a file (not both).
-        let from_file = PROVIDER.replace("client_secret = \"oidc-client-secret\"", "client_secret_file = \"DIR/secret\"");
+        let from_file =
+            PROVIDER.replace("client_secret = \"oidc-client-secret\"", "client_secret_file = \"DIR/secret\"");
         let s = load_text(&from_file).unwrap();
         assert_eq!(s.oidc.providers["okta"].client_secret.as_ref().unwrap().expose_secret(), "from-a-file");
         let both = PROVIDER.replace("client_secret =", "client_secret_file = \"DIR/secret\"\nclient_secret =");

@@ -1246,7 +1246,9 @@ fn duplicates(plan: &Plan) -> Vec<Problem> {
 
     let mut first: BTreeMap<String, &Loc> = BTreeMap::new();
     let mut problems = Vec::new();
-    for (identity, at, what) in tenants.chain(users).chain(slack_ids).chain(oidc).chain(agents).chain(keys).chain(payees) {
+    for (identity, at, what) in
+        tenants.chain(users).chain(slack_ids).chain(oidc).chain(agents).chain(keys).chain(payees)
+    {
         match first.get(&identity) {
             Some(earlier) => problems.push(at.problem(format!("{what} is already defined by `{}`", earlier.key))),
             None => {

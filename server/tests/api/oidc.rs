@@ -194,7 +194,11 @@ async fn a_full_sign_in_through_the_provider_starts_a_console_session_for_the_li
     assert!(answer.login_cookie_cleared);
     // The page moves on by itself to `next` (a same-site navigation, so the
     // Strict session cookie goes along), with a link as well.
-    assert!(answer.body.contains(r#"<meta http-equiv="refresh" content="0;url=/proposals/prop_0abc">"#), "{}", answer.body);
+    assert!(
+        answer.body.contains(r#"<meta http-equiv="refresh" content="0;url=/proposals/prop_0abc">"#),
+        "{}",
+        answer.body
+    );
     assert!(answer.body.contains(r#"href="/proposals/prop_0abc""#), "{}", answer.body);
     assert_eq!(server.scalar("SELECT COUNT(*) FROM oidc_logins").await, 0, "the sign-in is used up");
 
@@ -203,7 +207,9 @@ async fn a_full_sign_in_through_the_provider_starts_a_console_session_for_the_li
     let page = console.bare(reqwest::Method::GET, "/").send().await.unwrap().text().await.unwrap();
     assert!(page.contains(r#"id="signed-in-as""#) && page.contains("ana"), "{page}");
     assert_eq!(console.queue("").await.status, 200);
-    let stored = server.scalar("SELECT COUNT(*) FROM console_sessions WHERE user_id = (SELECT id FROM users WHERE username = 'ana')").await;
+    let stored = server
+        .scalar("SELECT COUNT(*) FROM console_sessions WHERE user_id = (SELECT id FROM users WHERE username = 'ana')")
+        .await;
     assert_eq!(stored, 1);
 
     // Audited: the method, the provider, the issuer and the subject's hash;
@@ -257,7 +263,8 @@ async fn a_provider_whose_discovery_names_another_issuer_is_refused() {
     // The provider at the configured URL says it is someone else.
     let Some(idp) = Idp::start_env(&[("OIDC_ISSUER", "https://impostor.example")]).await else { return };
     let listening_at = idp.url.replace("127.0.0.1", "localhost");
-    let config = idp.config("").replace("issuer = \"https://impostor.example\"", &format!("issuer = \"{listening_at}\""));
+    let config =
+        idp.config("").replace("issuer = \"https://impostor.example\"", &format!("issuer = \"{listening_at}\""));
     let server = TestServer::start_with(&config).await;
     let response = http_client().get(server.url("/auth/oidc/start?provider=testidp")).send().await.unwrap();
     assert_eq!(response.status(), 303);
@@ -357,8 +364,9 @@ async fn the_tenant_claim_must_name_the_linked_users_tenant() {
 #[tokio::test]
 async fn a_provider_not_listed_for_the_users_tenant_cannot_sign_them_in() {
     let Some(idp) = Idp::start().await else { return };
-    let server = TestServer::start_with(&idp.config("").replace(r#"tenants = ["acme", "globex"]"#, r#"tenants = ["acme"]"#))
-        .await;
+    let server =
+        TestServer::start_with(&idp.config("").replace(r#"tenants = ["acme", "globex"]"#, r#"tenants = ["acme"]"#))
+            .await;
     link_users(&server, &idp.issuer).await;
     // gus (globex) is linked, and the provider vouches for him, but this
     // provider signs in acme's users only.
@@ -412,7 +420,10 @@ async fn a_tenant_without_local_passwords_refuses_them_and_tells_nothing_to_a_gu
     assert_eq!(sign_in(&idp, &server, "idp-gus").await.status, 200);
     // The sign-in page offers the provider.
     let page = http_client().get(server.url("/login")).send().await.unwrap().text().await.unwrap();
-    assert!(page.contains(r#"href="/auth/oidc/start?provider=testidp""#) && page.contains("Sign in with Test IdP"), "{page}");
+    assert!(
+        page.contains(r#"href="/auth/oidc/start?provider=testidp""#) && page.contains("Sign in with Test IdP"),
+        "{page}"
+    );
 }
 
 #[tokio::test]

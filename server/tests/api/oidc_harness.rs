@@ -46,7 +46,9 @@ impl Idp {
     /// Starts the provider with extra environment (`OIDC_ISSUER`, …).
     pub async fn start_env(env: &[(&str, &str)]) -> Option<Idp> {
         if !node_available() {
-            eprintln!("SKIPPED: node is not installed, so the OpenID provider cannot run (scripts/setup.sh installs it)");
+            eprintln!(
+                "SKIPPED: node is not installed, so the OpenID provider cannot run (scripts/setup.sh installs it)"
+            );
             return None;
         }
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../e2e/oidc/provider.mjs");
@@ -68,9 +70,7 @@ impl Idp {
             .await
             .expect("the provider starts within 30 s")
             .expect("read its stdout")
-            .expect(
-                "the provider printed its address (is e2e/node_modules installed? `cd e2e && npm ci`)",
-            );
+            .expect("the provider printed its address (is e2e/node_modules installed? `cd e2e && npm ci`)");
         // `oidc provider listening on <url> issuer <issuer>`
         let words: Vec<&str> = line.split_whitespace().collect();
         assert!(line.starts_with("oidc provider listening on "), "unexpected first line: {line}");
@@ -114,7 +114,8 @@ roles_claim = "roles"
             if url.starts_with(REDIRECT_URL) {
                 return url;
             }
-            let response = http.get(&url).header("cookie", cookie_header(&jar)).send().await.expect("GET at the provider");
+            let response =
+                http.get(&url).header("cookie", cookie_header(&jar)).send().await.expect("GET at the provider");
             keep_cookies(&mut jar, response.headers());
             let status = response.status().as_u16();
             if (300..400).contains(&status) {
@@ -145,7 +146,6 @@ roles_claim = "roles"
         }
         panic!("the provider never sent the browser back (last at {url})")
     }
-
 }
 
 /// `location` made absolute against the page `from` that answered with it.
