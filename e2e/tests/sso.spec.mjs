@@ -5,6 +5,7 @@
 // unlike the shared server of the other specs). Maya signs in through the
 // provider's own pages and lands on the queue.
 import { test, expect } from '@playwright/test';
+import AxeBuilder from '@axe-core/playwright';
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -95,8 +96,12 @@ test.afterAll(() => {
 
 test('a reviewer signs in through the identity provider and lands on the queue', async ({ page }) => {
   await page.goto(`${base}/login`);
+  // Hydrated: the console's router is live, and must leave this link to the server.
+  await page.waitForLoadState('networkidle');
   const button = page.locator('a.button.sso', { hasText: 'Sign in with Test IdP' });
   await expect(button).toBeVisible();
+  const axe = await new AxeBuilder({ page }).analyze();
+  expect(axe.violations.map((v) => `${v.id}: ${v.help}`), 'the sign-in page with a provider button').toEqual([]);
   await page.screenshot({ path: 'artifacts/sso-login.png', fullPage: true });
   await button.click();
 

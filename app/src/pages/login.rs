@@ -51,7 +51,9 @@ pub fn LoginPage() -> impl IntoView {
             .map(|p| {
                 let href = format!("/auth/oidc/start?provider={}{sso_next}", p.id);
                 let label = format!("Sign in with {}", p.name);
-                view! { <a class="button sso" href=href data-provider=p.id>{label}</a> }
+                // `rel="external"`: a server route, not a page of the
+                // console's router (which would show "page not found").
+                view! { <a class="button sso" href=href rel="external" data-provider=p.id>{label}</a> }
             })
             .collect_view();
         view! {

@@ -421,7 +421,7 @@ async fn a_tenant_without_local_passwords_refuses_them_and_tells_nothing_to_a_gu
     // The sign-in page offers the provider.
     let page = http_client().get(server.url("/login")).send().await.unwrap().text().await.unwrap();
     assert!(
-        page.contains(r#"href="/auth/oidc/start?provider=testidp""#) && page.contains("Sign in with Test IdP"),
+        page.contains(r#"href="/auth/oidc/start?provider=testidp" rel="external""#) && page.contains("Sign in with Test IdP"),
         "{page}"
     );
 }
