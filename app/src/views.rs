@@ -24,6 +24,20 @@ impl Viewer {
     }
 }
 
+/// The sign-in page's other ways in: the single sign-on providers
+/// configured on the server (`[oidc.providers]`), by id and label.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInOptions {
+    pub providers: Vec<SsoProvider>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SsoProvider {
+    pub id: String,
+    /// "Sign in with {name}".
+    pub name: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueItem {
     pub id: String,

@@ -44,6 +44,10 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     pub risk: RiskSettings,
     pub mcp: McpSettings,
+    /// Single sign-on with OpenID Connect (`crate::sso`).
+    pub oidc: OidcSettings,
+    /// Per-tenant settings (`[tenants.<id>]`).
+    pub tenants: BTreeMap<String, TenantSettings>,
 }
 
 /// `/mcp`: the MCP tools over streamable HTTP (`http::mcp`).
@@ -58,6 +62,85 @@ pub struct McpSettings {
 impl Default for McpSettings {
     fn default() -> Self {
         McpSettings { max_in_flight: 512 }
+    }
+}
+
+/// Single sign-on: the OpenID providers console users may sign in through.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OidcSettings {
+    /// By id (`[oidc.providers.<id>]`; the id is in the sign-in link).
+    pub providers: BTreeMap<String, OidcProvider>,
+}
+
+/// One OpenID provider (an IdP: Keycloak, Entra ID, Okta, …) and this
+/// server's registration there (docs/CONFIG.md, "Single sign-on").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcProvider {
+    /// The button's label: "Sign in with <name>".
+    pub name: String,
+    /// The issuer, exactly as the provider's ID tokens carry it in `iss`
+    /// (its discovery document is read from
+    /// `<issuer>/.well-known/openid-configuration`).
+    pub issuer: String,
+    pub client_id: String,
+    /// Secret. Or `client_secret_file`: a file holding it.
+    #[serde(default, skip_serializing)]
+    pub client_secret: Option<SecretString>,
+    #[serde(default)]
+    pub client_secret_file: Option<PathBuf>,
+    /// Where the provider sends the browser back; default
+    /// `<public_url>/auth/oidc/callback`.
+    #[serde(default)]
+    pub redirect_url: Option<String>,
+    /// Scopes asked for besides `openid`.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The tenants whose users may sign in through this provider.
+    pub tenants: Vec<String>,
+    /// A claim of the ID token naming the user's tenant; when set, it must
+    /// name the linked user's tenant.
+    #[serde(default)]
+    pub tenant_claim: Option<String>,
+    /// The tenant claim's values, mapped to tenant ids (a value not listed
+    /// must be the tenant id itself).
+    #[serde(default)]
+    pub tenant_values: BTreeMap<String, String>,
+    /// A claim of the ID token listing roles (a string or an array of
+    /// strings); when set, the session has only the registry's roles that
+    /// it also lists: it narrows, never grants.
+    #[serde(default)]
+    pub roles_claim: Option<String>,
+    /// The roles claim's values, mapped to roles (a value not listed must
+    /// be a role name itself: viewer, approver, admin).
+    #[serde(default)]
+    pub role_values: BTreeMap<String, String>,
+}
+
+impl OidcProvider {
+    /// The redirect URL registered at the provider.
+    pub fn redirect_url(&self, public_url: &str) -> String {
+        self.redirect_url.clone().unwrap_or_else(|| format!("{}{}", public_url.trim_end_matches('/'), CALLBACK_PATH))
+    }
+}
+
+/// The path the providers send browsers back to.
+pub const CALLBACK_PATH: &str = "/auth/oidc/callback";
+
+/// Settings of one tenant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TenantSettings {
+    /// `false`: the tenant's users sign in only through single sign-on;
+    /// a password sign-in is refused (after the password was checked, so
+    /// the refusal tells nothing to someone who does not know it).
+    pub local_passwords: bool,
+}
+
+impl Default for TenantSettings {
+    fn default() -> Self {
+        TenantSettings { local_passwords: true }
     }
 }
 
@@ -298,6 +381,8 @@ impl Default for Settings {
             webhooks: WebhookSettings::default(),
             risk: RiskSettings::default(),
             mcp: McpSettings::default(),
+            oidc: OidcSettings::default(),
+            tenants: BTreeMap::new(),
         }
     }
 }
@@ -322,6 +407,8 @@ const SETTINGS_KEYS: &[&str] = &[
     "webhooks",
     "risk",
     "mcp",
+    "oidc",
+    "tenants",
 ];
 
 /// Command-line values that override every other source.
@@ -362,9 +449,26 @@ impl Settings {
         if let Some(dir) = &overrides.data_dir {
             figment = figment.merge(("data_dir", dir));
         }
-        let settings: Settings = figment.extract().map_err(|e| ConfigError(one_line(&e)))?;
+        let mut settings: Settings = figment.extract().map_err(|e| ConfigError(one_line(&e)))?;
+        settings.read_secret_files()?;
         settings.validate()?;
         Ok(settings)
+    }
+
+    /// Reads each `client_secret_file` into its `client_secret`. The error
+    /// names the key and the file, never what it holds.
+    fn read_secret_files(&mut self) -> Result<(), ConfigError> {
+        for (id, p) in &mut self.oidc.providers {
+            let Some(path) = &p.client_secret_file else { continue };
+            let key = format!("oidc.providers.{id}.client_secret_file");
+            if p.client_secret.is_some() {
+                return Err(ConfigError(format!("key `{key}`: give client_secret or client_secret_file, not both")));
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError(format!("key `{key}`: cannot read {}: {}", path.display(), e.kind())))?;
+            p.client_secret = Some(SecretString::from(text.trim_end_matches(['\r', '\n']).to_owned()));
+        }
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -439,6 +543,7 @@ impl Settings {
             }
         }
         self.validate_slack()?;
+        self.validate_oidc()?;
         self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
     }
 
@@ -469,6 +574,90 @@ impl Settings {
             }
         }
         Ok(())
+    }
+
+    fn validate_oidc(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
+        let mut issuers = BTreeMap::new();
+        for (id, p) in &self.oidc.providers {
+            let key = |field: &str| format!("oidc.providers.{id}.{field}");
+            if id.is_empty()
+                || id.len() > 32
+                || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            {
+                return bad(&format!("oidc.providers.{id}"), "a provider id is 1-32 of a-z, 0-9 and -");
+            }
+            if p.name.trim().is_empty() || p.name.chars().count() > 40 || p.name.chars().any(char::is_control) {
+                return bad(&key("name"), "1-40 characters, without control characters");
+            }
+            if let Err(why) = check_url(&p.issuer, false) {
+                return bad(&key("issuer"), why);
+            }
+            if let Some(other) = issuers.insert(p.issuer.as_str(), id) {
+                return bad(&key("issuer"), &format!("provider `{other}` has the same issuer"));
+            }
+            if p.client_id.is_empty() || p.client_id.chars().any(char::is_control) {
+                return bad(&key("client_id"), "must be given, without control characters");
+            }
+            if p.client_secret.as_ref().is_none_or(|s| s.expose_secret().is_empty()) {
+                return bad(&key("client_secret"), "is missing (or give client_secret_file)");
+            }
+            let redirect = p.redirect_url(&self.public_url);
+            if let Err(why) = check_url(&redirect, true) {
+                return bad(&key("redirect_url"), why);
+            }
+            if openidconnect::url::Url::parse(&redirect).map(|u| u.path() != CALLBACK_PATH).unwrap_or(true) {
+                return bad(&key("redirect_url"), &format!("must end in {CALLBACK_PATH}"));
+            }
+            if p.scopes
+                .iter()
+                .any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\'))
+            {
+                return bad(&key("scopes"), "each scope is visible ASCII without quotes or backslashes");
+            }
+            if p.tenants.is_empty() {
+                return bad(&key("tenants"), "must list the tenants whose users sign in through this provider");
+            }
+            for tenant in p.tenants.iter().chain(p.tenant_values.values()) {
+                if crate::domain::RegistryId::parse(tenant).is_err() {
+                    return bad(&key("tenants"), &format!("`{tenant}` is not a tenant id"));
+                }
+            }
+            if let Some(unlisted) = p.tenant_values.values().find(|t| !p.tenants.contains(t)) {
+                return bad(&key("tenant_values"), &format!("`{unlisted}` is not in this provider's tenants"));
+            }
+            if !p.tenant_values.is_empty() && p.tenant_claim.is_none() {
+                return bad(&key("tenant_values"), "needs tenant_claim");
+            }
+            if let Some(role) = p.role_values.values().find(|r| crate::domain::Role::parse(r).is_none()) {
+                return bad(&key("role_values"), &format!("`{role}` is not a role: viewer, approver or admin"));
+            }
+            if !p.role_values.is_empty() && p.roles_claim.is_none() {
+                return bad(&key("role_values"), "needs roles_claim");
+            }
+            for (field, claim) in [("tenant_claim", &p.tenant_claim), ("roles_claim", &p.roles_claim)] {
+                if claim.as_ref().is_some_and(|c| c.is_empty() || c.chars().any(char::is_control)) {
+                    return bad(&key(field), "a claim name, without control characters");
+                }
+            }
+        }
+        for (tenant, t) in &self.tenants {
+            if crate::domain::RegistryId::parse(tenant).is_err() {
+                return bad(&format!("tenants.{tenant}"), "is not a tenant id");
+            }
+            if !t.local_passwords && !self.oidc.providers.values().any(|p| p.tenants.contains(tenant)) {
+                return bad(
+                    &format!("tenants.{tenant}.local_passwords"),
+                    "no provider in oidc.providers lists this tenant: nobody could sign in",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `tenant`'s users may sign in with a password.
+    pub fn local_passwords(&self, tenant: &str) -> bool {
+        self.tenants.get(tenant).is_none_or(|t| t.local_passwords)
     }
 
     pub fn currency_rules(&self) -> CurrencyRules {
@@ -505,6 +694,30 @@ impl Settings {
     pub fn secure_cookies(&self) -> bool {
         self.public_url.starts_with("https://")
     }
+}
+
+/// An http(s) URL: https, or plain http only to a loopback host (local
+/// development and tests); no credentials, query or fragment for an issuer.
+fn check_url(raw: &str, may_have_query: bool) -> Result<(), &'static str> {
+    let url = openidconnect::url::Url::parse(raw).map_err(|_| "is not a URL")?;
+    let loopback = match url.host() {
+        Some(openidconnect::url::Host::Domain(d)) => d == "localhost",
+        Some(openidconnect::url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(openidconnect::url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err("must name a host"),
+    };
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return Err("must be https (plain http only to a loopback host)"),
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("must not carry credentials");
+    }
+    if !may_have_query && (url.query().is_some() || url.fragment().is_some()) {
+        return Err("must have no query or fragment");
+    }
+    Ok(())
 }
 
 fn one_line(e: &figment::Error) -> String {
@@ -571,5 +784,68 @@ mod tests {
         std::fs::write(&path, "[currency_caps_minor]\nusd = 5\n").unwrap();
         let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
         assert!(err.contains("currency_caps_minor.usd"), "{err}");
+    }
+
+    fn load_text(text: &str) -> Result<Settings, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, text.replace("DIR", &dir.path().display().to_string())).unwrap();
+        std::fs::write(dir.path().join("secret"), "from-a-file\n").unwrap();
+        Settings::load(Some(&path), &Overrides::default()).map_err(|e| e.to_string())
+    }
+
+    const PROVIDER: &str = r#"
+[oidc.providers.okta]
+name = "Okta"
+issuer = "https://acme.okta.com"
+client_id = "countersign"
+client_secret = "oidc-client-secret"
+tenants = ["acme"]
+"#;
+
+    #[test]
+    fn single_sign_on_is_validated() {
+        let s = load_text(PROVIDER).unwrap();
+        let p = &s.oidc.providers["okta"];
+        assert_eq!(p.redirect_url(&s.public_url), "http://localhost:8080/auth/oidc/callback");
+        assert!(!format!("{s:?}").contains("oidc-client-secret"), "the client secret never prints");
+        assert!(s.local_passwords("acme"));
+
+        let bad = |from: &str, to: &str, key: &str| {
+            let err = load_text(&PROVIDER.replace(from, to)).unwrap_err();
+            assert!(err.contains(key), "{to}: {err}");
+            assert!(!err.contains("oidc-client-secret"), "{err}");
+        };
+        bad("https://acme.okta.com", "http://acme.okta.com", "oidc.providers.okta.issuer");
+        bad("https://acme.okta.com", "https://acme.okta.com/?x=1", "oidc.providers.okta.issuer");
+        bad("tenants = [\"acme\"]", "tenants = []", "oidc.providers.okta.tenants");
+        bad("client_secret = \"oidc-client-secret\"", "", "oidc.providers.okta.client_secret");
+        bad("[oidc.providers.okta]", "[oidc.providers.Okta]", "oidc.providers.Okta");
+        bad(
+            "tenants = [\"acme\"]",
+            "tenants = [\"acme\"]\nredirect_url = \"https://cs.example/callback\"",
+            "redirect_url",
+        );
+        bad(
+            "tenants = [\"acme\"]",
+            "tenants = [\"acme\"]\nrole_values = { x = \"boss\" }\nroles_claim = \"r\"",
+            "role_values",
+        );
+        // Plain http to loopback is for development and tests.
+        load_text(&PROVIDER.replace("https://acme.okta.com", "http://127.0.0.1:9999")).unwrap();
+
+        // The secret from a file (not both).
+        let from_file =
+            PROVIDER.replace("client_secret = \"oidc-client-secret\"", "client_secret_file = \"DIR/secret\"");
+        let s = load_text(&from_file).unwrap();
+        assert_eq!(s.oidc.providers["okta"].client_secret.as_ref().unwrap().expose_secret(), "from-a-file");
+        let both = PROVIDER.replace("client_secret =", "client_secret_file = \"DIR/secret\"\nclient_secret =");
+        assert!(load_text(&both).unwrap_err().contains("not both"));
+
+        // Passwords off for a tenant no provider serves: nobody could sign in.
+        let err = load_text("[tenants.globex]\nlocal_passwords = false\n").unwrap_err();
+        assert!(err.contains("tenants.globex.local_passwords"), "{err}");
+        let s = load_text(&format!("{PROVIDER}\n[tenants.acme]\nlocal_passwords = false\n")).unwrap();
+        assert!(!s.local_passwords("acme") && s.local_passwords("globex"));
     }
 }

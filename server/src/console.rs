@@ -638,3 +638,13 @@ impl ConsolePort for ConsoleService {
         })
     }
 }
+
+/// The single sign-on providers the sign-in page offers (docs/CONFIG.md,
+/// "Single sign-on").
+pub fn sign_in_options(settings: &crate::config::Settings) -> app::views::SignInOptions {
+    let providers = crate::sso::providers(settings)
+        .into_iter()
+        .map(|p| app::views::SsoProvider { id: p.id, name: p.name })
+        .collect();
+    app::views::SignInOptions { providers }
+}

@@ -1,6 +1,6 @@
 //! Background housekeeping: pending proposals past their TTL become
 //! `expired`; idempotency keys past their retention and expired console
-//! sessions are purged.
+//! sessions and single sign-ons nobody came back from are purged.
 
 use crate::shutdown::Shutdown;
 use chrono::Duration;
@@ -32,5 +32,8 @@ async fn sweep(state: &Shared, retention: Duration) {
     }
     if let Err(e) = crate::store::sessions::delete_expired(&state.db.write, chrono::Utc::now()).await {
         tracing::error!(error = %e, "expired session purge failed");
+    }
+    if let Err(e) = crate::store::oidc::delete_expired(&state.db.write, chrono::Utc::now()).await {
+        tracing::error!(error = %e, "expired single sign-on purge failed");
     }
 }

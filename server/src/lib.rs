@@ -33,6 +33,7 @@ pub mod registry_changes;
 pub mod risk;
 pub mod shutdown;
 pub mod slack;
+pub mod sso;
 pub mod startup;
 pub mod state;
 pub mod store;

@@ -38,7 +38,7 @@ use crate::domain::{
 };
 use crate::password;
 use crate::store::audit::{self, AuditEntry};
-use crate::store::directory::{self, AgentSpec, Payee, Upsert, UserSpec};
+use crate::store::directory::{self, AgentSpec, OidcIdentity, Payee, Upsert, UserSpec};
 use crate::store::{Conn, Db, StoreError};
 
 // ---------------------------------------------------------------------------
@@ -237,7 +237,7 @@ pub async fn apply_file(db: &Db, settings: &Settings, path: &Path) -> Result<App
 pub async fn apply_toml(db: &Db, settings: &Settings, name: &str, text: &str) -> Result<ApplySummary, ApplyError> {
     let source = Source::file(name, text);
     let file = parse_file(&source)?;
-    let plan = validate_file(&source, &file, &settings.currency_rules())?;
+    let plan = validate_file(&source, &file, &settings.currency_rules(), settings)?;
     warn_development_secrets(&plan);
     let applied = execute(db, &source, &plan).await?;
     Ok(ApplySummary { source: name.to_owned(), ..applied.summary })
@@ -304,9 +304,16 @@ fn user_plan(settings: &Settings, u: NewUser) -> impl FnOnce(&mut Checker<'_>) -
         roles: cli(u.roles.into_iter().map(cli).collect()),
         approval_limit_minor: Some(cli_amounts(&u.limits)),
         slack_user_id: u.slack_user_id.map(cli),
+        oidc_issuer: None,
+        oidc_subject: None,
+        keep_oidc: true,
     };
     let rules = settings.currency_rules();
-    move |c| Plan { users: validate_user(c, "user", &cli(entry), &rules).into_iter().collect(), ..Plan::default() }
+    let settings = settings.clone();
+    move |c| Plan {
+        users: validate_user(c, "user", &cli(entry), &rules, &settings).into_iter().collect(),
+        ..Plan::default()
+    }
 }
 
 /// `countersign agent add`: creates the agent (or updates it, rotating its
@@ -549,6 +556,13 @@ struct UserEntry {
     roles: TextList,
     approval_limit_minor: Option<Spanned<Amounts>>,
     slack_user_id: Option<Spanned<String>>,
+    /// Single sign-on: the issuer of one of `[oidc.providers]`, exactly.
+    oidc_issuer: Option<Spanned<String>>,
+    /// ... and the user's subject (`sub`) there.
+    oidc_subject: Option<Spanned<String>>,
+    /// Never in a file: the console's and the CLI's "keep the link".
+    #[serde(skip)]
+    keep_oidc: bool,
 }
 
 #[derive(Deserialize)]
@@ -833,6 +847,8 @@ struct UserPlan {
     roles: Vec<Role>,
     limits: BTreeMap<String, u64>,
     slack_user_id: Option<Located<String>>,
+    /// `None`: keep the stored link; `Some(None)`: no link.
+    oidc: Option<Option<Located<OidcIdentity>>>,
 }
 
 /// How a user's password is given.
@@ -1007,11 +1023,16 @@ impl<'s> Checker<'s> {
     }
 }
 
-fn validate_file(source: &Source<'_>, file: &ProvisionFile, rules: &CurrencyRules) -> Result<Plan, ApplyError> {
+fn validate_file(
+    source: &Source<'_>,
+    file: &ProvisionFile,
+    rules: &CurrencyRules,
+    settings: &Settings,
+) -> Result<Plan, ApplyError> {
     let mut c = Checker::new(source);
     let plan = Plan {
         tenants: each(&mut c, "tenant", &file.tenant, |c, at, e| validate_tenant(c, at, e, rules)),
-        users: each(&mut c, "user", &file.user, |c, at, e| validate_user(c, at, e, rules)),
+        users: each(&mut c, "user", &file.user, |c, at, e| validate_user(c, at, e, rules, settings)),
         agents: each(&mut c, "agent", &file.agent, validate_agent),
         payees: each(&mut c, "payee", &file.payee, validate_payee),
     };
@@ -1041,7 +1062,13 @@ fn validate_tenant(
     Some(TenantPlan { id: id?, name: name?, budgets: budgets? })
 }
 
-fn validate_user(c: &mut Checker<'_>, at: &str, entry: &Spanned<UserEntry>, rules: &CurrencyRules) -> Option<UserPlan> {
+fn validate_user(
+    c: &mut Checker<'_>,
+    at: &str,
+    entry: &Spanned<UserEntry>,
+    rules: &CurrencyRules,
+    settings: &Settings,
+) -> Option<UserPlan> {
     let e = entry.get_ref();
     let tenant = c.parse_located(&join(at, "tenant"), &e.tenant, |s| registry_id(s));
     let username = c.parse_located(&join(at, "username"), &e.username, |s| username(s));
@@ -1051,6 +1078,7 @@ fn validate_user(c: &mut Checker<'_>, at: &str, entry: &Spanned<UserEntry>, rule
     });
     let limits = c.amounts(&join(at, "approval_limit_minor"), e.approval_limit_minor.as_ref(), rules);
     let slack_user_id = c.parse_optional(&join(at, "slack_user_id"), e.slack_user_id.as_ref(), |s| slack_user_id(s));
+    let oidc = oidc_link(c, at, entry, settings);
     Some(UserPlan {
         entry: c.loc(at, entry),
         tenant: tenant?,
@@ -1059,7 +1087,50 @@ fn validate_user(c: &mut Checker<'_>, at: &str, entry: &Spanned<UserEntry>, rule
         roles: roles?,
         limits: limits?,
         slack_user_id: slack_user_id?,
+        oidc: oidc?,
     })
+}
+
+/// `oidc_issuer` and `oidc_subject`, both or neither: the issuer must be
+/// one of the configured providers' (exactly: a trailing slash matters),
+/// the subject 1-255 visible ASCII characters (OpenID Connect Core 2).
+fn oidc_link(
+    c: &mut Checker<'_>,
+    at: &str,
+    entry: &Spanned<UserEntry>,
+    settings: &Settings,
+) -> Option<Option<Option<Located<OidcIdentity>>>> {
+    let e = entry.get_ref();
+    match (&e.oidc_issuer, &e.oidc_subject) {
+        (None, None) if e.keep_oidc => Some(None),
+        (None, None) => Some(Some(None)),
+        (Some(issuer), Some(subject)) => {
+            let issuer = c.parse(&join(at, "oidc_issuer"), issuer, |i| {
+                if settings.oidc.providers.values().any(|p| &p.issuer == i) {
+                    Ok(i.clone())
+                } else {
+                    Err("is not the issuer of any provider in the server's [oidc.providers] (compared exactly)")
+                }
+            });
+            let subject_at = c.loc(&join(at, "oidc_subject"), subject);
+            let subject = c.parse(&join(at, "oidc_subject"), subject, |s| {
+                if (1..=255).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic()) {
+                    Ok(s.clone())
+                } else {
+                    Err("must be 1-255 visible ASCII characters")
+                }
+            });
+            Some(Some(Some(Located { value: OidcIdentity { issuer: issuer?, subject: subject? }, at: subject_at })))
+        }
+        (Some(issuer), None) => {
+            c.fail(&join(at, "oidc_subject"), issuer, "is missing: give oidc_issuer and oidc_subject together");
+            None
+        }
+        (None, Some(subject)) => {
+            c.fail(&join(at, "oidc_issuer"), subject, "is missing: give oidc_issuer and oidc_subject together");
+            None
+        }
+    }
 }
 
 /// Which of a credential's two forms an entry gave.
@@ -1160,6 +1231,9 @@ fn duplicates(plan: &Plan) -> Vec<Problem> {
         .iter()
         .filter_map(|u| u.slack_user_id.as_ref())
         .map(|s| (format!("slack {}", s.value), &s.at, format!("slack_user_id `{}`", s.value)));
+    let oidc = plan.users.iter().filter_map(|u| u.oidc.as_ref().and_then(Option::as_ref)).map(|l| {
+        (format!("oidc {} {}", l.value.issuer, l.value.subject), &l.at, "this oidc_issuer and oidc_subject".to_owned())
+    });
     let agents = plan.agents.iter().map(|a| {
         let id = format!("{}/{}", a.tenant.value, a.id.value);
         (format!("agent {id}"), &a.id.at, format!("agent `{id}`"))
@@ -1172,7 +1246,9 @@ fn duplicates(plan: &Plan) -> Vec<Problem> {
 
     let mut first: BTreeMap<String, &Loc> = BTreeMap::new();
     let mut problems = Vec::new();
-    for (identity, at, what) in tenants.chain(users).chain(slack_ids).chain(agents).chain(keys).chain(payees) {
+    for (identity, at, what) in
+        tenants.chain(users).chain(slack_ids).chain(oidc).chain(agents).chain(keys).chain(payees)
+    {
         match first.get(&identity) {
             Some(earlier) => problems.push(at.problem(format!("{what} is already defined by `{}`", earlier.key))),
             None => {
@@ -1431,6 +1507,7 @@ async fn apply_user(
         roles: u.roles.clone(),
         approval_limits_minor: u.limits.clone(),
         slack_user_id: u.slack_user_id.as_ref().map(|s| s.value.clone()),
+        oidc: u.oidc.as_ref().map(|link| link.as_ref().map(|l| l.value.clone())),
     };
     let Some((id, outcome)) = directory::upsert_user(conn, &spec).await.map_err(|e| conflict(e, &u.entry))? else {
         return Err(ApplyError::Invalid(vec![u.username.at.problem(unavailable_username(&spec.username))]));
@@ -1442,6 +1519,12 @@ async fn apply_user(
         "approval_limit_minor": spec.approval_limits_minor,
         "slack_user_id": spec.slack_user_id,
     });
+    let mut data = data;
+    if let Some(link) = &spec.oidc {
+        // The subject as a hash, as the sign-in audit names it.
+        data["oidc_issuer"] = json!(link.as_ref().map(|l| &l.issuer));
+        data["oidc_subject_sha256"] = json!(link.as_ref().map(|l| crate::sso::sha256_hex(&l.subject)));
+    }
     record(conn, counts, outcome, "user", &spec.tenant_id, data, actor).await?;
     Ok(id)
 }

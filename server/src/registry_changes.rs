@@ -682,6 +682,7 @@ mod tests {
             roles: roles.to_vec(),
             slack_user_id: slack.map(str::to_owned),
             active: true,
+            oidc: None,
             approval_limits_minor: limits.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
         }
     }

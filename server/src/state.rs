@@ -40,6 +40,8 @@ pub struct AppState {
     pub intake: crate::intake::Intake,
     /// Request and use-case metrics (`GET /metrics`).
     pub metrics: crate::metrics::Metrics,
+    /// Single sign-on: the providers' client and cached discovery.
+    pub sso: crate::sso::Sso,
 }
 
 pub type Shared = Arc<AppState>;
@@ -67,6 +69,7 @@ impl AppState {
             slack,
             intake: Default::default(),
             metrics: Default::default(),
+            sso: Default::default(),
         })
     }
 

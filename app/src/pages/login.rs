@@ -3,29 +3,66 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
+use crate::views::SignInOptions;
+
+/// What the page says for each `error` code of a refused sign-in.
+fn error_message(code: &str) -> &'static str {
+    match code {
+        "throttled" => "Too many failed sign-ins. Wait a few minutes and try again.",
+        "sso_only" => "Your organisation signs in with single sign-on: use the button below.",
+        "sso_expired" => "That single sign-on was already used or took too long. Start again.",
+        "sso_not_linked" => {
+            "Your account at the identity provider is not linked to a Countersign user. Ask an admin to link it."
+        }
+        "sso_denied" => "The identity provider did not grant you access to Countersign. Ask an admin.",
+        "sso_cancelled" => "Single sign-on was cancelled at the identity provider.",
+        "sso_unavailable" => "Single sign-on is not available right now. Try again later, or ask an admin.",
+        "sso_failed" => "Single sign-on failed. Start again.",
+        _ => "Wrong username or password.",
+    }
+}
+
 /// Sign-in: a plain form, so it works before (and without) hydration. After
 /// a failure the username comes back filled in (never the password) and the
 /// password field has the focus; `next`, when it is a path on this origin,
-/// rides along so sign-in lands on the page asked for.
+/// rides along so sign-in lands on the page asked for. Each configured
+/// single sign-on provider adds a "Sign in with …" link (the server's list,
+/// shared with the browser for hydration).
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let query = use_query_map();
-    let error = move || {
-        query.with(|q| match q.get("error").as_deref() {
-            Some("throttled") => Some("Too many failed sign-ins. Wait a few minutes and try again."),
-            Some(_) => Some("Wrong username or password."),
-            None => None,
-        })
-    };
+    let options = SharedValue::new(|| use_context::<SignInOptions>().unwrap_or_default()).into_inner();
+    let error = move || query.with(|q| q.get("error").map(|code| error_message(&code)));
     let (username, next) = query.with_untracked(|q| {
         let username = q
             .get("username")
             // Only what could be a username (64 characters of `[A-Za-z0-9_.-]`).
             .filter(|u| q.get("error").is_some() && Username::parse(u).is_ok());
-        let next = q.get("next").and_then(|n| ReturnPath::parse(&n)).map(|p| p.as_str().to_owned());
+        let next = q.get("next").and_then(|n| ReturnPath::parse(&n));
         (username, next)
     });
     let focus_password = username.is_some();
+    let sso_next = next.as_ref().map(|n| format!("&next={}", n.query_value())).unwrap_or_default();
+    let next = next.map(|p| p.as_str().to_owned());
+    let sso = (!options.providers.is_empty()).then(|| {
+        let links = options
+            .providers
+            .into_iter()
+            .map(|p| {
+                let href = format!("/auth/oidc/start?provider={}{sso_next}", p.id);
+                let label = format!("Sign in with {}", p.name);
+                // `rel="external"`: a server route, not a page of the
+                // console's router (which would show "page not found").
+                view! { <a class="button sso" href=href rel="external" data-provider=p.id>{label}</a> }
+            })
+            .collect_view();
+        view! {
+            <div class="stack sso-options">
+                <p class="muted">"Or"</p>
+                {links}
+            </div>
+        }
+    });
     view! {
         <Title text="Sign in"/>
         <section class="card narrow">
@@ -39,6 +76,7 @@ pub fn LoginPage() -> impl IntoView {
                     autofocus=focus_password/></label>
                 <button type="submit" class="primary">"Sign in"</button>
             </form>
+            {sso}
         </section>
     }
 }

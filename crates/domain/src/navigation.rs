@@ -35,15 +35,20 @@ impl ReturnPath {
         if self.0 == "/" {
             return "/login".to_owned();
         }
-        let mut href = String::from("/login?next=");
+        format!("/login?next={}", self.query_value())
+    }
+
+    /// The path percent-encoded for a query string's value (`next=…`).
+    pub fn query_value(&self) -> String {
+        let mut value = String::with_capacity(self.0.len());
         for b in self.0.bytes() {
             if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
-                href.push(char::from(b));
+                value.push(char::from(b));
             } else {
-                href.push_str(&format!("%{b:02X}"));
+                value.push_str(&format!("%{b:02X}"));
             }
         }
-        href
+        value
     }
 }
 

@@ -134,8 +134,8 @@ pub struct OperationPath {
     pub id: String,
 }
 
-error_responses!(SignInErrors: InvalidJson, Unauthenticated, PayloadTooLarge, UnsupportedMediaType, ValidationFailed,
-    RateLimited, InternalError);
+error_responses!(SignInErrors: InvalidJson, Unauthenticated, Forbidden, PayloadTooLarge, UnsupportedMediaType,
+    ValidationFailed, RateLimited, InternalError);
 
 /// Sign in to the console
 ///
@@ -143,7 +143,8 @@ error_responses!(SignInErrors: InvalidJson, Unauthenticated, PayloadTooLarge, Un
 /// session (a fresh session id; HttpOnly, SameSite=Strict, Secure over
 /// HTTPS) and returns the CSRF token to send back as `X-CSRF-Token`. A wrong
 /// username and a wrong password give the same 401. Repeated failures are
-/// throttled (429).
+/// throttled (429). The right password of a user whose tenant signs in
+/// only with single sign-on is 403 `forbidden`.
 #[utoipa::path(
     post,
     path = "/api/v1/session",
@@ -664,6 +665,7 @@ pub async fn sign_in_form(State(state): State<Shared>, session: Session, request
         Ok(_) => Redirect::to(next.as_ref().map_or("/", ReturnPath::as_str)).into_response(),
         Err(SignInError::Throttled(_)) => login_again("throttled", Some(&form.username), next.as_ref()),
         Err(SignInError::Unauthenticated) => login_again("invalid", Some(&form.username), next.as_ref()),
+        Err(SignInError::PasswordsDisabled) => login_again("sso_only", Some(&form.username), next.as_ref()),
         Err(SignInError::Api(e)) => e.into_response(),
     }
 }

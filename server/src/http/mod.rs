@@ -11,6 +11,7 @@ pub mod events;
 pub mod extract;
 pub mod mcp;
 pub mod observe;
+pub mod oidc;
 pub mod openapi;
 pub mod passkeys;
 pub mod session;
@@ -60,12 +61,14 @@ pub fn router(state: Shared) -> Router {
     let assets = Assets::of(&state.settings.site_root);
     let leptos_options = leptos_options(&state, &assets);
     let port = app::console::Port(Arc::new(crate::console::ConsoleService { state: state.clone() }));
+    let sign_in_options = crate::console::sign_in_options(&state.settings);
     let pages = Router::new()
         .leptos_routes_with_context(
             &leptos_options,
             generate_route_list(app::App),
             move || {
                 provide_context(port.clone());
+                provide_context(sign_in_options.clone());
                 if let Some(parts) = leptos::prelude::use_context::<axum::http::request::Parts>() {
                     if let Some(viewer) = parts.extensions.get::<app::views::Viewer>() {
                         provide_context(viewer.clone());
@@ -82,6 +85,8 @@ pub fn router(state: Shared) -> Router {
     let forms = Router::new()
         .route("/login", post(console::sign_in_form))
         .route("/logout", post(console::sign_out_form))
+        .route("/auth/oidc/start", get(oidc::start))
+        .route("/auth/oidc/callback", get(oidc::callback))
         .route("/proposals/{id}/decision", post(console::decide_form))
         .route("/bulk/decision", post(bulk::bulk_form))
         .route("/operations/{id}/resolve", post(console::resolve_form))

@@ -27,7 +27,13 @@ pub struct ConsoleSession {
     pub csrf_token: String,
     /// Unix seconds; the absolute timeout counts from here.
     pub signed_in_at: i64,
+    /// `pwd`, or `sso` (single sign-on).
     pub amr: String,
+    /// Single sign-on with a roles claim: the only registry roles this
+    /// session may use (the registry can still take any away; this cannot
+    /// add one). `None`: the registry's roles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Vec<crate::domain::Role>>,
 }
 
 /// The signed-in user of a console request.
@@ -81,7 +87,11 @@ impl CurrentUser {
             tenant_id: self.user.tenant_id.clone(),
             roles: self.user.roles.clone(),
             approval_limits_minor: self.user.approval_limits_minor.clone(),
-            amr: if self.session.amr == "passkey" { "passkey" } else { "pwd" },
+            amr: match self.session.amr.as_str() {
+                "passkey" => "passkey",
+                "sso" => "sso",
+                _ => "pwd",
+            },
             via,
         }
     }
@@ -100,7 +110,13 @@ pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<
     let mut conn = state.db.reader().await?;
     let user = store::directory::user_by_id(&mut conn, &data.user_id)
         .await?
-        .filter(|u| u.active && u.tenant_id == data.tenant_id);
+        .filter(|u| u.active && u.tenant_id == data.tenant_id)
+        .map(|mut user| {
+            if let Some(allowed) = &data.roles {
+                user.roles.retain(|r| allowed.contains(r));
+            }
+            user
+        });
     Ok(user.map(|user| CurrentUser { session: data, user }))
 }
 
@@ -137,6 +153,10 @@ pub enum SignInError {
     Unauthenticated,
     #[error("too many failed sign-ins")]
     Throttled(Duration),
+    /// The password was right, but the user's tenant signs in only through
+    /// single sign-on (`[tenants.<id>] local_passwords = false`).
+    #[error("this tenant signs in with single sign-on")]
+    PasswordsDisabled,
     #[error(transparent)]
     Api(#[from] ApiError),
 }
@@ -146,6 +166,9 @@ impl From<SignInError> for ApiError {
         match e {
             SignInError::Unauthenticated => ApiError::Unauthenticated,
             SignInError::Throttled(_) => ApiError::RateLimited,
+            SignInError::PasswordsDisabled => {
+                ApiError::ForbiddenBecause("this tenant signs in with single sign-on, not with a password")
+            }
             SignInError::Api(e) => e,
         }
     }
@@ -172,7 +195,10 @@ pub fn client_address(state: &AppState, request: &axum::extract::Request) -> Str
 /// 2. The password is checked through the server's password gate (bounded
 ///    concurrency and memory, off the async executor); an unknown or inactive
 ///    user is checked against a dummy hash and gets the same answer.
-/// 3. On success the reserved failure is taken back, the session id is
+/// 3. A user of a tenant whose local passwords are disabled is refused,
+///    only now (someone who does not know the password learns nothing new),
+///    and the attempt stays counted as a failure.
+/// 4. On success the reserved failure is taken back, the session id is
 ///    cycled (a session fixed before sign-in is worthless) and the sign-in
 ///    is audited.
 pub async fn sign_in(
@@ -220,19 +246,41 @@ pub async fn sign_in(
         drop(admission);
         return Err(SignInError::Unauthenticated);
     };
+    if !state.settings.local_passwords(&user.tenant_id) {
+        tracing::warn!(%address, "password sign-in refused: the tenant signs in with single sign-on");
+        drop(admission);
+        return Err(SignInError::PasswordsDisabled);
+    }
     admission.succeeded();
+    Ok(start_session(state, session, user, "pwd", None, serde_json::json!({"amr": "pwd"})).await?)
+}
 
-    let internal = |e: tower_sessions::session::Error| SignInError::Api(ApiError::Internal(Box::new(e)));
+/// Starts `user`'s session after a successful sign-in of any kind: the
+/// session id is cycled (a session fixed before sign-in is worthless), a
+/// fresh CSRF token made, and `session.signed_in` audited with `audit`.
+pub async fn start_session(
+    state: &AppState,
+    session: &Session,
+    mut user: User,
+    amr: &str,
+    roles: Option<Vec<crate::domain::Role>>,
+    audit: serde_json::Value,
+) -> Result<CurrentUser, ApiError> {
+    let internal = |e: tower_sessions::session::Error| ApiError::Internal(Box::new(e));
     session.cycle_id().await.map_err(internal)?;
     let data = ConsoleSession {
         user_id: user.id.clone(),
         tenant_id: user.tenant_id.clone(),
         csrf_token: random_token(),
         signed_in_at: Utc::now().timestamp(),
-        amr: "pwd".into(),
+        amr: amr.into(),
+        roles,
     };
     session.insert(SESSION_KEY, &data).await.map_err(internal)?;
-    audit_session(state, &user, "session.signed_in", serde_json::json!({"amr": "pwd"})).await?;
+    audit_session(state, &user, "session.signed_in", audit).await?;
+    if let Some(allowed) = &data.roles {
+        user.roles.retain(|r| allowed.contains(r));
+    }
     Ok(CurrentUser { session: data, user })
 }
 

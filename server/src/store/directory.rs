@@ -68,6 +68,19 @@ pub struct UserSpec {
     pub roles: Vec<Role>,
     pub approval_limits_minor: BTreeMap<String, u64>,
     pub slack_user_id: Option<String>,
+    /// The identity at an OpenID provider this user signs in as: `None`
+    /// keeps what is stored (the console's user form does not show it),
+    /// `Some(None)` unlinks, `Some(Some(..))` links.
+    pub oidc: Option<Option<OidcIdentity>>,
+}
+
+/// A person at an OpenID provider: the issuer exactly as its ID tokens say
+/// it and the subject, its stable id for them. Sign-in by single sign-on
+/// finds a user by this pair and by nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OidcIdentity {
+    pub issuer: String,
+    pub subject: String,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +92,7 @@ pub struct User {
     pub slack_user_id: Option<String>,
     pub active: bool,
     pub approval_limits_minor: BTreeMap<String, u64>,
+    pub oidc: Option<OidcIdentity>,
 }
 
 /// Creates the user, or updates the one with that username. Returns its id,
@@ -110,13 +124,19 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
             .execute(&mut *conn)
             .await?
             .rows_affected();
-            (id, if changed > 0 { Upsert::Updated } else { Upsert::Unchanged })
+            let relinked = match &spec.oidc {
+                None => 0,
+                Some(link) => set_oidc(&mut *conn, &id, link.as_ref()).await?,
+            };
+            (id, if changed + relinked > 0 { Upsert::Updated } else { Upsert::Unchanged })
         }
         None => {
             let id = new_id("usr", Utc::now());
+            let link = spec.oidc.clone().flatten();
             sqlx::query(
-                "INSERT INTO users (id, tenant_id, username, password_hash, roles, slack_user_id, active, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, 1, ?)",
+                "INSERT INTO users (id, tenant_id, username, password_hash, roles, slack_user_id, active, created_at,
+                                    oidc_issuer, oidc_subject)
+                 VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
             )
             .bind(&id)
             .bind(&spec.tenant_id)
@@ -125,6 +145,8 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
             .bind(&roles)
             .bind(&spec.slack_user_id)
             .bind(ts(Utc::now()))
+            .bind(link.as_ref().map(|l| &l.issuer))
+            .bind(link.as_ref().map(|l| &l.subject))
             .execute(&mut *conn)
             .await?;
             (id, Upsert::Created)
@@ -146,6 +168,24 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
         }
     }
     Ok(Some((id, outcome)))
+}
+
+/// Links the user to `link` (or unlinks them); the number of rows changed.
+/// An identity already linked to another user is a `Conflict`.
+async fn set_oidc(conn: &mut Conn, user_id: &str, link: Option<&OidcIdentity>) -> Result<u64> {
+    let (issuer, subject) = (link.map(|l| l.issuer.as_str()), link.map(|l| l.subject.as_str()));
+    Ok(sqlx::query(
+        "UPDATE users SET oidc_issuer = ?, oidc_subject = ?
+         WHERE id = ? AND (COALESCE(oidc_issuer, '') <> COALESCE(?, '') OR COALESCE(oidc_subject, '') <> COALESCE(?, ''))",
+    )
+    .bind(issuer)
+    .bind(subject)
+    .bind(user_id)
+    .bind(issuer)
+    .bind(subject)
+    .execute(conn)
+    .await?
+    .rows_affected())
 }
 
 async fn limits_of(conn: &mut Conn, user_id: &str) -> Result<BTreeMap<String, u64>> {
@@ -175,12 +215,31 @@ fn user_from_row(row: &SqliteRow, limits: BTreeMap<String, u64>) -> Result<User>
         slack_user_id: c.opt_text("slack_user_id")?,
         active: c.flag("active")?,
         approval_limits_minor: limits,
+        oidc: match (c.opt_text("oidc_issuer")?, c.opt_text("oidc_subject")?) {
+            (Some(issuer), Some(subject)) => Some(OidcIdentity { issuer, subject }),
+            _ => None,
+        },
     })
 }
 
 pub async fn user_by_username(conn: &mut Conn, username: &str) -> Result<Option<User>> {
     let Some(row) =
         sqlx::query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?
+    else {
+        return Ok(None);
+    };
+    let limits = limits_of(&mut *conn, &Cols::of(&row).text("id")?).await?;
+    user_from_row(&row, limits).map(Some)
+}
+
+/// The user linked to `issuer` + `subject` (exactly; never by any other
+/// claim such as an e-mail address).
+pub async fn user_by_oidc(conn: &mut Conn, issuer: &str, subject: &str) -> Result<Option<User>> {
+    let Some(row) = sqlx::query("SELECT * FROM users WHERE oidc_issuer = ? AND oidc_subject = ?")
+        .bind(issuer)
+        .bind(subject)
+        .fetch_optional(&mut *conn)
+        .await?
     else {
         return Ok(None);
     };

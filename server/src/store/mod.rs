@@ -9,6 +9,7 @@ pub mod audit;
 pub mod change_log;
 pub mod directory;
 pub mod idempotency;
+pub mod oidc;
 pub mod operations;
 pub mod passkeys;
 pub mod proposals;

@@ -5,6 +5,7 @@
 
 mod console_client;
 mod helpers;
+mod oidc_harness;
 mod rail_harness;
 mod slack_harness;
 
@@ -30,6 +31,7 @@ mod idempotency;
 mod listing;
 mod mcp;
 mod observability;
+mod oidc;
 mod passkeys;
 mod policy;
 mod proposals_create;
