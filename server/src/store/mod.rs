@@ -148,9 +148,7 @@ pub enum Backend {
 /// the rule, never the URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BackendError {
-    #[error(
-        "must be a postgres:// or postgresql:// URL; leave it unset for the embedded SQLite database in data_dir"
-    )]
+    #[error("must be a postgres:// or postgresql:// URL; leave it unset for the embedded SQLite database in data_dir")]
     UnknownScheme,
 }
 

@@ -32,9 +32,13 @@ fn in_ci() -> bool {
 pub async fn fresh(test: &str) -> Option<TestPg> {
     let url = match std::env::var(URL_VAR) {
         Ok(url) if !url.trim().is_empty() => url,
-        _ if in_ci() => panic!("{test}: {URL_VAR} is not set, and CI must run the PostgreSQL tests (scripts/test.sh sets it)"),
+        _ if in_ci() => {
+            panic!("{test}: {URL_VAR} is not set, and CI must run the PostgreSQL tests (scripts/test.sh sets it)")
+        }
         _ => {
-            eprintln!("SKIPPED {test}: {URL_VAR} is not set (scripts/pg.sh starts a throwaway PostgreSQL; make test does)");
+            eprintln!(
+                "SKIPPED {test}: {URL_VAR} is not set (scripts/pg.sh starts a throwaway PostgreSQL; make test does)"
+            );
             return None;
         }
     };
@@ -42,12 +46,8 @@ pub async fn fresh(test: &str) -> Option<TestPg> {
         .unwrap_or_else(|e| panic!("{URL_VAR} is not a PostgreSQL URL: {e}"))
         .disable_statement_logging();
     static SERIAL: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "cs_{}_{}_{}",
-        std::process::id(),
-        SERIAL.fetch_add(1, Ordering::Relaxed),
-        rand::random::<u32>()
-    );
+    let name =
+        format!("cs_{}_{}_{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed), rand::random::<u32>());
     let mut admin = server.connect().await.unwrap_or_else(|e| panic!("{URL_VAR}: cannot connect: {e}"));
     sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.expect("CREATE DATABASE");
     admin.close().await.ok();
