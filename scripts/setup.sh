@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # Installs what building and testing Countersign needs, skipping whatever is
-# already there. Safe to re-run. `--browser` also installs Debian's Chromium
-# (browser tests only). Everything comes from package registries: no
-# prebuilt binary is downloaded from elsewhere.
+# already there. Safe to re-run. `--tests` also installs what only the
+# tests need: Debian's Chromium (browser tests) and PostgreSQL (a throwaway
+# cluster per run, scripts/pg.sh); `--browser` is its older name.
+# Everything comes from package registries: no prebuilt binary is downloaded
+# from elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-want_browser=0
-[ "${1:-}" = "--browser" ] && want_browser=1
+want_tests=0
+case "${1:-}" in --tests | --browser) want_tests=1 ;; esac
 
 step() { printf '\n==> %s\n' "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null; then
+if [ "$want_tests" = 1 ] && ! command -v chromium >/dev/null; then
   step "installing Debian's chromium (browser tests)"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi
+
+if [ "$want_tests" = 1 ] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+  step "installing Debian's postgresql (the tests' throwaway cluster, scripts/pg.sh)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq postgresql >/dev/null
 fi
 
 if ! command -v python3 >/dev/null; then

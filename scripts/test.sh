@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sets up what is missing, then runs every test: formatting and lints, Rust
-# unit and integration tests (real server processes), and the browser tests
-# (Playwright + Debian's Chromium against a real server). Safe to re-run.
+# unit and integration tests (real server processes; a throwaway PostgreSQL
+# for the tests that need one), and the browser tests (Playwright + Debian's
+# Chromium against a real server). Safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-scripts/setup.sh --browser
+scripts/setup.sh --tests
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -21,11 +22,24 @@ cargo leptos build
 step "cargo clippy -D warnings"
 cargo clippy --all-targets -- -D warnings
 
+step "starting a throwaway PostgreSQL (scripts/pg.sh)"
+# Stopped and removed on every way out: success, a failed step, Ctrl-C.
+pg_dir=$(mktemp -d -t countersign-pg.XXXXXX)
+trap 'scripts/pg.sh stop "$pg_dir"' EXIT
+trap 'exit 130' INT TERM
+COUNTERSIGN_TEST_DATABASE_URL=$(scripts/pg.sh start "$pg_dir")
+export COUNTERSIGN_TEST_DATABASE_URL
+echo "$COUNTERSIGN_TEST_DATABASE_URL"
+
 step "cargo test (unit, property and black-box integration tests)"
 # The black-box tests mostly wait (on timeouts, reconciliation ticks, real
 # server processes), not compute: eight at a time halve the wall time on two
 # cores (docs/BENCHMARKS.md, "Test suite"). Override with RUST_TEST_THREADS.
 RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test
+
+scripts/pg.sh stop "$pg_dir"
+trap - EXIT INT TERM
+unset COUNTERSIGN_TEST_DATABASE_URL
 
 step "browser tests (Playwright driving /usr/bin/chromium)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -256,7 +256,7 @@ fn to_map(pairs: &[(String, u64)]) -> BTreeMap<String, u64> {
 /// Runs the command line; the returned code is the process exit code.
 /// `countersign agent webhook …`.
 async fn webhook(settings: &Settings, command: WebhookCommand) -> anyhow::Result<i32> {
-    let db = Db::open(&settings.data_dir).await?;
+    let db = Db::connect(&settings.backend()?).await?;
     let outcome = match &command {
         WebhookCommand::Set { agent, url } => {
             crate::webhooks::set(&db, &settings.webhooks, &agent.tenant, &agent.id, url, "cli").await.map(Some)
@@ -309,17 +309,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             crate::mcp::serve_stdio(&url, key).await?;
         }
         Command::Migrate => {
-            let db = Db::open(&settings.data_dir).await?;
+            let db = Db::connect(&settings.backend()?).await?;
             db.close().await;
             println!("database {} is up to date", settings.database_path().display());
         }
         Command::Apply { file } => {
-            let db = Db::open(&settings.data_dir).await?;
+            let db = Db::connect(&settings.backend()?).await?;
             let summary = crate::provision::apply_file(&db, &settings, &file).await?;
             println!("{summary}");
         }
         Command::Tenant { command: TenantCommand::Add(a) } => {
-            let db = Db::open(&settings.data_dir).await?;
+            let db = Db::connect(&settings.backend()?).await?;
             crate::provision::add_tenant(&db, &settings, &a.id, &a.name, &to_map(&a.budgets)).await?;
             println!("tenant {} saved", a.id);
         }
@@ -332,7 +332,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                     p.trim_end_matches(['\r', '\n']).to_owned()
                 }
             };
-            let db = Db::open(&settings.data_dir).await?;
+            let db = Db::connect(&settings.backend()?).await?;
             let id = crate::provision::add_user(
                 &db,
                 &settings,
@@ -350,7 +350,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("user {} saved as {id}", a.username);
         }
         Command::User { command: UserCommand::LinkSlack(a) } => {
-            let db = Db::open(&settings.data_dir).await?;
+            let db = Db::connect(&settings.backend()?).await?;
             let slack = a.slack_user_id.as_deref();
             if let Err(why) = crate::provision::link_slack(&db, &a.tenant, &a.username, slack, "cli").await {
                 eprintln!("error: {why}");
@@ -362,7 +362,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             }
         }
         Command::Agent { command: AgentCommand::Add(a) } => {
-            let db = Db::open(&settings.data_dir).await?;
+            let db = Db::connect(&settings.backend()?).await?;
             let key = crate::provision::add_agent(
                 &db,
                 &settings,
@@ -382,7 +382,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Agent { command: AgentCommand::Activate(a) } => set_agent_active(&settings, &a, true).await?,
         Command::Agent { command: AgentCommand::Webhook { command } } => return webhook(&settings, command).await,
         Command::Payee { command: PayeeCommand::Add(a) } => {
-            let db = Db::open(&settings.data_dir).await?;
+            let db = Db::connect(&settings.backend()?).await?;
             crate::provision::add_payee(&db, &a.tenant, &a.id, &a.legal_name, a.trusted, "cli").await?;
             println!("payee {} saved", crate::domain::mask_account(&a.id));
         }
@@ -401,7 +401,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("new signing key {kid} is active; earlier keys remain published for verification");
         }
         Command::Audit { command: AuditCommand::Verify } => {
-            let db = Db::open(&settings.data_dir).await?;
+            let db = Db::connect(&settings.backend()?).await?;
             match crate::store::audit::verify(&db.read).await? {
                 crate::store::audit::Verification::Intact { entries } => {
                     println!("audit trail intact: {entries} entries verified");
@@ -459,7 +459,7 @@ async fn reconcile(settings: Settings, operation: Option<&str>) -> anyhow::Resul
 
 /// `countersign agent deactivate|activate --tenant T --id ID`.
 async fn set_agent_active(settings: &Settings, a: &AgentRef, active: bool) -> anyhow::Result<()> {
-    let db = Db::open(&settings.data_dir).await?;
+    let db = Db::connect(&settings.backend()?).await?;
     crate::provision::set_agent_active(&db, &a.tenant, &a.id, active, "cli").await.map_err(anyhow::Error::msg)?;
     println!(
         "agent {} {}",

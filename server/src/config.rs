@@ -23,6 +23,7 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// Where the database, signing keys and other state live (mode 0700).
     pub data_dir: PathBuf,
+    pub database: DatabaseSettings,
     /// The console's public URL: token issuer, links in messages, cookie `Secure` flag.
     pub public_url: String,
     /// Where the built console assets (`pkg/`) are served from.
@@ -48,6 +49,18 @@ pub struct Settings {
     pub oidc: OidcSettings,
     /// Per-tenant settings (`[tenants.<id>]`).
     pub tenants: BTreeMap<String, TenantSettings>,
+}
+
+/// `[database]`: where the data is kept.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseSettings {
+    /// Unset: the embedded SQLite database, `countersign.db` in `data_dir`.
+    /// `postgres://…` or `postgresql://…`: a PostgreSQL server, which this
+    /// build recognizes but refuses to start with (under construction). A
+    /// secret: the URL may hold a password.
+    #[serde(skip_serializing)]
+    pub url: Option<SecretString>,
 }
 
 /// `/mcp`: the MCP tools over streamable HTTP (`http::mcp`).
@@ -365,6 +378,7 @@ impl Default for Settings {
         Settings {
             listen: "127.0.0.1:8080".parse().expect("a valid default address"),
             data_dir: PathBuf::from("data"),
+            database: DatabaseSettings::default(),
             public_url: "http://localhost:8080".into(),
             site_root: PathBuf::from("target/site"),
             log_format: LogFormat::Text,
@@ -391,6 +405,7 @@ impl Default for Settings {
 const SETTINGS_KEYS: &[&str] = &[
     "listen",
     "data_dir",
+    "database",
     "public_url",
     "site_root",
     "log_format",
@@ -476,6 +491,7 @@ impl Settings {
         if !(self.public_url.starts_with("http://") || self.public_url.starts_with("https://")) {
             return bad("public_url", "must start with http:// or https://");
         }
+        self.backend()?;
         if self.proposals.ttl_secs == 0 {
             return bad("proposals.ttl_secs", "must be greater than zero");
         }
@@ -676,6 +692,12 @@ impl Settings {
         self.data_dir.join("countersign.db")
     }
 
+    /// The database `database.url` and `data_dir` name.
+    pub fn backend(&self) -> Result<crate::store::Backend, ConfigError> {
+        crate::store::Backend::select(self.database.url.as_ref(), &self.data_dir)
+            .map_err(|why| ConfigError(format!("key `database.url`: {why}")))
+    }
+
     /// The rail client these settings describe, pointed at `url`.
     pub fn rail_config(&self, url: &str) -> crate::rail::connector::RailConfig {
         crate::rail::connector::RailConfig {
@@ -755,6 +777,35 @@ mod tests {
         let mut s = Settings::default();
         s.mcp.max_in_flight = 0;
         assert!(s.validate().unwrap_err().to_string().contains("mcp.max_in_flight"));
+    }
+
+    #[test]
+    fn database_url_selects_the_backend() {
+        let mut s = Settings::default();
+        assert!(matches!(s.backend().unwrap(), crate::store::Backend::Sqlite { data_dir } if data_dir == s.data_dir));
+        s.database.url = Some(SecretString::from("postgres://cs:hunter2@db/cs".to_owned()));
+        s.validate().unwrap();
+        assert!(matches!(s.backend().unwrap(), crate::store::Backend::Postgres { .. }));
+        assert!(!format!("{s:?}").contains("hunter2"));
+        s.database.url = Some(SecretString::from("mysql://cs:hunter2@db/cs".to_owned()));
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("database.url") && err.contains("postgres://"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn database_url_comes_from_the_file_or_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[database]\nurl = \"postgresql://db/cs\"\n").unwrap();
+        let s = Settings::load(Some(&path), &Overrides::default()).unwrap();
+        assert!(matches!(s.backend().unwrap(), crate::store::Backend::Postgres { .. }));
+        std::fs::write(&path, "[database]\nurl = \"sqlite://x.db\"\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("database.url"), "{err}");
+        std::fs::write(&path, "[database]\npath = \"x.db\"\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("path"), "{err}");
     }
 
     #[test]

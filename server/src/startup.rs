@@ -31,7 +31,7 @@ pub fn configured_rail_url(settings: &Settings) -> Option<String> {
 /// The shared state for a command that does not serve (no rail calls unless
 /// a rail is configured or a server's simulator is running).
 pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate::shutdown::Trigger)> {
-    let db = Db::open(&settings.data_dir).await?;
+    let db = Db::connect(&settings.backend()?).await?;
     let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
     // Port 9 (discard) on loopback: any call fails fast as "unknown", never as a decline.
     let url = configured_rail_url(&settings).unwrap_or_else(|| "http://127.0.0.1:9".into());
@@ -59,7 +59,7 @@ pub struct Bound {
 /// binds `settings.listen` and starts the background tasks. Prints nothing
 /// and installs no signal handler: the caller decides when to stop.
 pub async fn bind(settings: Settings, demo: bool) -> anyhow::Result<Bound> {
-    let db = Db::open(&settings.data_dir).await?;
+    let db = Db::connect(&settings.backend()?).await?;
     let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
     let (rail_url, simulator) = match &settings.rail.url {
         Some(url) => (url.clone(), None),

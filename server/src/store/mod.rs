@@ -4,6 +4,11 @@
 //! connection, so write transactions are serialized in-process and never
 //! fail with `SQLITE_BUSY` on upgrade; reads use a separate pool. With
 //! PostgreSQL both pools become one.
+//!
+//! PostgreSQL is under construction (docs/DECISIONS.md, "PostgreSQL"): its
+//! migrations exist and are kept equal to SQLite's by a test (`parity`), and
+//! [`Backend`] recognizes a `postgres://` `database.url`, but [`Db::connect`]
+//! refuses it until the queries below run on it.
 
 pub mod audit;
 pub mod change_log;
@@ -21,14 +26,20 @@ pub mod webhooks;
 
 mod rows;
 
+#[cfg(test)]
+mod parity;
+#[cfg(test)]
+pub(crate) mod test_pg;
+
 pub use rows::Cols;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use rand::Rng;
+use secrecy::SecretString;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 use std::ops::{Deref, DerefMut};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -114,7 +125,48 @@ impl DerefMut for Tx {
     }
 }
 
+/// The SQLite migrations (`migrations/*.sql`; sqlx skips subdirectories).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// Their PostgreSQL twins (`migrations/postgres/`): the same versions and
+/// names, the same final schema (the `parity` tests). Nothing but tests
+/// applies them until the store runs on PostgreSQL.
+pub static PG_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Which database a deployment keeps its data in (`database.url`,
+/// docs/CONFIG.md). Its `Debug` never shows the URL: it may hold a password.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// The embedded default: `countersign.db` in the data directory.
+    Sqlite { data_dir: PathBuf },
+    /// A PostgreSQL server, `postgres://` or `postgresql://` (under
+    /// construction: [`Db::connect`] refuses it).
+    Postgres { url: SecretString },
+}
+
+/// Why `database.url` names no database this build knows. The text names
+/// the rule, never the URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    #[error("must be a postgres:// or postgresql:// URL; leave it unset for the embedded SQLite database in data_dir")]
+    UnknownScheme,
+}
+
+impl Backend {
+    /// The backend `url` names; none: SQLite in `data_dir`.
+    pub fn select(url: Option<&SecretString>, data_dir: &Path) -> Result<Backend, BackendError> {
+        use secrecy::ExposeSecret;
+        let Some(url) = url else {
+            return Ok(Backend::Sqlite { data_dir: data_dir.to_owned() });
+        };
+        let text = url.expose_secret();
+        let scheme = text.split_once("://").map(|(scheme, _)| scheme.to_ascii_lowercase());
+        match scheme.as_deref() {
+            Some("postgres" | "postgresql") => Ok(Backend::Postgres { url: url.clone() }),
+            _ => Err(BackendError::UnknownScheme),
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct Db {
@@ -132,6 +184,14 @@ pub enum OpenError {
     Open { path: String, source: sqlx::Error },
     #[error("cannot migrate database: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// `database.url` names a PostgreSQL server, which the store does not
+    /// run on yet. Nothing was connected to or written.
+    #[error(
+        "PostgreSQL support is under construction: this build keeps its data in SQLite only, and \
+         `database.url` names a PostgreSQL server. Unset `database.url` to use the embedded \
+         database in data_dir (docs/CONFIG.md)"
+    )]
+    PostgresUnderConstruction,
 }
 
 /// Creates `dir` (and parents) with mode 0700, tightening it if it exists.
@@ -147,7 +207,16 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 impl Db {
-    /// Opens (creating if needed) the database in `data_dir` and migrates it.
+    /// Opens the database `backend` names and migrates it. PostgreSQL is
+    /// refused, before any connection, until the store runs on it.
+    pub async fn connect(backend: &Backend) -> Result<Db, OpenError> {
+        match backend {
+            Backend::Sqlite { data_dir } => Db::open(data_dir).await,
+            Backend::Postgres { .. } => Err(OpenError::PostgresUnderConstruction),
+        }
+    }
+
+    /// Opens (creating if needed) the SQLite database in `data_dir` and migrates it.
     pub async fn open(data_dir: &Path) -> Result<Db, OpenError> {
         ensure_private_dir(data_dir)
             .map_err(|source| OpenError::DataDir { path: data_dir.display().to_string(), source })?;
@@ -276,6 +345,54 @@ mod tests {
         assert!(a < b);
         assert_eq!(a.len(), "prop_".len() + 26);
         assert!(a[5..].chars().all(|c| c.is_ascii_alphanumeric()));
+    }
+
+    #[test]
+    fn no_url_is_sqlite_in_the_data_dir() {
+        let backend = Backend::select(None, Path::new("/srv/cs")).unwrap();
+        assert!(matches!(backend, Backend::Sqlite { data_dir } if data_dir == Path::new("/srv/cs")));
+    }
+
+    #[test]
+    fn postgres_urls_are_recognized_and_never_printed() {
+        for url in ["postgres://cs:hunter2@db:5432/cs", "postgresql://cs:hunter2@db/cs", "POSTGRES:///cs?host=/run"] {
+            let secret = SecretString::from(url.to_owned());
+            let backend = Backend::select(Some(&secret), Path::new("data")).unwrap();
+            assert!(matches!(backend, Backend::Postgres { .. }), "{url}");
+            assert!(!format!("{backend:?}").contains("hunter2"), "{backend:?}");
+        }
+    }
+
+    #[test]
+    fn other_urls_are_refused_without_echoing_them() {
+        for url in ["", "sqlite://data/countersign.db", "mysql://cs:hunter2@db/cs", "postgres:/db", "db.example:5432"] {
+            let err = Backend::select(Some(&SecretString::from(url.to_owned())), Path::new("data")).unwrap_err();
+            assert_eq!(err, BackendError::UnknownScheme, "{url}");
+            assert!(!err.to_string().contains("hunter2"));
+        }
+    }
+
+    #[tokio::test]
+    async fn postgres_is_refused_before_connecting() {
+        // Nothing listens on port 9 of a TEST-NET address: a connection
+        // attempt would time out, not answer at once.
+        let url = SecretString::from("postgres://cs:hunter2@192.0.2.1:9/cs".to_owned());
+        let backend = Backend::select(Some(&url), Path::new("unused")).unwrap();
+        let started = std::time::Instant::now();
+        let err = Db::connect(&backend).await.unwrap_err();
+        assert!(matches!(err, OpenError::PostgresUnderConstruction), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+        let text = err.to_string();
+        assert!(text.starts_with("PostgreSQL support is under construction: "), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn sqlite_backend_opens_the_data_dir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::connect(&Backend::Sqlite { data_dir: tmp.path().to_owned() }).await.unwrap();
+        db.ping().await.unwrap();
+        assert!(tmp.path().join("countersign.db").exists());
     }
 
     #[tokio::test]

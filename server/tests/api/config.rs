@@ -55,6 +55,33 @@ async fn a_missing_config_file_is_one_clear_line() {
 }
 
 #[tokio::test]
+async fn a_postgres_database_url_is_refused_as_under_construction() {
+    let stderr = serve_fails("[database]\nurl = \"postgres://cs:hunter2@127.0.0.1:9/cs\"\n", &[]).await;
+    assert!(stderr.contains("PostgreSQL support is under construction"), "{stderr}");
+    assert!(stderr.contains("database.url"), "says what to change: {stderr}");
+    assert!(!stderr.contains("hunter2"), "the URL's password never prints: {stderr}");
+}
+
+#[tokio::test]
+async fn migrate_refuses_postgres_from_the_environment_and_writes_nothing() {
+    let scratch = Scratch::new("");
+    let env = [("COUNTERSIGN_DATABASE__URL", "postgresql://cs:hunter2@127.0.0.1:9/cs")];
+    let (code, stdout, stderr) = cli_env(&scratch.config, &scratch.data_dir(), &["migrate"], None, &env).await;
+    assert_ne!(code, 0, "{stdout}{stderr}");
+    assert!(stderr.contains("PostgreSQL support is under construction"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    assert!(!stdout.contains("up to date"), "{stdout}");
+    assert!(!scratch.data_dir().join("countersign.db").exists(), "no SQLite database instead");
+}
+
+#[tokio::test]
+async fn a_database_url_of_another_kind_is_one_line_naming_the_key() {
+    let stderr = serve_fails("[database]\nurl = \"mysql://cs:hunter2@db/cs\"\n", &[]).await;
+    assert!(stderr.contains("database.url"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
+#[tokio::test]
 async fn migrate_creates_the_database_and_is_safe_to_repeat() {
     let scratch = Scratch::new("");
     for _ in 0..2 {

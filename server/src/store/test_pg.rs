@@ -1,0 +1,73 @@
+//! A fresh PostgreSQL database per test, on the server that
+//! `COUNTERSIGN_TEST_DATABASE_URL` names (`make test` starts a throwaway one:
+//! `scripts/pg.sh`).
+//!
+//! Without that variable a PostgreSQL test is skipped, saying why, unless
+//! `CI` is set: CI must run every test, so there it fails.
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The variable naming the test server (a database on it the tests may
+/// connect to and create databases from).
+pub const URL_VAR: &str = "COUNTERSIGN_TEST_DATABASE_URL";
+
+/// A database of its own for one test; [`TestPg::drop`] removes it (a test
+/// that panics leaves it behind, with the throwaway cluster).
+pub struct TestPg {
+    pub pool: PgPool,
+    pub name: String,
+    server: PgConnectOptions,
+}
+
+/// Whether this runs under CI (`CI` set, and not to `false` or `0`).
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// A new, empty database for `test`, or `None` (after printing why) when no
+/// test server is configured outside CI.
+pub async fn fresh(test: &str) -> Option<TestPg> {
+    let url = match std::env::var(URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ if in_ci() => {
+            panic!("{test}: {URL_VAR} is not set, and CI must run the PostgreSQL tests (scripts/test.sh sets it)")
+        }
+        _ => {
+            eprintln!(
+                "SKIPPED {test}: {URL_VAR} is not set (scripts/pg.sh starts a throwaway PostgreSQL; make test does)"
+            );
+            return None;
+        }
+    };
+    let server = PgConnectOptions::from_str(&url)
+        .unwrap_or_else(|e| panic!("{URL_VAR} is not a PostgreSQL URL: {e}"))
+        .disable_statement_logging();
+    static SERIAL: AtomicU32 = AtomicU32::new(0);
+    let name =
+        format!("cs_{}_{}_{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed), rand::random::<u32>());
+    let mut admin = server.connect().await.unwrap_or_else(|e| panic!("{URL_VAR}: cannot connect: {e}"));
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.expect("CREATE DATABASE");
+    admin.close().await.ok();
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .connect_with(server.clone().database(&name))
+        .await
+        .expect("connect to the fresh database");
+    Some(TestPg { pool, name, server })
+}
+
+impl TestPg {
+    /// Closes the pool and drops the database.
+    pub async fn drop(self) {
+        self.pool.close().await;
+        let mut admin = self.server.connect().await.expect("connect to drop the test database");
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
+            .execute(&mut admin)
+            .await
+            .expect("DROP DATABASE");
+        admin.close().await.ok();
+    }
+}
