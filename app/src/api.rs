@@ -6,41 +6,8 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::GetUrl;
 
+use crate::codec::MiniJson;
 use crate::views::{AdminData, BulkPage, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage};
-
-/// The answers' encoding: JSON, decoded from a `&str` exactly as leptos
-/// decodes a resource's hydration data. server_fn's own `Json` decodes from
-/// bytes, which compiled a second `Deserialize` instance of every page's
-/// data into the wasm (docs/BENCHMARKS.md, "Session 7").
-pub struct StrJsonEncoding;
-
-/// `output = StrJson`: a JSON answer decoded as a string.
-pub type StrJson = leptos::server_fn::codec::Post<StrJsonEncoding>;
-
-impl leptos::server_fn::ContentType for StrJsonEncoding {
-    const CONTENT_TYPE: &'static str = "application/json";
-}
-
-impl leptos::server_fn::FormatType for StrJsonEncoding {
-    const FORMAT_TYPE: leptos::server_fn::Format = leptos::server_fn::Format::Text;
-}
-
-impl<T: serde::Serialize> leptos::server_fn::Encodes<T> for StrJsonEncoding {
-    type Error = serde_json::Error;
-
-    fn encode(output: &T) -> Result<bytes::Bytes, Self::Error> {
-        serde_json::to_vec(output).map(bytes::Bytes::from)
-    }
-}
-
-impl<T: serde::de::DeserializeOwned> leptos::server_fn::Decodes<T> for StrJsonEncoding {
-    type Error = serde_json::Error;
-
-    fn decode(bytes: bytes::Bytes) -> Result<T, Self::Error> {
-        let text = std::str::from_utf8(&bytes).map_err(<serde_json::Error as serde::de::Error>::custom)?;
-        serde_json::from_str(text)
-    }
-}
 
 #[cfg(feature = "ssr")]
 fn context() -> Result<(crate::console::Port, crate::views::Viewer), ServerFnError> {
@@ -63,37 +30,37 @@ pub fn console_error(e: &ServerFnError) -> ConsoleError {
     }
 }
 
-#[server(input = GetUrl, output = StrJson, prefix = "/console", endpoint = "queue")]
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "queue")]
 pub async fn load_queue(#[server(default)] query: String) -> Result<QueuePage, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.queue(&viewer, query).await.map_err(failure)
 }
 
-#[server(input = GetUrl, output = StrJson, prefix = "/console", endpoint = "proposal")]
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "proposal")]
 pub async fn load_proposal(id: String) -> Result<ProposalDetail, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.proposal(&viewer, id).await.map_err(failure)
 }
 
-#[server(input = GetUrl, output = StrJson, prefix = "/console", endpoint = "bulk")]
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "bulk")]
 pub async fn load_bulk(query: String) -> Result<BulkPage, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.bulk(&viewer, query).await.map_err(failure)
 }
 
-#[server(input = GetUrl, output = StrJson, prefix = "/console", endpoint = "admin")]
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "admin")]
 pub async fn load_admin() -> Result<AdminData, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.admin(&viewer).await.map_err(failure)
 }
 
-#[server(input = GetUrl, output = StrJson, prefix = "/console", endpoint = "operations")]
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "operations")]
 pub async fn load_operations() -> Result<OperationsPage, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.operations(&viewer).await.map_err(failure)
 }
 
-#[server(input = GetUrl, output = StrJson, prefix = "/console", endpoint = "resolution")]
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "resolution")]
 pub async fn load_resolution(id: String) -> Result<ResolvePage, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.resolution(&viewer, id).await.map_err(failure)
@@ -101,7 +68,7 @@ pub async fn load_resolution(id: String) -> Result<ResolvePage, ServerFnError> {
 
 /// How many pending proposals the signed-in user may approve now; zero when
 /// signed out (the page titles carry it).
-#[server(input = GetUrl, output = StrJson, prefix = "/console", endpoint = "waiting")]
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "waiting")]
 pub async fn load_waiting_count() -> Result<u32, ServerFnError> {
     let Some(viewer) = use_context::<crate::views::Viewer>() else { return Ok(0) };
     let port = use_context::<crate::console::Port>().ok_or_else(|| failure(ConsoleError::Unavailable))?;
@@ -112,7 +79,7 @@ pub async fn load_waiting_count() -> Result<u32, ServerFnError> {
 /// once if that happened already, or after 25 s) with the count then, so the
 /// queue refreshes itself without a reload and misses no change made while
 /// no poll was waiting.
-#[server(input = GetUrl, output = StrJson, prefix = "/console", endpoint = "changes")]
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "changes")]
 pub async fn wait_for_change(seen: u64) -> Result<u64, ServerFnError> {
     let (port, _viewer) = context()?;
     Ok(port.0.wait_for_change(25, seen).await)

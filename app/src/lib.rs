@@ -4,6 +4,7 @@
 #![recursion_limit = "256"]
 
 pub mod api;
+pub mod codec;
 pub mod components;
 pub mod console;
 pub mod pages;

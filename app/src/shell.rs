@@ -79,7 +79,7 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     // The signed-in user is known on the server; share it with the browser
     // during hydration so both render the same page.
-    let viewer = SharedValue::new(use_context::<Viewer>).into_inner();
+    let viewer = SharedValue::<_, crate::codec::Mini>::new_with_encoding(use_context::<Viewer>).into_inner();
     let approver = viewer.as_ref().is_some_and(Viewer::can_approve);
     if let Some(v) = viewer.clone() {
         provide_context(v);
@@ -89,7 +89,7 @@ pub fn App() -> impl IntoView {
     // Each page names itself with a <Title text=…/>; this adds the brand and,
     // for someone who can approve, how many proposals wait for them.
     let title = if approver {
-        let waiting = Resource::new(move || refresh.get(), |_| load_waiting_count());
+        let waiting = crate::codec::page(move || refresh.get(), |_| load_waiting_count());
         view! {
             <Transition fallback=|| view! { <Title formatter=|page: String| page_title(&page, 0)/> }>
                 {move || Suspend::new(async move {

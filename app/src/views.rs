@@ -5,7 +5,7 @@ use countersign_domain::Role;
 use serde::{Deserialize, Serialize};
 
 /// The signed-in user, as the pages need them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct Viewer {
     pub user_id: String,
     pub username: String,
@@ -26,19 +26,21 @@ impl Viewer {
 
 /// The sign-in page's other ways in: the single sign-on providers
 /// configured on the server (`[oidc.providers]`), by id and label.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize,
+)]
 pub struct SignInOptions {
     pub providers: Vec<SsoProvider>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct SsoProvider {
     pub id: String,
     /// "Sign in with {name}".
     pub name: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct QueueItem {
     pub id: String,
     pub status: String,
@@ -56,7 +58,7 @@ pub struct QueueItem {
     pub no_one_can_approve: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct QueuePage {
     /// How many changes had been published when this page was read: the
     /// live update waits for more than this.
@@ -73,7 +75,9 @@ pub struct QueuePage {
 }
 
 /// The queue's search fields, as typed (empty: not searched on).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize,
+)]
 pub struct QueueSearch {
     pub payee: String,
     pub currency: String,
@@ -91,13 +95,13 @@ impl QueueSearch {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct ReasonLine {
     pub rule: String,
     pub message: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct ApprovalLine {
     pub approver: String,
     pub decision: String,
@@ -109,14 +113,14 @@ pub struct ApprovalLine {
     pub round: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct TimelineLine {
     pub at: String,
     pub actor: String,
     pub action: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct ProposalDetail {
     pub id: String,
     pub status: String,
@@ -179,7 +183,7 @@ pub struct ProposalDetail {
 }
 
 /// One risk signal: its code (`duplicate_invoice`, …), a label and a sentence.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct SignalLine {
     pub code: String,
     pub label: String,
@@ -198,7 +202,7 @@ impl ProposalDetail {
 
 /// The bulk decision page: the listed proposals, what the viewer may do
 /// with each, and the totals; after a decision, each one's outcome.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct BulkPage {
     pub items: Vec<BulkItem>,
     /// Per currency, of the proposals the viewer may approve ("1,250.00 USD").
@@ -209,7 +213,7 @@ pub struct BulkPage {
     pub done: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct BulkItem {
     pub id: String,
     pub status: String,
@@ -227,7 +231,7 @@ pub struct BulkItem {
 }
 
 /// An earlier proposal to the same payee.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct HistoryLine {
     pub id: String,
     pub at: String,
@@ -236,7 +240,7 @@ pub struct HistoryLine {
 }
 
 /// One operation on the operations page.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct OperationItem {
     pub id: String,
     pub proposal_id: String,
@@ -254,7 +258,7 @@ pub struct OperationItem {
 
 /// Operations a human must settle (`needs_review`), and those reconciliation
 /// is still working on (`unknown`), of the viewer's tenant, newest first.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct OperationsPage {
     pub needs_review: Vec<OperationItem>,
     pub reconciling: Vec<OperationItem>,
@@ -262,7 +266,7 @@ pub struct OperationsPage {
     pub can_resolve: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct UserRow {
     pub id: String,
     pub username: String,
@@ -271,7 +275,7 @@ pub struct UserRow {
     pub slack_user_id: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct AgentRow {
     pub id: String,
     pub acts_for: String,
@@ -279,7 +283,7 @@ pub struct AgentRow {
     pub purposes: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct PayeeRow {
     pub id: String,
     pub masked: String,
@@ -288,7 +292,7 @@ pub struct PayeeRow {
 }
 
 /// A registry change proposed by one admin, waiting for a second.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct PendingChangeRow {
     pub id: String,
     /// user | agent | payee | slack_link
@@ -304,7 +308,7 @@ pub struct PendingChangeRow {
 
 /// An agent's webhook on the admin page. Never a secret: the URL is shown
 /// without its query string.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct WebhookRow {
     pub agent_id: String,
     /// Scheme, host, port and path of the URL.
@@ -320,7 +324,7 @@ pub struct WebhookRow {
 }
 
 /// One logged attempt of a webhook.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct DeliveryRow {
     /// What the Redeliver button posts (`/admin/webhook-deliveries/{id}/redeliver`).
     pub id: String,
@@ -338,7 +342,7 @@ pub struct DeliveryRow {
     pub redelivery: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct AdminData {
     pub users: Vec<UserRow>,
     pub agents: Vec<AgentRow>,
@@ -354,7 +358,7 @@ pub struct AdminData {
 }
 
 /// One record the rail holds that might settle an operation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct RailRecord {
     pub reference: String,
     pub amount: String,
@@ -367,7 +371,7 @@ pub struct RailRecord {
 
 /// The resolution page of an operation that needs review: the operation,
 /// and what the rail holds for it, read when the page was loaded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct ResolvePage {
     pub operation: OperationItem,
     /// transfer | reversal

@@ -30,7 +30,7 @@ pub fn DecidedNotice(#[prop(optional)] queue_clear: bool) -> impl IntoView {
             Some((message, id))
         })
     };
-    let sentence = Resource::new(
+    let sentence = crate::codec::resource(
         move || decided().map(|(_, id)| id),
         |id| async move {
             match id {

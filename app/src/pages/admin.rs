@@ -9,7 +9,7 @@ use crate::views::{AdminData, DeliveryRow, PendingChangeRow, Viewer, WebhookRow}
 /// the admin's tenant; create each.
 #[component]
 pub fn AdminPage() -> impl IntoView {
-    let data = Resource::new(|| (), |_| load_admin());
+    let data = crate::codec::page(|| (), |_| load_admin());
     view! {
         <section class="admin">
             <Title text="Administration"/>

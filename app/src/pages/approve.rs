@@ -12,7 +12,7 @@ use crate::views::Viewer;
 pub fn ApprovePage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.with(|p| p.get("id").unwrap_or_default());
-    let data = Resource::new(id, load_proposal);
+    let data = crate::codec::page(id, load_proposal);
     let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
     view! {
         <Title text="Confirm approval"/>

@@ -14,7 +14,7 @@ use crate::views::{BulkPage, Viewer};
 pub fn BulkDecisionPage() -> impl IntoView {
     let location = use_location();
     let query = use_query_map();
-    let data = Resource::new(move || location.search.get(), load_bulk);
+    let data = crate::codec::page(move || location.search.get(), load_bulk);
     let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
     let error = move || query.with(|q| q.get("error"));
     view! {

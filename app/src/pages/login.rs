@@ -31,7 +31,9 @@ fn error_message(code: &str) -> &'static str {
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let query = use_query_map();
-    let options = SharedValue::new(|| use_context::<SignInOptions>().unwrap_or_default()).into_inner();
+    let options =
+        SharedValue::<_, crate::codec::Mini>::new_with_encoding(|| use_context::<SignInOptions>().unwrap_or_default())
+            .into_inner();
     let error = move || query.with(|q| q.get("error").map(|code| error_message(&code)));
     let (username, next) = query.with_untracked(|q| {
         let username = q

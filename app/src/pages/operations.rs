@@ -30,7 +30,7 @@ pub fn resolve_message(code: &str) -> &'static str {
 #[component]
 pub fn OperationsPage() -> impl IntoView {
     let query = use_query_map();
-    let data = Resource::new(|| (), |_| load_operations());
+    let data = crate::codec::page(|| (), |_| load_operations());
     let flash =
         move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));
     view! {
@@ -147,7 +147,7 @@ pub fn ResolveOperationPage() -> impl IntoView {
     let params = leptos_router::hooks::use_params_map();
     let query = use_query_map();
     let id = move || params.with(|p| p.get("id").unwrap_or_default());
-    let data = Resource::new(id, load_resolution);
+    let data = crate::codec::page(id, load_resolution);
     let error = move || query.with(|q| q.get("error"));
     view! {
         <section class="operations resolve-page">

@@ -32,7 +32,7 @@ pub fn ProposalPage() -> impl IntoView {
     let query = use_query_map();
     let id = move || params.with(|p| p.get("id").unwrap_or_default());
     let tick = RwSignal::new(0u64);
-    let data = Resource::new(move || (id(), tick.get()), |(id, _)| load_proposal(id));
+    let data = crate::codec::page(move || (id(), tick.get()), |(id, _)| load_proposal(id));
 
     // In the browser: wait for changes; when this proposal's data differs
     // from what is shown (another approver acted, the agent committed…),

@@ -24,7 +24,7 @@ const ORDERS: [(&str, &str); 5] = [
 pub fn QueuePage() -> impl IntoView {
     let location = use_location();
     let tick = RwSignal::new(0u64);
-    let data = Resource::new(move || (location.search.get(), tick.get()), |(search, _)| load_queue(search));
+    let data = crate::codec::page(move || (location.search.get(), tick.get()), |(search, _)| load_queue(search));
 
     // In the browser: long-poll for changes and refetch; no reload needed.
     #[cfg(feature = "hydrate")]

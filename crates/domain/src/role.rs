@@ -37,6 +37,36 @@ impl fmt::Display for Role {
     }
 }
 
+/// The console's wasm moves its page data with `miniserde` (docs/BENCHMARKS.md,
+/// "Session 9"): a role is its name, as in serde's form.
+#[cfg(feature = "miniserde")]
+mod mini {
+    use super::Role;
+    use miniserde::de::{Deserialize, Visitor};
+    use miniserde::ser::{Fragment, Serialize};
+
+    miniserde::make_place!(Place);
+
+    impl Visitor for Place<Role> {
+        fn string(&mut self, s: &str) -> miniserde::Result<()> {
+            self.out = Some(Role::parse(s).ok_or(miniserde::Error)?);
+            Ok(())
+        }
+    }
+
+    impl Deserialize for Role {
+        fn begin(out: &mut Option<Self>) -> &mut dyn Visitor {
+            Place::new(out)
+        }
+    }
+
+    impl Serialize for Role {
+        fn begin(&self) -> Fragment<'_> {
+            Fragment::Str(self.as_str().into())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +79,16 @@ mod tests {
         }
         assert_eq!(Role::parse("Admin"), None, "exact names only");
         assert_eq!(Role::parse("owner"), None);
+    }
+
+    #[cfg(feature = "miniserde")]
+    #[test]
+    fn miniserde_reads_and_writes_the_same_names_as_serde() {
+        for role in Role::ALL {
+            let text = miniserde::json::to_string(&role);
+            assert_eq!(text, serde_json::to_string(&role).unwrap());
+            assert_eq!(miniserde::json::from_str::<Role>(&text).unwrap(), role);
+        }
+        assert!(miniserde::json::from_str::<Role>("\"owner\"").is_err());
     }
 }
