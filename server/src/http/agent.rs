@@ -5,7 +5,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration as StdDuration;
@@ -173,7 +172,7 @@ async fn propose_response(
     agent: &AgentPrincipal,
     body: &Value,
 ) -> Result<(StatusCode, String), ApiError> {
-    let (status, view) = match proposals::propose(state, agent, body, Utc::now()).await? {
+    let (status, view) = match proposals::propose(state, agent, body, state.now()).await? {
         Proposed::Created(view) => (StatusCode::CREATED, view),
         Proposed::Existing(view) => (StatusCode::OK, view),
     };
@@ -371,7 +370,7 @@ pub async fn cancel(
     AgentAuth(agent): AgentAuth,
     Path(ProposalPath { id }): Path<ProposalPath>,
 ) -> Result<Response, ApiError> {
-    let view = proposals::cancel(&state, &agent, &id, Utc::now()).await?;
+    let view = proposals::cancel(&state, &agent, &id, state.now()).await?;
     Ok(proposal_response(StatusCode::OK, &view))
 }
 

@@ -5,7 +5,6 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use chrono::Utc;
 
 use crate::approvals::{self, Verdict, BULK_MAX};
 use crate::state::Shared;
@@ -53,7 +52,7 @@ pub async fn bulk_form(
         _ => return bulk_page(&ids, &[("error", "invalid".into())]),
     };
     let approving = verdict == Verdict::Approve;
-    let results = approvals::decide_many(&state, &user.approver("console"), &ids, &verdict, Utc::now()).await;
+    let results = approvals::decide_many(&state, &user.approver("console"), &ids, &verdict, state.now()).await;
     let outcomes: Vec<(&str, String)> = results
         .iter()
         .map(|(id, result)| {

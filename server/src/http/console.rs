@@ -6,7 +6,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -463,7 +462,7 @@ pub async fn decide_json(
 ) -> Result<Json<ProposalView>, ApiError> {
     let DecisionBody { decision, reason } = typed(value)?;
     let verdict = verdict(decision, reason);
-    let view = approvals::decide(&state, &user.approver("api"), &id, verdict, Utc::now()).await?;
+    let view = approvals::decide(&state, &user.approver("api"), &id, verdict, state.now()).await?;
     Ok(Json(view))
 }
 
@@ -706,7 +705,7 @@ pub async fn decide_form(
     };
     let verdict = verdict(decision, form.reason);
     let approving = verdict == Verdict::Approve;
-    match approvals::decide(&state, &user.approver("console"), &id, verdict, Utc::now()).await {
+    match approvals::decide(&state, &user.approver("console"), &id, verdict, state.now()).await {
         Ok(view) => {
             let done = match (approving, view.status) {
                 (true, ProposalStatus::Approved) => "approved",

@@ -248,6 +248,14 @@ async fn an_unredeemed_approval_expires_and_a_human_can_approve_again() {
         rounds["approvals"].as_array().unwrap().iter().map(|a| a["round"].as_i64().unwrap()).collect();
     assert_eq!(by_round, [1, 2], "{rounds}");
     assert_eq!(rounds["token_expires_at"].as_str().map(|t| t.ends_with('Z')), Some(true), "{rounds}");
+
+    // One clock: the new token's expiry and the sweep read the same (skewed)
+    // time, so the sweep leaves it alone for its 1 s life plus the 30 s
+    // leeway. (Decisions once took the wall clock while the sweep took the
+    // server's, and it expired at the next sweep.)
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let later = detail(&ana).await;
+    assert_eq!(later["status"], "approved", "still approved after two sweeps: {later}");
 }
 
 #[tokio::test]
