@@ -217,6 +217,10 @@ impl Scratch {
     pub fn new(config: &str) -> Scratch {
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("countersign.toml");
+        let config = match postgres_database(config) {
+            Some(url) => format!("{config}\n[database]\nurl = \"{url}\"\n"),
+            None => config.to_owned(),
+        };
         std::fs::write(&config_path, config).expect("write config");
         Scratch { dir, config: config_path }
     }
@@ -251,6 +255,35 @@ impl Scratch {
     pub async fn serve(self, env: &[(&str, &str)]) -> TestServer {
         TestServer::spawn_env(self.dir, self.config, env).await
     }
+}
+
+/// Whether the servers of this run keep their data in PostgreSQL:
+/// `API_TESTS_DATABASE=postgres`, with `COUNTERSIGN_TEST_DATABASE_URL`
+/// naming the test server (`make test` runs the suite's core so).
+pub fn on_postgres() -> bool {
+    std::env::var("API_TESTS_DATABASE").is_ok_and(|v| v == "postgres")
+}
+
+/// On PostgreSQL runs, the URL of a new empty database for one test's
+/// servers (created with `psql`), unless `config` sets the database itself.
+fn postgres_database(config: &str) -> Option<String> {
+    if !on_postgres() || config.contains("[database]") {
+        return None;
+    }
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SERIAL: AtomicU32 = AtomicU32::new(0);
+    let server = std::env::var("COUNTERSIGN_TEST_DATABASE_URL")
+        .expect("API_TESTS_DATABASE=postgres needs COUNTERSIGN_TEST_DATABASE_URL (scripts/pg.sh start)");
+    let name = format!("cs_api_{}_{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed));
+    let out = std::process::Command::new("psql")
+        .arg(&server)
+        .args(["-v", "ON_ERROR_STOP=1", "-q", "-c"])
+        .arg(format!("CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C'"))
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "CREATE DATABASE {name}: {}", String::from_utf8_lossy(&out.stderr));
+    let (base, _) = server.rsplit_once('/').expect("a URL with a database");
+    Some(format!("{base}/{name}"))
 }
 
 /// A read-write connection pool to the database in `data_dir`.
@@ -362,7 +395,7 @@ impl TestServer {
                     .expect("server runtime");
                 runtime.block_on(async move {
                     let bound = async {
-                        let db = countersign::store::Db::open(&settings.data_dir).await?;
+                        let db = countersign::store::Db::connect(&settings.backend()?).await?;
                         countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE).await?;
                         db.close().await;
                         countersign::startup::bind(settings, false).await
