@@ -372,7 +372,7 @@ pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
             let renamed = payee_from_row(&row)?.legal_name != p.legal_name;
             query(
                 "UPDATE payees SET legal_name = ?, trusted = ?,
-                     details_changed_at = CASE WHEN ? THEN ? ELSE details_changed_at END
+                     details_changed_at = CASE WHEN ? = 1 THEN ? ELSE details_changed_at END
                  WHERE tenant_id = ? AND id = ?",
             )
             .bind(&p.legal_name)

@@ -286,6 +286,24 @@ fn postgres_database(config: &str) -> Option<String> {
     Some(format!("{base}/{name}"))
 }
 
+/// The PostgreSQL URL the harness wrote into `config` (on PostgreSQL runs).
+pub fn postgres_url(config: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(config).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("url = \"postgres").map(|rest| format!("postgres{}", rest.trim_end_matches('"'))))
+}
+
+/// The rows of `sql` on the PostgreSQL database `url`, one per line, unaligned.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .arg(url)
+        .args(["-v", "ON_ERROR_STOP=1", "-tAqc", sql])
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A read-write connection pool to the database in `data_dir`.
 pub async fn open_db(data_dir: &Path) -> sqlx::SqlitePool {
     sqlx::SqlitePool::connect(&format!("sqlite://{}", data_dir.join("countersign.db").display()))
@@ -621,11 +639,20 @@ impl TestServer {
 
     /// One integer from the server's database.
     pub async fn scalar(&self, sql: &str) -> i64 {
+        if let Some(url) = postgres_url(&self.config) {
+            let out = psql(&url, sql);
+            return out.trim().parse().unwrap_or_else(|e| panic!("{sql}: {out:?}: {e}"));
+        }
         scalar(&self.db().await, sql).await
     }
 
     /// The audit actions recorded for `proposal_id`, oldest first.
     pub async fn audit_actions(&self, proposal_id: &str) -> Vec<String> {
+        if let Some(url) = postgres_url(&self.config) {
+            assert!(proposal_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{proposal_id}");
+            let sql = format!("SELECT action FROM audit_log WHERE proposal_id = '{proposal_id}' ORDER BY seq");
+            return psql(&url, &sql).lines().map(str::to_owned).collect();
+        }
         sqlx::query_scalar("SELECT action FROM audit_log WHERE proposal_id = ? ORDER BY seq")
             .bind(proposal_id)
             .fetch_all(&self.db().await)
