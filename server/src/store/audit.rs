@@ -75,7 +75,7 @@ fn set_hint(head: (i64, String)) {
 pub async fn append_alone(pool: &Pool, entry: &AuditEntry) -> Result<()> {
     let mut tx = pool.begin().await?;
     append(&mut tx, entry).await?;
-    Ok(tx.commit().await?)
+    tx.commit().await
 }
 
 pub async fn append(conn: &mut Conn, entry: &AuditEntry) -> Result<()> {

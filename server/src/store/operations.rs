@@ -112,7 +112,7 @@ pub async fn for_proposals(pool: &Pool, ids: &[&str]) -> Result<Vec<OperationRow
         return Ok(Vec::new());
     }
     let mut q = Builder::new("SELECT * FROM operations WHERE proposal_id IN (");
-    q.push_list(ids.iter().map(|id| *id));
+    q.push_list(ids.iter().copied());
     q.push(")");
     q.build().fetch_all(pool).await?.iter().map(from_row).collect()
 }
@@ -206,7 +206,7 @@ pub async fn set_status(
 /// Postpones the next reconciliation check of an open operation.
 pub async fn reschedule(conn: &mut Conn, id: &str, at: DateTime<Utc>, attempted: bool) -> Result<()> {
     let bump = if attempted { ", attempts = attempts + 1" } else { "" };
-    query(&format!("UPDATE operations SET next_check_at = ?{bump} WHERE id = ?"))
+    query(format!("UPDATE operations SET next_check_at = ?{bump} WHERE id = ?"))
         .bind(ts(at))
         .bind(id)
         .execute(conn)

@@ -141,7 +141,7 @@ pub async fn insert(conn: &mut Conn, p: &NewProposal<'_>) -> Result<Option<Propo
 
 /// The proposal `id` within `tenant`, or None (also for other tenants' ids).
 pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
-    let row = query(&format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
+    let row = query(format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
         .bind(tenant)
         .bind(id)
         .fetch_optional(pool)
@@ -151,7 +151,7 @@ pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalR
 
 /// Same as `get`, on a connection (inside a transaction).
 pub async fn get_in(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
-    let row = query(&format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
+    let row = query(format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
         .bind(tenant)
         .bind(id)
         .fetch_optional(conn)
@@ -445,7 +445,7 @@ pub async fn insert_approval(conn: &mut Conn, a: &ApprovalRow) -> Result<()> {
     } else {
         ""
     };
-    query(&format!(
+    query(format!(
         "INSERT INTO approvals (proposal_id, round, approver_id, decision, reason, via, amr, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?){conflict}"
     ))
@@ -471,7 +471,7 @@ pub async fn approvals_of(pool: &Pool, ids: &[&str]) -> Result<Vec<ApprovalRow>>
         "SELECT a.* FROM approvals a JOIN proposals p ON p.id = a.proposal_id AND a.round = p.approval_round
          WHERE a.proposal_id IN (",
     );
-    q.push_list(ids.iter().map(|id| *id));
+    q.push_list(ids.iter().copied());
     q.push(") ORDER BY a.at, a.approver_id");
     let rows = q.build().fetch_all(pool).await?;
     rows.iter().map(approval_from_row).collect()

@@ -151,7 +151,7 @@ pub async fn payee_history(
     before: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<Earlier>> {
-    let rows = query(&format!(
+    let rows = query(format!(
         "SELECT {EARLIER} FROM proposals WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
          ORDER BY created_at DESC, id DESC LIMIT ?"
     ))

@@ -125,10 +125,10 @@ impl<'e> Exec<'e> {
         match self {
             Exec::Pool(Pool::Sqlite(p)) => Target::SqlitePool(p),
             Exec::Pool(Pool::Pg(p)) => Target::PgPool(p),
-            Exec::Conn(Conn::Sqlite(c)) => Target::Sqlite(&mut **c),
-            Exec::Conn(Conn::SqliteTx(t)) => Target::Sqlite(&mut **t),
-            Exec::Conn(Conn::Pg(c)) => Target::Pg(&mut **c),
-            Exec::Conn(Conn::PgTx(t)) => Target::Pg(&mut **t),
+            Exec::Conn(Conn::Sqlite(c)) => Target::Sqlite(c),
+            Exec::Conn(Conn::SqliteTx(t)) => Target::Sqlite(t),
+            Exec::Conn(Conn::Pg(c)) => Target::Pg(c),
+            Exec::Conn(Conn::PgTx(t)) => Target::Pg(t),
         }
     }
 }

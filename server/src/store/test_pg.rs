@@ -87,7 +87,7 @@ pub struct TestDb {
 
 enum Guard {
     Sqlite(#[allow(dead_code)] tempfile::TempDir),
-    Pg(TestPg),
+    Pg(Box<TestPg>),
 }
 
 impl std::ops::Deref for TestDb {
@@ -102,7 +102,7 @@ impl TestDb {
     pub async fn finish(self) {
         self.db.close().await;
         if let Guard::Pg(pg) = self.guard {
-            pg.drop().await;
+            TestPg::drop(*pg).await;
         }
     }
 }
@@ -115,7 +115,7 @@ pub async fn each_backend(test: &str) -> Vec<TestDb> {
     let mut dbs = vec![TestDb { db: sqlite, backend: "sqlite", guard: Guard::Sqlite(tmp) }];
     if let Some(pg) = fresh(test).await {
         let db = crate::store::Db::on_postgres(pg.pool.clone()).await.expect("migrate the PostgreSQL store");
-        dbs.push(TestDb { db, backend: "postgres", guard: Guard::Pg(pg) });
+        dbs.push(TestDb { db, backend: "postgres", guard: Guard::Pg(Box::new(pg)) });
     }
     dbs
 }
