@@ -1,0 +1,55 @@
+//! Several `serve` processes on one PostgreSQL database (issue 16, part 1):
+//! what must happen once happens once whichever instance is asked. Only on
+//! PostgreSQL runs (`API_TESTS_DATABASE=postgres`); elsewhere each test
+//! says it skipped.
+//!
+//! The instances share the config (so the database) and the data
+//! directory (the approval-token signing keys), and call one rail
+//! simulator, as a deployment behind a proxy would.
+
+use crate::helpers::*;
+use crate::rail_harness::*;
+
+/// Two instances of one deployment and its rail, or None off PostgreSQL.
+async fn two_instances(test: &str) -> Option<(TestServer, TestServer, RailSim)> {
+    if !on_postgres() {
+        eprintln!("SKIPPED {test}: needs API_TESTS_DATABASE=postgres (make test runs it)");
+        return None;
+    }
+    let rail = RailSim::start().await;
+    let scratch = Scratch::new("");
+    scratch.apply_fixture().await;
+    let second = tempfile::tempdir().expect("temp dir");
+    std::os::unix::fs::symlink(scratch.data_dir(), second.path().join("data")).expect("share the data directory");
+    let config = scratch.config.clone();
+    // One after the other: the first creates the signing keys.
+    let a = scratch.serve(&env_for(&rail, &[])).await;
+    let b = TestServer::spawn_env(second, config, &env_for(&rail, &[])).await;
+    Some((a, b, rail))
+}
+
+#[tokio::test]
+async fn twenty_commits_split_across_two_instances_make_one_transfer() {
+    let Some((a, b, rail)) = two_instances("twenty_commits_split_across_two_instances_make_one_transfer").await else {
+        return;
+    };
+    let (id, token) = auto_approved(&a, 5_000).await;
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let server = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let (id, token) = (id.clone(), token.clone());
+        tasks.push(tokio::spawn(async move { server.commit(&id, &token).await }));
+    }
+    let mut ops = std::collections::BTreeSet::new();
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text);
+        ops.insert(r.body["operation"]["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ops.len(), 1, "every answer, from either instance, names the one operation: {ops:?}");
+    assert_eq!(rail.transfers().await.len(), 1, "one rail transfer");
+    assert_eq!(a.scalar(&format!("SELECT COUNT(*) FROM operations WHERE proposal_id = '{id}'")).await, 1);
+    let (code, stdout, stderr) = a.cli(&["audit", "verify"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+}
