@@ -53,3 +53,42 @@ async fn twenty_commits_split_across_two_instances_make_one_transfer() {
     let (code, stdout, stderr) = a.cli(&["audit", "verify"]).await;
     assert_eq!(code, 0, "{stdout}{stderr}");
 }
+
+#[tokio::test]
+async fn the_daily_budget_holds_across_instances() {
+    let Some((a, b, rail)) = two_instances("the_daily_budget_holds_across_instances").await else {
+        return;
+    };
+    let (code, out, err) =
+        a.cli(&["tenant", "add", "--id", "acme", "--name", "Acme Corp", "--budget", "USD=20000"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let mut approved = Vec::new();
+    for _ in 0..6 {
+        approved.push(auto_approved(&a, 5_000).await);
+    }
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let tasks: Vec<_> = approved
+        .into_iter()
+        .enumerate()
+        .map(|(i, (id, token))| {
+            let server = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tokio::spawn(async move { server.commit(&id, &token).await })
+        })
+        .collect();
+    let (mut ok, mut denied) = (0, 0);
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status {
+            200 => ok += 1,
+            403 => {
+                r.assert_error(403, "policy_denied");
+                assert_eq!(r.detail_rules(), ["daily_budget"], "{}", r.text);
+                denied += 1;
+            }
+            other => panic!("unexpected {other}: {}", r.text),
+        }
+    }
+    assert_eq!((ok, denied), (4, 2), "20,000 of budget holds four 5,000 payments, from both instances together");
+    assert_eq!(rail.transfers().await.len(), 4);
+    assert_eq!(a.scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = 'acme'").await, 20_000);
+}
