@@ -1,7 +1,7 @@
 //! The change log that triggers fill (migration 0006) and the server follows
 //! to keep its read caches true (`crate::changes::follow`).
 
-use super::{query, scalar, Cols, Pool, Result};
+use super::{query, scalar, Builder, Cols, Pool, Result, Row};
 
 /// What one logged change invalidates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +28,22 @@ pub async fn since(pool: &Pool, seq: i64, limit: u32) -> Result<Vec<(i64, Change
         .bind(i64::from(limit))
         .fetch_all(pool)
         .await?;
+    read_changes(&rows)
+}
+
+/// The entries numbered `seqs` that are visible now (gaps a follower saw:
+/// on PostgreSQL a number is taken at insert, so an entry can commit after
+/// a larger one was read), by seq.
+pub async fn these(pool: &Pool, seqs: &[i64]) -> Result<Vec<(i64, Change)>> {
+    if seqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Builder::new("SELECT seq, kind, proposal_id FROM change_log WHERE seq IN (");
+    q.push_list(seqs.iter().copied()).push(") ORDER BY seq");
+    read_changes(&q.build().fetch_all(pool).await?)
+}
+
+fn read_changes(rows: &[Row]) -> Result<Vec<(i64, Change)>> {
     rows.iter()
         .map(|r| {
             let c = Cols::of(r);

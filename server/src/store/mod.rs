@@ -405,6 +405,24 @@ pub mod probe {
         rows.iter().map(|r| (r.try_get_at(0).unwrap(), r.try_get_at(1).unwrap())).collect()
     }
 
+    /// A change-log entry for `proposal_id`, written as the triggers do.
+    pub fn log_change(proposal_id: &'static str) -> LogChange {
+        LogChange(proposal_id)
+    }
+
+    pub struct LogChange(&'static str);
+
+    impl LogChange {
+        pub async fn run(self, tx: &mut super::Tx) {
+            super::query("INSERT INTO change_log (kind, proposal_id, at) VALUES ('proposal', ?, ?)")
+                .bind(self.0)
+                .bind(super::ts(chrono::Utc::now()))
+                .execute(tx)
+                .await
+                .unwrap();
+        }
+    }
+
     /// The integer in the first column of the first row of `sql`, if any.
     pub async fn int(db: &Db, sql: &str) -> Option<i64> {
         super::scalar(sql).fetch_optional(&db.read).await.unwrap()
