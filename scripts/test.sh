@@ -43,7 +43,7 @@ step "the API suite's core on PostgreSQL (API_TESTS_DATABASE=postgres)"
 # two backends"); tests that open the SQLite file themselves are skipped.
 # shellcheck disable=SC2046
 API_TESTS_DATABASE=postgres RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test -p server --test api -- \
-  $(cat scripts/pg-core-tests.txt | grep -v '^#' | xargs)
+  $(grep -v '^#' scripts/pg-core-tests.txt | xargs)
 
 scripts/pg.sh stop "$pg_dir"
 trap - EXIT INT TERM

@@ -35,18 +35,8 @@ async fn twenty_commits_split_across_two_instances_make_one_transfer() {
     };
     let (id, token) = auto_approved(&a, 5_000).await;
     let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
-    let mut tasks = Vec::new();
-    for i in 0..20 {
-        let server = if i % 2 == 0 { a.clone() } else { b.clone() };
-        let (id, token) = (id.clone(), token.clone());
-        tasks.push(tokio::spawn(async move { server.commit(&id, &token).await }));
-    }
-    let mut ops = std::collections::BTreeSet::new();
-    for t in tasks {
-        let r = t.await.unwrap();
-        assert_eq!(r.status, 200, "{}", r.text);
-        ops.insert(r.body["operation"]["id"].as_str().unwrap().to_owned());
-    }
+    let split = (0..20).map(|i| (if i % 2 == 0 { a.clone() } else { b.clone() }, id.clone(), token.clone()));
+    let ops = operations_of(&commit_all(split.collect()).await);
     assert_eq!(ops.len(), 1, "every answer, from either instance, names the one operation: {ops:?}");
     assert_eq!(rail.transfers().await.len(), 1, "one rail transfer");
     assert_eq!(a.scalar(&format!("SELECT COUNT(*) FROM operations WHERE proposal_id = '{id}'")).await, 1);
@@ -67,27 +57,11 @@ async fn the_daily_budget_holds_across_instances() {
         approved.push(auto_approved(&a, 5_000).await);
     }
     let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
-    let tasks: Vec<_> = approved
+    let split = approved
         .into_iter()
         .enumerate()
-        .map(|(i, (id, token))| {
-            let server = if i % 2 == 0 { a.clone() } else { b.clone() };
-            tokio::spawn(async move { server.commit(&id, &token).await })
-        })
-        .collect();
-    let (mut ok, mut denied) = (0, 0);
-    for t in tasks {
-        let r = t.await.unwrap();
-        match r.status {
-            200 => ok += 1,
-            403 => {
-                r.assert_error(403, "policy_denied");
-                assert_eq!(r.detail_rules(), ["daily_budget"], "{}", r.text);
-                denied += 1;
-            }
-            other => panic!("unexpected {other}: {}", r.text),
-        }
-    }
+        .map(|(i, (id, token))| (if i % 2 == 0 { a.clone() } else { b.clone() }, id, token));
+    let (ok, denied) = budget_outcomes(&commit_all(split.collect()).await);
     assert_eq!((ok, denied), (4, 2), "20,000 of budget holds four 5,000 payments, from both instances together");
     assert_eq!(rail.transfers().await.len(), 4);
     assert_eq!(a.scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = 'acme'").await, 20_000);
