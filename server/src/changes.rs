@@ -175,6 +175,7 @@ pub struct Caches<'a> {
 pub async fn follow(state: Shared, shutdown: Shutdown) {
     let changes = &state.changes;
     let mut seen = None;
+    let mut gaps = Gaps::default();
     let mut ticker = tokio::time::interval(FOLLOW_EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut pruned_at = Instant::now();
@@ -184,7 +185,7 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
             _ = ticker.tick() => {}
             _ = shutdown.wait() => return,
         }
-        match follow_once(&state, &mut seen).await {
+        match follow_once(&state.db, changes, &mut seen, &mut gaps).await {
             Ok(()) => {
                 if failing {
                     tracing::info!("change log readable again; read caches resume");
@@ -210,24 +211,69 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
     }
 }
 
+/// Entries numbered below the newest one read but not seen yet. On
+/// PostgreSQL an entry's number is taken at insert, so a transaction that
+/// commits late makes a smaller number visible after a larger one; each is
+/// looked for again at every read, for [`GAP_WAIT`]. (A rolled-back
+/// transaction leaves a number that never appears; SQLite numbers at
+/// commit and leaves none.)
+#[derive(Debug, Default)]
+struct Gaps(std::collections::BTreeMap<i64, Instant>);
+
+/// How long a missing entry is waited for; then the caches are emptied, as
+/// what it would have invalidated is unknown.
+const GAP_WAIT: Duration = Duration::from_secs(5);
+/// More gaps than this at once: empty the caches instead of tracking them.
+const MAX_GAPS: usize = 1_000;
+
 /// One read of the log. `seen` is `None` at start and after a failure.
-async fn follow_once(state: &Shared, seen: &mut Option<i64>) -> crate::store::Result<()> {
-    let changes = &state.changes;
+async fn follow_once(
+    db: &crate::store::Db,
+    changes: &Changes,
+    seen: &mut Option<i64>,
+    gaps: &mut Gaps,
+) -> crate::store::Result<()> {
     if let Some(from) = *seen {
-        let batch = change_log::since(&state.db.read, from, MAX_BATCH).await?;
+        let batch = change_log::since(&db.read, from, MAX_BATCH).await?;
         if (batch.len() as u32) < MAX_BATCH {
+            let now = Instant::now();
+            let mut expected = from + 1;
+            let mut too_many = false;
             for (seq, change) in &batch {
+                if (*seq - expected) as usize + gaps.0.len() > MAX_GAPS {
+                    too_many = true;
+                } else {
+                    gaps.0.extend((expected..*seq).map(|missing| (missing, now)));
+                }
+                expected = seq + 1;
                 changes.apply(change);
                 *seen = Some(*seq);
             }
-            return Ok(());
+            if !too_many {
+                let waiting: Vec<i64> = gaps.0.keys().copied().collect();
+                for (seq, change) in change_log::these(&db.read, &waiting).await? {
+                    changes.apply(&change);
+                    gaps.0.remove(&seq);
+                }
+                let before = gaps.0.len();
+                gaps.0.retain(|_, noticed| noticed.elapsed() < GAP_WAIT);
+                if gaps.0.len() == before {
+                    return Ok(());
+                }
+                tracing::debug!("a change log entry never appeared; read caches emptied");
+                changes.clear_caches();
+                return Ok(());
+            }
+            tracing::info!("more than {MAX_GAPS} change log entries missing; read caches emptied");
+        } else {
+            tracing::info!("more than {MAX_BATCH} changes at once; read caches emptied");
         }
-        tracing::info!("more than {MAX_BATCH} changes at once; read caches emptied");
     }
     // At start, after a failure, or after too many changes for one read:
     // empty caches, following from the newest entry.
-    let latest = change_log::latest(&state.db.read).await?;
+    let latest = change_log::latest(&db.read).await?;
     changes.clear_caches();
+    gaps.0.clear();
     *seen = Some(latest);
     Ok(())
 }
@@ -267,6 +313,42 @@ mod tests {
         changes.publish("prop_a");
         tokio::time::timeout(Duration::from_secs(1), wait_a).await.expect("a woke");
         assert!(tokio::time::timeout(Duration::from_millis(50), wait_b).await.is_err(), "b stays asleep");
+    }
+
+    /// On PostgreSQL an entry numbered below one already read can commit
+    /// later: the follower still applies it (its waiters wake).
+    #[tokio::test]
+    async fn an_entry_that_commits_after_a_larger_one_is_still_applied() {
+        for db in crate::store::test_pg::each_backend("an_entry_that_commits_after_a_larger_one_is_still_applied").await
+        {
+            let changes = Changes::default();
+            let (mut seen, mut gaps) = (None, Gaps::default());
+            follow_once(&db, &changes, &mut seen, &mut gaps).await.unwrap();
+            let late = changes.subscribe("prop_late");
+            let woke = late.notified();
+            tokio::pin!(woke);
+            woke.as_mut().enable();
+            let log = |id: &'static str| crate::store::probe::log_change(id);
+            if db.is_postgres() {
+                // The first entry's transaction stays open while a second commits.
+                let mut first = db.begin().await.unwrap();
+                log("prop_late").run(&mut first).await;
+                let mut second = db.begin().await.unwrap();
+                log("prop_early").run(&mut second).await;
+                second.commit().await.unwrap();
+                follow_once(&db, &changes, &mut seen, &mut gaps).await.unwrap();
+                assert!(!gaps.0.is_empty(), "the open transaction's entry is a gap");
+                first.commit().await.unwrap();
+            } else {
+                let mut tx = db.begin().await.unwrap();
+                log("prop_late").run(&mut tx).await;
+                tx.commit().await.unwrap();
+            }
+            follow_once(&db, &changes, &mut seen, &mut gaps).await.unwrap();
+            tokio::time::timeout(Duration::from_millis(200), woke).await.expect("the late entry was applied");
+            assert!(gaps.0.is_empty(), "{}: {gaps:?}", db.backend);
+            db.finish().await;
+        }
     }
 
     #[tokio::test]

@@ -282,6 +282,14 @@ async fn record(
         return Ok(false);
     }
     if !store::operations::use_token(&mut tx, &claims.jti, &row.id, now).await? {
+        // On PostgreSQL commits run concurrently: this one may have waited
+        // on the token's row for another commit of the same proposal,
+        // which has recorded its operation since. Answer that operation,
+        // as a retry would (on SQLite the single writer made the check
+        // above see it).
+        if store::operations::for_proposal(&mut *tx, &row.id).await?.is_some() {
+            return Ok(false);
+        }
         return Err(CommitError::Token("already_used"));
     }
     if is_transfer {

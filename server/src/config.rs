@@ -56,9 +56,9 @@ pub struct Settings {
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseSettings {
     /// Unset: the embedded SQLite database, `countersign.db` in `data_dir`.
-    /// `postgres://…` or `postgresql://…`: a PostgreSQL server, which this
-    /// build recognizes but refuses to start with (under construction). A
-    /// secret: the URL may hold a password.
+    /// `postgres://…` or `postgresql://…`: a PostgreSQL server, which
+    /// several instances may share (docs/DEPLOY.md). A secret: the URL may
+    /// hold a password.
     #[serde(skip_serializing)]
     pub url: Option<SecretString>,
 }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
-use super::{ts, Cols, Conn, Pool, Result};
+use super::{query, ts, Cols, Conn, Pool, Result, Row};
 use crate::domain::jcs;
 
 pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
@@ -48,6 +48,9 @@ fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
+/// The PostgreSQL advisory lock key that serializes appends to the chain.
+const AUDIT_LOCK: i64 = 0x436f_756e_7465_7201;
+
 /// The chain's head as this process last wrote or read it: only a guess
 /// (another process may have appended since, or its transaction rolled
 /// back), so the insert checks it in the same statement.
@@ -72,17 +75,21 @@ fn set_hint(head: (i64, String)) {
 pub async fn append_alone(pool: &Pool, entry: &AuditEntry) -> Result<()> {
     let mut tx = pool.begin().await?;
     append(&mut tx, entry).await?;
-    Ok(tx.commit().await?)
+    tx.commit().await
 }
 
 pub async fn append(conn: &mut Conn, entry: &AuditEntry) -> Result<()> {
-    if let Some((seq, prev)) = hint() {
+    if conn.is_postgres() {
+        // Several instances may append at once: one at a time, the lock
+        // held to the end of the transaction, so the head read below stays
+        // the head. (On SQLite the single writer serializes them.)
+        query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
+    } else if let Some((seq, prev)) = hint() {
         if insert(conn, seq + 1, &prev, entry, true).await? {
             return Ok(());
         }
     }
-    let last =
-        sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetch_optional(&mut *conn).await?;
+    let last = query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetch_optional(&mut *conn).await?;
     let (seq, prev) = match last {
         Some(row) => (Cols::of(&row).int("seq")? + 1, Cols::of(&row).text("hash")?),
         None => (1, GENESIS.to_owned()),
@@ -101,7 +108,7 @@ async fn insert(conn: &mut Conn, seq: i64, prev: &str, entry: &AuditEntry, guard
         "INSERT INTO audit_log (seq, at, tenant_id, actor, action, proposal_id, request_hash, data, prev_hash, hash)
          SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{guard}"
     );
-    let query = sqlx::query(&sql)
+    let query = query(&sql)
         .bind(seq)
         .bind(&at)
         .bind(&entry.tenant_id)
@@ -115,7 +122,7 @@ async fn insert(conn: &mut Conn, seq: i64, prev: &str, entry: &AuditEntry, guard
     let query = if guarded { query.bind(prev) } else { query };
     let done = query.execute(conn).await?;
     let inserted = done.rows_affected() == 1;
-    if inserted {
+    if inserted && guarded {
         set_hint((seq, hash));
     }
     Ok(inserted)
@@ -132,7 +139,7 @@ pub struct StoredEntry {
 
 /// The entries about one proposal, oldest first (its timeline).
 pub async fn for_proposal(pool: &Pool, proposal_id: &str) -> Result<Vec<StoredEntry>> {
-    let rows = sqlx::query("SELECT seq, at, actor, action, data FROM audit_log WHERE proposal_id = ? ORDER BY seq")
+    let rows = query("SELECT seq, at, actor, action, data FROM audit_log WHERE proposal_id = ? ORDER BY seq")
         .bind(proposal_id)
         .fetch_all(pool)
         .await?;
@@ -159,15 +166,38 @@ pub enum Verification {
 
 /// Recomputes every link, oldest first, and reports the first break.
 pub async fn verify(pool: &Pool) -> Result<Verification> {
-    use futures::TryStreamExt;
-    let mut rows = sqlx::query("SELECT * FROM audit_log ORDER BY seq").fetch(pool);
+    const PAGE: i64 = 1000;
     let mut expected_prev = GENESIS.to_owned();
     let mut expected_seq = 1i64;
-    while let Some(row) = rows.try_next().await? {
-        let c = Cols::of(&row);
+    let mut after = i64::MIN;
+    loop {
+        let page = query("SELECT * FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?")
+            .bind(after)
+            .bind(PAGE)
+            .fetch_all(pool)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Cols::of(last).int("seq")?;
+        let full = page.len() as i64 == PAGE;
+        for row in &page {
+            if let Some(broken) = check(row, &mut expected_seq, &mut expected_prev)? {
+                return Ok(broken);
+            }
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(Verification::Intact { entries: expected_seq - 1 })
+}
+
+/// Checks one entry against the chain so far, advancing it.
+fn check(row: &Row, expected_seq: &mut i64, expected_prev: &mut String) -> Result<Option<Verification>> {
+    {
+        let c = Cols::of(row);
         let seq = c.int("seq")?;
-        if seq != expected_seq {
-            return Ok(Verification::Broken { seq, problem: format!("entry {expected_seq} is missing") });
+        if seq != *expected_seq {
+            return Ok(Some(Verification::Broken { seq, problem: format!("entry {expected_seq} is missing") }));
         }
         // A value of the wrong type is tampering like any other edit.
         let read = || -> Result<(AuditEntry, String, String, String)> {
@@ -183,18 +213,21 @@ pub async fn verify(pool: &Pool) -> Result<Verification> {
         };
         let (entry, at, prev, stored) = match read() {
             Ok(read) => read,
-            Err(e) => return Ok(Verification::Broken { seq, problem: e.to_string() }),
+            Err(e) => return Ok(Some(Verification::Broken { seq, problem: e.to_string() })),
         };
-        if prev != expected_prev {
-            return Ok(Verification::Broken { seq, problem: "prev_hash does not match the previous entry".into() });
+        if prev != *expected_prev {
+            return Ok(Some(Verification::Broken {
+                seq,
+                problem: "prev_hash does not match the previous entry".into(),
+            }));
         }
         if entry_hash(seq, &at, &entry, &prev) != stored {
-            return Ok(Verification::Broken { seq, problem: "content does not match its hash".into() });
+            return Ok(Some(Verification::Broken { seq, problem: "content does not match its hash".into() }));
         }
-        expected_prev = stored;
-        expected_seq += 1;
+        *expected_prev = stored;
+        *expected_seq += 1;
     }
-    Ok(Verification::Intact { entries: expected_seq - 1 })
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -235,26 +268,62 @@ mod tests {
         assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 4 });
         assert_eq!(verify(&other.read).await.unwrap(), Verification::Intact { entries: 1 });
         let actions: Vec<String> =
-            sqlx::query_scalar("SELECT action FROM audit_log ORDER BY seq").fetch_all(&db.read).await.unwrap();
+            crate::store::scalar("SELECT action FROM audit_log ORDER BY seq").fetch_all(&db.read).await.unwrap();
         assert_eq!(actions, ["a", "c", "d", "e"]);
     }
 
     #[tokio::test]
     async fn chain_detects_edits_and_deletions() {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = Db::open(tmp.path()).await.unwrap();
-        let mut conn = db.write.acquire().await.unwrap();
-        for a in ["a", "b", "c"] {
-            append(&mut conn, &entry(a)).await.unwrap();
+        for db in crate::store::test_pg::each_backend("chain_detects_edits_and_deletions").await {
+            let mut conn = db.write.acquire().await.unwrap();
+            for a in ["a", "b", "c"] {
+                append(&mut conn, &entry(a)).await.unwrap();
+            }
+            assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 }, "{}", db.backend);
+
+            query("UPDATE audit_log SET data = '{\"n\":2}' WHERE seq = 2").execute(&mut *conn).await.unwrap();
+            assert!(matches!(verify(&db.read).await.unwrap(), Verification::Broken { seq: 2, .. }));
+            query("UPDATE audit_log SET data = '{\"n\":1}' WHERE seq = 2").execute(&mut *conn).await.unwrap();
+            assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 });
+
+            query("DELETE FROM audit_log WHERE seq = 2").execute(&mut *conn).await.unwrap();
+            assert!(matches!(verify(&db.read).await.unwrap(), Verification::Broken { seq: 3, .. }));
+            drop(conn);
+            db.finish().await;
         }
-        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 });
+    }
 
-        sqlx::query("UPDATE audit_log SET data = '{\"n\":2}' WHERE seq = 2").execute(&mut *conn).await.unwrap();
-        assert!(matches!(verify(&db.read).await.unwrap(), Verification::Broken { seq: 2, .. }));
-        sqlx::query("UPDATE audit_log SET data = '{\"n\":1}' WHERE seq = 2").execute(&mut *conn).await.unwrap();
-        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 });
-
-        sqlx::query("DELETE FROM audit_log WHERE seq = 2").execute(&mut *conn).await.unwrap();
-        assert!(matches!(verify(&db.read).await.unwrap(), Verification::Broken { seq: 3, .. }));
+    /// Two instances (two pools on one PostgreSQL database) appending at
+    /// once, each append in a transaction that does other work too: one
+    /// chain, every entry in it.
+    #[tokio::test]
+    async fn concurrent_appends_from_two_instances_keep_one_chain() {
+        let Some(pg) = crate::store::test_pg::fresh("concurrent_appends_from_two_instances_keep_one_chain").await
+        else {
+            return;
+        };
+        let a = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        let second = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(4)
+            .connect_with(pg.pool.connect_options().as_ref().clone())
+            .await
+            .unwrap();
+        let b = Db::on_postgres(second).await.unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..40 {
+            let db = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tasks.push(tokio::spawn(async move {
+                let mut tx = db.begin().await.unwrap();
+                append(&mut tx, &entry(&format!("e{i}"))).await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                tx.commit().await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(verify(&a.read).await.unwrap(), Verification::Intact { entries: 40 });
+        b.close().await;
+        pg.drop().await;
     }
 }

@@ -1,7 +1,7 @@
 //! The change log that triggers fill (migration 0006) and the server follows
 //! to keep its read caches true (`crate::changes::follow`).
 
-use super::{Cols, Pool, Result};
+use super::{query, scalar, Builder, Cols, Pool, Result, Row};
 
 /// What one logged change invalidates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,16 +18,32 @@ pub enum Change {
 
 /// The newest sequence number, 0 when nothing was ever logged.
 pub async fn latest(pool: &Pool) -> Result<i64> {
-    Ok(sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetch_one(pool).await?)
+    Ok(scalar("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetch_one(pool).await?)
 }
 
 /// Up to `limit` changes after `seq`, oldest first, with their sequence numbers.
 pub async fn since(pool: &Pool, seq: i64, limit: u32) -> Result<Vec<(i64, Change)>> {
-    let rows = sqlx::query("SELECT seq, kind, proposal_id FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?")
+    let rows = query("SELECT seq, kind, proposal_id FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?")
         .bind(seq)
-        .bind(limit)
+        .bind(i64::from(limit))
         .fetch_all(pool)
         .await?;
+    read_changes(&rows)
+}
+
+/// The entries numbered `seqs` that are visible now (gaps a follower saw:
+/// on PostgreSQL a number is taken at insert, so an entry can commit after
+/// a larger one was read), by seq.
+pub async fn these(pool: &Pool, seqs: &[i64]) -> Result<Vec<(i64, Change)>> {
+    if seqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Builder::new("SELECT seq, kind, proposal_id FROM change_log WHERE seq IN (");
+    q.push_list(seqs.iter().copied()).push(") ORDER BY seq");
+    read_changes(&q.build().fetch_all(pool).await?)
+}
+
+fn read_changes(rows: &[Row]) -> Result<Vec<(i64, Change)>> {
     rows.iter()
         .map(|r| {
             let c = Cols::of(r);
@@ -44,10 +60,7 @@ pub async fn since(pool: &Pool, seq: i64, limit: u32) -> Result<Vec<(i64, Change
 
 /// Drops entries older than `minutes`; returns how many.
 pub async fn prune(pool: &Pool, minutes: u32) -> Result<u64> {
-    let cutoff = format!("-{minutes} minutes");
-    let done = sqlx::query("DELETE FROM change_log WHERE at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)")
-        .bind(cutoff)
-        .execute(pool)
-        .await?;
+    let cutoff = super::ts(chrono::Utc::now() - chrono::Duration::minutes(i64::from(minutes)));
+    let done = query("DELETE FROM change_log WHERE at < ?").bind(cutoff).execute(pool).await?;
     Ok(done.rows_affected())
 }

@@ -2,10 +2,9 @@
 //! system checks against. Upserts are idempotent (apply twice, same state).
 
 use crate::domain::Role;
-use sqlx::sqlite::SqliteRow;
 use std::collections::BTreeMap;
 
-use super::{new_id, ts, Cols, Conn, Pool, Result, StoreError};
+use super::{new_id, query, scalar, ts, Cols, Conn, Pool, Result, Row, StoreError};
 use chrono::{DateTime, Utc};
 
 /// Whether a row was created or changed by an upsert.
@@ -18,15 +17,15 @@ pub enum Upsert {
 
 pub async fn upsert_tenant(conn: &mut Conn, id: &str, name: &str) -> Result<Upsert> {
     let existing: Option<String> =
-        sqlx::query_scalar("SELECT name FROM tenants WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
+        scalar("SELECT name FROM tenants WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
     match existing {
         Some(n) if n == name => Ok(Upsert::Unchanged),
         Some(_) => {
-            sqlx::query("UPDATE tenants SET name = ? WHERE id = ?").bind(name).bind(id).execute(&mut *conn).await?;
+            query("UPDATE tenants SET name = ? WHERE id = ?").bind(name).bind(id).execute(&mut *conn).await?;
             Ok(Upsert::Updated)
         }
         None => {
-            sqlx::query("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)")
+            query("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)")
                 .bind(id)
                 .bind(name)
                 .bind(ts(Utc::now()))
@@ -38,15 +37,15 @@ pub async fn upsert_tenant(conn: &mut Conn, id: &str, name: &str) -> Result<Upse
 }
 
 pub async fn tenant_exists(conn: &mut Conn, id: &str) -> Result<bool> {
-    Ok(sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM tenants WHERE id = ?").bind(id).fetch_one(conn).await? > 0)
+    Ok(scalar::<i64>("SELECT COUNT(*) FROM tenants WHERE id = ?").bind(id).fetch_one(conn).await? > 0)
 }
 
 pub async fn count_tenants(pool: &Pool) -> Result<i64> {
-    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM tenants").fetch_one(pool).await?)
+    Ok(scalar("SELECT COUNT(*) FROM tenants").fetch_one(pool).await?)
 }
 
 pub async fn set_budget(conn: &mut Conn, tenant: &str, currency: &str, limit_minor: u64) -> Result<()> {
-    sqlx::query(
+    query(
         "INSERT INTO budgets (tenant_id, currency, daily_limit_minor) VALUES (?, ?, ?)
          ON CONFLICT (tenant_id, currency) DO UPDATE SET daily_limit_minor = excluded.daily_limit_minor",
     )
@@ -100,7 +99,7 @@ pub struct User {
 /// they are what people sign in with).
 pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(String, Upsert)>> {
     let roles = serde_json::to_string(&spec.roles).expect("roles serialize");
-    let existing = sqlx::query("SELECT id, tenant_id FROM users WHERE username = ?")
+    let existing = query("SELECT id, tenant_id FROM users WHERE username = ?")
         .bind(&spec.username)
         .fetch_optional(&mut *conn)
         .await?;
@@ -110,7 +109,7 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
             if tenant != spec.tenant_id {
                 return Ok(None);
             }
-            let changed = sqlx::query(
+            let changed = query(
                 "UPDATE users SET password_hash = ?, roles = ?, slack_user_id = ?
                  WHERE id = ? AND (password_hash <> ? OR roles <> ? OR COALESCE(slack_user_id, '') <> COALESCE(?, ''))",
             )
@@ -133,7 +132,7 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
         None => {
             let id = new_id("usr", Utc::now());
             let link = spec.oidc.clone().flatten();
-            sqlx::query(
+            query(
                 "INSERT INTO users (id, tenant_id, username, password_hash, roles, slack_user_id, active, created_at,
                                     oidc_issuer, oidc_subject)
                  VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
@@ -154,9 +153,9 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
     };
     let before = limits_of(&mut *conn, &id).await?;
     if before != spec.approval_limits_minor {
-        sqlx::query("DELETE FROM approval_limits WHERE user_id = ?").bind(&id).execute(&mut *conn).await?;
+        query("DELETE FROM approval_limits WHERE user_id = ?").bind(&id).execute(&mut *conn).await?;
         for (currency, limit) in &spec.approval_limits_minor {
-            sqlx::query("INSERT INTO approval_limits (user_id, currency, limit_minor) VALUES (?, ?, ?)")
+            query("INSERT INTO approval_limits (user_id, currency, limit_minor) VALUES (?, ?, ?)")
                 .bind(&id)
                 .bind(currency)
                 .bind(*limit as i64)
@@ -174,7 +173,7 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
 /// An identity already linked to another user is a `Conflict`.
 async fn set_oidc(conn: &mut Conn, user_id: &str, link: Option<&OidcIdentity>) -> Result<u64> {
     let (issuer, subject) = (link.map(|l| l.issuer.as_str()), link.map(|l| l.subject.as_str()));
-    Ok(sqlx::query(
+    Ok(query(
         "UPDATE users SET oidc_issuer = ?, oidc_subject = ?
          WHERE id = ? AND (COALESCE(oidc_issuer, '') <> COALESCE(?, '') OR COALESCE(oidc_subject, '') <> COALESCE(?, ''))",
     )
@@ -189,7 +188,7 @@ async fn set_oidc(conn: &mut Conn, user_id: &str, link: Option<&OidcIdentity>) -
 }
 
 async fn limits_of(conn: &mut Conn, user_id: &str) -> Result<BTreeMap<String, u64>> {
-    let rows = sqlx::query("SELECT currency, limit_minor FROM approval_limits WHERE user_id = ?")
+    let rows = query("SELECT currency, limit_minor FROM approval_limits WHERE user_id = ?")
         .bind(user_id)
         .fetch_all(conn)
         .await?;
@@ -201,7 +200,7 @@ async fn limits_of(conn: &mut Conn, user_id: &str) -> Result<BTreeMap<String, u6
         .collect()
 }
 
-fn user_from_row(row: &SqliteRow, limits: BTreeMap<String, u64>) -> Result<User> {
+fn user_from_row(row: &Row, limits: BTreeMap<String, u64>) -> Result<User> {
     let c = Cols::of(row);
     let roles: Vec<String> = c.json("roles")?;
     Ok(User {
@@ -223,8 +222,7 @@ fn user_from_row(row: &SqliteRow, limits: BTreeMap<String, u64>) -> Result<User>
 }
 
 pub async fn user_by_username(conn: &mut Conn, username: &str) -> Result<Option<User>> {
-    let Some(row) =
-        sqlx::query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?
+    let Some(row) = query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?
     else {
         return Ok(None);
     };
@@ -235,7 +233,7 @@ pub async fn user_by_username(conn: &mut Conn, username: &str) -> Result<Option<
 /// The user linked to `issuer` + `subject` (exactly; never by any other
 /// claim such as an e-mail address).
 pub async fn user_by_oidc(conn: &mut Conn, issuer: &str, subject: &str) -> Result<Option<User>> {
-    let Some(row) = sqlx::query("SELECT * FROM users WHERE oidc_issuer = ? AND oidc_subject = ?")
+    let Some(row) = query("SELECT * FROM users WHERE oidc_issuer = ? AND oidc_subject = ?")
         .bind(issuer)
         .bind(subject)
         .fetch_optional(&mut *conn)
@@ -248,7 +246,7 @@ pub async fn user_by_oidc(conn: &mut Conn, issuer: &str, subject: &str) -> Resul
 }
 
 pub async fn user_by_id(conn: &mut Conn, id: &str) -> Result<Option<User>> {
-    let Some(row) = sqlx::query("SELECT * FROM users WHERE id = ?").bind(id).fetch_optional(&mut *conn).await? else {
+    let Some(row) = query("SELECT * FROM users WHERE id = ?").bind(id).fetch_optional(&mut *conn).await? else {
         return Ok(None);
     };
     let limits = limits_of(&mut *conn, id).await?;
@@ -281,13 +279,13 @@ pub struct Agent {
 pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
     let sources = serde_json::to_string(&spec.source_accounts).expect("serialize");
     let purposes = serde_json::to_string(&spec.purposes).expect("serialize");
-    let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agents WHERE tenant_id = ? AND id = ?")
+    let exists: i64 = scalar("SELECT COUNT(*) FROM agents WHERE tenant_id = ? AND id = ?")
         .bind(&spec.tenant_id)
         .bind(&spec.id)
         .fetch_one(&mut *conn)
         .await?;
     if exists == 0 {
-        sqlx::query(
+        query(
             "INSERT INTO agents (tenant_id, id, key_sha256, acts_for, source_accounts, purposes, active, created_at)
              VALUES (?, ?, ?, ?, ?, ?, 1, ?)",
         )
@@ -302,7 +300,7 @@ pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
         .await?;
         return Ok(Upsert::Created);
     }
-    let changed = sqlx::query(
+    let changed = query(
         "UPDATE agents SET key_sha256 = ?, acts_for = ?, source_accounts = ?, purposes = ?
          WHERE tenant_id = ? AND id = ?
            AND (key_sha256 <> ? OR acts_for <> ? OR source_accounts <> ? OR purposes <> ?)",
@@ -323,7 +321,7 @@ pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
     Ok(if changed > 0 { Upsert::Updated } else { Upsert::Unchanged })
 }
 
-fn agent_from_row(row: &SqliteRow) -> Result<Agent> {
+fn agent_from_row(row: &Row) -> Result<Agent> {
     let c = Cols::of(row);
     Ok(Agent {
         tenant_id: c.text("tenant_id")?,
@@ -337,19 +335,14 @@ fn agent_from_row(row: &SqliteRow) -> Result<Agent> {
 
 /// The active agent whose key hashes to `key_sha256`.
 pub async fn agent_by_key_hash(pool: &Pool, key_sha256: &str) -> Result<Option<Agent>> {
-    let row = sqlx::query("SELECT * FROM agents WHERE key_sha256 = ? AND active = 1")
-        .bind(key_sha256)
-        .fetch_optional(pool)
-        .await?;
+    let row =
+        query("SELECT * FROM agents WHERE key_sha256 = ? AND active = 1").bind(key_sha256).fetch_optional(pool).await?;
     row.as_ref().map(agent_from_row).transpose()
 }
 
 pub async fn agent(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<Agent>> {
-    let row = sqlx::query("SELECT * FROM agents WHERE tenant_id = ? AND id = ?")
-        .bind(tenant)
-        .bind(id)
-        .fetch_optional(conn)
-        .await?;
+    let row =
+        query("SELECT * FROM agents WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(conn).await?;
     row.as_ref().map(agent_from_row).transpose()
 }
 
@@ -362,7 +355,7 @@ pub struct Payee {
 }
 
 pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
-    let existing = sqlx::query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?")
+    let existing = query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?")
         .bind(&p.tenant_id)
         .bind(&p.id)
         .fetch_optional(&mut *conn)
@@ -377,9 +370,9 @@ pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
             // A new legal name is a change of the payee's details (a risk
             // signal for a while: `risk::signals`); trust alone is not.
             let renamed = payee_from_row(&row)?.legal_name != p.legal_name;
-            sqlx::query(
+            query(
                 "UPDATE payees SET legal_name = ?, trusted = ?,
-                     details_changed_at = CASE WHEN ? THEN ? ELSE details_changed_at END
+                     details_changed_at = CASE WHEN ? = 1 THEN ? ELSE details_changed_at END
                  WHERE tenant_id = ? AND id = ?",
             )
             .bind(&p.legal_name)
@@ -393,7 +386,7 @@ pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
             Ok(Upsert::Updated)
         }
         None => {
-            sqlx::query("INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES (?, ?, ?, ?, ?)")
+            query("INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES (?, ?, ?, ?, ?)")
                 .bind(&p.tenant_id)
                 .bind(&p.id)
                 .bind(&p.legal_name)
@@ -409,20 +402,17 @@ pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
 /// Marks every payee of `tenant` as added at `at` (the demo's tenant is an
 /// established one: its payees are not new).
 pub async fn set_payees_added_at(pool: &Pool, tenant: &str, at: DateTime<Utc>) -> Result<()> {
-    sqlx::query("UPDATE payees SET created_at = ? WHERE tenant_id = ?").bind(ts(at)).bind(tenant).execute(pool).await?;
+    query("UPDATE payees SET created_at = ? WHERE tenant_id = ?").bind(ts(at)).bind(tenant).execute(pool).await?;
     Ok(())
 }
 
 pub async fn payee(pool: &Pool, tenant: &str, id: &str) -> Result<Option<Payee>> {
-    let row = sqlx::query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?")
-        .bind(tenant)
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
+    let row =
+        query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(pool).await?;
     row.as_ref().map(payee_from_row).transpose()
 }
 
-fn payee_from_row(row: &SqliteRow) -> Result<Payee> {
+fn payee_from_row(row: &Row) -> Result<Payee> {
     let c = Cols::of(row);
     Ok(Payee {
         tenant_id: c.text("tenant_id")?,
@@ -434,15 +424,13 @@ fn payee_from_row(row: &SqliteRow) -> Result<Payee> {
 
 /// The stored password hash of a user (only the sign-in path reads it).
 pub async fn password_hash(pool: &Pool, user_id: &str) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?)
+    Ok(scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?)
 }
 
 /// Users of a tenant, by username.
 pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
-    let rows = sqlx::query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username")
-        .bind(tenant)
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows =
+        query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username").bind(tenant).fetch_all(&mut *conn).await?;
     let mut users = Vec::with_capacity(rows.len());
     for row in &rows {
         let limits = limits_of(&mut *conn, &Cols::of(row).text("id")?).await?;
@@ -453,23 +441,21 @@ pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
 
 /// Agents of a tenant, by id.
 pub async fn agents_of(pool: &Pool, tenant: &str) -> Result<Vec<Agent>> {
-    let rows = sqlx::query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
+    let rows = query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
     rows.iter().map(agent_from_row).collect()
 }
 
 /// Payees of a tenant, by legal name.
 pub async fn payees_of(pool: &Pool, tenant: &str) -> Result<Vec<Payee>> {
-    let rows = sqlx::query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY legal_name")
-        .bind(tenant)
-        .fetch_all(pool)
-        .await?;
+    let rows =
+        query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY legal_name").bind(tenant).fetch_all(pool).await?;
     rows.iter().map(payee_from_row).collect()
 }
 
 /// The stored password hash of `username`, only if they belong to `tenant`
 /// (provisioning keeps it when asked to; another tenant's hash is never read).
 pub async fn password_hash_in_tenant(conn: &mut Conn, tenant: &str, username: &str) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar("SELECT password_hash FROM users WHERE tenant_id = ? AND username = ?")
+    Ok(scalar("SELECT password_hash FROM users WHERE tenant_id = ? AND username = ?")
         .bind(tenant)
         .bind(username)
         .fetch_optional(conn)
@@ -478,7 +464,7 @@ pub async fn password_hash_in_tenant(conn: &mut Conn, tenant: &str, username: &s
 
 /// A tenant's daily budgets per currency.
 pub async fn budgets_of(conn: &mut Conn, tenant: &str) -> Result<BTreeMap<String, u64>> {
-    let rows = sqlx::query("SELECT currency, daily_limit_minor FROM budgets WHERE tenant_id = ?")
+    let rows = query("SELECT currency, daily_limit_minor FROM budgets WHERE tenant_id = ?")
         .bind(tenant)
         .fetch_all(conn)
         .await?;
@@ -493,10 +479,8 @@ pub async fn budgets_of(conn: &mut Conn, tenant: &str) -> Result<BTreeMap<String
 /// The user a Slack user id is linked to, if any.
 pub async fn user_by_slack_id(pool: &Pool, slack_user_id: &str) -> Result<Option<User>> {
     let mut conn = pool.acquire().await?;
-    let Some(row) = sqlx::query("SELECT * FROM users WHERE slack_user_id = ?")
-        .bind(slack_user_id)
-        .fetch_optional(&mut *conn)
-        .await?
+    let Some(row) =
+        query("SELECT * FROM users WHERE slack_user_id = ?").bind(slack_user_id).fetch_optional(&mut *conn).await?
     else {
         return Ok(None);
     };
@@ -510,7 +494,7 @@ pub async fn user_by_slack_id(pool: &Pool, slack_user_id: &str) -> Result<Option
 /// Sets the agent's `active` flag; false when there is no such agent.
 /// An inactive agent's key authenticates nothing.
 pub async fn set_agent_active(conn: &mut Conn, tenant: &str, id: &str, active: bool) -> Result<bool> {
-    let done = sqlx::query("UPDATE agents SET active = ? WHERE tenant_id = ? AND id = ?")
+    let done = query("UPDATE agents SET active = ? WHERE tenant_id = ? AND id = ?")
         .bind(i64::from(active))
         .bind(tenant)
         .bind(id)
@@ -525,7 +509,7 @@ pub async fn set_slack_user_id(
     username: &str,
     slack_user_id: Option<&str>,
 ) -> Result<bool> {
-    let done = sqlx::query("UPDATE users SET slack_user_id = ? WHERE tenant_id = ? AND username = ?")
+    let done = query("UPDATE users SET slack_user_id = ? WHERE tenant_id = ? AND username = ?")
         .bind(slack_user_id)
         .bind(tenant)
         .bind(username)

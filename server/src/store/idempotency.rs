@@ -3,7 +3,7 @@
 //! request, everyone else replays, is told the key is in use, or that it was
 //! used with another body.
 
-use super::{ts, Cols, Pool, Result};
+use super::{query, ts, Cols, Pool, Result};
 use chrono::{DateTime, Duration, Utc};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub async fn claim(
     let mut tx = pool.begin().await?;
     // A key older than the retention window is forgotten, and so is a claim
     // whose request died with the process (no request runs for minutes).
-    sqlx::query(
+    query(
         "DELETE FROM idempotency_keys WHERE tenant_id = ? AND agent_id = ? AND key = ?
            AND (created_at < ? OR (state = 'in_flight' AND created_at < ?))",
     )
@@ -48,7 +48,7 @@ pub async fn claim(
     .bind(ts(now - ABANDONED_AFTER))
     .execute(&mut *tx)
     .await?;
-    let inserted = sqlx::query(
+    let inserted = query(
         "INSERT INTO idempotency_keys (tenant_id, agent_id, key, fingerprint, state, created_at)
          VALUES (?, ?, ?, ?, 'in_flight', ?) ON CONFLICT DO NOTHING",
     )
@@ -63,7 +63,7 @@ pub async fn claim(
     let claim = if inserted == 1 {
         Claim::Fresh
     } else {
-        let row = sqlx::query(
+        let row = query(
             "SELECT fingerprint, state, response_status, response_body FROM idempotency_keys
              WHERE tenant_id = ? AND agent_id = ? AND key = ?",
         )
@@ -89,7 +89,7 @@ pub async fn claim(
 
 /// Stores the response of the request that claimed the key.
 pub async fn complete(pool: &Pool, scope: &Scope<'_>, status: u16, body: &str) -> Result<()> {
-    sqlx::query(
+    query(
         "UPDATE idempotency_keys SET state = 'done', response_status = ?, response_body = ?
          WHERE tenant_id = ? AND agent_id = ? AND key = ?",
     )
@@ -106,20 +106,18 @@ pub async fn complete(pool: &Pool, scope: &Scope<'_>, status: u16, body: &str) -
 /// Forgets the key: the request never started executing (bad input) or failed
 /// on our side, so a retry with the same key may run again.
 pub async fn release(pool: &Pool, scope: &Scope<'_>) -> Result<()> {
-    sqlx::query(
-        "DELETE FROM idempotency_keys WHERE tenant_id = ? AND agent_id = ? AND key = ? AND state = 'in_flight'",
-    )
-    .bind(scope.tenant_id)
-    .bind(scope.agent_id)
-    .bind(scope.key)
-    .execute(pool)
-    .await?;
+    query("DELETE FROM idempotency_keys WHERE tenant_id = ? AND agent_id = ? AND key = ? AND state = 'in_flight'")
+        .bind(scope.tenant_id)
+        .bind(scope.agent_id)
+        .bind(scope.key)
+        .execute(pool)
+        .await?;
     Ok(())
 }
 
 /// Deletes keys past the retention window; returns how many.
 pub async fn purge(pool: &Pool, now: DateTime<Utc>, retention: Duration) -> Result<u64> {
-    Ok(sqlx::query("DELETE FROM idempotency_keys WHERE created_at < ?")
+    Ok(query("DELETE FROM idempotency_keys WHERE created_at < ?")
         .bind(ts(now - retention))
         .execute(pool)
         .await?

@@ -5,10 +5,9 @@
 //! fail with `SQLITE_BUSY` on upgrade; reads use a separate pool. With
 //! PostgreSQL both pools become one.
 //!
-//! PostgreSQL is under construction (docs/DECISIONS.md, "PostgreSQL"): its
-//! migrations exist and are kept equal to SQLite's by a test (`parity`), and
-//! [`Backend`] recognizes a `postgres://` `database.url`, but [`Db::connect`]
-//! refuses it until the queries below run on it.
+//! PostgreSQL (`database.url`, docs/DECISIONS.md "PostgreSQL") runs the same
+//! query texts: [`sql`] sends each to the backend's own sqlx driver. Its
+//! migrations are kept equal to SQLite's by a test (`parity`).
 
 pub mod audit;
 pub mod change_log;
@@ -25,6 +24,7 @@ pub mod slack;
 pub mod webhooks;
 
 mod rows;
+pub mod sql;
 
 #[cfg(test)]
 mod parity;
@@ -32,23 +32,19 @@ mod parity;
 pub(crate) mod test_pg;
 
 pub use rows::Cols;
+pub use sql::{query, scalar, Builder, Conn, Exec, Pool, Row};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use rand::Rng;
 use secrecy::SecretString;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::SqlitePool;
+use sqlx::{ConnectOptions, SqlitePool};
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// A pool of connections (the writer or the readers of a [`Db`]).
-pub type Pool = SqlitePool;
-/// One connection: what a store function that must share a transaction takes.
-pub type Conn = sqlx::SqliteConnection;
-/// A connection held from a pool until dropped.
-pub type Pooled = sqlx::pool::PoolConnection<sqlx::Sqlite>;
 /// A store function's outcome.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -100,15 +96,41 @@ impl From<sqlx::Error> for StoreError {
 
 /// A write transaction. It derefs to a [`Conn`], so store functions run
 /// inside it; dropped without [`Tx::commit`] it rolls back.
-pub struct Tx(sqlx::Transaction<'static, sqlx::Sqlite>);
+#[derive(Debug)]
+pub struct Tx(Conn);
 
 impl Tx {
     pub async fn commit(self) -> Result<()> {
-        Ok(self.0.commit().await?)
+        match self.0 {
+            Conn::SqliteTx(t) => Ok(t.commit().await?),
+            Conn::PgTx(t) => Ok(t.commit().await?),
+            Conn::Sqlite(_) | Conn::Pg(_) => unreachable!("a Tx holds a transaction"),
+        }
     }
 
     pub async fn rollback(self) -> Result<()> {
-        Ok(self.0.rollback().await?)
+        match self.0 {
+            Conn::SqliteTx(t) => Ok(t.rollback().await?),
+            Conn::PgTx(t) => Ok(t.rollback().await?),
+            Conn::Sqlite(_) | Conn::Pg(_) => unreachable!("a Tx holds a transaction"),
+        }
+    }
+}
+
+/// A connection held from a pool until dropped; it derefs to a [`Conn`].
+#[derive(Debug)]
+pub struct Pooled(Conn);
+
+impl Deref for Pooled {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.0
+    }
+}
+
+impl DerefMut for Pooled {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.0
     }
 }
 
@@ -139,8 +161,7 @@ pub static PG_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/
 pub enum Backend {
     /// The embedded default: `countersign.db` in the data directory.
     Sqlite { data_dir: PathBuf },
-    /// A PostgreSQL server, `postgres://` or `postgresql://` (under
-    /// construction: [`Db::connect`] refuses it).
+    /// A PostgreSQL server, `postgres://` or `postgresql://`.
     Postgres { url: SecretString },
 }
 
@@ -168,12 +189,14 @@ impl Backend {
     }
 }
 
+/// The database. On SQLite, `write` is a pool of exactly one connection
+/// (all writes queue there) and `read` has several, which WAL lets run
+/// beside the writer. On PostgreSQL both are the same pool: writers run
+/// concurrently under MVCC.
 #[derive(Clone, Debug)]
 pub struct Db {
-    /// Exactly one connection: all writes queue here.
-    pub write: SqlitePool,
-    /// Many connections for reads (WAL lets them run beside the writer).
-    pub read: SqlitePool,
+    pub write: Pool,
+    pub read: Pool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -184,14 +207,34 @@ pub enum OpenError {
     Open { path: String, source: sqlx::Error },
     #[error("cannot migrate database: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
-    /// `database.url` names a PostgreSQL server, which the store does not
-    /// run on yet. Nothing was connected to or written.
+    /// The PostgreSQL server refused the connection or the URL is invalid
+    /// (sqlx's text names neither the password nor the URL).
+    #[error("cannot connect to PostgreSQL (`database.url`): {0}")]
+    Postgres(#[source] sqlx::Error),
     #[error(
-        "PostgreSQL support is under construction: this build keeps its data in SQLite only, and \
-         `database.url` names a PostgreSQL server. Unset `database.url` to use the embedded \
-         database in data_dir (docs/CONFIG.md)"
+        "the PostgreSQL database sorts text by the {0:?} collation; Countersign compares ids and timestamps \
+         byte by byte and needs C: create the database with `CREATE DATABASE … TEMPLATE template0 LOCALE 'C'`"
     )]
-    PostgresUnderConstruction,
+    Collation(String),
+}
+
+/// Connections each instance keeps to PostgreSQL.
+const PG_CONNECTIONS: u32 = 16;
+
+/// Refuses a database that does not sort text byte by byte (libc `C` or
+/// `POSIX`; `datlocprovider` 'i' is ICU, PostgreSQL 15+).
+async fn check_collation(conn: &mut sqlx::PgConnection) -> Result<(), OpenError> {
+    let (collate, provider): (String, String) = sqlx::query_as(
+        "SELECT datcollate::text, datlocprovider::text FROM pg_database WHERE datname = current_database()",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(OpenError::Postgres)?;
+    if provider != "c" || (collate != "C" && collate != "POSIX") {
+        let name = if provider == "c" { collate } else { format!("ICU ({collate})") };
+        return Err(OpenError::Collation(name));
+    }
+    Ok(())
 }
 
 /// Creates `dir` (and parents) with mode 0700, tightening it if it exists.
@@ -207,13 +250,48 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 impl Db {
-    /// Opens the database `backend` names and migrates it. PostgreSQL is
-    /// refused, before any connection, until the store runs on it.
+    /// Opens the database `backend` names and migrates it.
     pub async fn connect(backend: &Backend) -> Result<Db, OpenError> {
         match backend {
             Backend::Sqlite { data_dir } => Db::open(data_dir).await,
-            Backend::Postgres { .. } => Err(OpenError::PostgresUnderConstruction),
+            Backend::Postgres { url } => Db::open_postgres(url, PG_CONNECTIONS).await,
         }
+    }
+
+    /// Connects to the PostgreSQL database `url` names and migrates it
+    /// (`PG_MIGRATOR`). Refuses a database whose collation is not `C`:
+    /// ids, timestamps and cursors compare as bytes, as on SQLite. The
+    /// first connection is made once, so an unreachable server is an
+    /// error at once (a pool would retry until its timeout).
+    pub async fn open_postgres(url: &SecretString, connections: u32) -> Result<Db, OpenError> {
+        use secrecy::ExposeSecret;
+        use sqlx::Connection;
+        let options =
+            PgConnectOptions::from_str(url.expose_secret()).map_err(OpenError::Postgres)?.disable_statement_logging();
+        let mut first = sqlx::PgConnection::connect_with(&options).await.map_err(OpenError::Postgres)?;
+        check_collation(&mut first).await?;
+        PG_MIGRATOR.run(&mut first).await?;
+        first.close().await.ok();
+        let pool = PgPoolOptions::new()
+            .max_connections(connections)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_lazy_with(options);
+        let pool = Pool::Pg(pool);
+        Ok(Db { write: pool.clone(), read: pool })
+    }
+
+    /// A store on an open PostgreSQL pool, checked and migrated (tests).
+    pub async fn on_postgres(pool: sqlx::PgPool) -> Result<Db, OpenError> {
+        let mut conn = pool.acquire().await.map_err(OpenError::Postgres)?;
+        check_collation(&mut conn).await?;
+        PG_MIGRATOR.run(&mut *conn).await?;
+        drop(conn);
+        let pool = Pool::Pg(pool);
+        Ok(Db { write: pool.clone(), read: pool })
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.write.is_postgres()
     }
 
     /// Opens (creating if needed) the SQLite database in `data_dir` and migrates it.
@@ -225,12 +303,12 @@ impl Db {
         let write = writer_pool(&path).await.map_err(open_err)?;
         MIGRATOR.run(&write).await?;
         let read = reader_pool(&path, 8).await.map_err(open_err)?;
-        Ok(Db { write, read })
+        Ok(Db { write: Pool::Sqlite(write), read: Pool::Sqlite(read) })
     }
 
     /// Starts a write transaction (writes queue on the one writer).
     pub async fn begin(&self) -> Result<Tx> {
-        Ok(Tx(self.write.begin().await?))
+        Ok(self.write.begin().await?)
     }
 
     /// The writer's connection, outside a transaction.
@@ -245,7 +323,7 @@ impl Db {
 
     /// Whether the database answers a trivial query (readiness).
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.read).await?;
+        query("SELECT 1").execute(&self.read).await?;
         Ok(())
     }
 
@@ -313,22 +391,41 @@ pub mod probe {
     use super::Db;
 
     pub async fn count(db: &Db, table: &str) -> i64 {
-        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(&db.read).await.unwrap()
+        super::scalar(format!("SELECT COUNT(*) FROM {table}")).fetch_one(&db.read).await.unwrap()
     }
 
     /// The first column of every row of `sql`, as text.
     pub async fn texts(db: &Db, sql: &str) -> Vec<String> {
-        sqlx::query_scalar(sql).fetch_all(&db.read).await.unwrap()
+        super::scalar(sql).fetch_all(&db.read).await.unwrap()
     }
 
     /// The first two columns of every row of `sql`, as text.
     pub async fn pairs(db: &Db, sql: &str) -> Vec<(String, String)> {
-        sqlx::query_as(sql).fetch_all(&db.read).await.unwrap()
+        let rows = super::query(sql).fetch_all(&db.read).await.unwrap();
+        rows.iter().map(|r| (r.try_get_at(0).unwrap(), r.try_get_at(1).unwrap())).collect()
+    }
+
+    /// A change-log entry for `proposal_id`, written as the triggers do.
+    pub fn log_change(proposal_id: &'static str) -> LogChange {
+        LogChange(proposal_id)
+    }
+
+    pub struct LogChange(&'static str);
+
+    impl LogChange {
+        pub async fn run(self, tx: &mut super::Tx) {
+            super::query("INSERT INTO change_log (kind, proposal_id, at) VALUES ('proposal', ?, ?)")
+                .bind(self.0)
+                .bind(super::ts(chrono::Utc::now()))
+                .execute(tx)
+                .await
+                .unwrap();
+        }
     }
 
     /// The integer in the first column of the first row of `sql`, if any.
     pub async fn int(db: &Db, sql: &str) -> Option<i64> {
-        sqlx::query_scalar(sql).fetch_optional(&db.read).await.unwrap()
+        super::scalar(sql).fetch_optional(&db.read).await.unwrap()
     }
 }
 
@@ -373,18 +470,46 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn postgres_is_refused_before_connecting() {
-        // Nothing listens on port 9 of a TEST-NET address: a connection
-        // attempt would time out, not answer at once.
-        let url = SecretString::from("postgres://cs:hunter2@192.0.2.1:9/cs".to_owned());
+    async fn an_unreachable_postgres_is_an_error_without_the_password() {
+        // Nothing listens on port 9 of the loopback address: refused at once.
+        let url = SecretString::from("postgres://cs:hunter2@127.0.0.1:9/cs?connect_timeout=2".to_owned());
         let backend = Backend::select(Some(&url), Path::new("unused")).unwrap();
-        let started = std::time::Instant::now();
         let err = Db::connect(&backend).await.unwrap_err();
-        assert!(matches!(err, OpenError::PostgresUnderConstruction), "{err}");
-        assert!(started.elapsed() < Duration::from_secs(1));
-        let text = err.to_string();
-        assert!(text.starts_with("PostgreSQL support is under construction: "), "{text}");
+        assert!(matches!(err, OpenError::Postgres(_)), "{err}");
+        let text = format!("{err} {err:?}");
         assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn postgres_backend_connects_and_migrates() {
+        let Some(pg) = test_pg::fresh("postgres_backend_connects_and_migrates").await else { return };
+        let url = format!("{}/{}", test_pg::server_url().rsplit_once('/').unwrap().0, pg.name);
+        let db = Db::connect(&Backend::Postgres { url: SecretString::from(url) }).await.unwrap();
+        db.ping().await.unwrap();
+        assert!(db.is_postgres());
+        let applied: i64 = scalar("SELECT COUNT(*) FROM _sqlx_migrations").fetch_one(&db.read).await.unwrap();
+        assert_eq!(applied, PG_MIGRATOR.iter().count() as i64);
+        db.close().await;
+        pg.drop().await;
+    }
+
+    #[tokio::test]
+    async fn a_database_not_sorting_bytes_is_refused() {
+        let Some(pg) = test_pg::fresh("a_database_not_sorting_bytes_is_refused").await else { return };
+        let name = format!("{}_en", pg.name);
+        let created =
+            sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C.utf8'")).execute(&pg.pool).await;
+        if let Err(e) = created {
+            eprintln!("SKIPPED a_database_not_sorting_bytes_is_refused: no C.utf8 locale on the test server: {e}");
+            pg.drop().await;
+            return;
+        }
+        let url = format!("{}/{name}", test_pg::server_url().rsplit_once('/').unwrap().0);
+        let err = Db::connect(&Backend::Postgres { url: SecretString::from(url) }).await.unwrap_err();
+        assert!(matches!(err, OpenError::Collation(ref c) if c == "C.utf8"), "{err}");
+        assert!(err.to_string().contains("LOCALE 'C'"), "{err}");
+        sqlx::query(&format!("DROP DATABASE {name}")).execute(&pg.pool).await.unwrap();
+        pg.drop().await;
     }
 
     #[tokio::test]
@@ -402,11 +527,11 @@ mod tests {
         let dir = tmp.path().join("nested/data");
         let db = Db::open(&dir).await.unwrap();
         assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
-        let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&db.write).await.unwrap();
+        let mode: String = scalar("PRAGMA journal_mode").fetch_one(&db.write).await.unwrap();
         assert_eq!(mode, "wal");
-        let sync: i64 = sqlx::query_scalar("PRAGMA synchronous").fetch_one(&db.write).await.unwrap();
+        let sync: i64 = scalar("PRAGMA synchronous").fetch_one(&db.write).await.unwrap();
         assert_eq!(sync, 2, "FULL");
-        let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys").fetch_one(&db.read).await.unwrap();
+        let fk: i64 = scalar("PRAGMA foreign_keys").fetch_one(&db.read).await.unwrap();
         assert_eq!(fk, 1);
     }
 }

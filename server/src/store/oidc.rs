@@ -4,7 +4,7 @@
 //! (deleted and returned in one statement) by the first callback that
 //! presents it, so a state, a nonce and a PKCE verifier serve one callback.
 
-use super::{ts, Cols, Pool, Result};
+use super::{query, ts, Cols, Pool, Result};
 use chrono::{DateTime, Utc};
 
 /// A sign-in waiting for the browser to come back.
@@ -21,7 +21,7 @@ pub struct PendingLogin {
 
 /// Remembers `login` under the hex SHA-256 of its cookie's value.
 pub async fn insert(pool: &Pool, id_sha256: &str, login: &PendingLogin, now: DateTime<Utc>) -> Result<()> {
-    sqlx::query(
+    query(
         "INSERT INTO oidc_logins (id_sha256, provider, state, nonce, pkce_verifier, return_to, expires_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
@@ -41,7 +41,7 @@ pub async fn insert(pool: &Pool, id_sha256: &str, login: &PendingLogin, now: Dat
 /// Deletes the sign-in behind `id_sha256` and returns it, if it was there
 /// and had not expired. A second call for the same id finds nothing.
 pub async fn take(pool: &Pool, id_sha256: &str, now: DateTime<Utc>) -> Result<Option<PendingLogin>> {
-    let row = sqlx::query(
+    let row = query(
         "DELETE FROM oidc_logins WHERE id_sha256 = ?
          RETURNING provider, state, nonce, pkce_verifier, return_to, expires_at",
     )
@@ -63,6 +63,6 @@ pub async fn take(pool: &Pool, id_sha256: &str, now: DateTime<Utc>) -> Result<Op
 
 /// Removes sign-ins nobody came back for; returns how many.
 pub async fn delete_expired(pool: &Pool, now: DateTime<Utc>) -> Result<u64> {
-    let done = sqlx::query("DELETE FROM oidc_logins WHERE expires_at <= ?").bind(ts(now)).execute(pool).await?;
+    let done = query("DELETE FROM oidc_logins WHERE expires_at <= ?").bind(ts(now)).execute(pool).await?;
     Ok(done.rows_affected())
 }

@@ -2,10 +2,8 @@
 //! Status changes are compare-and-set; a reservation is a conditional UPDATE.
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Sqlite, SqliteExecutor};
 
-use super::{ts, Cols, Conn, Pool, Result};
+use super::{query, scalar, ts, Builder, Cols, Conn, Exec, Pool, Result, Row};
 
 pub use crate::domain::OpStatus;
 
@@ -32,7 +30,7 @@ pub struct OperationRow {
     pub updated_at: DateTime<Utc>,
 }
 
-fn from_row(r: &SqliteRow) -> Result<OperationRow> {
+fn from_row(r: &Row) -> Result<OperationRow> {
     from_cols(&Cols::of(r))
 }
 
@@ -79,7 +77,7 @@ pub struct NewOperation<'a> {
 
 pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<()> {
     let now = ts(op.now);
-    sqlx::query(
+    query(
         "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
              currency, budget_day, reverses, attempts, next_check_at, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0, ?, ?, ?)",
@@ -103,9 +101,8 @@ pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<()> {
 }
 
 /// The operation of a proposal, on a pool or inside a transaction.
-pub async fn for_proposal<'e>(db: impl SqliteExecutor<'e>, proposal_id: &str) -> Result<Option<OperationRow>> {
-    let row =
-        sqlx::query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(db).await?;
+pub async fn for_proposal<'e>(db: impl Into<Exec<'e>>, proposal_id: &str) -> Result<Option<OperationRow>> {
+    let row = query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(db).await?;
     row.as_ref().map(from_row).transpose()
 }
 
@@ -114,22 +111,19 @@ pub async fn for_proposals(pool: &Pool, ids: &[&str]) -> Result<Vec<OperationRow
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("SELECT * FROM operations WHERE proposal_id IN (");
-    let mut sep = q.separated(", ");
-    for id in ids {
-        sep.push_bind(*id);
-    }
+    let mut q = Builder::new("SELECT * FROM operations WHERE proposal_id IN (");
+    q.push_list(ids.iter().copied());
     q.push(")");
     q.build().fetch_all(pool).await?.iter().map(from_row).collect()
 }
 
 /// The tenant's transfer operation that the rail knows as `rail_reference`.
 pub async fn by_rail_reference<'e>(
-    db: impl SqliteExecutor<'e>,
+    db: impl Into<Exec<'e>>,
     tenant: &str,
     rail_reference: &str,
 ) -> Result<Option<OperationRow>> {
-    let row = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND rail_reference = ? AND kind = 'transfer'")
+    let row = query("SELECT * FROM operations WHERE tenant_id = ? AND rail_reference = ? AND kind = 'transfer'")
         .bind(tenant)
         .bind(rail_reference)
         .fetch_optional(db)
@@ -137,14 +131,14 @@ pub async fn by_rail_reference<'e>(
     row.as_ref().map(from_row).transpose()
 }
 
-pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> Result<Option<OperationRow>> {
-    let row = sqlx::query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(db).await?;
+pub async fn get<'e>(db: impl Into<Exec<'e>>, id: &str) -> Result<Option<OperationRow>> {
+    let row = query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(db).await?;
     row.as_ref().map(from_row).transpose()
 }
 
 /// Open operations whose next check is due, oldest first.
 pub async fn due(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<OperationRow>> {
-    let rows = sqlx::query(
+    let rows = query(
         "SELECT * FROM operations WHERE status IN ('pending', 'accepted', 'unknown') AND next_check_at <= ?
          ORDER BY next_check_at, id LIMIT ?",
     )
@@ -157,7 +151,7 @@ pub async fn due(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<Oper
 
 /// A tenant's operations in one status, newest first.
 pub async fn of_tenant(pool: &Pool, tenant: &str, status: OpStatus, limit: u32) -> Result<Vec<OperationRow>> {
-    let rows = sqlx::query("SELECT * FROM operations WHERE tenant_id = ? AND status = ? ORDER BY id DESC LIMIT ?")
+    let rows = query("SELECT * FROM operations WHERE tenant_id = ? AND status = ? ORDER BY id DESC LIMIT ?")
         .bind(tenant)
         .bind(status.as_str())
         .bind(i64::from(limit))
@@ -186,7 +180,7 @@ pub async fn set_status(
     u: &Update<'_>,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("UPDATE operations SET status = ");
+    let mut q = Builder::new("UPDATE operations SET status = ");
     q.push_bind(to.as_str()).push(", updated_at = ").push_bind(ts(now));
     if let Some(r) = u.rail_reference {
         q.push(", rail_reference = ").push_bind(r.to_owned());
@@ -204,10 +198,7 @@ pub async fn set_status(
         q.push(", next_check_at = ").push_bind(ts(at));
     }
     q.push(" WHERE id = ").push_bind(id).push(" AND status IN (");
-    let mut sep = q.separated(", ");
-    for f in from {
-        sep.push_bind(f.as_str());
-    }
+    q.push_list(from.iter().map(|f| f.as_str()));
     q.push(")");
     Ok(q.build().execute(conn).await?.rows_affected() == 1)
 }
@@ -215,7 +206,7 @@ pub async fn set_status(
 /// Postpones the next reconciliation check of an open operation.
 pub async fn reschedule(conn: &mut Conn, id: &str, at: DateTime<Utc>, attempted: bool) -> Result<()> {
     let bump = if attempted { ", attempts = attempts + 1" } else { "" };
-    sqlx::query(&format!("UPDATE operations SET next_check_at = ?{bump} WHERE id = ?"))
+    query(format!("UPDATE operations SET next_check_at = ?{bump} WHERE id = ?"))
         .bind(ts(at))
         .bind(id)
         .execute(conn)
@@ -226,31 +217,29 @@ pub async fn reschedule(conn: &mut Conn, id: &str, at: DateTime<Utc>, attempted:
 /// Marks the approval token used. False when it was used already or is not
 /// the proposal's (the `used_at IS NULL` compare-and-set makes it single use).
 pub async fn use_token(conn: &mut Conn, jti: &str, proposal_id: &str, now: DateTime<Utc>) -> Result<bool> {
-    let done =
-        sqlx::query("UPDATE approval_tokens SET used_at = ? WHERE jti = ? AND proposal_id = ? AND used_at IS NULL")
-            .bind(ts(now))
-            .bind(jti)
-            .bind(proposal_id)
-            .execute(conn)
-            .await?;
+    let done = query("UPDATE approval_tokens SET used_at = ? WHERE jti = ? AND proposal_id = ? AND used_at IS NULL")
+        .bind(ts(now))
+        .bind(jti)
+        .bind(proposal_id)
+        .execute(conn)
+        .await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// The daily limit of a tenant for a currency, if one is set.
 pub async fn daily_limit(conn: &mut Conn, tenant: &str, currency: &str) -> Result<Option<u64>> {
-    let limit: Option<i64> =
-        sqlx::query_scalar("SELECT daily_limit_minor FROM budgets WHERE tenant_id = ? AND currency = ?")
-            .bind(tenant)
-            .bind(currency)
-            .fetch_optional(conn)
-            .await?;
+    let limit: Option<i64> = scalar("SELECT daily_limit_minor FROM budgets WHERE tenant_id = ? AND currency = ?")
+        .bind(tenant)
+        .bind(currency)
+        .fetch_optional(conn)
+        .await?;
     Ok(limit.map(|l| l as u64))
 }
 
 /// What a tenant has reserved for a currency on a UTC day.
 pub async fn reserved(conn: &mut Conn, tenant: &str, currency: &str, day: &str) -> Result<u64> {
     let reserved: Option<i64> =
-        sqlx::query_scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = ? AND currency = ? AND day = ?")
+        scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = ? AND currency = ? AND day = ?")
             .bind(tenant)
             .bind(currency)
             .bind(day)
@@ -269,7 +258,7 @@ pub async fn reserve(
     amount: u64,
     limit: u64,
 ) -> Result<bool> {
-    sqlx::query(
+    query(
         "INSERT INTO budget_days (tenant_id, currency, day, reserved_minor) VALUES (?, ?, ?, 0)
          ON CONFLICT (tenant_id, currency, day) DO NOTHING",
     )
@@ -278,7 +267,7 @@ pub async fn reserve(
     .bind(day)
     .execute(&mut *conn)
     .await?;
-    let done = sqlx::query(
+    let done = query(
         "UPDATE budget_days SET reserved_minor = reserved_minor + ?
          WHERE tenant_id = ? AND currency = ? AND day = ? AND reserved_minor + ? <= ?",
     )
@@ -295,7 +284,7 @@ pub async fn reserve(
 
 /// Gives a failed operation's reservation back to the day it was taken from.
 pub async fn release(conn: &mut Conn, tenant: &str, currency: &str, day: &str, amount: u64) -> Result<()> {
-    sqlx::query(
+    query(
         "UPDATE budget_days SET reserved_minor = CASE WHEN reserved_minor > ? THEN reserved_minor - ? ELSE 0 END
          WHERE tenant_id = ? AND currency = ? AND day = ?",
     )

@@ -1,9 +1,8 @@
 //! Passkeys and the challenges handed out for them (migration 0014).
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
 
-use super::{ts, Cols, Conn, Pool, Result};
+use super::{query, ts, Cols, Conn, Pool, Result, Row};
 
 /// A registered passkey. Key material is base64url text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +18,7 @@ pub struct PasskeyRow {
     pub last_used_at: Option<DateTime<Utc>>,
 }
 
-fn passkey(r: &SqliteRow) -> Result<PasskeyRow> {
+fn passkey(r: &Row) -> Result<PasskeyRow> {
     let c = Cols::of(r);
     Ok(PasskeyRow {
         id: c.text("id")?,
@@ -38,7 +37,7 @@ fn passkey(r: &SqliteRow) -> Result<PasskeyRow> {
 /// Stores a new passkey; a credential id already registered (by anyone) is
 /// `StoreError::Conflict`.
 pub async fn insert(conn: &mut Conn, p: &PasskeyRow) -> Result<()> {
-    sqlx::query(
+    query(
         "INSERT INTO passkeys (id, tenant_id, user_id, credential_id, public_key, sign_count, name, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
@@ -57,7 +56,7 @@ pub async fn insert(conn: &mut Conn, p: &PasskeyRow) -> Result<()> {
 
 /// The user's passkeys, oldest first.
 pub async fn of_user(pool: &Pool, tenant: &str, user: &str) -> Result<Vec<PasskeyRow>> {
-    let rows = sqlx::query("SELECT * FROM passkeys WHERE tenant_id = ? AND user_id = ? ORDER BY created_at, id")
+    let rows = query("SELECT * FROM passkeys WHERE tenant_id = ? AND user_id = ? ORDER BY created_at, id")
         .bind(tenant)
         .bind(user)
         .fetch_all(pool)
@@ -68,7 +67,7 @@ pub async fn of_user(pool: &Pool, tenant: &str, user: &str) -> Result<Vec<Passke
 /// Removes the user's passkey `id`; the removed row, or None if the user has
 /// no such passkey (another user's id included).
 pub async fn remove(conn: &mut Conn, tenant: &str, user: &str, id: &str) -> Result<Option<PasskeyRow>> {
-    let row = sqlx::query("DELETE FROM passkeys WHERE tenant_id = ? AND user_id = ? AND id = ? RETURNING *")
+    let row = query("DELETE FROM passkeys WHERE tenant_id = ? AND user_id = ? AND id = ? RETURNING *")
         .bind(tenant)
         .bind(user)
         .bind(id)
@@ -87,7 +86,7 @@ pub async fn insert_challenge(
     challenge: &str,
     expires_at: DateTime<Utc>,
 ) -> Result<()> {
-    sqlx::query(
+    query(
         "INSERT INTO passkey_challenges (id, tenant_id, user_id, purpose, challenge, expires_at)
          VALUES (?, ?, ?, ?, ?, ?)",
     )
@@ -100,7 +99,7 @@ pub async fn insert_challenge(
     .execute(pool)
     .await?;
     // Spent and lapsed challenges are kept an hour, then swept here.
-    sqlx::query("DELETE FROM passkey_challenges WHERE expires_at < ?")
+    query("DELETE FROM passkey_challenges WHERE expires_at < ?")
         .bind(ts(expires_at - chrono::Duration::hours(1)))
         .execute(pool)
         .await?;
@@ -117,7 +116,7 @@ pub async fn take_challenge(
     purpose: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<String>> {
-    let row = sqlx::query(
+    let row = query(
         "UPDATE passkey_challenges SET used_at = ?
          WHERE id = ? AND tenant_id = ? AND user_id = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?
          RETURNING challenge",

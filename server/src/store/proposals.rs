@@ -2,10 +2,8 @@
 //! (`UPDATE … WHERE status IN (…)`), checked for one affected row.
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Sqlite};
 
-use super::{ts, Cols, Conn, Pool, Result, StoreError};
+use super::{query, scalar, ts, Builder, Cols, Conn, Pool, Result, Row, StoreError};
 use crate::domain::{CanonicalRequest, ProposalStatus};
 use crate::policy::Decision;
 
@@ -36,7 +34,7 @@ pub struct ProposalRow {
 const SELECT: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted FROM proposals p
      LEFT JOIN payees py ON py.tenant_id = p.tenant_id AND py.id = p.payee_id";
 
-fn from_row(r: &SqliteRow) -> Result<ProposalRow> {
+fn from_row(r: &Row) -> Result<ProposalRow> {
     let c = Cols::of(r);
     Ok(ProposalRow {
         id: c.text("id")?,
@@ -93,15 +91,13 @@ pub async fn find_duplicate(
     run_id: &str,
     request_hash: &str,
 ) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar(
-        "SELECT id FROM proposals WHERE tenant_id = ? AND agent_id = ? AND run_id = ? AND request_hash = ?",
-    )
-    .bind(tenant)
-    .bind(agent)
-    .bind(run_id)
-    .bind(request_hash)
-    .fetch_optional(conn)
-    .await?)
+    Ok(scalar("SELECT id FROM proposals WHERE tenant_id = ? AND agent_id = ? AND run_id = ? AND request_hash = ?")
+        .bind(tenant)
+        .bind(agent)
+        .bind(run_id)
+        .bind(request_hash)
+        .fetch_optional(conn)
+        .await?)
 }
 
 /// Inserts the proposal unless the same request is already in this run
@@ -113,7 +109,7 @@ pub async fn find_duplicate(
 /// the payee.
 pub async fn insert(conn: &mut Conn, p: &NewProposal<'_>) -> Result<Option<ProposalRow>> {
     let now = ts(p.now);
-    let row = sqlx::query(
+    let row = query(
         "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
              invoice_id, canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at,
              expires_at)
@@ -145,7 +141,7 @@ pub async fn insert(conn: &mut Conn, p: &NewProposal<'_>) -> Result<Option<Propo
 
 /// The proposal `id` within `tenant`, or None (also for other tenants' ids).
 pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
-    let row = sqlx::query(&format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
+    let row = query(format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
         .bind(tenant)
         .bind(id)
         .fetch_optional(pool)
@@ -155,7 +151,7 @@ pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalR
 
 /// Same as `get`, on a connection (inside a transaction).
 pub async fn get_in(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
-    let row = sqlx::query(&format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
+    let row = query(format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
         .bind(tenant)
         .bind(id)
         .fetch_optional(conn)
@@ -196,11 +192,11 @@ const BUNDLE: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted,
      LEFT JOIN approval_tokens t ON t.proposal_id = p.id AND t.round = p.approval_round
      LEFT JOIN approvals a ON a.proposal_id = p.id AND a.round = p.approval_round
      WHERE p.tenant_id = ? AND p.id = ?
-     ORDER BY a.at, a.rowid";
+     ORDER BY a.at, a.approver_id";
 
 /// The proposal `id` within `tenant` with its approvals, operation and token.
 pub async fn bundle(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalBundle>> {
-    let rows = sqlx::query(BUNDLE).bind(tenant).bind(id).fetch_all(pool).await?;
+    let rows = query(BUNDLE).bind(tenant).bind(id).fetch_all(pool).await?;
     let Some(first) = rows.first() else { return Ok(None) };
     let operation = Cols::prefixed(first, "o_");
     let token = Cols::prefixed(first, "t_");
@@ -275,8 +271,8 @@ fn contains_pattern(text: &str) -> String {
 }
 
 /// The statement of a listing page, after `prefix` (tests explain it).
-fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> QueryBuilder<'a, Sqlite> {
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(format!("{prefix}{SELECT}"));
+fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> Builder<'a> {
+    let mut q = Builder::new(format!("{prefix}{SELECT}"));
     q.push(" WHERE p.tenant_id = ").push_bind(l.tenant_id);
     if let Some(agent) = l.agent_id {
         q.push(" AND p.agent_id = ").push_bind(agent);
@@ -286,7 +282,9 @@ fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> QueryBuilder<'a, Sqlite> 
     }
     let f = l.filters;
     if let Some(payee) = &f.payee {
-        q.push(" AND (py.legal_name LIKE ").push_bind(contains_pattern(payee));
+        // lower() on both sides: SQLite's LIKE ignores ASCII case,
+        // PostgreSQL's does not.
+        q.push(" AND (lower(py.legal_name) LIKE lower(").push_bind(contains_pattern(payee)).push(")");
         q.push(" ESCAPE '\\' OR p.payee_id = ").push_bind(payee.clone()).push(")");
     }
     if let Some(currency) = &f.currency {
@@ -302,7 +300,7 @@ fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> QueryBuilder<'a, Sqlite> 
         q.push(" AND p.agent_id = ").push_bind(agent.clone());
     }
     if let Some(invoice) = &f.invoice_id {
-        q.push(" AND json_extract(p.canonical_request, '$.invoice_id') = ").push_bind(invoice.clone());
+        q.push(" AND p.invoice_id = ").push_bind(invoice.clone());
     }
     if let Some(from) = f.created_from {
         q.push(" AND p.created_at >= ").push_bind(ts(from));
@@ -349,7 +347,7 @@ pub async fn changed_since(
     limit: u32,
 ) -> Result<Vec<(String, DateTime<Utc>)>> {
     let at = ts(after.0);
-    let rows = sqlx::query(
+    let rows = query(
         "SELECT id, updated_at FROM proposals
          WHERE tenant_id = ? AND agent_id = ? AND (updated_at > ? OR (updated_at = ? AND id > ?))
          ORDER BY updated_at, id LIMIT ?",
@@ -380,24 +378,21 @@ pub async fn transition(
     now: DateTime<Utc>,
 ) -> Result<bool> {
     debug_assert!(from.iter().all(|f| f.can_become(to)), "transition not allowed by the lifecycle");
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("UPDATE proposals SET status = ");
+    let mut q = Builder::new("UPDATE proposals SET status = ");
     q.push_bind(to.as_str())
         .push(", version = version + 1, updated_at = ")
         .push_bind(ts(now))
         .push(" WHERE id = ")
         .push_bind(id)
         .push(" AND status IN (");
-    let mut sep = q.separated(", ");
-    for f in from {
-        sep.push_bind(f.as_str());
-    }
+    q.push_list(from.iter().map(|f| f.as_str()));
     q.push(")");
     Ok(q.build().execute(conn).await?.rows_affected() == 1)
 }
 
 /// Pending proposals past their deadline: (id, tenant, request hash).
 pub async fn due_for_expiry(conn: &mut Conn, now: DateTime<Utc>) -> Result<Vec<(String, String, String)>> {
-    let rows = sqlx::query(
+    let rows = query(
         "SELECT id, tenant_id, request_hash FROM proposals WHERE status = ? AND expires_at <= ? ORDER BY id LIMIT 500",
     )
     .bind(ProposalStatus::PendingApproval.as_str())
@@ -437,7 +432,7 @@ fn approval_from(c: &Cols<'_>) -> Result<ApprovalRow> {
     })
 }
 
-fn approval_from_row(r: &SqliteRow) -> Result<ApprovalRow> {
+fn approval_from_row(r: &Row) -> Result<ApprovalRow> {
     approval_from(&Cols::of(r))
 }
 
@@ -450,7 +445,7 @@ pub async fn insert_approval(conn: &mut Conn, a: &ApprovalRow) -> Result<()> {
     } else {
         ""
     };
-    sqlx::query(&format!(
+    query(format!(
         "INSERT INTO approvals (proposal_id, round, approver_id, decision, reason, via, amr, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?){conflict}"
     ))
@@ -472,23 +467,20 @@ pub async fn approvals_of(pool: &Pool, ids: &[&str]) -> Result<Vec<ApprovalRow>>
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(
+    let mut q = Builder::new(
         "SELECT a.* FROM approvals a JOIN proposals p ON p.id = a.proposal_id AND a.round = p.approval_round
          WHERE a.proposal_id IN (",
     );
-    let mut sep = q.separated(", ");
-    for id in ids {
-        sep.push_bind(*id);
-    }
-    q.push(") ORDER BY a.at, a.rowid");
+    q.push_list(ids.iter().copied());
+    q.push(") ORDER BY a.at, a.approver_id");
     let rows = q.build().fetch_all(pool).await?;
     rows.iter().map(approval_from_row).collect()
 }
 
 /// Approvals (decision `approve`) of one round, in the order given.
 pub async fn approvals_in_round(conn: &mut Conn, id: &str, round: i64) -> Result<Vec<ApprovalRow>> {
-    let rows = sqlx::query(
-        "SELECT * FROM approvals WHERE proposal_id = ? AND round = ? AND decision = 'approve' ORDER BY at, rowid",
+    let rows = query(
+        "SELECT * FROM approvals WHERE proposal_id = ? AND round = ? AND decision = 'approve' ORDER BY at, approver_id",
     )
     .bind(id)
     .bind(round)
@@ -500,7 +492,7 @@ pub async fn approvals_in_round(conn: &mut Conn, id: &str, round: i64) -> Result
 /// Marks a change that is not a status change (an approval short of the
 /// required count), so pollers see a new version.
 pub async fn touch(conn: &mut Conn, id: &str, now: DateTime<Utc>) -> Result<()> {
-    sqlx::query("UPDATE proposals SET version = version + 1, updated_at = ? WHERE id = ?")
+    query("UPDATE proposals SET version = version + 1, updated_at = ? WHERE id = ?")
         .bind(ts(now))
         .bind(id)
         .execute(conn)
@@ -510,7 +502,7 @@ pub async fn touch(conn: &mut Conn, id: &str, now: DateTime<Utc>) -> Result<()> 
 
 /// Every approval and rejection of a proposal, all rounds, oldest first.
 pub async fn approvals_all_rounds(pool: &Pool, id: &str) -> Result<Vec<ApprovalRow>> {
-    let rows = sqlx::query("SELECT * FROM approvals WHERE proposal_id = ? ORDER BY round, at, rowid")
+    let rows = query("SELECT * FROM approvals WHERE proposal_id = ? ORDER BY round, at, approver_id")
         .bind(id)
         .fetch_all(pool)
         .await?;
@@ -522,7 +514,7 @@ pub async fn approvals_all_rounds(pool: &Pool, id: &str) -> Result<Vec<ApprovalR
 /// never lowers them.
 pub async fn raise_required_approvals(conn: &mut Conn, id: &str, policy: &Decision) -> Result<()> {
     let required = i64::from(policy.required_approvals);
-    sqlx::query("UPDATE proposals SET required_approvals = ?, policy = ? WHERE id = ? AND required_approvals < ?")
+    query("UPDATE proposals SET required_approvals = ?, policy = ? WHERE id = ? AND required_approvals < ?")
         .bind(required)
         .bind(serde_json::to_string(policy).expect("a decision serializes"))
         .bind(id)
@@ -545,7 +537,7 @@ pub struct TokenRow {
 }
 
 pub async fn insert_token(conn: &mut Conn, t: &TokenRow) -> Result<()> {
-    sqlx::query(
+    query(
         "INSERT INTO approval_tokens (jti, proposal_id, round, token, kid, issued_at, expires_at, used_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
     )
@@ -576,14 +568,14 @@ fn token_from(c: &Cols<'_>) -> Result<TokenRow> {
 
 /// The token this server minted with that `jti`, if any.
 pub async fn token(pool: &Pool, jti: &str) -> Result<Option<TokenRow>> {
-    let row = sqlx::query("SELECT * FROM approval_tokens WHERE jti = ?").bind(jti).fetch_optional(pool).await?;
+    let row = query("SELECT * FROM approval_tokens WHERE jti = ?").bind(jti).fetch_optional(pool).await?;
     row.as_ref().map(|r| token_from(&Cols::of(r))).transpose()
 }
 
 /// Approved proposals whose current token expired unredeemed before `cutoff`:
 /// (id, tenant, request hash).
 pub async fn approvals_expired_before(conn: &mut Conn, cutoff: DateTime<Utc>) -> Result<Vec<(String, String, String)>> {
-    let rows = sqlx::query(
+    let rows = query(
         "SELECT p.id, p.tenant_id, p.request_hash FROM proposals p
          JOIN approval_tokens t ON t.proposal_id = p.id AND t.round = p.approval_round
          WHERE p.status = 'approved' AND t.used_at IS NULL AND t.expires_at < ?
@@ -602,7 +594,7 @@ pub async fn approvals_expired_before(conn: &mut Conn, cutoff: DateTime<Utc>) ->
 
 /// Starts a new approval round (after an approval expired unredeemed).
 pub async fn next_round(conn: &mut Conn, id: &str) -> Result<()> {
-    sqlx::query("UPDATE proposals SET approval_round = approval_round + 1 WHERE id = ?").bind(id).execute(conn).await?;
+    query("UPDATE proposals SET approval_round = approval_round + 1 WHERE id = ?").bind(id).execute(conn).await?;
     Ok(())
 }
 
@@ -610,8 +602,8 @@ pub async fn next_round(conn: &mut Conn, id: &str) -> Result<()> {
 pub(crate) mod tests {
     use super::*;
     use crate::store::operations::{self, NewOperation};
+    use crate::store::test_pg::{each_backend, TestDb};
     use crate::store::Db;
-    use sqlx::Row;
 
     static CANONICAL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         serde_json::to_string(&countersign_domain::fixtures::sample_transfer()).expect("serializes")
@@ -648,22 +640,23 @@ pub(crate) mod tests {
          VALUES ('t', 'bot', 'k', 'usr_maya', '[]', '[]', 'x')",
     ];
 
-    pub(crate) async fn setup() -> (tempfile::TempDir, Db) {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = Db::open(tmp.path()).await.unwrap();
-        let mut c = db.write.acquire().await.unwrap();
-        for sql in REGISTRY {
-            sqlx::query(sql).execute(&mut *c).await.unwrap();
+    /// A fresh store on each backend holding the registry and prop_1.
+    pub(crate) async fn setup(test: &str) -> Vec<TestDb> {
+        let dbs = each_backend(test).await;
+        for db in &dbs {
+            let mut c = db.write.acquire().await.unwrap();
+            for sql in REGISTRY {
+                query(sql).execute(&mut *c).await.unwrap();
+            }
+            query(
+                "INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES ('t', 'ba_x', 'X', 1, 'x')",
+            )
+            .execute(&mut *c)
+            .await
+            .unwrap();
+            insert(&mut c, &sample(Utc::now())).await.unwrap();
         }
-        sqlx::query(
-            "INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES ('t', 'ba_x', 'X', 1, 'x')",
-        )
-        .execute(&mut *c)
-        .await
-        .unwrap();
-        insert(&mut c, &sample(Utc::now())).await.unwrap();
-        drop(c);
-        (tmp, db)
+        dbs
     }
 
     fn approval(approver: &str, round: i64, at: &str) -> ApprovalRow {
@@ -685,7 +678,7 @@ pub(crate) mod tests {
         let row = get(&db.read, "t", "prop_1").await.unwrap().unwrap();
         let approvals = approvals_of(&db.read, &["prop_1"]).await.unwrap();
         let operation = operations::for_proposals(&db.read, &["prop_1"]).await.unwrap().pop();
-        let token = match sqlx::query_scalar::<_, String>(
+        let token = match scalar::<String>(
             "SELECT t.jti FROM approval_tokens t JOIN proposals p ON p.id = t.proposal_id
              AND t.round = p.approval_round WHERE t.proposal_id = 'prop_1'",
         )
@@ -704,77 +697,87 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn bundle_reads_what_the_separate_queries_read() {
-        let (_tmp, db) = setup().await;
-        let (bundled, separate) = both(&db).await;
-        assert_eq!(bundled, separate, "a bare proposal");
-        assert!(bundled.contains("[], None, None"), "{bundled}");
+        for db in setup("bundle_reads_what_the_separate_queries_read").await {
+            let (bundled, separate) = both(&db).await;
+            assert_eq!(bundled, separate, "a bare proposal");
+            assert!(bundled.contains("[], None, None"), "{bundled}");
 
-        let mut c = db.write.acquire().await.unwrap();
-        insert_approval(&mut c, &approval("usr_b", 1, "2026-01-01T00:00:02.000Z")).await.unwrap();
-        insert_approval(&mut c, &approval("usr_a", 1, "2026-01-01T00:00:01.000Z")).await.unwrap();
-        let at = crate::store::parse_ts("2026-01-01T00:00:03.000Z").unwrap();
-        let t = TokenRow {
-            jti: "jti_1".into(),
-            proposal_id: "prop_1".into(),
-            round: 1,
-            token: "eyJ.x.y".into(),
-            kid: "k".into(),
-            issued_at: at,
-            expires_at: at,
-            used_at: None,
-        };
-        insert_token(&mut c, &t).await.unwrap();
-        let now = Utc::now();
-        let op = NewOperation {
-            id: "op_1",
-            proposal_id: "prop_1",
-            jti: "jti_1",
-            idempotency_key: "cs-prop_1-00",
-            tenant_id: "t",
-            kind: "transfer",
-            amount_minor: 100,
-            currency: "USD",
-            budget_day: Some("2026-01-01"),
-            reverses: None,
-            now,
-        };
-        operations::insert(&mut c, &op).await.unwrap();
-        drop(c);
-        let (bundled, separate) = both(&db).await;
-        assert_eq!(bundled, separate, "approvals, token and operation");
-        let b = bundle(&db.read, "t", "prop_1").await.unwrap().unwrap();
-        let approvers: Vec<&str> = b.approvals.iter().map(|a| a.approver_id.as_str()).collect();
-        assert_eq!(approvers, ["usr_a", "usr_b"], "in the order they were given");
-        assert_eq!(b.token.map(|t| t.jti).as_deref(), Some("jti_1"));
-        assert_eq!(b.operation.map(|o| o.id).as_deref(), Some("op_1"));
-        assert!(b.row.payee_trusted);
+            let mut c = db.write.acquire().await.unwrap();
+            insert_approval(&mut c, &approval("usr_b", 1, "2026-01-01T00:00:02.000Z")).await.unwrap();
+            insert_approval(&mut c, &approval("usr_a", 1, "2026-01-01T00:00:01.000Z")).await.unwrap();
+            let at = crate::store::parse_ts("2026-01-01T00:00:03.000Z").unwrap();
+            let t = TokenRow {
+                jti: "jti_1".into(),
+                proposal_id: "prop_1".into(),
+                round: 1,
+                token: "eyJ.x.y".into(),
+                kid: "k".into(),
+                issued_at: at,
+                expires_at: at,
+                used_at: None,
+            };
+            insert_token(&mut c, &t).await.unwrap();
+            let now = Utc::now();
+            let op = NewOperation {
+                id: "op_1",
+                proposal_id: "prop_1",
+                jti: "jti_1",
+                idempotency_key: "cs-prop_1-00",
+                tenant_id: "t",
+                kind: "transfer",
+                amount_minor: 100,
+                currency: "USD",
+                budget_day: Some("2026-01-01"),
+                reverses: None,
+                now,
+            };
+            operations::insert(&mut c, &op).await.unwrap();
+            drop(c);
+            let (bundled, separate) = both(&db).await;
+            assert_eq!(bundled, separate, "approvals, token and operation");
+            let b = bundle(&db.read, "t", "prop_1").await.unwrap().unwrap();
+            let approvers: Vec<&str> = b.approvals.iter().map(|a| a.approver_id.as_str()).collect();
+            assert_eq!(approvers, ["usr_a", "usr_b"], "in the order they were given");
+            assert_eq!(b.token.map(|t| t.jti).as_deref(), Some("jti_1"));
+            assert_eq!(b.operation.map(|o| o.id).as_deref(), Some("op_1"));
+            assert!(b.row.payee_trusted);
 
-        // A new round: the earlier round's approvals and token no longer count.
-        let mut c = db.write.acquire().await.unwrap();
-        next_round(&mut c, "prop_1").await.unwrap();
-        drop(c);
-        let (bundled, separate) = both(&db).await;
-        assert_eq!(bundled, separate, "after a new round");
-        let b = bundle(&db.read, "t", "prop_1").await.unwrap().unwrap();
-        assert!(b.approvals.is_empty() && b.token.is_none() && b.operation.is_some());
+            // A new round: the earlier round's approvals and token no longer count.
+            let mut c = db.write.acquire().await.unwrap();
+            next_round(&mut c, "prop_1").await.unwrap();
+            drop(c);
+            let (bundled, separate) = both(&db).await;
+            assert_eq!(bundled, separate, "after a new round");
+            let b = bundle(&db.read, "t", "prop_1").await.unwrap().unwrap();
+            assert!(b.approvals.is_empty() && b.token.is_none() && b.operation.is_some());
 
-        assert!(bundle(&db.read, "other", "prop_1").await.unwrap().is_none(), "another tenant sees nothing");
-        assert!(bundle(&db.read, "t", "prop_2").await.unwrap().is_none());
+            assert!(bundle(&db.read, "other", "prop_1").await.unwrap().is_none(), "another tenant sees nothing");
+            assert!(bundle(&db.read, "t", "prop_2").await.unwrap().is_none());
+            db.finish().await;
+        }
     }
 
     #[tokio::test]
     async fn insert_reports_the_same_request_in_the_same_run() {
-        let (_tmp, db) = setup().await;
-        let mut c = db.write.acquire().await.unwrap();
-        let mut p = NewProposal { id: "prop_2", required_approvals: 1, ..sample(Utc::now()) };
-        assert!(insert(&mut c, &p).await.unwrap().is_none(), "prop_1 holds this request in this run");
-        assert_eq!(find_duplicate(&mut c, "t", "bot", "run", "sha256:00").await.unwrap().as_deref(), Some("prop_1"));
-        p.run_id = "another-run";
-        let stored = insert(&mut c, &p).await.unwrap().expect("another run is another proposal");
-        assert_eq!((stored.id.as_str(), stored.version, stored.status), ("prop_2", 1, ProposalStatus::PendingApproval));
-        let ids: Vec<String> =
-            sqlx::query_scalar("SELECT id FROM proposals ORDER BY id").fetch_all(&mut *c).await.unwrap();
-        assert_eq!(ids, ["prop_1", "prop_2"]);
+        for db in setup("insert_reports_the_same_request_in_the_same_run").await {
+            let mut c = db.write.acquire().await.unwrap();
+            let mut p = NewProposal { id: "prop_2", required_approvals: 1, ..sample(Utc::now()) };
+            assert!(insert(&mut c, &p).await.unwrap().is_none(), "prop_1 holds this request in this run");
+            assert_eq!(
+                find_duplicate(&mut c, "t", "bot", "run", "sha256:00").await.unwrap().as_deref(),
+                Some("prop_1")
+            );
+            p.run_id = "another-run";
+            let stored = insert(&mut c, &p).await.unwrap().expect("another run is another proposal");
+            assert_eq!(
+                (stored.id.as_str(), stored.version, stored.status),
+                ("prop_2", 1, ProposalStatus::PendingApproval)
+            );
+            let ids: Vec<String> = scalar("SELECT id FROM proposals ORDER BY id").fetch_all(&mut *c).await.unwrap();
+            assert_eq!(ids, ["prop_1", "prop_2"]);
+            drop(c); // closing the store waits for its connections
+            db.finish().await;
+        }
     }
 
     /// Every listing (agent or console queue, any status filter, either
@@ -782,7 +785,8 @@ pub(crate) mod tests {
     /// tenant for one page took ~300 ms at 100,000 proposals.
     #[tokio::test]
     async fn every_listing_reads_a_page_in_index_order() {
-        let (_tmp, db) = setup().await;
+        // SQLite's plan (PostgreSQL's planner chooses by statistics).
+        let db = setup("every_listing_reads_a_page_in_index_order").await.remove(0);
         for agent in [None, Some("bot")] {
             for status in [None, Some(ProposalStatus::PendingApproval)] {
                 for order in [ListOrder::Newest, ListOrder::Oldest] {
@@ -803,7 +807,7 @@ pub(crate) mod tests {
                             .await
                             .unwrap()
                             .iter()
-                            .map(|r| r.get::<String, _>("detail"))
+                            .map(|r| r.try_get::<String>("detail").unwrap())
                             .collect();
                         assert!(plan.iter().all(|step| !step.contains("TEMP B-TREE")), "{l:?}: {plan:?}");
                     }

@@ -2,9 +2,8 @@
 //! (`registry_changes`). Decisions are compare-and-set on `status`.
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
 
-use super::{ts, Cols, Conn, Pool, Result};
+use super::{query, scalar, ts, Cols, Conn, Pool, Result, Row};
 
 #[derive(Debug, Clone)]
 pub struct ChangeRow {
@@ -36,7 +35,7 @@ pub struct NewChange<'a> {
 }
 
 pub async fn insert(conn: &mut Conn, c: &NewChange<'_>) -> Result<()> {
-    sqlx::query(
+    query(
         "INSERT INTO registry_changes (id, tenant_id, kind, subject, change, summary, status, proposed_by, proposed_at)
          VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
     )
@@ -55,7 +54,7 @@ pub async fn insert(conn: &mut Conn, c: &NewChange<'_>) -> Result<()> {
 
 /// One change of `tenant` (another tenant's is "not found").
 pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ChangeRow>> {
-    let row = sqlx::query("SELECT * FROM registry_changes WHERE tenant_id = ? AND id = ?")
+    let row = query("SELECT * FROM registry_changes WHERE tenant_id = ? AND id = ?")
         .bind(tenant)
         .bind(id)
         .fetch_optional(pool)
@@ -65,11 +64,10 @@ pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ChangeRow
 
 /// The tenant's pending changes, oldest first.
 pub async fn pending(pool: &Pool, tenant: &str) -> Result<Vec<ChangeRow>> {
-    let rows =
-        sqlx::query("SELECT * FROM registry_changes WHERE tenant_id = ? AND status = 'pending' ORDER BY id LIMIT 200")
-            .bind(tenant)
-            .fetch_all(pool)
-            .await?;
+    let rows = query("SELECT * FROM registry_changes WHERE tenant_id = ? AND status = 'pending' ORDER BY id LIMIT 200")
+        .bind(tenant)
+        .fetch_all(pool)
+        .await?;
     rows.iter().map(from_row).collect()
 }
 
@@ -83,7 +81,7 @@ pub async fn decide(
     note: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let done = sqlx::query(
+    let done = query(
         "UPDATE registry_changes SET status = ?, decided_by = ?, decided_at = ?, note = ?
          WHERE id = ? AND status = 'pending'",
     )
@@ -100,7 +98,7 @@ pub async fn decide(
 /// Every other pending change to the same subject is superseded by one just
 /// applied (it was proposed against a state that no longer holds).
 pub async fn supersede_others(conn: &mut Conn, applied: &ChangeRow, now: DateTime<Utc>) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar(
+    Ok(scalar(
         "UPDATE registry_changes SET status = 'superseded', decided_at = ?, note = ?
          WHERE tenant_id = ? AND kind = ? AND subject = ? AND status = 'pending' AND id <> ?
          RETURNING id",
@@ -115,7 +113,7 @@ pub async fn supersede_others(conn: &mut Conn, applied: &ChangeRow, now: DateTim
     .await?)
 }
 
-fn from_row(r: &SqliteRow) -> Result<ChangeRow> {
+fn from_row(r: &Row) -> Result<ChangeRow> {
     let c = Cols::of(r);
     Ok(ChangeRow {
         id: c.text("id")?,

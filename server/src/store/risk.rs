@@ -8,9 +8,8 @@
 //! not fifty, from the index alone (migration 0011).
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
 
-use super::{ts, Cols, Pool, Result};
+use super::{query, ts, Cols, Pool, Result, Row};
 use crate::domain::ProposalStatus;
 
 /// When a payee was added, and when its details last changed.
@@ -30,7 +29,7 @@ const PARTS_PER_STATEMENT: usize = 100;
 /// own `ORDER BY`/`LIMIT` applies to it alone.
 fn union_of(part: &str, count: usize) -> String {
     (0..count)
-        .map(|k| format!("SELECT * FROM ({})", part.replace("__k__", &k.to_string())))
+        .map(|k| format!("SELECT * FROM ({}) AS part{k}", part.replace("__k__", &k.to_string())))
         .collect::<Vec<_>>()
         .join(" UNION ALL ")
 }
@@ -42,12 +41,12 @@ async fn per_ask<A, T>(
     part: &str,
     asks: &[A],
     binds: impl Fn(&A) -> Vec<String>,
-    read: impl Fn(&SqliteRow) -> Result<T>,
+    read: impl Fn(&Row) -> Result<T>,
 ) -> Result<Vec<(usize, T)>> {
     let mut found = Vec::new();
     for (offset, chunk) in asks.chunks(PARTS_PER_STATEMENT).enumerate() {
         let sql = union_of(part, chunk.len());
-        let mut query = sqlx::query(&sql);
+        let mut query = query(&sql);
         for value in chunk.iter().flat_map(&binds) {
             query = query.bind(value);
         }
@@ -93,7 +92,7 @@ pub struct Earlier {
     pub created_at: DateTime<Utc>,
 }
 
-fn earlier(r: &SqliteRow) -> Result<Earlier> {
+fn earlier(r: &Row) -> Result<Earlier> {
     let c = Cols::of(r);
     Ok(Earlier {
         id: c.text("id")?,
@@ -152,7 +151,7 @@ pub async fn payee_history(
     before: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<Earlier>> {
-    let rows = sqlx::query(&format!(
+    let rows = query(format!(
         "SELECT {EARLIER} FROM proposals WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
          ORDER BY created_at DESC, id DESC LIMIT ?"
     ))
@@ -196,12 +195,20 @@ pub async fn history_summaries(
     let paid: Vec<String> = paid.iter().map(|s| format!("'{}'", s.as_str())).collect();
     let paid = if paid.is_empty() { "NULL".to_owned() } else { paid.join(", ") };
     let succeeded = ProposalStatus::Succeeded.as_str();
+    // The amounts newest first: SQLite's group_concat keeps the order of
+    // its input, PostgreSQL's string_agg takes its own ORDER BY.
+    let amount = format!("CASE WHEN status = '{succeeded}' AND currency = ? THEN amount_minor END");
+    let amounts = if pool.is_postgres() {
+        format!("string_agg(({amount})::text, ',' ORDER BY created_at DESC, id DESC)")
+    } else {
+        format!("group_concat({amount})")
+    };
     let part = format!(
-        "SELECT __k__ AS k, COALESCE(MAX(status IN ({paid})), 0) AS any_paid,
-             group_concat(CASE WHEN status = '{succeeded}' AND currency = ? THEN amount_minor END) AS amounts
-         FROM (SELECT status, currency, amount_minor FROM proposals
+        "SELECT __k__ AS k, COALESCE(MAX(CASE WHEN status IN ({paid}) THEN 1 ELSE 0 END), 0) AS any_paid,
+             {amounts} AS amounts
+         FROM (SELECT status, currency, amount_minor, created_at, id FROM proposals
                WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
-               ORDER BY created_at DESC, id DESC LIMIT {window})"
+               ORDER BY created_at DESC, id DESC LIMIT {window}) AS window_rows"
     );
     let rows = per_ask(
         pool,
@@ -236,48 +243,50 @@ mod tests {
 
     #[tokio::test]
     async fn a_page_of_history_questions_is_answered_per_ask_in_sql() {
-        let (_tmp, db) = setup().await; // prop_1: pending, 1.00 USD, just now
-        let t0 = Utc::now() - Duration::days(1);
-        let mut c = db.write.acquire().await.unwrap();
-        // Oldest first: four succeeded USD amounts, one EUR, one failed.
-        let made = [
-            ("p_a", 400, "USD", ProposalStatus::Succeeded),
-            ("p_b", 100, "USD", ProposalStatus::Succeeded),
-            ("p_c", 999, "EUR", ProposalStatus::Succeeded),
-            ("p_d", 300, "USD", ProposalStatus::Succeeded),
-            ("p_e", 200, "USD", ProposalStatus::Succeeded),
-            ("p_f", 50, "USD", ProposalStatus::Failed),
-        ];
-        for (i, (id, amount, currency, status)) in made.into_iter().enumerate() {
-            let at = t0 + Duration::minutes(i as i64);
-            let p = NewProposal { id, amount_minor: amount, currency, status, ..sample(at) };
-            insert(&mut c, &NewProposal { run_id: id, ..p }).await.unwrap();
+        for db in setup("a_page_of_history_questions_is_answered_per_ask_in_sql").await {
+            let t0 = Utc::now() - Duration::days(1);
+            let mut c = db.write.acquire().await.unwrap();
+            // Oldest first: four succeeded USD amounts, one EUR, one failed.
+            let made = [
+                ("p_a", 400, "USD", ProposalStatus::Succeeded),
+                ("p_b", 100, "USD", ProposalStatus::Succeeded),
+                ("p_c", 999, "EUR", ProposalStatus::Succeeded),
+                ("p_d", 300, "USD", ProposalStatus::Succeeded),
+                ("p_e", 200, "USD", ProposalStatus::Succeeded),
+                ("p_f", 50, "USD", ProposalStatus::Failed),
+            ];
+            for (i, (id, amount, currency, status)) in made.into_iter().enumerate() {
+                let at = t0 + Duration::minutes(i as i64);
+                let p = NewProposal { id, amount_minor: amount, currency, status, ..sample(at) };
+                insert(&mut c, &NewProposal { run_id: id, ..p }).await.unwrap();
+            }
+            drop(c);
+            let paid = [ProposalStatus::Succeeded];
+            let ask = |before, currency| HistoryAsk { tenant: "t", payee: "ba_x", before, currency };
+            let asks = [
+                ask(Utc::now() + Duration::minutes(1), "USD"),
+                ask(t0, "USD"),
+                ask(Utc::now() + Duration::minutes(1), "EUR"),
+                ask(t0 + Duration::seconds(90), "USD"),
+            ];
+            let got = history_summaries(&db.read, &asks, 50, &paid).await.unwrap();
+            let summary = |any_paid, succeeded: &[u64]| HistorySummary { any_paid, succeeded: succeeded.to_vec() };
+            let mut amounts = got[0].succeeded.clone();
+            amounts.sort_unstable();
+            assert_eq!(amounts, [100, 200, 300, 400], "USD, succeeded: {:?}", got[0]);
+            assert!(got[0].any_paid);
+            assert_eq!(got[1], summary(false, &[]), "nothing before the first");
+            assert_eq!(got[2], summary(true, &[999]), "in its own currency");
+            let mut before = got[3].succeeded.clone();
+            before.sort_unstable();
+            assert_eq!((got[3].any_paid, before), (true, vec![100, 400]), "only what came before");
+            // The window: the last three before now are pending, failed, 200.
+            let windowed = history_summaries(&db.read, &asks[..1], 3, &paid).await.unwrap();
+            assert_eq!(windowed[0], summary(true, &[200]));
+            let none_paid = history_summaries(&db.read, &asks[..1], 2, &paid).await.unwrap();
+            assert_eq!(none_paid[0], summary(false, &[]), "pending and failed only");
+            db.finish().await;
         }
-        drop(c);
-        let paid = [ProposalStatus::Succeeded];
-        let ask = |before, currency| HistoryAsk { tenant: "t", payee: "ba_x", before, currency };
-        let asks = [
-            ask(Utc::now() + Duration::minutes(1), "USD"),
-            ask(t0, "USD"),
-            ask(Utc::now() + Duration::minutes(1), "EUR"),
-            ask(t0 + Duration::seconds(90), "USD"),
-        ];
-        let got = history_summaries(&db.read, &asks, 50, &paid).await.unwrap();
-        let summary = |any_paid, succeeded: &[u64]| HistorySummary { any_paid, succeeded: succeeded.to_vec() };
-        let mut amounts = got[0].succeeded.clone();
-        amounts.sort_unstable();
-        assert_eq!(amounts, [100, 200, 300, 400], "USD, succeeded: {:?}", got[0]);
-        assert!(got[0].any_paid);
-        assert_eq!(got[1], summary(false, &[]), "nothing before the first");
-        assert_eq!(got[2], summary(true, &[999]), "in its own currency");
-        let mut before = got[3].succeeded.clone();
-        before.sort_unstable();
-        assert_eq!((got[3].any_paid, before), (true, vec![100, 400]), "only what came before");
-        // The window: the last three before now are pending, failed, 200.
-        let windowed = history_summaries(&db.read, &asks[..1], 3, &paid).await.unwrap();
-        assert_eq!(windowed[0], summary(true, &[200]));
-        let none_paid = history_summaries(&db.read, &asks[..1], 2, &paid).await.unwrap();
-        assert_eq!(none_paid[0], summary(false, &[]), "pending and failed only");
     }
 
     #[tokio::test]
@@ -293,16 +302,18 @@ mod tests {
             no_tx: false,
         };
         before_0011.run(&pool).await.unwrap();
+        let raw = pool.clone();
+        let pool = Pool::Sqlite(pool);
         let canonical = |invoice: Option<&str>| {
             let mut c = serde_json::to_value(countersign_domain::fixtures::sample_transfer()).unwrap();
             c["invoice_id"] = invoice.map_or(serde_json::Value::Null, Into::into);
             c.to_string()
         };
         for sql in crate::store::proposals::tests::REGISTRY {
-            sqlx::query(sql).execute(&pool).await.unwrap();
+            query(sql).execute(&pool).await.unwrap();
         }
         for (id, invoice) in [("p_1", Some("INV-9")), ("p_2", None)] {
-            sqlx::query(
+            query(
                 "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency,
                      payee_id, canonical_request, request_hash, policy, required_approvals, created_at, updated_at,
                      expires_at)
@@ -316,18 +327,18 @@ mod tests {
             .await
             .unwrap();
         }
-        crate::store::MIGRATOR.run(&pool).await.unwrap();
+        crate::store::MIGRATOR.run(&raw).await.unwrap();
         let copied: Vec<(String, Option<String>)> =
-            sqlx::query_as("SELECT id, invoice_id FROM proposals ORDER BY id").fetch_all(&pool).await.unwrap();
+            sqlx::query_as("SELECT id, invoice_id FROM proposals ORDER BY id").fetch_all(&raw).await.unwrap();
         assert_eq!(copied, [("p_1".to_owned(), Some("INV-9".to_owned())), ("p_2".to_owned(), None)]);
-        let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'")
+        let logged: i64 = crate::store::scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'")
             .fetch_one(&pool)
             .await
             .unwrap();
         assert_eq!(logged, 0, "the copy is not a change to each proposal");
         // The trigger is back: a real change is logged again.
-        sqlx::query("UPDATE proposals SET status = 'cancelled' WHERE id = 'p_2'").execute(&pool).await.unwrap();
-        let logged: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'")
+        query("UPDATE proposals SET status = 'cancelled' WHERE id = 'p_2'").execute(&pool).await.unwrap();
+        let logged: i64 = crate::store::scalar("SELECT COUNT(*) FROM change_log WHERE kind = 'proposal'")
             .fetch_one(&pool)
             .await
             .unwrap();

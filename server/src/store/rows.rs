@@ -5,25 +5,24 @@
 
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Decode, Row, Sqlite, Type};
 use std::borrow::Cow;
 
+use super::sql::{Row, Value};
 use super::{parse_ts, Result, StoreError};
 
 /// The columns of one row, optionally under a join alias prefix (`o_id`, …).
 pub struct Cols<'r> {
-    row: &'r SqliteRow,
+    row: &'r Row,
     prefix: &'static str,
 }
 
 impl<'r> Cols<'r> {
-    pub fn of(row: &'r SqliteRow) -> Cols<'r> {
+    pub fn of(row: &'r Row) -> Cols<'r> {
         Cols { row, prefix: "" }
     }
 
     /// Columns named `{prefix}{name}` (the aliases of a join).
-    pub fn prefixed(row: &'r SqliteRow, prefix: &'static str) -> Cols<'r> {
+    pub fn prefixed(row: &'r Row, prefix: &'static str) -> Cols<'r> {
         Cols { row, prefix }
     }
 
@@ -36,9 +35,9 @@ impl<'r> Cols<'r> {
     }
 
     /// The raw value of a column, as the database types it.
-    pub fn get<T: Decode<'r, Sqlite> + Type<Sqlite>>(&self, name: &str) -> Result<T> {
+    pub fn get<T: Value<'r>>(&self, name: &str) -> Result<T> {
         let column = self.name(name);
-        self.row.try_get::<T, &str>(&column).map_err(|e| StoreError::corrupt(&column, e))
+        self.row.try_get::<T>(&column).map_err(|e| StoreError::corrupt(&column, e))
     }
 
     pub fn text(&self, name: &str) -> Result<String> {
@@ -49,19 +48,26 @@ impl<'r> Cols<'r> {
         self.get(name)
     }
 
+    /// An integer (on PostgreSQL also an `INT4` literal or a `BOOL`
+    /// comparison, which SQLite types as integers).
     pub fn int(&self, name: &str) -> Result<i64> {
-        self.get(name)
+        self.opt_int(name)?.ok_or_else(|| StoreError::corrupt(&self.name(name), "NULL"))
+    }
+
+    pub fn opt_int(&self, name: &str) -> Result<Option<i64>> {
+        let column = self.name(name);
+        self.row.try_int(column.as_ref()).map_err(|e| StoreError::corrupt(&column, e))
     }
 
     /// A non-negative integer (an amount, a count).
     pub fn unsigned(&self, name: &str) -> Result<u64> {
-        let v: i64 = self.get(name)?;
+        let v = self.int(name)?;
         u64::try_from(v).map_err(|_| StoreError::corrupt(&self.name(name), "negative"))
     }
 
     /// A 0/1 flag; any other value is an error.
     pub fn flag(&self, name: &str) -> Result<bool> {
-        match self.get::<i64>(name)? {
+        match self.int(name)? {
             0 => Ok(false),
             1 => Ok(true),
             _ => Err(StoreError::corrupt(&self.name(name), "not a 0/1 flag")),
@@ -103,13 +109,17 @@ impl<'r> Cols<'r> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Db;
 
     #[tokio::test]
     async fn unreadable_values_are_errors_naming_their_column() {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = Db::open(tmp.path()).await.unwrap();
-        let row = sqlx::query("SELECT 'pending_approval' AS good, 'frozen' AS bad, '2026-01-01T00:00:00.000Z' AS t, 'yesterday' AS bad_t, 2 AS f, -1 AS n, '{' AS j")
+        for db in crate::store::test_pg::each_backend("unreadable_values_are_errors_naming_their_column").await {
+            check_unreadable(&db).await;
+            db.finish().await;
+        }
+    }
+
+    async fn check_unreadable(db: &crate::store::Db) {
+        let row = crate::store::query("SELECT 'pending_approval' AS good, 'frozen' AS bad, '2026-01-01T00:00:00.000Z' AS t, 'yesterday' AS bad_t, 2 AS f, -1 AS n, '{' AS j")
             .fetch_one(&db.read)
             .await
             .unwrap();

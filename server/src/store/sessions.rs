@@ -2,7 +2,7 @@
 //! only updated in place: `save` never inserts, so a request that loaded a
 //! session before it was signed out cannot write it back afterwards.
 
-use super::{ts, Cols, Conn, Pool, Result};
+use super::{query, ts, Cols, Conn, Pool, Result};
 use chrono::{DateTime, Utc};
 
 pub struct SessionRow<'a> {
@@ -14,7 +14,7 @@ pub struct SessionRow<'a> {
 
 /// Inserts a new session; false when the id is taken (the caller picks another).
 pub async fn create(pool: &Pool, row: &SessionRow<'_>, now: DateTime<Utc>) -> Result<bool> {
-    let done = sqlx::query(
+    let done = query(
         "INSERT INTO console_sessions (id, user_id, data, expires_at, created_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING",
     )
@@ -30,22 +30,21 @@ pub async fn create(pool: &Pool, row: &SessionRow<'_>, now: DateTime<Utc>) -> Re
 
 /// Updates an existing, unexpired session; a deleted one stays deleted.
 pub async fn save(pool: &Pool, row: &SessionRow<'_>, now: DateTime<Utc>) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE console_sessions SET user_id = ?, data = ?, expires_at = ? WHERE id = ? AND expires_at > ?",
-    )
-    .bind(row.user_id)
-    .bind(row.data)
-    .bind(ts(row.expires_at))
-    .bind(row.id)
-    .bind(ts(now))
-    .execute(pool)
-    .await?;
+    let done =
+        query("UPDATE console_sessions SET user_id = ?, data = ?, expires_at = ? WHERE id = ? AND expires_at > ?")
+            .bind(row.user_id)
+            .bind(row.data)
+            .bind(ts(row.expires_at))
+            .bind(row.id)
+            .bind(ts(now))
+            .execute(pool)
+            .await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// The session's data and expiry, unless it is missing or expired.
 pub async fn load(pool: &Pool, id: &str, now: DateTime<Utc>) -> Result<Option<(String, DateTime<Utc>)>> {
-    let row = sqlx::query("SELECT data, expires_at FROM console_sessions WHERE id = ? AND expires_at > ?")
+    let row = query("SELECT data, expires_at FROM console_sessions WHERE id = ? AND expires_at > ?")
         .bind(id)
         .bind(ts(now))
         .fetch_optional(pool)
@@ -58,18 +57,18 @@ pub async fn load(pool: &Pool, id: &str, now: DateTime<Utc>) -> Result<Option<(S
 }
 
 pub async fn delete(pool: &Pool, id: &str) -> Result<()> {
-    sqlx::query("DELETE FROM console_sessions WHERE id = ?").bind(id).execute(pool).await?;
+    query("DELETE FROM console_sessions WHERE id = ?").bind(id).execute(pool).await?;
     Ok(())
 }
 
 /// Ends every session of a user (password reset, deactivation); returns how many.
 pub async fn delete_of_user(conn: &mut Conn, user_id: &str) -> Result<u64> {
-    let done = sqlx::query("DELETE FROM console_sessions WHERE user_id = ?").bind(user_id).execute(conn).await?;
+    let done = query("DELETE FROM console_sessions WHERE user_id = ?").bind(user_id).execute(conn).await?;
     Ok(done.rows_affected())
 }
 
 /// Removes expired sessions; returns how many.
 pub async fn delete_expired(pool: &Pool, now: DateTime<Utc>) -> Result<u64> {
-    let done = sqlx::query("DELETE FROM console_sessions WHERE expires_at <= ?").bind(ts(now)).execute(pool).await?;
+    let done = query("DELETE FROM console_sessions WHERE expires_at <= ?").bind(ts(now)).execute(pool).await?;
     Ok(done.rows_affected())
 }

@@ -2,9 +2,8 @@
 //! of inbound requests.
 
 use chrono::{DateTime, Utc};
-use sqlx::SqliteExecutor;
 
-use super::{new_id, ts, Cols, Result};
+use super::{new_id, query, ts, Cols, Exec, Result};
 
 /// Where a message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,9 +51,9 @@ pub struct OutboxRow {
 
 /// Queues a message, due at once. Call it inside the transaction that makes
 /// the change the message announces.
-pub async fn enqueue<'e>(db: impl SqliteExecutor<'e>, m: &NewMessage<'_>, now: DateTime<Utc>) -> Result<String> {
+pub async fn enqueue<'e>(db: impl Into<Exec<'e>>, m: &NewMessage<'_>, now: DateTime<Utc>) -> Result<String> {
     let id = new_id("msg", now);
-    sqlx::query(
+    query(
         "INSERT INTO slack_outbox (id, tenant_id, proposal_id, target, url, body, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
@@ -72,8 +71,8 @@ pub async fn enqueue<'e>(db: impl SqliteExecutor<'e>, m: &NewMessage<'_>, now: D
 }
 
 /// Pending messages whose next attempt is due, oldest first.
-pub async fn due<'e>(db: impl SqliteExecutor<'e>, now: DateTime<Utc>, limit: u32) -> Result<Vec<OutboxRow>> {
-    let rows = sqlx::query(
+pub async fn due<'e>(db: impl Into<Exec<'e>>, now: DateTime<Utc>, limit: u32) -> Result<Vec<OutboxRow>> {
+    let rows = query(
         "SELECT * FROM slack_outbox WHERE status = 'pending' AND next_attempt_at <= ?
          ORDER BY next_attempt_at, id LIMIT ?",
     )
@@ -100,13 +99,13 @@ pub async fn due<'e>(db: impl SqliteExecutor<'e>, now: DateTime<Utc>, limit: u32
 
 /// Ends a pending message: `delivered` or `abandoned` (with why).
 pub async fn finish<'e>(
-    db: impl SqliteExecutor<'e>,
+    db: impl Into<Exec<'e>>,
     id: &str,
     delivered: bool,
     error: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    sqlx::query(
+    query(
         "UPDATE slack_outbox SET status = ?, attempts = attempts + ?, last_error = COALESCE(?, last_error),
          finished_at = ? WHERE id = ? AND status = 'pending'",
     )
@@ -121,8 +120,8 @@ pub async fn finish<'e>(
 }
 
 /// Counts a failed attempt and sets the next one.
-pub async fn retry_at<'e>(db: impl SqliteExecutor<'e>, id: &str, at: DateTime<Utc>, error: &str) -> Result<()> {
-    sqlx::query(
+pub async fn retry_at<'e>(db: impl Into<Exec<'e>>, id: &str, at: DateTime<Utc>, error: &str) -> Result<()> {
+    query(
         "UPDATE slack_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
          WHERE id = ? AND status = 'pending'",
     )
@@ -135,8 +134,8 @@ pub async fn retry_at<'e>(db: impl SqliteExecutor<'e>, id: &str, at: DateTime<Ut
 }
 
 /// Remembers a verified request; false when it was seen before (a replay).
-pub async fn first_sighting<'e>(db: impl SqliteExecutor<'e>, key: &str, now: DateTime<Utc>) -> Result<bool> {
-    let done = sqlx::query("INSERT INTO slack_requests (id, seen_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
+pub async fn first_sighting<'e>(db: impl Into<Exec<'e>>, key: &str, now: DateTime<Utc>) -> Result<bool> {
+    let done = query("INSERT INTO slack_requests (id, seen_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING")
         .bind(key)
         .bind(ts(now))
         .execute(db)
@@ -145,7 +144,7 @@ pub async fn first_sighting<'e>(db: impl SqliteExecutor<'e>, key: &str, now: Dat
 }
 
 /// Forgets requests seen before `cutoff` (their timestamps are out of the window by then).
-pub async fn forget_requests_before<'e>(db: impl SqliteExecutor<'e>, cutoff: DateTime<Utc>) -> Result<u64> {
-    let done = sqlx::query("DELETE FROM slack_requests WHERE seen_at < ?").bind(ts(cutoff)).execute(db).await?;
+pub async fn forget_requests_before<'e>(db: impl Into<Exec<'e>>, cutoff: DateTime<Utc>) -> Result<u64> {
+    let done = query("DELETE FROM slack_requests WHERE seen_at < ?").bind(ts(cutoff)).execute(db).await?;
     Ok(done.rows_affected())
 }

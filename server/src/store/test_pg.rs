@@ -14,6 +14,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// connect to and create databases from).
 pub const URL_VAR: &str = "COUNTERSIGN_TEST_DATABASE_URL";
 
+/// The test server's URL (set: call after [`fresh`] returned a database).
+pub fn server_url() -> String {
+    std::env::var(URL_VAR).expect("the test server's URL")
+}
+
 /// A database of its own for one test; [`TestPg::drop`] removes it (a test
 /// that panics leaves it behind, with the throwaway cluster).
 pub struct TestPg {
@@ -70,4 +75,47 @@ impl TestPg {
             .expect("DROP DATABASE");
         admin.close().await.ok();
     }
+}
+
+/// A fresh store on one backend, for a test that runs on each.
+pub struct TestDb {
+    pub db: crate::store::Db,
+    /// `sqlite` or `postgres`, for assertion messages.
+    pub backend: &'static str,
+    guard: Guard,
+}
+
+enum Guard {
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Pg(Box<TestPg>),
+}
+
+impl std::ops::Deref for TestDb {
+    type Target = crate::store::Db;
+    fn deref(&self) -> &crate::store::Db {
+        &self.db
+    }
+}
+
+impl TestDb {
+    /// Closes the store and removes its database.
+    pub async fn finish(self) {
+        self.db.close().await;
+        if let Guard::Pg(pg) = self.guard {
+            TestPg::drop(*pg).await;
+        }
+    }
+}
+
+/// A fresh, migrated store on SQLite, and one on PostgreSQL when a test
+/// server is configured (see [`fresh`]: under CI it must be).
+pub async fn each_backend(test: &str) -> Vec<TestDb> {
+    let tmp = tempfile::tempdir().unwrap();
+    let sqlite = crate::store::Db::open(tmp.path()).await.unwrap();
+    let mut dbs = vec![TestDb { db: sqlite, backend: "sqlite", guard: Guard::Sqlite(tmp) }];
+    if let Some(pg) = fresh(test).await {
+        let db = crate::store::Db::on_postgres(pg.pool.clone()).await.expect("migrate the PostgreSQL store");
+        dbs.push(TestDb { db, backend: "postgres", guard: Guard::Pg(Box::new(pg)) });
+    }
+    dbs
 }

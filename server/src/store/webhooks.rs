@@ -3,9 +3,8 @@
 //! (`webhook_redeliveries`), migration 0012.
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
 
-use super::{new_id, ts, Cols, Conn, Pool, Result};
+use super::{new_id, query, ts, Cols, Conn, Pool, Result, Row};
 
 #[derive(Debug, Clone)]
 pub struct Webhook {
@@ -20,7 +19,7 @@ pub struct Webhook {
     pub next_attempt_at: DateTime<Utc>,
 }
 
-fn from_row(r: &SqliteRow) -> Result<Webhook> {
+fn from_row(r: &Row) -> Result<Webhook> {
     let c = Cols::of(r);
     Ok(Webhook {
         tenant_id: c.text("tenant_id")?,
@@ -45,7 +44,7 @@ pub async fn set(
     now: DateTime<Utc>,
 ) -> Result<()> {
     let secrets = serde_json::to_string(secrets).expect("strings serialize");
-    sqlx::query(
+    query(
         "INSERT INTO agent_webhooks (tenant_id, agent_id, url, secrets, cursor_at, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (tenant_id, agent_id) DO UPDATE SET url = excluded.url, secrets = excluded.secrets",
@@ -63,7 +62,7 @@ pub async fn set(
 }
 
 pub async fn get(conn: &mut Conn, tenant: &str, agent: &str) -> Result<Option<Webhook>> {
-    let row = sqlx::query("SELECT * FROM agent_webhooks WHERE tenant_id = ? AND agent_id = ?")
+    let row = query("SELECT * FROM agent_webhooks WHERE tenant_id = ? AND agent_id = ?")
         .bind(tenant)
         .bind(agent)
         .fetch_optional(conn)
@@ -73,12 +72,12 @@ pub async fn get(conn: &mut Conn, tenant: &str, agent: &str) -> Result<Option<We
 
 /// Removes the agent's webhook and its queued redeliveries; whether there was one.
 pub async fn remove(conn: &mut Conn, tenant: &str, agent: &str) -> Result<bool> {
-    sqlx::query("DELETE FROM webhook_redeliveries WHERE tenant_id = ? AND agent_id = ? AND done_at IS NULL")
+    query("DELETE FROM webhook_redeliveries WHERE tenant_id = ? AND agent_id = ? AND done_at IS NULL")
         .bind(tenant)
         .bind(agent)
         .execute(&mut *conn)
         .await?;
-    let done = sqlx::query("DELETE FROM agent_webhooks WHERE tenant_id = ? AND agent_id = ?")
+    let done = query("DELETE FROM agent_webhooks WHERE tenant_id = ? AND agent_id = ?")
         .bind(tenant)
         .bind(agent)
         .execute(conn)
@@ -88,7 +87,7 @@ pub async fn remove(conn: &mut Conn, tenant: &str, agent: &str) -> Result<bool> 
 
 /// Webhooks whose next attempt is due.
 pub async fn due(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<Webhook>> {
-    let rows = sqlx::query("SELECT * FROM agent_webhooks WHERE next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?")
+    let rows = query("SELECT * FROM agent_webhooks WHERE next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?")
         .bind(ts(now))
         .bind(i64::from(limit))
         .fetch_all(pool)
@@ -98,7 +97,7 @@ pub async fn due(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<Webh
 
 /// Moves the cursor past a delivered (or given up) event; the next one is due at once.
 pub async fn advance(conn: &mut Conn, w: &Webhook, at: DateTime<Utc>, id: &str) -> Result<()> {
-    sqlx::query(
+    query(
         "UPDATE agent_webhooks SET cursor_at = ?, cursor_id = ?, attempts = 0
          WHERE tenant_id = ? AND agent_id = ?",
     )
@@ -113,7 +112,7 @@ pub async fn advance(conn: &mut Conn, w: &Webhook, at: DateTime<Utc>, id: &str) 
 
 /// Counts a failed attempt and sets when to try again.
 pub async fn retry_at(conn: &mut Conn, w: &Webhook, attempts: i64, at: DateTime<Utc>) -> Result<()> {
-    sqlx::query("UPDATE agent_webhooks SET attempts = ?, next_attempt_at = ? WHERE tenant_id = ? AND agent_id = ?")
+    query("UPDATE agent_webhooks SET attempts = ?, next_attempt_at = ? WHERE tenant_id = ? AND agent_id = ?")
         .bind(attempts)
         .bind(ts(at))
         .bind(&w.tenant_id)
@@ -138,7 +137,7 @@ pub struct Attempt<'a> {
 }
 
 pub async fn log(conn: &mut Conn, a: &Attempt<'_>, now: DateTime<Utc>) -> Result<()> {
-    sqlx::query(
+    query(
         "INSERT INTO webhook_deliveries
              (id, tenant_id, agent_id, proposal_id, event_id, outcome, http_status, error, attempt, redelivery_id, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -175,7 +174,7 @@ pub struct Delivery {
     pub at: DateTime<Utc>,
 }
 
-fn delivery_from_row(r: &SqliteRow) -> Result<Delivery> {
+fn delivery_from_row(r: &Row) -> Result<Delivery> {
     let c = Cols::of(r);
     Ok(Delivery {
         id: c.text("id")?,
@@ -193,7 +192,7 @@ fn delivery_from_row(r: &SqliteRow) -> Result<Delivery> {
 }
 
 pub async fn deliveries(pool: &Pool, tenant: &str, agent: &str, limit: u32) -> Result<Vec<Delivery>> {
-    let rows = sqlx::query(
+    let rows = query(
         "SELECT * FROM webhook_deliveries WHERE tenant_id = ? AND agent_id = ? ORDER BY at DESC, id DESC LIMIT ?",
     )
     .bind(tenant)
@@ -206,7 +205,7 @@ pub async fn deliveries(pool: &Pool, tenant: &str, agent: &str, limit: u32) -> R
 
 /// One logged attempt of the tenant's (another tenant's is `None`, as a missing one).
 pub async fn delivery(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<Delivery>> {
-    let row = sqlx::query("SELECT * FROM webhook_deliveries WHERE tenant_id = ? AND id = ?")
+    let row = query("SELECT * FROM webhook_deliveries WHERE tenant_id = ? AND id = ?")
         .bind(tenant)
         .bind(id)
         .fetch_optional(conn)
@@ -228,7 +227,7 @@ pub struct Overview {
 
 /// The tenant's webhooks, by agent id.
 pub async fn overview(pool: &Pool, tenant: &str) -> Result<Vec<Overview>> {
-    let rows = sqlx::query(
+    let rows = query(
         "SELECT w.agent_id, w.url, w.attempts, w.next_attempt_at,
                 (SELECT COUNT(*) FROM webhook_redeliveries r
                   WHERE r.tenant_id = w.tenant_id AND r.agent_id = w.agent_id AND r.done_at IS NULL) AS queued
@@ -262,7 +261,7 @@ pub struct NewRedelivery<'a> {
 /// Queues a redelivery, due at once; `false` if one of the same proposal to
 /// the same agent is queued already (the partial unique index).
 pub async fn queue_redelivery(conn: &mut Conn, r: &NewRedelivery<'_>, now: DateTime<Utc>) -> Result<bool> {
-    let done = sqlx::query(
+    let done = query(
         "INSERT INTO webhook_redeliveries
              (id, tenant_id, agent_id, proposal_id, delivery_id, event_id, requested_by, requested_at, next_attempt_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -298,7 +297,7 @@ pub struct Redelivery {
 
 /// Queued redeliveries whose next attempt is due, of agents that still have a webhook.
 pub async fn due_redeliveries(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<Redelivery>> {
-    let rows = sqlx::query(
+    let rows = query(
         "SELECT r.id, r.tenant_id, r.agent_id, r.proposal_id, r.event_id, r.attempts, w.url, w.secrets
          FROM webhook_redeliveries r
          JOIN agent_webhooks w ON w.tenant_id = r.tenant_id AND w.agent_id = r.agent_id
@@ -328,7 +327,7 @@ pub async fn due_redeliveries(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Re
 
 /// A redelivery delivered or given up: it leaves the queue.
 pub async fn redelivery_done(conn: &mut Conn, id: &str, attempts: i64, now: DateTime<Utc>) -> Result<()> {
-    sqlx::query("UPDATE webhook_redeliveries SET attempts = ?, done_at = ? WHERE id = ?")
+    query("UPDATE webhook_redeliveries SET attempts = ?, done_at = ? WHERE id = ?")
         .bind(attempts)
         .bind(ts(now))
         .bind(id)
@@ -339,7 +338,7 @@ pub async fn redelivery_done(conn: &mut Conn, id: &str, attempts: i64, now: Date
 
 /// Counts a failed attempt of a redelivery and sets when to try again.
 pub async fn redelivery_retry_at(conn: &mut Conn, id: &str, attempts: i64, at: DateTime<Utc>) -> Result<()> {
-    sqlx::query("UPDATE webhook_redeliveries SET attempts = ?, next_attempt_at = ? WHERE id = ?")
+    query("UPDATE webhook_redeliveries SET attempts = ?, next_attempt_at = ? WHERE id = ?")
         .bind(attempts)
         .bind(ts(at))
         .bind(id)

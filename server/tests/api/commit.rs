@@ -176,17 +176,7 @@ async fn twenty_concurrent_commits_of_one_proposal_make_one_transfer() {
     let (server, rail) = with_rail("").await;
     let (id, token) = auto_approved(&server, 5_000).await;
     let server = std::sync::Arc::new(server);
-    let mut tasks = Vec::new();
-    for _ in 0..20 {
-        let (server, id, token) = (server.clone(), id.clone(), token.clone());
-        tasks.push(tokio::spawn(async move { server.commit(&id, &token).await }));
-    }
-    let mut ops = std::collections::BTreeSet::new();
-    for t in tasks {
-        let r = t.await.unwrap();
-        assert_eq!(r.status, 200, "{}", r.text);
-        ops.insert(r.body["operation"]["id"].as_str().unwrap().to_owned());
-    }
+    let ops = operations_of(&commit_all((0..20).map(|_| (server.clone(), id.clone(), token.clone())).collect()).await);
     assert_eq!(ops.len(), 1, "every answer names the one operation: {ops:?}");
     assert_eq!(rail.transfers().await.len(), 1);
     assert_eq!(server.scalar(&format!("SELECT COUNT(*) FROM operations WHERE proposal_id = '{id}'")).await, 1);

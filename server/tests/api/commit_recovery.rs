@@ -74,27 +74,8 @@ async fn concurrent_commits_cannot_overspend_the_daily_budget() {
         approved.push(auto_approved(&server, 5_000).await);
     }
     let server = Arc::new(server);
-    let tasks: Vec<_> = approved
-        .iter()
-        .cloned()
-        .map(|(id, token)| {
-            let server = server.clone();
-            tokio::spawn(async move { server.commit(&id, &token).await })
-        })
-        .collect();
-    let (mut ok, mut denied) = (0, 0);
-    for t in tasks {
-        let r = t.await.unwrap();
-        match r.status {
-            200 => ok += 1,
-            403 => {
-                r.assert_error(403, "policy_denied");
-                assert_eq!(r.detail_rules(), ["daily_budget"], "{}", r.text);
-                denied += 1;
-            }
-            other => panic!("unexpected {other}: {}", r.text),
-        }
-    }
+    let replies = commit_all(approved.into_iter().map(|(id, token)| (server.clone(), id, token)).collect()).await;
+    let (ok, denied) = budget_outcomes(&replies);
     assert_eq!((ok, denied), (4, 1), "20,000 of budget holds four 5,000 payments");
     assert_eq!(rail.transfers().await.len(), 4);
     assert_eq!(server.scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = 'acme'").await, 20_000);

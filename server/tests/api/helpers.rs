@@ -217,6 +217,10 @@ impl Scratch {
     pub fn new(config: &str) -> Scratch {
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("countersign.toml");
+        let config = match postgres_database(config) {
+            Some(url) => format!("{config}\n[database]\nurl = \"{url}\"\n"),
+            None => config.to_owned(),
+        };
         std::fs::write(&config_path, config).expect("write config");
         Scratch { dir, config: config_path }
     }
@@ -251,6 +255,53 @@ impl Scratch {
     pub async fn serve(self, env: &[(&str, &str)]) -> TestServer {
         TestServer::spawn_env(self.dir, self.config, env).await
     }
+}
+
+/// Whether the servers of this run keep their data in PostgreSQL:
+/// `API_TESTS_DATABASE=postgres`, with `COUNTERSIGN_TEST_DATABASE_URL`
+/// naming the test server (`make test` runs the suite's core so).
+pub fn on_postgres() -> bool {
+    std::env::var("API_TESTS_DATABASE").is_ok_and(|v| v == "postgres")
+}
+
+/// On PostgreSQL runs, the URL of a new empty database for one test's
+/// servers (created with `psql`), unless `config` sets the database itself.
+fn postgres_database(config: &str) -> Option<String> {
+    if !on_postgres() || config.contains("[database]") {
+        return None;
+    }
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SERIAL: AtomicU32 = AtomicU32::new(0);
+    let server = std::env::var("COUNTERSIGN_TEST_DATABASE_URL")
+        .expect("API_TESTS_DATABASE=postgres needs COUNTERSIGN_TEST_DATABASE_URL (scripts/pg.sh start)");
+    let name = format!("cs_api_{}_{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed));
+    let out = std::process::Command::new("psql")
+        .arg(&server)
+        .args(["-v", "ON_ERROR_STOP=1", "-q", "-c"])
+        .arg(format!("CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C'"))
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "CREATE DATABASE {name}: {}", String::from_utf8_lossy(&out.stderr));
+    let (base, _) = server.rsplit_once('/').expect("a URL with a database");
+    Some(format!("{base}/{name}"))
+}
+
+/// The PostgreSQL URL the harness wrote into `config` (on PostgreSQL runs).
+pub fn postgres_url(config: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(config).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("url = \"postgres").map(|rest| format!("postgres{}", rest.trim_end_matches('"'))))
+}
+
+/// The rows of `sql` on the PostgreSQL database `url`, one per line, unaligned.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .arg(url)
+        .args(["-v", "ON_ERROR_STOP=1", "-tAqc", sql])
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A read-write connection pool to the database in `data_dir`.
@@ -362,7 +413,7 @@ impl TestServer {
                     .expect("server runtime");
                 runtime.block_on(async move {
                     let bound = async {
-                        let db = countersign::store::Db::open(&settings.data_dir).await?;
+                        let db = countersign::store::Db::connect(&settings.backend()?).await?;
                         countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE).await?;
                         db.close().await;
                         countersign::startup::bind(settings, false).await
@@ -588,11 +639,20 @@ impl TestServer {
 
     /// One integer from the server's database.
     pub async fn scalar(&self, sql: &str) -> i64 {
+        if let Some(url) = postgres_url(&self.config) {
+            let out = psql(&url, sql);
+            return out.trim().parse().unwrap_or_else(|e| panic!("{sql}: {out:?}: {e}"));
+        }
         scalar(&self.db().await, sql).await
     }
 
     /// The audit actions recorded for `proposal_id`, oldest first.
     pub async fn audit_actions(&self, proposal_id: &str) -> Vec<String> {
+        if let Some(url) = postgres_url(&self.config) {
+            assert!(proposal_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{proposal_id}");
+            let sql = format!("SELECT action FROM audit_log WHERE proposal_id = '{proposal_id}' ORDER BY seq");
+            return psql(&url, &sql).lines().map(str::to_owned).collect();
+        }
         sqlx::query_scalar("SELECT action FROM audit_log WHERE proposal_id = ? ORDER BY seq")
             .bind(proposal_id)
             .fetch_all(&self.db().await)

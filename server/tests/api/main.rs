@@ -30,6 +30,7 @@ mod expiry;
 mod idempotency;
 mod listing;
 mod mcp;
+mod multi_instance;
 mod observability;
 mod oidc;
 mod passkeys;

@@ -160,3 +160,44 @@ impl TestServer {
         self.wait_for(id, secs, |p| p["status"] == status).await
     }
 }
+
+/// Commits each `(server, id, token)` at once; returns the answers in order.
+pub async fn commit_all(commits: Vec<(std::sync::Arc<TestServer>, String, String)>) -> Vec<Reply> {
+    let tasks: Vec<_> = commits
+        .into_iter()
+        .map(|(server, id, token)| tokio::spawn(async move { server.commit(&id, &token).await }))
+        .collect();
+    let mut replies = Vec::new();
+    for t in tasks {
+        replies.push(t.await.unwrap());
+    }
+    replies
+}
+
+/// (paid, refused by the daily budget) among commit answers; anything else fails.
+pub fn budget_outcomes(replies: &[Reply]) -> (usize, usize) {
+    let (mut ok, mut denied) = (0, 0);
+    for r in replies {
+        match r.status {
+            200 => ok += 1,
+            403 => {
+                r.assert_error(403, "policy_denied");
+                assert_eq!(r.detail_rules(), ["daily_budget"], "{}", r.text);
+                denied += 1;
+            }
+            other => panic!("unexpected {other}: {}", r.text),
+        }
+    }
+    (ok, denied)
+}
+
+/// The operation ids of commit answers, each of which must be 200.
+pub fn operations_of(replies: &[Reply]) -> std::collections::BTreeSet<String> {
+    replies
+        .iter()
+        .map(|r| {
+            assert_eq!(r.status, 200, "{}", r.text);
+            r.body["operation"]["id"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}

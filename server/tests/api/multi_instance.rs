@@ -1,0 +1,68 @@
+//! Several `serve` processes on one PostgreSQL database (issue 16, part 1):
+//! what must happen once happens once whichever instance is asked. Only on
+//! PostgreSQL runs (`API_TESTS_DATABASE=postgres`); elsewhere each test
+//! says it skipped.
+//!
+//! The instances share the config (so the database) and the data
+//! directory (the approval-token signing keys), and call one rail
+//! simulator, as a deployment behind a proxy would.
+
+use crate::helpers::*;
+use crate::rail_harness::*;
+
+/// Two instances of one deployment and its rail, or None off PostgreSQL.
+async fn two_instances(test: &str) -> Option<(TestServer, TestServer, RailSim)> {
+    if !on_postgres() {
+        eprintln!("SKIPPED {test}: needs API_TESTS_DATABASE=postgres (make test runs it)");
+        return None;
+    }
+    let rail = RailSim::start().await;
+    let scratch = Scratch::new("");
+    scratch.apply_fixture().await;
+    let second = tempfile::tempdir().expect("temp dir");
+    std::os::unix::fs::symlink(scratch.data_dir(), second.path().join("data")).expect("share the data directory");
+    let config = scratch.config.clone();
+    // One after the other: the first creates the signing keys.
+    let a = scratch.serve(&env_for(&rail, &[])).await;
+    let b = TestServer::spawn_env(second, config, &env_for(&rail, &[])).await;
+    Some((a, b, rail))
+}
+
+#[tokio::test]
+async fn twenty_commits_split_across_two_instances_make_one_transfer() {
+    let Some((a, b, rail)) = two_instances("twenty_commits_split_across_two_instances_make_one_transfer").await else {
+        return;
+    };
+    let (id, token) = auto_approved(&a, 5_000).await;
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let split = (0..20).map(|i| (if i % 2 == 0 { a.clone() } else { b.clone() }, id.clone(), token.clone()));
+    let ops = operations_of(&commit_all(split.collect()).await);
+    assert_eq!(ops.len(), 1, "every answer, from either instance, names the one operation: {ops:?}");
+    assert_eq!(rail.transfers().await.len(), 1, "one rail transfer");
+    assert_eq!(a.scalar(&format!("SELECT COUNT(*) FROM operations WHERE proposal_id = '{id}'")).await, 1);
+    let (code, stdout, stderr) = a.cli(&["audit", "verify"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
+#[tokio::test]
+async fn the_daily_budget_holds_across_instances() {
+    let Some((a, b, rail)) = two_instances("the_daily_budget_holds_across_instances").await else {
+        return;
+    };
+    let (code, out, err) =
+        a.cli(&["tenant", "add", "--id", "acme", "--name", "Acme Corp", "--budget", "USD=20000"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let mut approved = Vec::new();
+    for _ in 0..6 {
+        approved.push(auto_approved(&a, 5_000).await);
+    }
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let split = approved
+        .into_iter()
+        .enumerate()
+        .map(|(i, (id, token))| (if i % 2 == 0 { a.clone() } else { b.clone() }, id, token));
+    let (ok, denied) = budget_outcomes(&commit_all(split.collect()).await);
+    assert_eq!((ok, denied), (4, 2), "20,000 of budget holds four 5,000 payments, from both instances together");
+    assert_eq!(rail.transfers().await.len(), 4);
+    assert_eq!(a.scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = 'acme'").await, 20_000);
+}
