@@ -164,6 +164,7 @@ where
         .routes(routes!(console::sign_in_json, console::sign_out_json))
         .routes(routes!(console::queue))
         .routes(routes!(console::decide_json))
+        .routes(routes!(console::step_up_json))
         .routes(routes!(console::resolve_json))
         .routes(routes!(console::rail_records_json))
         .routes(routes!(passkeys::start))

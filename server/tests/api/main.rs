@@ -33,6 +33,7 @@ mod mcp;
 mod observability;
 mod oidc;
 mod passkeys;
+mod passkeys_step_up;
 mod policy;
 mod proposals_create;
 mod queue_search;
