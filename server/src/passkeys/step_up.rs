@@ -377,3 +377,34 @@ pub fn reverify(row: &AssertionRow) -> Result<(), String> {
         .map(|_| ())
         .map_err(|e| format!("{} ({})", e.code(), e))
 }
+
+/// What `countersign audit verify-approvals` found.
+#[derive(Debug, Default)]
+pub struct KeptReport {
+    pub verified: usize,
+    /// One line per failed assertion: which approval, and why.
+    pub failures: Vec<String>,
+}
+
+/// Re-verifies every kept assertion offline ([`reverify`]), and that an
+/// assertion of the proposal's current round names its current request hash.
+pub async fn verify_kept(pool: &crate::store::Pool) -> Result<KeptReport, StoreError> {
+    let mut report = KeptReport::default();
+    for row in store_passkeys::all_assertions(pool).await? {
+        let proposal = crate::store::proposals::get(pool, &row.tenant_id, &row.proposal_id).await?;
+        let verdict = match proposal {
+            None => Err("the proposal is missing".to_owned()),
+            Some(p) if p.approval_round == row.round && p.request_hash != row.request_hash => {
+                Err("the proposal's request hash is not the one the assertion was kept with".to_owned())
+            }
+            Some(_) => reverify(&row),
+        };
+        match verdict {
+            Ok(()) => report.verified += 1,
+            Err(why) => report
+                .failures
+                .push(format!("proposal {} round {} approver {}: {why}", row.proposal_id, row.round, row.approver_id)),
+        }
+    }
+    Ok(report)
+}

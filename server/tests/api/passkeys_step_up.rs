@@ -384,3 +384,69 @@ async fn a_slack_press_by_someone_with_a_passkey_is_sent_to_the_console() {
     assert!(reply.contains("needs your passkey") && reply.contains(PUBLIC_URL), "{reply}");
     assert_still_pending(&server, p["id"].as_str().unwrap()).await;
 }
+
+#[tokio::test]
+async fn audit_verify_approvals_re_verifies_every_kept_assertion_offline() {
+    let server = serve(ABOVE_200).await;
+    let ana = sign_in(&server, "ana").await;
+    let (mut key, passkey_id) = with_passkey(&ana).await;
+    let (a, b) = (pending(&server).await, pending(&server).await);
+    for id in [&a, &b] {
+        let r = approve_with(&ana, id, &sign(&mut key, &step_up(&ana, id).await)).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    // Removing the passkey afterwards does not unmake what it signed.
+    send(ana.authed(Method::DELETE, &format!("/api/v1/me/passkeys/{passkey_id}"))).await;
+    let (code, stdout, stderr) = server.cli(&["audit", "verify-approvals"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("2 verified, 0 failed"), "{stdout}");
+
+    // A signature changed in the database.
+    let db = server.db().await;
+    let signature: String = sqlx::query_scalar("SELECT signature FROM approval_assertions WHERE proposal_id = ?")
+        .bind(&b)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    let mut bytes = URL_SAFE_NO_PAD.decode(&signature).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    sqlx::query("UPDATE approval_assertions SET signature = ? WHERE proposal_id = ?")
+        .bind(URL_SAFE_NO_PAD.encode(&bytes))
+        .bind(&b)
+        .execute(&db)
+        .await
+        .unwrap();
+    let (code, stdout, stderr) = server.cli(&["audit", "verify-approvals"]).await;
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("1 verified, 1 failed"), "{stdout}");
+    assert!(stderr.contains(&b) && stderr.contains("bad_signature"), "{stderr}");
+
+    // A request hash changed, in the kept row and the proposal alike: the
+    // recomputed challenge is not the one signed.
+    let honest: String = sqlx::query_scalar("SELECT request_hash FROM approval_assertions WHERE proposal_id = ?")
+        .bind(&a)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    let forged = format!("sha256:{}", "cd".repeat(32));
+    let set_hash = |table_and_key: &'static str, hash: String| {
+        let db = db.clone();
+        let a = a.clone();
+        async move {
+            let sql = format!("UPDATE {table_and_key}");
+            sqlx::query(&sql).bind(hash).bind(a).execute(&db).await.unwrap();
+        }
+    };
+    set_hash("approval_assertions SET request_hash = ? WHERE proposal_id = ?", forged.clone()).await;
+    set_hash("proposals SET request_hash = ? WHERE id = ?", forged).await;
+    let (code, stdout, stderr) = server.cli(&["audit", "verify-approvals"]).await;
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("0 verified, 2 failed"), "{stdout}");
+    assert!(stderr.contains(&a) && stderr.contains("wrong_challenge"), "{stderr}");
+    // The kept row put back alone: it no longer names its proposal's hash.
+    set_hash("approval_assertions SET request_hash = ? WHERE proposal_id = ?", honest).await;
+    let (code, stdout, stderr) = server.cli(&["audit", "verify-approvals"]).await;
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stderr.contains("not the one the assertion was kept with"), "{stderr}");
+}
