@@ -486,7 +486,8 @@ pub async fn decide_json(
     Ok(Json(view))
 }
 
-error_responses!(StepUpErrors: Unauthenticated, Forbidden, StepUpRequired, NotFound, InternalError);
+error_responses!(StepUpErrors: InvalidJson, Unauthenticated, Forbidden, StepUpRequired, NotFound, ValidationFailed,
+    InternalError);
 
 /// A step-up challenge for approving a proposal
 ///

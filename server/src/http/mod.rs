@@ -165,6 +165,7 @@ where
         .routes(routes!(console::queue))
         .routes(routes!(console::decide_json))
         .routes(routes!(console::step_up_json))
+        .routes(routes!(bulk::step_up_json))
         .routes(routes!(console::resolve_json))
         .routes(routes!(console::rail_records_json))
         .routes(routes!(passkeys::start))

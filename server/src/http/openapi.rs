@@ -51,6 +51,7 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/queue"),
     ("POST", "/api/v1/proposals/{id}/approvals"),
     ("POST", "/api/v1/proposals/{id}/step-up"),
+    ("POST", "/api/v1/bulk/step-up"),
     ("POST", "/api/v1/operations/{id}/resolution"),
     ("GET", "/api/v1/operations/{id}/rail-records"),
     ("POST", "/api/v1/me/passkeys/challenges"),

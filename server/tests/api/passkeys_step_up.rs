@@ -450,3 +450,100 @@ async fn audit_verify_approvals_re_verifies_every_kept_assertion_offline() {
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stderr.contains("not the one the assertion was kept with"), "{stderr}");
 }
+
+/// `POST /api/v1/bulk/step-up` for `ids`, answered 201.
+async fn bulk_step_up(console: &Console, ids: &[&str]) -> Value {
+    let r = send(console.authed(Method::POST, "/api/v1/bulk/step-up").json(&json!({"ids": ids}))).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    r.body
+}
+
+/// The bulk form approving `ids`, with `signed` (an assertion) if any; its `Location`.
+async fn bulk_approve(console: &Console, ids: &[&str], signed: Option<&Value>) -> String {
+    let mut fields: Vec<(String, String)> = vec![("decision".into(), "approve".into())];
+    fields.extend(ids.iter().map(|id| ("id".to_owned(), (*id).to_owned())));
+    if let Some(signed) = signed {
+        for name in ["challenge_id", "credential_id", "authenticator_data", "client_data_json", "signature"] {
+            fields.push((format!("step_up_{name}"), signed[name].as_str().unwrap().to_owned()));
+        }
+    }
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = console.form("/bulk/decision", &fields).await;
+    assert_eq!(r.status, 303, "{}", r.text);
+    r.header("location").unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_bulk_approval_takes_one_assertion_over_the_listed_set() {
+    let server = serve(ABOVE_200).await;
+    let ana = sign_in(&server, "ana").await;
+    let (mut key, _) = with_passkey(&ana).await;
+    let (a, b) = (pending(&server).await, pending(&server).await);
+
+    let bare = bulk_approve(&ana, &[&a, &b], None).await;
+    assert!(bare.contains(&format!("outcome={a}%3Astep_up_required")), "{bare}");
+    assert_still_pending(&server, &a).await;
+
+    let signed = sign(&mut key, &bulk_step_up(&ana, &[&a, &b]).await);
+    let done = bulk_approve(&ana, &[&a, &b], Some(&signed)).await;
+    for id in [&a, &b] {
+        assert!(done.contains(&format!("outcome={id}%3Aapproved")), "{done}");
+        assert_eq!(decode_jws(&token_of(&server, id).await.0).claims["amr"], json!(["passkey"]));
+    }
+    assert_eq!(server.scalar("SELECT COUNT(*) FROM approval_assertions WHERE kind = 'bulk_step_up'").await, 2);
+    let (code, stdout, stderr) = server.cli(&["audit", "verify-approvals"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("2 verified, 0 failed"), "{stdout}");
+}
+
+#[tokio::test]
+async fn a_bulk_assertion_over_another_set_is_refused() {
+    let server = serve(ABOVE_200).await;
+    let ana = sign_in(&server, "ana").await;
+    let (mut key, _) = with_passkey(&ana).await;
+    let (c, d, e) = (pending(&server).await, pending(&server).await, pending(&server).await);
+    let refused = |location: &str| location.contains("error=passkey_refused");
+
+    // One added, one left out, the order changed.
+    for sent in [vec![&c, &d, &e], vec![&c], vec![&d, &c]] {
+        let signed = sign(&mut key, &bulk_step_up(&ana, &[&c, &d]).await);
+        let ids: Vec<&str> = sent.iter().map(|s| s.as_str()).collect();
+        let location = bulk_approve(&ana, &ids, Some(&signed)).await;
+        assert!(refused(&location), "{ids:?}: {location}");
+    }
+    // A listed payment changed after the challenge.
+    let signed = sign(&mut key, &bulk_step_up(&ana, &[&c, &d]).await);
+    sqlx::query("UPDATE proposals SET request_hash = ? WHERE id = ?")
+        .bind(format!("sha256:{}", "ef".repeat(32)))
+        .bind(&d)
+        .execute(&server.db().await)
+        .await
+        .unwrap();
+    assert!(refused(&bulk_approve(&ana, &[&c, &d], Some(&signed)).await));
+    // A replay of a spent bulk assertion.
+    let signed = sign(&mut key, &bulk_step_up(&ana, &[&c, &e]).await);
+    assert!(bulk_approve(&ana, &[&c, &e], Some(&signed)).await.contains(&format!("outcome={c}%3Aapproved")));
+    assert!(refused(&bulk_approve(&ana, &[&c, &e], Some(&signed)).await));
+    assert_still_pending(&server, &d).await;
+    assert_eq!(server.scalar("SELECT COUNT(*) FROM approval_assertions").await, 2);
+}
+
+#[tokio::test]
+async fn a_role_can_require_a_passkey_before_any_approval() {
+    // Step-up only from 10,000.00; approvers must hold a passkey regardless.
+    let server =
+        serve("[policy]\nstep_up_at_minor = { USD = 1_000_000 }\n[passkeys]\nrequired_roles = [\"approver\"]\n").await;
+    let ben = sign_in(&server, "ben").await; // signing in works without one
+    let id = pending(&server).await; // 250.00: below the step-up threshold
+    let refused = ben.approve(&id).await;
+    assert_reason(&refused, 403, "step_up_required", "no_passkey");
+    assert!(refused.body["error"]["message"].as_str().unwrap().contains("register one"), "{}", refused.text);
+    let form = ben.form(&format!("/proposals/{id}/decision"), &[("decision", "approve")]).await;
+    assert!(form.header("location").unwrap().contains("error=passkey_required"), "{:?}", form.header("location"));
+    assert_still_pending(&server, &id).await;
+
+    // Once registered, below the threshold no assertion is asked for.
+    with_passkey(&ben).await;
+    let approved = ben.approve(&id).await;
+    assert_eq!(approved.status, 200, "{}", approved.text);
+}
