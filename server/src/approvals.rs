@@ -251,7 +251,7 @@ async fn decide_inner(
     if !DECIDABLE.contains(&row.status) {
         return Err(DecideError::InvalidState(row.status));
     }
-    let asker = Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id };
+    let asker = Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles };
     let decision = match &verdict {
         Verdict::Reject { reason } => {
             let reason = check_reason(reason)?;
@@ -407,7 +407,7 @@ async fn stepped_up(
     now: DateTime<Utc>,
 ) -> Result<Option<store::passkeys::AssertionRow>, DecideError> {
     use base64::Engine;
-    let asker = Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id };
+    let asker = Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles };
     let need = step_up::need_for(state, tx, &approver.tenant_id, &approver.user_id, &approver.roles, current).await?;
     let mut kept = match (&approver.step_up, nonce) {
         (Some(StepUp::One(answer)), Some(nonce)) => {

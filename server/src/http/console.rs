@@ -510,7 +510,7 @@ pub async fn step_up_json(
     user: CurrentUser,
     Path(ProposalPath { id }): Path<ProposalPath>,
 ) -> Result<(StatusCode, Json<StepUpOptions>), ApiError> {
-    let asker = Asker { tenant_id: &user.user.tenant_id, user_id: &user.user.id };
+    let asker = Asker { tenant_id: &user.user.tenant_id, user_id: &user.user.id, roles: &user.user.roles };
     Ok((StatusCode::CREATED, Json(step_up::start_one(&state, &asker, &id, state.now()).await?)))
 }
 
@@ -1141,5 +1141,5 @@ fn needs_sign_in(req: &axum::extract::Request) -> bool {
     let path = req.uri().path();
     let under = |prefix: &str| path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'));
     matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD)
-        && (path.starts_with("/proposals/") || under("/operations") || under("/admin"))
+        && (path.starts_with("/proposals/") || under("/operations") || under("/admin") || under("/account"))
 }

@@ -42,6 +42,9 @@ pub struct StepUpOptions {
     pub allow_credentials: Vec<String>,
     pub user_verification: &'static str,
     pub timeout_ms: u64,
+    /// Whether approving needs the assertion now (at or above the step-up
+    /// threshold); when false, one may still be given.
+    pub required: bool,
 }
 
 /// A step-up assertion as the browser returns it
@@ -165,6 +168,7 @@ pub async fn need_for(
 pub struct Asker<'a> {
     pub tenant_id: &'a str,
     pub user_id: &'a str,
+    pub roles: &'a [Role],
 }
 
 fn rp(state: &AppState) -> Result<RelyingParty, StepUpError> {
@@ -177,7 +181,7 @@ async fn issue(
     state: &AppState,
     asker: &Asker<'_>,
     (purpose, subject): (&str, &str),
-    derive: impl FnOnce(&[u8]) -> [u8; 32],
+    (derive, payments): (impl FnOnce(&[u8]) -> [u8; 32], &[(Currency, u64)]),
     now: DateTime<Utc>,
 ) -> Result<StepUpOptions, StepUpError> {
     let rp = rp(state)?;
@@ -206,6 +210,7 @@ async fn issue(
         allow_credentials: passkeys.iter().map(|p| p.credential_id.clone()).collect(),
         user_verification: "required",
         timeout_ms: (CHALLENGE_TTL_SECS as u64) * 1000,
+        required: payments.iter().any(|(c, a)| need(state, asker.roles, true, *c, *a) == Need::Assertion),
     })
 }
 
@@ -218,18 +223,26 @@ pub async fn start_one(
 ) -> Result<StepUpOptions, StepUpError> {
     let row = crate::store::proposals::get(&state.db.read, asker.tenant_id, id).await?.ok_or(StepUpError::NotFound)?;
     let derive = |nonce: &[u8]| step_up_challenge(&row.request_hash, &row.id, asker.user_id, nonce);
-    issue(state, asker, (STEP_UP, &row.id), derive, now).await
+    let payment = [(row.request.currency, row.amount_minor)];
+    issue(state, asker, (STEP_UP, &row.id), (derive, &payment), now).await
 }
 
-/// The `(proposal id, request hash)` of each listed proposal, in order; any
-/// not in the tenant is `NotFound`.
-async fn listed(state: &AppState, tenant: &str, ids: &[String]) -> Result<Vec<(String, String)>, StepUpError> {
-    let mut pairs = Vec::with_capacity(ids.len());
+/// The listed proposals, in order; any not in the tenant is `NotFound`.
+async fn listed_rows(
+    state: &AppState,
+    tenant: &str,
+    ids: &[String],
+) -> Result<Vec<crate::store::proposals::ProposalRow>, StepUpError> {
+    let mut rows = Vec::with_capacity(ids.len());
     for id in ids {
-        let row = crate::store::proposals::get(&state.db.read, tenant, id).await?.ok_or(StepUpError::NotFound)?;
-        pairs.push((row.id, row.request_hash));
+        rows.push(crate::store::proposals::get(&state.db.read, tenant, id).await?.ok_or(StepUpError::NotFound)?);
     }
-    Ok(pairs)
+    Ok(rows)
+}
+
+/// The `(proposal id, request hash)` of each listed proposal, in order.
+fn pairs_of(rows: &[crate::store::proposals::ProposalRow]) -> Vec<(String, String)> {
+    rows.iter().map(|r| (r.id.clone(), r.request_hash.clone())).collect()
 }
 
 fn pair_refs(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
@@ -243,9 +256,11 @@ pub async fn start_listed(
     ids: &[String],
     now: DateTime<Utc>,
 ) -> Result<StepUpOptions, StepUpError> {
-    let pairs = listed(state, asker.tenant_id, ids).await?;
+    let rows = listed_rows(state, asker.tenant_id, ids).await?;
+    let pairs = pairs_of(&rows);
     let derive = |nonce: &[u8]| bulk_challenge(&pair_refs(&pairs), asker.user_id, nonce);
-    issue(state, asker, (BULK, ""), derive, now).await
+    let payments: Vec<(Currency, u64)> = rows.iter().map(|r| (r.request.currency, r.amount_minor)).collect();
+    issue(state, asker, (BULK, ""), (derive, &payments), now).await
 }
 
 fn unbase64(field: &'static str, value: &str) -> Result<Vec<u8>, StepUpError> {
@@ -328,7 +343,7 @@ pub async fn verify_listed(
     now: DateTime<Utc>,
 ) -> Result<ListedProof, StepUpError> {
     let nonce = spend(state, asker, (BULK, ""), answer, now).await?;
-    let pairs = listed(state, asker.tenant_id, ids).await?;
+    let pairs = pairs_of(&listed_rows(state, asker.tenant_id, ids).await?);
     let challenge = bulk_challenge(&pair_refs(&pairs), asker.user_id, &nonce);
     let mut tx = state.db.begin().await?;
     let (_, mut kept) = verify(state, &mut tx, asker, &challenge, answer, now).await?;
