@@ -48,7 +48,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="stylesheet" id="leptos" href=format!("/{}/countersign.css", options.site_pkg_dir)/>
                 <link rel="icon" type="image/svg+xml" href="/favicon.svg"/>
                 // Passkey ceremonies: plain JavaScript, apart from the wasm.
-                <script src="/passkeys.js" defer></script>
+                <script src="/passkeys.js" defer nonce=leptos::nonce::use_nonce()></script>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>

@@ -547,3 +547,19 @@ async fn a_role_can_require_a_passkey_before_any_approval() {
     let approved = ben.approve(&id).await;
     assert_eq!(approved.status, 200, "{}", approved.text);
 }
+
+#[tokio::test]
+async fn the_account_page_and_the_ceremony_script_are_served() {
+    let server = serve("").await;
+    let script = send(http_client().get(server.url("/passkeys.js"))).await;
+    assert_eq!(script.status, 200);
+    assert!(script.header("content-type").is_some_and(|t| t.starts_with("text/javascript")), "{:?}", script.headers);
+    assert!(script.text.contains("navigator.credentials.get") && script.text.contains("navigator.credentials.create"));
+    let ana = sign_in(&server, "ana").await;
+    let page = send(ana.bare(Method::GET, "/account")).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("id=\"passkey-list\"") && page.text.contains("data-passkey-register"), "{}", page.text);
+    // Signed out, the page asks to sign in first.
+    let anonymous = send(http_client().get(server.url("/account"))).await;
+    assert_eq!(anonymous.status, 303, "{}", anonymous.text);
+}
