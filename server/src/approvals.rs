@@ -303,13 +303,18 @@ async fn decide_inner(
     if let Some(kept) = &kept {
         store::passkeys::insert_assertion(&mut tx, kept).await?;
     }
+    let mut data = json!({"via": approver.via, "amr": given.amr, "round": current.approval_round});
+    if let Some(kept) = &kept {
+        // Which passkey signed (its id, never key material).
+        data["passkey_id"] = json!(kept.passkey_id);
+    }
     let entry = AuditEntry {
         tenant_id: Some(approver.tenant_id.clone()),
         actor: format!("user:{}", approver.user_id),
         action: "proposal.approval_given".into(),
         proposal_id: Some(proposal_id.to_owned()),
         request_hash: Some(current.request_hash.clone()),
-        data: json!({"via": approver.via, "amr": given.amr, "round": current.approval_round}),
+        data,
     };
     store::audit::append(&mut tx, &entry).await?;
     let approvals = store::proposals::approvals_in_round(&mut tx, proposal_id, current.approval_round).await?;

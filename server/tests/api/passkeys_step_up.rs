@@ -117,6 +117,15 @@ async fn approving_above_the_threshold_takes_an_assertion_over_the_payment() {
         .await
         .unwrap();
     assert_eq!(amr, "passkey");
+    let audit: String =
+        sqlx::query_scalar("SELECT data FROM audit_log WHERE action = 'proposal.approval_given' AND proposal_id = ?")
+            .bind(&id)
+            .fetch_one(&server.db().await)
+            .await
+            .unwrap();
+    assert!(audit.contains("\"amr\":\"passkey\"") && audit.contains(&passkey_id), "{audit}");
+    let key_text = URL_SAFE_NO_PAD.encode(&key.credential_id);
+    assert!(!audit.contains(&key_text), "no key material in the audit: {audit}");
 }
 
 #[tokio::test]
