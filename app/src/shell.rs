@@ -8,6 +8,7 @@ use leptos_router::{
 use crate::api::load_waiting_count;
 use crate::components::CsrfField;
 use crate::pages::{
+    account::AccountPage,
     admin::AdminPage,
     approve::ApprovePage,
     bulk::BulkDecisionPage,
@@ -46,6 +47,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 // the scripts (the server sets `site_pkg_dir`).
                 <link rel="stylesheet" id="leptos" href=format!("/{}/countersign.css", options.site_pkg_dir)/>
                 <link rel="icon" type="image/svg+xml" href="/favicon.svg"/>
+                // Passkey ceremonies: plain JavaScript, apart from the wasm.
+                <script src="/passkeys.js" defer nonce=leptos::nonce::use_nonce()></script>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
@@ -119,6 +122,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/operations") view=OperationsPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations/:id/resolve") view=ResolveOperationPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>
+                    <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>
@@ -135,6 +139,7 @@ fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
                 <a href="/">"Queue"</a>
                 <a href="/operations">"Operations"</a>
                 {admin}
+                <a href="/account" id="account-link">"Passkeys"</a>
                 <span class="user" id="signed-in-as">{v.username.clone()}" "<span class="muted">{format!("({roles})")}</span></span>
                 <form method="post" action="/logout" class="inline">
                     <CsrfField token=v.csrf_token.clone()/>

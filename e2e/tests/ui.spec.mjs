@@ -36,6 +36,7 @@ function pages() {
     { name: 'operations', path: '/operations', user: 'ada' },
     { name: 'operation-resolve', path: `/operations/${ids.reviewOperation}/resolve`, user: 'ada' },
     { name: 'admin', path: '/admin', user: 'ada' },
+    { name: 'account-passkeys', path: '/account', user: 'ana' },
     { name: 'admin-forbidden', path: '/admin', user: 'ana' },
     { name: 'error-not-found', path: '/proposals/prop_doesnotexist', user: 'ana' },
     { name: 'error-no-route', path: '/no-such-page', user: 'ana' },

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use crate::approval::token::MintRequest;
 use crate::domain::Role;
 use crate::domain::{ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
+use crate::passkeys::step_up::{self, Asker, Need, StepUp, StepUpError};
 use crate::policy::{self, Decision, Outcome, PolicyInput};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
 use crate::state::AppState;
@@ -26,6 +27,9 @@ pub struct Approver {
     pub amr: &'static str,
     /// Which channel: `console`, `api`, `slack`.
     pub via: &'static str,
+    /// A passkey assertion over the payment, when they gave one (approving
+    /// at or above the step-up threshold needs it).
+    pub step_up: Option<StepUp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +52,9 @@ pub enum DecideError {
     Denied(Decision),
     #[error("cannot mint the approval token: {0}")]
     Token(String),
+    /// A step-up was needed and not given, or the assertion was refused.
+    #[error(transparent)]
+    StepUp(StepUpError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
@@ -67,7 +74,20 @@ impl DecideError {
                 Some("distinct_approvers") => "distinct_approvers",
                 _ => "policy_denied",
             },
+            DecideError::StepUp(StepUpError::Required) => "step_up_required",
+            DecideError::StepUp(StepUpError::NoPasskey) => "passkey_required",
+            DecideError::StepUp(_) => "passkey_refused",
             DecideError::Token(_) | DecideError::Store(_) => "error",
+        }
+    }
+}
+
+impl From<StepUpError> for DecideError {
+    fn from(e: StepUpError) -> DecideError {
+        match e {
+            StepUpError::Store(e) => DecideError::Store(e),
+            StepUpError::NotFound => DecideError::NotFound,
+            other => DecideError::StepUp(other),
         }
     }
 }
@@ -231,14 +251,26 @@ async fn decide_inner(
     if !DECIDABLE.contains(&row.status) {
         return Err(DecideError::InvalidState(row.status));
     }
+    let asker = Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles };
     let decision = match &verdict {
         Verdict::Reject { reason } => {
             let reason = check_reason(reason)?;
             reject(state, approver, &row, reason, now).await?;
             return load(state, approver, proposal_id).await;
         }
-        Verdict::Approve => recheck(state, approver, &row).await?,
+        Verdict::Approve => {
+            // An assertion's nonce is spent first, whatever comes next: a
+            // refused or ineligible approval cannot be retried with it.
+            let nonce = match &approver.step_up {
+                Some(StepUp::One(answer)) => {
+                    Some(step_up::spend(state, &asker, (step_up::STEP_UP, &row.id), answer, now).await?)
+                }
+                _ => None,
+            };
+            (recheck(state, approver, &row).await?, nonce)
+        }
     };
+    let (decision, nonce) = decision;
 
     let mut tx = state.db.begin().await?;
     let current =
@@ -246,6 +278,8 @@ async fn decide_inner(
     if !DECIDABLE.contains(&current.status) {
         return Err(DecideError::InvalidState(current.status));
     }
+    // Verified against the payment as it stands now, in this transaction.
+    let kept = stepped_up(state, &mut tx, approver, &current, nonce, now).await?;
     let given = ApprovalRow {
         proposal_id: proposal_id.to_owned(),
         round: current.approval_round,
@@ -253,7 +287,7 @@ async fn decide_inner(
         decision: "approve".into(),
         reason: None,
         via: approver.via.into(),
-        amr: approver.amr.into(),
+        amr: if kept.is_some() { "passkey".into() } else { approver.amr.into() },
         at: now,
     };
     if let Err(e) = store::proposals::insert_approval(&mut tx, &given).await {
@@ -266,13 +300,21 @@ async fn decide_inner(
             e.into()
         });
     }
+    if let Some(kept) = &kept {
+        store::passkeys::insert_assertion(&mut tx, kept).await?;
+    }
+    let mut data = json!({"via": approver.via, "amr": given.amr, "round": current.approval_round});
+    if let Some(kept) = &kept {
+        // Which passkey signed (its id, never key material).
+        data["passkey_id"] = json!(kept.passkey_id);
+    }
     let entry = AuditEntry {
         tenant_id: Some(approver.tenant_id.clone()),
         actor: format!("user:{}", approver.user_id),
         action: "proposal.approval_given".into(),
         proposal_id: Some(proposal_id.to_owned()),
         request_hash: Some(current.request_hash.clone()),
-        data: json!({"via": approver.via, "amr": approver.amr, "round": current.approval_round}),
+        data,
     };
     store::audit::append(&mut tx, &entry).await?;
     let approvals = store::proposals::approvals_in_round(&mut tx, proposal_id, current.approval_round).await?;
@@ -355,6 +397,51 @@ async fn reject(
     tx.commit().await?;
     state.changes.publish(&row.id);
     Ok(())
+}
+
+/// The approver's step-up for `current`, checked in the approval's
+/// transaction: whether one is needed (a passkey, an assertion), and the
+/// assertion verified against the request hash as it stands now. What to
+/// keep with the approval, if an assertion was given.
+async fn stepped_up(
+    state: &AppState,
+    tx: &mut crate::store::Conn,
+    approver: &Approver,
+    current: &store::proposals::ProposalRow,
+    nonce: Option<Vec<u8>>,
+    now: DateTime<Utc>,
+) -> Result<Option<store::passkeys::AssertionRow>, DecideError> {
+    use base64::Engine;
+    let asker = Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles };
+    let need = step_up::need_for(state, tx, &approver.tenant_id, &approver.user_id, &approver.roles, current).await?;
+    let mut kept = match (&approver.step_up, nonce) {
+        (Some(StepUp::One(answer)), Some(nonce)) => {
+            let challenge =
+                crate::passkeys::step_up_challenge(&current.request_hash, &current.id, asker.user_id, &nonce);
+            let (_, mut kept) = step_up::verify(state, tx, &asker, &challenge, answer, now).await?;
+            kept.kind = step_up::STEP_UP.into();
+            kept.nonce = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&nonce);
+            kept
+        }
+        (Some(StepUp::Listed(proof)), _) => {
+            // The bulk assertion covers this proposal only as it was listed.
+            if !proof.listed.iter().any(|(id, hash)| *id == current.id && *hash == current.request_hash) {
+                return Err(StepUpError::Refused(crate::passkeys::webauthn::PasskeyError::WrongChallenge).into());
+            }
+            proof.kept.clone()
+        }
+        _ => {
+            return match need {
+                Need::Nothing => Ok(None),
+                Need::Assertion => Err(StepUpError::Required.into()),
+                Need::RegisterFirst => Err(StepUpError::NoPasskey.into()),
+            }
+        }
+    };
+    kept.proposal_id = current.id.clone();
+    kept.round = current.approval_round;
+    kept.request_hash = current.request_hash.clone();
+    Ok(Some(kept))
 }
 
 /// Segregation of duties, the approver's limit, and policy re-evaluated now

@@ -247,6 +247,10 @@ pub enum KeysCommand {
 pub enum AuditCommand {
     /// Check the whole hash chain; exits 1 and names the first broken entry.
     Verify,
+    /// Re-verify offline every passkey assertion kept with an approval: the
+    /// stored public key over the challenge recomputed from the stored
+    /// request hash, proposal, approver and nonce. Exits 1 on any failure.
+    VerifyApprovals,
 }
 
 fn to_map(pairs: &[(String, u64)]) -> BTreeMap<String, u64> {
@@ -410,6 +414,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                     eprintln!("audit trail BROKEN at entry {seq}: {problem}");
                     return Ok(1);
                 }
+            }
+        }
+        Command::Audit { command: AuditCommand::VerifyApprovals } => {
+            let db = Db::connect(&settings.backend()?).await?;
+            let report = crate::passkeys::step_up::verify_kept(&db.read).await?;
+            for failure in &report.failures {
+                eprintln!("FAILED {failure}");
+            }
+            println!(
+                "approval assertions: {} verified, {} failed, of {}",
+                report.verified,
+                report.failures.len(),
+                report.verified + report.failures.len()
+            );
+            if !report.failures.is_empty() {
+                return Ok(1);
             }
         }
     }

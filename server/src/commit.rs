@@ -98,6 +98,7 @@ async fn commit_inner(
         .filter(|r| r.agent_id == agent.agent_id)
         .ok_or(CommitError::NotFound)?;
     check_hash(&claims, &row)?;
+    check_amr(state, &claims, &row)?;
     let minted = store::proposals::token(&state.db.read, &claims.jti)
         .await?
         .filter(|t| t.proposal_id == row.id)
@@ -159,6 +160,18 @@ fn check_hash(claims: &ApprovalClaims, row: &ProposalRow) -> Result<(), CommitEr
             Err(CommitError::Token("request_hash_mismatch"))
         }
     }
+}
+
+/// At or above `policy.commit_requires_passkey_at_minor`, every approval
+/// the token carries was given with a passkey assertion over this payment
+/// (`amr` is `passkey` only): a stolen password session, a Slack account or
+/// auto-approval cannot authorize it.
+fn check_amr(state: &AppState, claims: &ApprovalClaims, row: &ProposalRow) -> Result<(), CommitError> {
+    let required = state.settings.policy.commit_requires_passkey(row.request.currency, row.amount_minor);
+    if required && (claims.amr.is_empty() || claims.amr.iter().any(|m| m != "passkey")) {
+        return Err(CommitError::Token("passkey_required"));
+    }
+    Ok(())
 }
 
 /// Check 5: approvers, policy and budget as they stand now.

@@ -47,8 +47,19 @@ pub struct Settings {
     pub mcp: McpSettings,
     /// Single sign-on with OpenID Connect (`crate::sso`).
     pub oidc: OidcSettings,
+    /// Passkeys (`crate::passkeys`).
+    pub passkeys: PasskeySettings,
     /// Per-tenant settings (`[tenants.<id>]`).
     pub tenants: BTreeMap<String, TenantSettings>,
+}
+
+/// `[passkeys]`: who must hold a passkey.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PasskeySettings {
+    /// A user holding any of these roles cannot approve until they have
+    /// registered a passkey (they can still sign in, and register one).
+    pub required_roles: Vec<crate::domain::Role>,
 }
 
 /// `[database]`: where the data is kept.
@@ -396,6 +407,7 @@ impl Default for Settings {
             risk: RiskSettings::default(),
             mcp: McpSettings::default(),
             oidc: OidcSettings::default(),
+            passkeys: PasskeySettings::default(),
             tenants: BTreeMap::new(),
         }
     }

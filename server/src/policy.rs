@@ -18,6 +18,14 @@ pub struct PolicyConfig {
     pub dual_approval_at_minor: BTreeMap<String, u64>,
     /// Refunds at or above this amount always need manual review.
     pub refund_review_at_minor: BTreeMap<String, u64>,
+    /// Approving at or above this amount needs a passkey assertion over the
+    /// payment (step-up). A currency not listed: every approval by someone
+    /// who has registered a passkey needs one.
+    pub step_up_at_minor: BTreeMap<String, u64>,
+    /// Commit refuses an approval token at or above this amount unless every
+    /// approver gave their approval with a passkey (`amr` is `passkey`
+    /// only). A currency not listed: no such requirement.
+    pub commit_requires_passkey_at_minor: BTreeMap<String, u64>,
 }
 
 fn per_currency(entries: &[(&str, u64)]) -> BTreeMap<String, u64> {
@@ -51,6 +59,8 @@ impl Default for PolicyConfig {
                 ("JPY", 15_000_000),
                 ("VND", 2_500_000_000),
             ]),
+            step_up_at_minor: BTreeMap::new(),
+            commit_requires_passkey_at_minor: BTreeMap::new(),
         }
     }
 }
@@ -63,6 +73,8 @@ impl PolicyConfig {
             ("auto_approve_below_minor", &self.auto_approve_below_minor),
             ("dual_approval_at_minor", &self.dual_approval_at_minor),
             ("refund_review_at_minor", &self.refund_review_at_minor),
+            ("step_up_at_minor", &self.step_up_at_minor),
+            ("commit_requires_passkey_at_minor", &self.commit_requires_passkey_at_minor),
         ] {
             for code in map.keys() {
                 if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
@@ -71,6 +83,16 @@ impl PolicyConfig {
             }
         }
         Ok(())
+    }
+
+    /// The step-up threshold for `currency`, if one is configured.
+    pub fn step_up_at(&self, currency: Currency) -> Option<u64> {
+        Self::threshold(&self.step_up_at_minor, currency)
+    }
+
+    /// Whether commit needs every approval given with a passkey for this amount.
+    pub fn commit_requires_passkey(&self, currency: Currency, amount_minor: u64) -> bool {
+        Self::threshold(&self.commit_requires_passkey_at_minor, currency).is_some_and(|at| amount_minor >= at)
     }
 
     fn threshold(map: &BTreeMap<String, u64>, currency: Currency) -> Option<u64> {

@@ -28,7 +28,8 @@ pub fn ApprovePage() -> impl IntoView {
                                 <p class="sentence" id="confirm-sentence">{d.sentence.clone()}</p>
                                 <SignalList signals=d.signals.clone()/>
                                 <p class="muted">"Request hash "<code class="hash">{d.request_hash.clone()}</code></p>
-                                <form method="post" action=format!("/proposals/{}/decision", d.id) class="stack">
+                                <form method="post" action=format!("/proposals/{}/decision", d.id) class="stack"
+                                    data-step-up=format!("/api/v1/proposals/{}/step-up", d.id)>
                                     <CsrfField token=csrf/>
                                     <input type="hidden" name="decision" value="approve"/>
                                     <button type="submit" class="primary" id="confirm-approve">"Approve this payment"</button>

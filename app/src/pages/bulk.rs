@@ -78,7 +78,7 @@ fn BulkConfirm(page: BulkPage, csrf: String) -> impl IntoView {
     let approve = (count > 0).then(|| {
         let total = total.clone();
         view! {
-            <form method="post" action="/bulk/decision" class="stack">
+            <form method="post" action="/bulk/decision" class="stack" data-step-up-bulk="/api/v1/bulk/step-up">
                 <CsrfField token=csrf.clone()/>
                 <input type="hidden" name="decision" value="approve"/>
                 {hidden(&approvable)}

@@ -20,6 +20,11 @@ pub fn outcome_message(code: &str) -> &'static str {
         "forbidden" => "Your role does not allow this.",
         "not_found" => "No such proposal in your tenant.",
         "invalid" => "The form was not understood; nothing was done.",
+        "step_up_required" => "Approving this payment needs your passkey: press Approve again and follow the prompt.",
+        "passkey_required" => "Approving needs a passkey: register one on your Passkeys page first.",
+        "passkey_refused" => {
+            "Your passkey's answer was refused (another payment, used already, or not your passkey): try again."
+        }
         _ => "The decision could not be recorded.",
     }
 }

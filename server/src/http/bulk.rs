@@ -6,9 +6,18 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 
-use crate::approvals::{self, Verdict, BULK_MAX};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use std::sync::Arc;
+
+use crate::approvals::{self, DecideError, Verdict, BULK_MAX};
+use crate::passkeys::step_up::{self, Asker, StepUp, StepUpOptions};
 use crate::state::Shared;
 
+use super::console::{step_up_fields, CsrfHeader, StepUpErrors};
+use super::error::ApiError;
+use super::extract::{typed, JsonBody};
 use super::session::CurrentUser;
 
 /// The bulk page again, for these ids, with `extra` pairs (outcomes, an error).
@@ -31,7 +40,9 @@ pub fn listed_ids(fields: &[(String, String)]) -> Vec<String> {
 }
 
 /// Fields: `id` (repeated, at most 50), `decision` (`approve`|`reject`),
-/// `reason` (to reject), `csrf_token` (checked by the CSRF layer).
+/// `reason` (to reject), `csrf_token` (checked by the CSRF layer), and to
+/// approve with a passkey the `step_up_*` fields: one assertion over the
+/// listed set (`POST /api/v1/bulk/step-up`).
 pub async fn bulk_form(
     State(state): State<Shared>,
     user: Option<CurrentUser>,
@@ -52,7 +63,31 @@ pub async fn bulk_form(
         _ => return bulk_page(&ids, &[("error", "invalid".into())]),
     };
     let approving = verdict == Verdict::Approve;
-    let results = approvals::decide_many(&state, &user.approver("console"), &ids, &verdict, state.now()).await;
+    let mut approver = user.approver("console");
+    let answer = step_up_fields(
+        field("step_up_challenge_id"),
+        field("step_up_credential_id"),
+        field("step_up_authenticator_data"),
+        field("step_up_client_data_json"),
+        field("step_up_signature"),
+    );
+    if let (true, Some(answer)) = (approving, answer) {
+        let asker = Asker { tenant_id: &user.user.tenant_id, user_id: &user.user.id, roles: &user.user.roles };
+        // One assertion over the set as listed, verified (and its nonce
+        // spent) before any of them is decided; each approval then checks
+        // its proposal is still as listed.
+        match step_up::verify_listed(&state, &asker, &ids, &answer, state.now()).await {
+            Ok(proof) => approver.step_up = Some(StepUp::Listed(Arc::new(proof))),
+            Err(e) => {
+                let e = DecideError::from(e);
+                if e.code() == "error" {
+                    tracing::error!(error = %e, "bulk step-up failed");
+                }
+                return bulk_page(&ids, &[("error", e.code().into())]);
+            }
+        }
+    }
+    let results = approvals::decide_many(&state, &approver, &ids, &verdict, state.now()).await;
     let outcomes: Vec<(&str, String)> = results
         .iter()
         .map(|(id, result)| {
@@ -70,4 +105,47 @@ pub async fn bulk_form(
         })
         .collect();
     bulk_page(&ids, &outcomes)
+}
+
+/// `POST /api/v1/bulk/step-up`'s body.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = BulkStepUpRequest)]
+#[serde(deny_unknown_fields)]
+pub struct BulkStepUpBody {
+    /// The proposal ids as the bulk page lists them, in that order (at most
+    /// 50; each once).
+    ids: Vec<String>,
+}
+
+/// A step-up challenge for approving a listed set at once
+///
+/// One assertion over every listed proposal (its id and request hash, in
+/// the order given), the approver and a single-use nonce: the options for
+/// `navigator.credentials.get`. The assertion goes back with the bulk
+/// decision form; a changed set, or a listed payment changed since, is
+/// refused.
+#[utoipa::path(
+    post,
+    path = "/api/v1/bulk/step-up",
+    operation_id = "startBulkStepUp",
+    tag = "console",
+    security(("consoleSession" = [])),
+    params(CsrfHeader),
+    request_body(content = BulkStepUpBody, content_type = "application/json"),
+    responses((status = 201, body = StepUpOptions, description = "The request options."), StepUpErrors),
+)]
+pub async fn step_up_json(
+    State(state): State<Shared>,
+    user: CurrentUser,
+    JsonBody { value }: JsonBody,
+) -> Result<(StatusCode, Json<StepUpOptions>), ApiError> {
+    let BulkStepUpBody { ids } = typed(value)?;
+    let fields: Vec<(String, String)> = ids.into_iter().map(|id| ("id".to_owned(), id)).collect();
+    let ids = listed_ids(&fields);
+    if ids.is_empty() {
+        let why = "list at least one proposal";
+        return Err(ApiError::Validation(vec![crate::domain::FieldError::new("ids", "invalid_value", why)]));
+    }
+    let asker = Asker { tenant_id: &user.user.tenant_id, user_id: &user.user.id, roles: &user.user.roles };
+    Ok((StatusCode::CREATED, Json(step_up::start_listed(&state, &asker, &ids, state.now()).await?)))
 }

@@ -20,6 +20,7 @@ use crate::approvals::{self, DecideError, Verdict};
 use crate::domain::Role;
 use crate::domain::{FieldError, ProposalStatus, ReturnPath};
 use crate::operations::{Resolution, ResolveError};
+use crate::passkeys::step_up::{self, Asker, StepUp, StepUpAnswer, StepUpError, StepUpOptions};
 use crate::proposals::{self, ListQuery, ProposalView};
 use crate::registry_changes::{self, AgentForm, ChangeError, PayeeForm, Request, Submitted, UserForm};
 use crate::state::Shared;
@@ -33,7 +34,21 @@ impl From<DecideError> for ApiError {
             DecideError::BadReason(why) => ApiError::Validation(vec![FieldError::new("reason", "invalid_value", why)]),
             DecideError::Denied(d) => ApiError::PolicyDenied(d),
             DecideError::Token(e) => ApiError::Internal(e.into()),
+            DecideError::StepUp(e) => e.into(),
             DecideError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<StepUpError> for ApiError {
+    fn from(e: StepUpError) -> Self {
+        let reason = e.reason();
+        match e {
+            StepUpError::Required | StepUpError::NoPasskey => ApiError::StepUpRequired(reason, e.to_string()),
+            StepUpError::NotFound => ApiError::NotFound,
+            StepUpError::NoRelyingParty => ApiError::Internal(Box::new(e)),
+            StepUpError::Store(s) => s.into(),
+            _ => ApiError::PasskeyRefused(reason, e.to_string()),
         }
     }
 }
@@ -72,6 +87,9 @@ pub struct DecisionBody {
     decision: DecisionWord,
     /// Required to reject.
     reason: Option<String>,
+    /// To approve at or above the step-up threshold: the passkey assertion
+    /// over this proposal's step-up challenge.
+    step_up: Option<StepUpAnswer>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
@@ -429,8 +447,8 @@ fn verdict(decision: DecisionWord, reason: Option<String>) -> Verdict {
     }
 }
 
-error_responses!(DecideErrors: InvalidJson, Unauthenticated, Forbidden, PolicyDenied, NotFound, InvalidState,
-    PayloadTooLarge, UnsupportedMediaType, ValidationFailed, RateLimited, InternalError);
+error_responses!(DecideErrors: InvalidJson, Unauthenticated, Forbidden, PolicyDenied, StepUpRequired, PasskeyRefused,
+    NotFound, InvalidState, PayloadTooLarge, UnsupportedMediaType, ValidationFailed, RateLimited, InternalError);
 
 /// Approve or reject a proposal
 ///
@@ -460,10 +478,40 @@ pub async fn decide_json(
     Path(ProposalPath { id }): Path<ProposalPath>,
     JsonBody { value }: JsonBody,
 ) -> Result<Json<ProposalView>, ApiError> {
-    let DecisionBody { decision, reason } = typed(value)?;
+    let DecisionBody { decision, reason, step_up } = typed(value)?;
     let verdict = verdict(decision, reason);
-    let view = approvals::decide(&state, &user.approver("api"), &id, verdict, state.now()).await?;
+    let mut approver = user.approver("api");
+    approver.step_up = step_up.map(StepUp::One);
+    let view = approvals::decide(&state, &approver, &id, verdict, state.now()).await?;
     Ok(Json(view))
+}
+
+error_responses!(StepUpErrors: InvalidJson, Unauthenticated, Forbidden, StepUpRequired, NotFound, ValidationFailed,
+    InternalError);
+
+/// A step-up challenge for approving a proposal
+///
+/// The options for `navigator.credentials.get` (binary values base64url):
+/// the challenge is derived from the proposal's request hash, the proposal,
+/// the signed-in approver and a single-use nonce kept by the server for five
+/// minutes. The assertion goes back as `step_up` with the approval. Without
+/// a registered passkey: `step_up_required` (`no_passkey`).
+#[utoipa::path(
+    post,
+    path = "/api/v1/proposals/{id}/step-up",
+    operation_id = "startStepUp",
+    tag = "console",
+    security(("consoleSession" = [])),
+    params(ProposalPath, CsrfHeader),
+    responses((status = 201, body = StepUpOptions, description = "The request options."), StepUpErrors),
+)]
+pub async fn step_up_json(
+    State(state): State<Shared>,
+    user: CurrentUser,
+    Path(ProposalPath { id }): Path<ProposalPath>,
+) -> Result<(StatusCode, Json<StepUpOptions>), ApiError> {
+    let asker = Asker { tenant_id: &user.user.tenant_id, user_id: &user.user.id, roles: &user.user.roles };
+    Ok((StatusCode::CREATED, Json(step_up::start_one(&state, &asker, &id, state.now()).await?)))
 }
 
 fn resolution(outcome: OutcomeWord, rail_reference: Option<String>, reason: Option<String>) -> Resolution {
@@ -681,6 +729,45 @@ pub async fn sign_out_form(State(state): State<Shared>, session: Session) -> Res
 pub struct DecisionForm {
     decision: String,
     reason: Option<String>,
+    /// The step-up assertion, filled in by `passkeys.js` (all or none).
+    step_up_challenge_id: Option<String>,
+    step_up_credential_id: Option<String>,
+    step_up_authenticator_data: Option<String>,
+    step_up_client_data_json: Option<String>,
+    step_up_signature: Option<String>,
+}
+
+impl DecisionForm {
+    /// The step-up assertion, when the form carries one.
+    fn step_up(&self) -> Option<StepUpAnswer> {
+        step_up_fields(
+            self.step_up_challenge_id.as_deref(),
+            self.step_up_credential_id.as_deref(),
+            self.step_up_authenticator_data.as_deref(),
+            self.step_up_client_data_json.as_deref(),
+            self.step_up_signature.as_deref(),
+        )
+    }
+}
+
+/// A form's step-up fields as an answer, when the challenge id is filled in
+/// (an empty field among the rest is refused by the verifier, not here).
+pub fn step_up_fields(
+    challenge_id: Option<&str>,
+    credential_id: Option<&str>,
+    authenticator_data: Option<&str>,
+    client_data_json: Option<&str>,
+    signature: Option<&str>,
+) -> Option<StepUpAnswer> {
+    let challenge_id = challenge_id.filter(|c| !c.is_empty())?;
+    let own = |v: Option<&str>| v.unwrap_or_default().to_owned();
+    Some(StepUpAnswer {
+        challenge_id: challenge_id.to_owned(),
+        credential_id: own(credential_id),
+        authenticator_data: own(authenticator_data),
+        client_data_json: own(client_data_json),
+        signature: own(signature),
+    })
 }
 
 /// `POST /proposals/{id}/decision` (form) — approve or reject, then on to
@@ -703,9 +790,11 @@ pub async fn decide_form(
         "reject" => DecisionWord::Reject,
         _ => return back("error", "invalid"),
     };
+    let mut approver = user.approver("console");
+    approver.step_up = form.step_up().map(StepUp::One);
     let verdict = verdict(decision, form.reason);
     let approving = verdict == Verdict::Approve;
-    match approvals::decide(&state, &user.approver("console"), &id, verdict, state.now()).await {
+    match approvals::decide(&state, &approver, &id, verdict, state.now()).await {
         Ok(view) => {
             let done = match (approving, view.status) {
                 (true, ProposalStatus::Approved) => "approved",
@@ -1052,5 +1141,5 @@ fn needs_sign_in(req: &axum::extract::Request) -> bool {
     let path = req.uri().path();
     let under = |prefix: &str| path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'));
     matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD)
-        && (path.starts_with("/proposals/") || under("/operations") || under("/admin"))
+        && (path.starts_with("/proposals/") || under("/operations") || under("/admin") || under("/account"))
 }

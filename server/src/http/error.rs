@@ -56,6 +56,13 @@ pub enum ApiError {
     ApprovalTokenInvalid(&'static str),
     #[error("the request is not a valid signed Slack request ({0})")]
     SlackRequestRefused(&'static str),
+    /// Approving needs a passkey assertion over the payment (or a passkey
+    /// first): the reason and what to do.
+    #[error("{1}")]
+    StepUpRequired(&'static str, String),
+    /// The step-up assertion was refused: the verifier's code and why.
+    #[error("{1}")]
+    PasskeyRefused(&'static str, String),
     #[error("too many requests")]
     RateLimited,
     #[error("the payment rail could not be reached; try again")]
@@ -96,6 +103,8 @@ impl ApiError {
             IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
             PolicyDenied(_) => ErrorCode::PolicyDenied,
             ApprovalTokenInvalid(_) => ErrorCode::ApprovalTokenInvalid,
+            StepUpRequired(..) => ErrorCode::StepUpRequired,
+            PasskeyRefused(..) => ErrorCode::PasskeyRefused,
             RateLimited => ErrorCode::RateLimited,
             RailUnavailable => ErrorCode::RailUnavailable,
             Internal(_) => ErrorCode::InternalError,
@@ -109,9 +118,10 @@ impl ApiError {
             ApiError::PolicyDenied(decision) => decision.reasons.iter().cloned().map(ErrorDetail::Rule).collect(),
             ApiError::InvalidState(status) => vec![ErrorDetail::CurrentStatus { current_status: status.as_str() }],
             ApiError::OperationState(status) => vec![ErrorDetail::CurrentStatus { current_status: status }],
-            ApiError::ApprovalTokenInvalid(reason) | ApiError::SlackRequestRefused(reason) => {
-                vec![ErrorDetail::Reason { reason }]
-            }
+            ApiError::ApprovalTokenInvalid(reason)
+            | ApiError::SlackRequestRefused(reason)
+            | ApiError::StepUpRequired(reason, _)
+            | ApiError::PasskeyRefused(reason, _) => vec![ErrorDetail::Reason { reason }],
             _ => Vec::new(),
         };
         let message = match self {
@@ -132,7 +142,10 @@ impl ApiError {
             }
         };
         let reason = match self {
-            ApiError::ApprovalTokenInvalid(reason) | ApiError::SlackRequestRefused(reason) => Some(*reason),
+            ApiError::ApprovalTokenInvalid(reason)
+            | ApiError::SlackRequestRefused(reason)
+            | ApiError::StepUpRequired(reason, _)
+            | ApiError::PasskeyRefused(reason, _) => Some(*reason),
             _ => None,
         };
         let current_status = match self {
@@ -197,6 +210,8 @@ error_codes! {
     ApprovalTokenInvalid = "approval_token_invalid" => UNAUTHORIZED,
     Forbidden = "forbidden" => FORBIDDEN,
     PolicyDenied = "policy_denied" => FORBIDDEN,
+    StepUpRequired = "step_up_required" => FORBIDDEN,
+    PasskeyRefused = "passkey_refused" => FORBIDDEN,
     NotFound = "not_found" => NOT_FOUND,
     InvalidState = "invalid_state" => CONFLICT,
     IdempotencyKeyInUse = "idempotency_key_in_use" => CONFLICT,
@@ -234,6 +249,16 @@ impl ErrorCode {
                 "Policy, the daily budget or an approver's limit does not allow it (now: policy is checked \
                  again at approval and commit); `details` lists the rules that fired. A proposal denied at \
                  creation is not stored, only audited."
+            }
+            StepUpRequired => {
+                "Approving this payment needs a passkey assertion over it (`reason` `assertion_required`: ask \
+                 `POST /api/v1/proposals/{id}/step-up` for a challenge, sign it, send it as `step_up`), or a \
+                 passkey first (`no_passkey`: register one on the account page)."
+            }
+            PasskeyRefused => {
+                "The step-up assertion was refused; `reason` names why: the verifier's code (`wrong_challenge` \
+                 when the payment, the approver or the nonce differs, `bad_signature`, `counter_went_back`…), \
+                 `no_challenge` (unknown, used or expired), `unknown_passkey` (not one of yours), `not_base64`."
             }
             NotFound => "No such object for this tenant (another tenant's objects are never revealed).",
             InvalidState => {
@@ -274,7 +299,8 @@ pub struct ErrorBody {
     /// empty.
     pub details: Vec<ErrorDetail>,
     pub request_id: String,
-    /// With `approval_token_invalid`: which check failed.
+    /// With `approval_token_invalid`, `step_up_required` or
+    /// `passkey_refused`: which check failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
     /// With `invalid_state` on a proposal: its status now.

@@ -125,6 +125,8 @@ pub fn router(state: Shared) -> Router {
         // The console's icon, outside the session layers like the assets.
         .route("/favicon.svg", get(favicon))
         .route("/favicon.ico", get(|| async { axum::response::Redirect::permanent("/favicon.svg") }))
+        // The passkey ceremonies' script (plain JavaScript, not wasm).
+        .route("/passkeys.js", get(passkeys_js))
         .with_state(state.clone())
         .merge(console)
         .route_layer(observe::RecordRouteLayer::new(state.clone()));
@@ -164,6 +166,8 @@ where
         .routes(routes!(console::sign_in_json, console::sign_out_json))
         .routes(routes!(console::queue))
         .routes(routes!(console::decide_json))
+        .routes(routes!(console::step_up_json))
+        .routes(routes!(bulk::step_up_json))
         .routes(routes!(console::resolve_json))
         .routes(routes!(console::rail_records_json))
         .routes(routes!(passkeys::start))
@@ -200,11 +204,25 @@ const FAVICON_SVG: &str = include_str!("../../assets/favicon.svg");
 /// `GET /favicon.svg` (and `/favicon.ico`, which redirects here: browsers
 /// ask for it whatever the page links).
 async fn favicon() -> Response {
-    let mut response = FAVICON_SVG.into_response();
+    built_in(FAVICON_SVG, "image/svg+xml", "public, max-age=86400")
+}
+
+/// A file compiled into the binary, with its type and cache lifetime.
+fn built_in(body: &'static str, content_type: &'static str, cache: &'static str) -> Response {
+    let mut response = body.into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/svg+xml"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     response
+}
+
+/// The browser side of passkeys: registration on the account page, step-up
+/// on the approve and bulk forms (`assets/passkeys.js`).
+const PASSKEYS_JS: &str = include_str!("../../assets/passkeys.js");
+
+/// `GET /passkeys.js`
+async fn passkeys_js() -> Response {
+    built_in(PASSKEYS_JS, "text/javascript; charset=utf-8", "public, max-age=300")
 }
 
 /// `GET /metrics` — Prometheus text, for a scraper holding

@@ -93,6 +93,7 @@ impl CurrentUser {
                 _ => "pwd",
             },
             via,
+            step_up: None,
         }
     }
 }

@@ -7,6 +7,8 @@
 //!
 //! - [`cbor`]: the subset of CBOR WebAuthn uses.
 //! - [`webauthn`]: verifying registrations and assertions (ES256).
+//! - [`registry`]: a user's passkeys (register, list, remove).
+//! - [`step_up`]: approving with an assertion over the payment.
 //!
 //! Why not the `webauthn-rs` crate: its ceremonies draw their own random
 //! challenge, while dynamic linking needs the challenge to be the payment's
@@ -17,6 +19,7 @@ pub mod cbor;
 pub mod registry;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod soft;
+pub mod step_up;
 pub mod webauthn;
 
 use sha2::{Digest, Sha256};

@@ -127,16 +127,16 @@ pub async fn start(
     let challenge = URL_SAFE_NO_PAD.encode(challenge);
     let challenge_id = new_id("pkc", now);
     let expires = now + Duration::seconds(CHALLENGE_TTL_SECS);
-    store_passkeys::insert_challenge(
-        &state.db.write,
-        &challenge_id,
-        holder.tenant_id,
-        holder.user_id,
-        REGISTER,
-        &challenge,
-        expires,
-    )
-    .await?;
+    let new = store_passkeys::NewChallenge {
+        id: &challenge_id,
+        tenant: holder.tenant_id,
+        user: holder.user_id,
+        purpose: REGISTER,
+        subject: "",
+        challenge: &challenge,
+        expires_at: expires,
+    };
+    store_passkeys::insert_challenge(&state.db.write, &new).await?;
     Ok(RegistrationOptions {
         challenge_id,
         challenge,
@@ -177,10 +177,16 @@ pub async fn finish(
     let attestation = unbase64("attestation_object", answer.attestation_object)?;
     let rp = relying_party(state)?;
     let mut tx = state.db.begin().await?;
-    let challenge =
-        store_passkeys::take_challenge(&mut tx, answer.challenge_id, holder.tenant_id, holder.user_id, REGISTER, now)
-            .await?
-            .ok_or(RegistryError::NoChallenge)?;
+    let challenge = store_passkeys::take_challenge(
+        &mut tx,
+        answer.challenge_id,
+        holder.tenant_id,
+        holder.user_id,
+        (REGISTER, ""),
+        now,
+    )
+    .await?
+    .ok_or(RegistryError::NoChallenge)?;
     // The challenge is spent whatever the verdict: a refused answer cannot
     // be retried against it.
     let challenge = unbase64("challenge", &challenge)?;

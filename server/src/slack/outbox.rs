@@ -33,13 +33,17 @@ pub fn card<'a>(
     required_approvals: u8,
 ) -> Card<'a> {
     let cap = state.settings.slack.max_direct_approve_minor.get(request.currency.code());
+    // At or above the step-up threshold an approval needs a passkey, which
+    // Slack cannot carry: such payments are approved in the console.
+    let step_up = state.settings.policy.step_up_at(request.currency);
     Card {
         proposal_id,
         request,
         request_hash,
         required_approvals,
         console_url: state.settings.proposal_url(proposal_id),
-        direct_approve: cap.is_none_or(|cap| request.amount_minor <= *cap),
+        direct_approve: cap.is_none_or(|cap| request.amount_minor <= *cap)
+            && step_up.is_none_or(|at| request.amount_minor < at),
         signals: Vec::new(),
     }
 }

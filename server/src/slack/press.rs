@@ -1,6 +1,7 @@
 //! A verified button press becomes a decision: the Slack user is mapped to
 //! a console user, the button's request hash must still match the proposal,
-//! an approval must be within `slack.max_direct_approve_minor`, and then the
+//! an approval must be within `slack.max_direct_approve_minor` and below
+//! `policy.step_up_at_minor` (a passkey step-up happens in the console), then the
 //! same `approvals::decide` as the console runs, with `amr: slack` and
 //! `via: slack`. Whatever happens, the presser is told through the
 //! interaction's `response_url` (queued in the outbox): the updated message
@@ -108,6 +109,7 @@ async fn answer(state: &AppState, press: &Interaction) -> crate::store::Result<A
         approval_limits_minor: user.approval_limits_minor,
         amr: "slack",
         via: "slack",
+        step_up: None,
     };
     let view = match approvals::decide(state, &approver, &row.id, verdict, state.now()).await {
         Ok(view) => view,
@@ -125,6 +127,13 @@ async fn answer(state: &AppState, press: &Interaction) -> crate::store::Result<A
                     let why: Vec<&str> = decision.reasons.iter().map(|r| r.message.as_str()).collect();
                     ("policy_denied", format!("Nothing was done: {}", why.join(" ")))
                 }
+                // Someone who has a passkey approves with it, so in the console.
+                DecideError::StepUp(_) => (
+                    "step_up_required",
+                    format!(
+                        "Nothing was done: approving this payment needs your passkey, in the console: {console_url}"
+                    ),
+                ),
                 other => {
                     tracing::error!(error = %other, proposal_id = %row.id, "slack press could not be decided");
                     (

@@ -34,6 +34,7 @@ mod multi_instance;
 mod observability;
 mod oidc;
 mod passkeys;
+mod passkeys_step_up;
 mod policy;
 mod proposals_create;
 mod queue_search;

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::console_client::{http_client, Console};
 use crate::helpers::*;
 
-const PUBLIC_URL: &str = "https://console.example";
+pub const PUBLIC_URL: &str = "https://console.example";
 
 async fn start() -> (TestServer, Console) {
     let server = TestServer::start_with(&format!("public_url = \"{PUBLIC_URL}\"\n")).await;
@@ -20,7 +20,7 @@ async fn start() -> (TestServer, Console) {
     (server, ana)
 }
 
-async fn challenge(console: &Console) -> Value {
+pub async fn challenge(console: &Console) -> Value {
     let r = send(console.authed(Method::POST, "/api/v1/me/passkeys/challenges")).await;
     assert_eq!(r.status, 201, "{}", r.text);
     r.body
@@ -28,7 +28,7 @@ async fn challenge(console: &Console) -> Value {
 
 /// The browser's answer to `options`, made by `key` with these flags and
 /// this origin.
-fn answer(key: &SoftKey, options: &Value, origin: &str, flags: u8, name: &str) -> Value {
+pub fn answer(key: &SoftKey, options: &Value, origin: &str, flags: u8, name: &str) -> Value {
     let challenge = URL_SAFE_NO_PAD.decode(options["challenge"].as_str().unwrap()).unwrap();
     let rp_id = options["rp_id"].as_str().unwrap();
     let (client, attestation) = key.register_with(&challenge, origin, rp_id, flags, key.cose());
@@ -40,11 +40,11 @@ fn answer(key: &SoftKey, options: &Value, origin: &str, flags: u8, name: &str) -
     })
 }
 
-async fn register(console: &Console, body: &Value) -> Reply {
+pub async fn register(console: &Console, body: &Value) -> Reply {
     send(console.authed(Method::POST, "/api/v1/me/passkeys").json(body)).await
 }
 
-const ALL: u8 = FLAG_UP | FLAG_UV | FLAG_AT;
+pub const ALL: u8 = FLAG_UP | FLAG_UV | FLAG_AT;
 
 #[tokio::test]
 async fn a_passkey_is_registered_listed_and_removed_audited() {

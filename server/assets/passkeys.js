@@ -1,0 +1,267 @@
+// Countersign: the browser side of passkeys (WebAuthn), hand-written plain
+// JavaScript served as /passkeys.js (not Rust/wasm: the wasm has a size
+// budget, and this is a few calls to the browser).
+//
+// Progressive enhancement: pages carry data attributes, this script does
+// the ceremony.
+// - A form with `data-step-up` (the approve confirmation) or
+//   `data-step-up-bulk` (the bulk page) asks that URL for a step-up
+//   challenge, has the passkey sign it (`navigator.credentials.get`), fills
+//   the form's `step_up_*` hidden fields and submits. Without a passkey, a
+//   cancelled prompt or no WebAuthn, the form is submitted as it is and the
+//   server says what is needed.
+// - The account page: `#passkey-list` is filled from `GET /api/v1/me/passkeys`
+//   (names and dates; text only), `form[data-passkey-register]` registers
+//   one (`navigator.credentials.create`), `[data-passkey-remove]` removes one.
+// Binary values travel base64url, as the server expects.
+(function () {
+  "use strict";
+
+  function encode(buffer) {
+    var bytes = new Uint8Array(buffer);
+    var text = "";
+    for (var i = 0; i < bytes.length; i++) text += String.fromCharCode(bytes[i]);
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function decode(value) {
+    var text = value.replace(/-/g, "+").replace(/_/g, "/");
+    while (text.length % 4) text += "=";
+    var binary = atob(text);
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return bytes;
+  }
+
+  function csrfOf(form) {
+    var field = form && form.querySelector('input[name="csrf_token"]');
+    return field ? field.value : "";
+  }
+
+  // A console API call with the session cookie and the CSRF token.
+  function call(method, url, csrf, body) {
+    var headers = { "X-CSRF-Token": csrf };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    return fetch(url, {
+      method: method,
+      credentials: "same-origin",
+      headers: headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).then(function (response) {
+      return response.text().then(function (text) {
+        var json = null;
+        try {
+          json = text ? JSON.parse(text) : null;
+        } catch (_) {
+          json = null;
+        }
+        return { status: response.status, body: json };
+      });
+    });
+  }
+
+  function setField(form, name, value) {
+    var input = form.querySelector('input[name="' + name + '"]');
+    if (!input) {
+      input = document.createElement("input");
+      input.type = "hidden";
+      input.name = name;
+      form.appendChild(input);
+    }
+    input.value = value;
+  }
+
+  // --- Step-up on the approve and bulk forms ---------------------------
+
+  function stepUp(form) {
+    var csrf = csrfOf(form);
+    var asked = form.dataset.stepUpBulk
+      ? call("POST", form.dataset.stepUpBulk, csrf, {
+          ids: Array.prototype.map.call(form.querySelectorAll('input[name="id"]'), function (i) {
+            return i.value;
+          }),
+        })
+      : call("POST", form.dataset.stepUp, csrf);
+    return asked.then(function (answer) {
+      if (answer.status !== 201 || !answer.body || !answer.body.required) return null;
+      var options = answer.body;
+      return navigator.credentials
+        .get({
+          publicKey: {
+            challenge: decode(options.challenge),
+            rpId: options.rp_id,
+            allowCredentials: options.allow_credentials.map(function (id) {
+              return { type: "public-key", id: decode(id) };
+            }),
+            userVerification: options.user_verification,
+            timeout: options.timeout_ms,
+          },
+        })
+        .then(function (credential) {
+          setField(form, "step_up_challenge_id", options.challenge_id);
+          setField(form, "step_up_credential_id", encode(credential.rawId));
+          setField(form, "step_up_authenticator_data", encode(credential.response.authenticatorData));
+          setField(form, "step_up_client_data_json", encode(credential.response.clientDataJSON));
+          setField(form, "step_up_signature", encode(credential.response.signature));
+        });
+    });
+  }
+
+  document.addEventListener(
+    "submit",
+    function (event) {
+      var form = event.target;
+      if (!(form instanceof HTMLFormElement)) return;
+      if (!form.dataset.stepUp && !form.dataset.stepUpBulk) return;
+      if (!window.PublicKeyCredential || !navigator.credentials) return;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      var button = form.querySelector('button[type="submit"]');
+      if (button) button.disabled = true;
+      stepUp(form)
+        .catch(function () {
+          // Cancelled or failed: the server refuses and says why.
+        })
+        .then(function () {
+          HTMLFormElement.prototype.submit.call(form);
+        });
+    },
+    true
+  );
+
+  // --- The account page --------------------------------------------------
+
+  function status(text) {
+    var line = document.getElementById("passkey-status");
+    if (line) line.textContent = text;
+  }
+
+  function registerForm() {
+    return document.querySelector("form[data-passkey-register]");
+  }
+
+  function renderList() {
+    var list = document.getElementById("passkey-list");
+    if (!list) return Promise.resolve();
+    // `data-ready` is "1" once the list shows what the server has.
+    list.dataset.ready = "pending";
+    return fetch(list.dataset.passkeyList, { credentials: "same-origin" })
+      .then(function (r) {
+        return r.json();
+      })
+      .then(function (body) {
+        var items = (body && body.data) || [];
+        var nodes = items.map(function (p) {
+          var item = document.createElement("li");
+          item.className = "passkey";
+          item.dataset.passkey = p.id;
+          var name = document.createElement("strong");
+          name.textContent = p.name;
+          var when = document.createElement("span");
+          when.className = "muted";
+          when.textContent =
+            " added " + p.created_at.slice(0, 10) + (p.last_used_at ? ", last used " + p.last_used_at.slice(0, 16).replace("T", " ") : ", not used yet") + " ";
+          var remove = document.createElement("button");
+          remove.type = "button";
+          remove.className = "link";
+          remove.dataset.passkeyRemove = p.id;
+          remove.textContent = "Remove";
+          item.append(name, when, remove);
+          return item;
+        });
+        if (!nodes.length) {
+          var none = document.createElement("li");
+          none.className = "muted";
+          none.id = "no-passkeys";
+          none.textContent = "No passkey registered yet.";
+          nodes = [none];
+        }
+        list.replaceChildren.apply(list, nodes);
+        list.dataset.ready = "1";
+      });
+  }
+
+  function register(form) {
+    var csrf = csrfOf(form);
+    var name = form.querySelector('input[name="name"]').value;
+    status("Follow your browser's prompt…");
+    return call("POST", "/api/v1/me/passkeys/challenges", csrf)
+      .then(function (answer) {
+        if (answer.status !== 201) throw new Error(answer.body && answer.body.error ? answer.body.error.message : "refused");
+        var o = answer.body;
+        return navigator.credentials
+          .create({
+            publicKey: {
+              challenge: decode(o.challenge),
+              rp: { id: o.rp_id, name: o.rp_name },
+              user: { id: decode(o.user_handle), name: o.user_name, displayName: o.user_name },
+              pubKeyCredParams: o.algorithms.map(function (alg) {
+                return { type: "public-key", alg: alg };
+              }),
+              excludeCredentials: o.exclude_credentials.map(function (id) {
+                return { type: "public-key", id: decode(id) };
+              }),
+              authenticatorSelection: { userVerification: o.user_verification, residentKey: "preferred" },
+              attestation: "none",
+              timeout: o.timeout_ms,
+            },
+          })
+          .then(function (credential) {
+            return call("POST", form.dataset.passkeyRegister, csrf, {
+              challenge_id: o.challenge_id,
+              name: name,
+              client_data_json: encode(credential.response.clientDataJSON),
+              attestation_object: encode(credential.response.attestationObject),
+            });
+          });
+      })
+      .then(function (answer) {
+        if (answer.status !== 201) throw new Error(answer.body && answer.body.error ? answer.body.error.message : "refused");
+        var name = answer.body.name;
+        return renderList().then(function () {
+          status("Passkey “" + name + "” registered.");
+        });
+      })
+      .catch(function (e) {
+        status("Not registered: " + (e && e.message ? e.message : "cancelled") );
+      });
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.dataset.passkeyRegister) return;
+    event.preventDefault();
+    if (!window.PublicKeyCredential) {
+      status("This browser cannot use passkeys.");
+      return;
+    }
+    register(form);
+  });
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-passkey-remove]");
+    if (!button) return;
+    call("DELETE", "/api/v1/me/passkeys/" + encodeURIComponent(button.dataset.passkeyRemove), csrfOf(registerForm())).then(
+      function (answer) {
+        return renderList().then(function () {
+          status(answer.status === 204 ? "Passkey removed." : "Not removed.");
+        });
+      }
+    );
+  });
+
+  // Fills the list once per page: loaded, or reached by the console's own
+  // navigation (the router swaps the page without a load event).
+  function start() {
+    var list = document.getElementById("passkey-list");
+    if (list && !list.dataset.ready) renderList();
+  }
+
+  function watch() {
+    start();
+    new MutationObserver(start).observe(document.body, { childList: true, subtree: true });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch);
+  else watch();
+})();
