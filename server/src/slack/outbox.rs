@@ -101,10 +101,16 @@ pub async fn run(state: Shared, shutdown: Shutdown) {
     }
 }
 
-/// One pass: every due message, delivered or rescheduled. Returns how many were delivered.
+/// How long a claimed message stays out of other instances' way: longer
+/// than a pass over a whole batch takes. Only an instance that stops
+/// mid-pass leaves a claim to run out; its messages are then posted again
+/// (at least once, never lost).
+const CLAIM_LEASE_SECS: i64 = 300;
+
+/// One pass: every due message, claimed for this instance, delivered or rescheduled. Returns how many were delivered.
 pub async fn deliver_due(state: &AppState) -> crate::store::Result<usize> {
     let now = state.now();
-    let due = outbox::due(&state.db.read, now, 100).await?;
+    let due = outbox::claim_due(&state.db.write, now, now + Duration::seconds(CLAIM_LEASE_SECS), 100).await?;
     let results: Vec<crate::store::Result<bool>> =
         futures::stream::iter(due).map(|row| deliver_one(state, row)).buffer_unordered(PARALLEL).collect().await;
     results.into_iter().try_fold(0, |n, r| r.map(|delivered| n + usize::from(delivered)))

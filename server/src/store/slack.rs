@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{new_id, query, ts, Cols, Exec, Result};
+use super::{new_id, query, ts, Cols, Exec, Pool, Result};
 
 /// Where a message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,17 +70,28 @@ pub async fn enqueue<'e>(db: impl Into<Exec<'e>>, m: &NewMessage<'_>, now: DateT
     Ok(id)
 }
 
-/// Pending messages whose next attempt is due, oldest first.
-pub async fn due<'e>(db: impl Into<Exec<'e>>, now: DateTime<Utc>, limit: u32) -> Result<Vec<OutboxRow>> {
-    let rows = query(
-        "SELECT * FROM slack_outbox WHERE status = 'pending' AND next_attempt_at <= ?
-         ORDER BY next_attempt_at, id LIMIT ?",
-    )
-    .bind(ts(now))
-    .bind(i64::from(limit))
-    .fetch_all(db)
-    .await?;
-    rows.iter()
+/// Claims up to `limit` messages due at `now` for this instance: each is
+/// moved out of everyone's way until `lease_until` (its next attempt, should
+/// this instance stop before finishing it) and returned. Several instances
+/// on one PostgreSQL database each get other messages (`FOR UPDATE SKIP
+/// LOCKED`), so one message is posted once; on SQLite the one writer
+/// serializes the claims anyway.
+pub async fn claim_due(
+    pool: &Pool,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<OutboxRow>> {
+    let skip_locked = if pool.is_postgres() { " FOR UPDATE SKIP LOCKED" } else { "" };
+    let sql = format!(
+        "UPDATE slack_outbox SET next_attempt_at = ?
+         WHERE id IN (SELECT id FROM slack_outbox WHERE status = 'pending' AND next_attempt_at <= ?
+                      ORDER BY next_attempt_at, id LIMIT ?{skip_locked})
+         RETURNING *"
+    );
+    let rows = query(&sql).bind(ts(lease_until)).bind(ts(now)).bind(i64::from(limit)).fetch_all(pool).await?;
+    let mut claimed = rows
+        .iter()
         .map(|r| {
             let c = Cols::of(r);
             Ok(OutboxRow {
@@ -94,7 +105,10 @@ pub async fn due<'e>(db: impl Into<Exec<'e>>, now: DateTime<Utc>, limit: u32) ->
                 created_at: c.at("created_at")?,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // RETURNING follows no ORDER BY: oldest first, as they were queued.
+    claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    Ok(claimed)
 }
 
 /// Ends a pending message: `delivered` or `abandoned` (with why).

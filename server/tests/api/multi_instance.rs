@@ -12,12 +12,17 @@ use crate::rail_harness::*;
 
 /// Two instances of one deployment and its rail, or None off PostgreSQL.
 async fn two_instances(test: &str) -> Option<(TestServer, TestServer, RailSim)> {
+    two_instances_with(test, "").await
+}
+
+/// [`two_instances`], with `extra` added to their config.
+async fn two_instances_with(test: &str, extra: &str) -> Option<(TestServer, TestServer, RailSim)> {
     if !on_postgres() {
         eprintln!("SKIPPED {test}: needs API_TESTS_DATABASE=postgres (make test runs it)");
         return None;
     }
     let rail = RailSim::start().await;
-    let scratch = Scratch::new("");
+    let scratch = Scratch::new(extra);
     scratch.apply_fixture().await;
     let second = tempfile::tempdir().expect("temp dir");
     std::os::unix::fs::symlink(scratch.data_dir(), second.path().join("data")).expect("share the data directory");
@@ -65,4 +70,25 @@ async fn the_daily_budget_holds_across_instances() {
     assert_eq!((ok, denied), (4, 2), "20,000 of budget holds four 5,000 payments, from both instances together");
     assert_eq!(rail.transfers().await.len(), 4);
     assert_eq!(a.scalar("SELECT reserved_minor FROM budget_days WHERE tenant_id = 'acme'").await, 20_000);
+}
+
+#[tokio::test]
+async fn a_slack_message_is_posted_by_one_instance_only() {
+    let slack = crate::slack_harness::FakeSlack::start().await;
+    // Slack answers `/slow…` after 10 s and a post gives up after 3 s: while
+    // the instance that took the message waits, the other one ticks every
+    // second and finds it still pending. It must not post it too.
+    let extra = format!(
+        "[slack]\nwebhook_url = \"{}\"\nsigning_secrets = [\"{}\"]\nallowed_hosts = [\"127.0.0.1\"]\ntimeout_ms = 3000\n",
+        slack.url("/slow/hook"),
+        crate::slack_harness::NEW_SECRET,
+    );
+    let Some((a, _b, _rail)) = two_instances_with("a_slack_message_is_posted_by_one_instance_only", &extra).await
+    else {
+        return;
+    };
+    crate::console_client::pending_for(&a, 25_000).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    let posts: Vec<String> = slack.received("/slow").await.into_iter().map(|r| r.path).collect();
+    assert_eq!(posts.len(), 1, "the announcement is posted once, by one instance: {posts:?}");
 }
