@@ -52,6 +52,9 @@ use crate::store::{self, Db, StoreError};
 /// How many webhooks one pass serves, and how many events per webhook.
 const PER_PASS: u32 = 50;
 const EVENTS_PER_PASS: u32 = 20;
+/// How long a claimed webhook or redelivery stays out of other instances'
+/// way: longer than a pass takes (20 events at the post timeout).
+const CLAIM_LEASE_SECS: i64 = 300;
 /// The longest wait between two attempts.
 const MAX_BACKOFF_SECS: i64 = 3600;
 /// How many logged attempts the admin page shows per webhook.
@@ -200,18 +203,34 @@ pub async fn run(state: Shared, shutdown: Shutdown) {
 
 /// One pass over the webhooks whose next attempt is due, then over the
 /// redeliveries whose next attempt is due.
+///
+/// Each webhook and redelivery is claimed first (`store::webhooks::claim`):
+/// with several instances on one database, one of them delivers it. A claim
+/// is a lease on the next attempt; an instance that stops mid-pass leaves it
+/// to run out, and what it was sending is sent again then (at least once).
 pub async fn deliver_due(state: &AppState) -> Result<(), StoreError> {
-    for webhook in store_webhooks::due(&state.db.read, Utc::now(), PER_PASS).await? {
-        deliver(state, webhook).await?;
+    let now = Utc::now();
+    let lease_until = now + chrono::Duration::seconds(CLAIM_LEASE_SECS);
+    for webhook in store_webhooks::due(&state.db.read, now, PER_PASS).await? {
+        deliver(state, webhook, now, lease_until).await?;
     }
-    for redelivery in store_webhooks::due_redeliveries(&state.db.read, Utc::now(), PER_PASS).await? {
-        send_redelivery(state, redelivery).await?;
+    for redelivery in store_webhooks::due_redeliveries(&state.db.read, now, PER_PASS).await? {
+        if store_webhooks::claim_redelivery(&mut *state.db.writer().await?, &redelivery.id, now, lease_until).await? {
+            send_redelivery(state, redelivery).await?;
+        }
     }
     Ok(())
 }
 
-/// Delivers the webhook's pending events in order, stopping at a failure.
-async fn deliver(state: &AppState, mut webhook: Webhook) -> Result<(), StoreError> {
+/// Delivers the webhook's pending events in order, stopping at a failure;
+/// claimed first, and only when there is something to send (an idle
+/// webhook costs no write).
+async fn deliver(
+    state: &AppState,
+    webhook: Webhook,
+    now: chrono::DateTime<Utc>,
+    lease_until: chrono::DateTime<Utc>,
+) -> Result<(), StoreError> {
     let Some(agent) =
         store::directory::agent(&mut *state.db.reader().await?, &webhook.tenant_id, &webhook.agent_id).await?
     else {
@@ -221,17 +240,45 @@ async fn deliver(state: &AppState, mut webhook: Webhook) -> Result<(), StoreErro
         return Ok(()); // a deactivated agent is told nothing
     }
     let principal = AgentPrincipal::from(agent);
-    let changed = store::proposals::changed_since(
+    if pending_events(state, &webhook).await?.is_empty() {
+        return Ok(());
+    }
+    let Some(claimed) = store_webhooks::claim(&mut *state.db.writer().await?, &webhook, now, lease_until).await? else {
+        return Ok(()); // another instance is delivering them
+    };
+    // Read again from the claimed row: another instance may have sent some since.
+    let changed = pending_events(state, &claimed).await?;
+    let sent = send_events(state, claimed.clone(), &principal, changed).await;
+    let released =
+        store_webhooks::release(&mut *state.db.writer().await?, &claimed, lease_until, webhook.next_attempt_at).await;
+    sent.and(released)
+}
+
+/// The agent's proposals changed after the webhook's cursor, oldest first.
+async fn pending_events(
+    state: &AppState,
+    webhook: &Webhook,
+) -> Result<Vec<(String, chrono::DateTime<Utc>)>, StoreError> {
+    store::proposals::changed_since(
         &state.db.read,
         &webhook.tenant_id,
         &webhook.agent_id,
         (webhook.cursor_at, &webhook.cursor_id),
         EVENTS_PER_PASS,
     )
-    .await?;
+    .await
+}
+
+/// Sends `changed` in order, stopping at a failure (which sets the retry).
+async fn send_events(
+    state: &AppState,
+    mut webhook: Webhook,
+    principal: &AgentPrincipal,
+    changed: Vec<(String, chrono::DateTime<Utc>)>,
+) -> Result<(), StoreError> {
     for (proposal_id, at) in changed {
         let event_id = format!("{} {proposal_id}", store::ts(at));
-        let view = match proposals::poll(state, &principal, &proposal_id).await {
+        let view = match proposals::poll(state, principal, &proposal_id).await {
             Ok(view) => view,
             Err(proposals::ActionError::Store(e)) => return Err(e),
             Err(_) => {

@@ -95,6 +95,64 @@ pub async fn due(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<Webh
     rows.iter().map(from_row).collect()
 }
 
+/// Takes the agent's webhook for this instance's pass if it is still due at
+/// `now`, moving its next attempt to `lease_until` (so other instances find
+/// it not due): the row as it is now (its cursor may have moved since it
+/// was read), or None if another instance holds it. On PostgreSQL the
+/// second of two concurrent claims waits for the first and then finds the
+/// row no longer due; on SQLite the one writer orders them.
+pub async fn claim(
+    conn: &mut Conn,
+    w: &Webhook,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> Result<Option<Webhook>> {
+    let row = query(
+        "UPDATE agent_webhooks SET next_attempt_at = ? WHERE tenant_id = ? AND agent_id = ? AND next_attempt_at <= ?
+         RETURNING *",
+    )
+    .bind(ts(lease_until))
+    .bind(&w.tenant_id)
+    .bind(&w.agent_id)
+    .bind(ts(now))
+    .fetch_optional(conn)
+    .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Ends this instance's pass: the next attempt goes back to `due_at` (when
+/// it was due before the claim), unless the pass set another one (a
+/// failure's backoff).
+pub async fn release(conn: &mut Conn, w: &Webhook, lease_until: DateTime<Utc>, due_at: DateTime<Utc>) -> Result<()> {
+    query("UPDATE agent_webhooks SET next_attempt_at = ? WHERE tenant_id = ? AND agent_id = ? AND next_attempt_at = ?")
+        .bind(ts(due_at))
+        .bind(&w.tenant_id)
+        .bind(&w.agent_id)
+        .bind(ts(lease_until))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Takes a queued redelivery for this instance if it is still due at `now`
+/// (see [`claim`]): its next attempt moves to `lease_until`.
+pub async fn claim_redelivery(
+    conn: &mut Conn,
+    id: &str,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> Result<bool> {
+    let done = query(
+        "UPDATE webhook_redeliveries SET next_attempt_at = ? WHERE id = ? AND done_at IS NULL AND next_attempt_at <= ?",
+    )
+    .bind(ts(lease_until))
+    .bind(id)
+    .bind(ts(now))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Moves the cursor past a delivered (or given up) event; the next one is due at once.
 pub async fn advance(conn: &mut Conn, w: &Webhook, at: DateTime<Utc>, id: &str) -> Result<()> {
     query(

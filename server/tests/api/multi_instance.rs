@@ -92,3 +92,31 @@ async fn a_slack_message_is_posted_by_one_instance_only() {
     let posts: Vec<String> = slack.received("/slow").await.into_iter().map(|r| r.path).collect();
     assert_eq!(posts.len(), 1, "the announcement is posted once, by one instance: {posts:?}");
 }
+
+#[tokio::test]
+async fn an_agent_webhook_event_is_delivered_by_one_instance_only() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    // The receiver answers after 2 s: while one instance waits on it, the
+    // other one's pass (every second) finds the event not yet delivered. It
+    // must not send it too.
+    let receiver = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(std::time::Duration::from_secs(2)))
+        .mount(&receiver)
+        .await;
+    let extra = "[webhooks]\nallow_http_loopback = true\nallowed_hosts = [\"hooks.example.com\"]\n";
+    let Some((a, _b, _rail)) =
+        two_instances_with("an_agent_webhook_event_is_delivered_by_one_instance_only", extra).await
+    else {
+        return;
+    };
+    let url = format!("{}/hook", receiver.uri());
+    let (code, out, err) =
+        a.cli(&["agent", "webhook", "set", "--url", &url, "--tenant", "acme", "--id", "payout-bot"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    crate::console_client::pending_for(&a, 25_000).await;
+    tokio::time::sleep(std::time::Duration::from_millis(3_500)).await;
+    let got = receiver.received_requests().await.unwrap_or_default();
+    assert_eq!(got.len(), 1, "the proposal's event is delivered once, by one instance: {} deliveries", got.len());
+}
