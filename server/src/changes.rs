@@ -3,14 +3,17 @@
 //! - the proposal's cached status-poll view is dropped;
 //! - every long-poll waiting on that proposal wakes at once (no sleep loops).
 //!
-//! Changes made by other processes (the CLI's `reconcile`, `apply`,
-//! `agent add`…) reach this process through the change log that database
-//! triggers fill: [`follow`] reads it every [`FOLLOW_EVERY`] and publishes
-//! what it finds. The read caches are only used while the follower is
-//! keeping up, so a change is never hidden for longer than that.
+//! Changes made by other processes (other instances, the CLI's `reconcile`,
+//! `apply`, `agent add`…) reach this process through the change log that
+//! database triggers fill: [`follow`] reads it every [`FOLLOW_EVERY`] and
+//! publishes what it finds. The read caches are only used while the
+//! follower is keeping up, so a change is never hidden for longer than that.
 //!
-//! With several server instances (PostgreSQL), `LISTEN/NOTIFY` would feed
-//! the same calls.
+//! On PostgreSQL the trigger also sends `NOTIFY countersign_changes` and
+//! [`follow`] reads the log as soon as one arrives: a long-poll on one
+//! instance wakes within milliseconds of a decision taken on another. The
+//! log stays the record (order, gaps, what a lost connection missed); a
+//! notification only says "read it now".
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +30,12 @@ use crate::store::change_log::{self, Change};
 /// How often the change log is read: the longest a change made by another
 /// process can go unseen by a cached status poll or agent credential.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(100);
+/// The channel the PostgreSQL change-log trigger notifies
+/// (migrations/postgres/0006_change_log.sql).
+const CHANNEL: &str = "countersign_changes";
+/// Reads prompted by notifications are at least this far apart: a burst of
+/// writes costs one read, not one per row.
+const NOTIFIED_GAP: Duration = Duration::from_millis(5);
 /// The caches are bypassed when the log was last read longer ago than this.
 const FOLLOW_TRUSTED_FOR: Duration = Duration::from_millis(1_000);
 /// Log entries are pruned after this many minutes.
@@ -176,15 +185,22 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
     let changes = &state.changes;
     let mut seen = None;
     let mut gaps = Gaps::default();
-    let mut ticker = tokio::time::interval(FOLLOW_EVERY);
+    let mut ticker = tokio::time::interval(state.hooks.follow_every.unwrap_or(FOLLOW_EVERY));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let notified = Arc::new(Notify::new());
+    if let crate::store::Pool::Pg(pool) = &state.db.read {
+        tokio::spawn(listen(pool.clone(), notified.clone(), shutdown.clone()));
+    }
     let mut pruned_at = Instant::now();
+    let mut read_at = tokio::time::Instant::now();
     let mut failing = false;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
+            _ = notified.notified() => tokio::time::sleep_until(read_at + NOTIFIED_GAP).await,
             _ = shutdown.wait() => return,
         }
+        read_at = tokio::time::Instant::now();
         match follow_once(&state.db, changes, &mut seen, &mut gaps).await {
             Ok(()) => {
                 if failing {
@@ -207,6 +223,39 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
             if let Err(e) = change_log::prune(&state.db.write, KEEP_LOG_MINUTES).await {
                 tracing::warn!(error = %e, "change log prune failed");
             }
+        }
+    }
+}
+
+/// On PostgreSQL: listens for the change log's notifications and wakes the
+/// follower at each (and after a reconnection, as what came in between is
+/// unknown). Retries every second while the database cannot be reached.
+async fn listen(pool: sqlx::PgPool, wake: Arc<Notify>, shutdown: Shutdown) {
+    let run = || async {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
+        listener.listen(CHANNEL).await?;
+        tracing::debug!(channel = CHANNEL, "listening for changes");
+        loop {
+            // `None`: the connection was lost and is made again; the log
+            // holds whatever was notified meanwhile.
+            listener.try_recv().await?;
+            wake.notify_one();
+        }
+    };
+    loop {
+        let failed: sqlx::Result<()> = tokio::select! {
+            failed = run() => failed,
+            _ = shutdown.wait() => return,
+        };
+        if pool.is_closed() {
+            return;
+        }
+        if let Err(e) = failed {
+            tracing::warn!(error = %e, "cannot listen for changes; the change log is still read every tick");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.wait() => return,
         }
     }
 }

@@ -440,25 +440,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
 /// Operations the rail could not settle yet stay open and are counted.
 async fn reconcile(settings: Settings, operation: Option<&str>) -> anyhow::Result<i32> {
     use crate::operations::{reconcile_one, Reconciled};
-    use crate::store::operations::OpStatus;
     if crate::startup::configured_rail_url(&settings).is_none() {
         anyhow::bail!(
             "no rail to reconcile against: set rail.url, or start `countersign serve` (it runs the bundled simulator)"
         );
     }
-    let grace = chrono::Duration::milliseconds(settings.rail.total_timeout_ms as i64 + 5_000);
     let (state, _trigger) = crate::startup::offline_state(settings).await?;
     let now = state.now();
     let ops = match operation {
         Some(id) => vec![crate::store::operations::get(&state.db.read, id)
             .await?
             .ok_or_else(|| anyhow::anyhow!("no operation {id}"))?],
-        None => crate::store::operations::due(&state.db.read, now + chrono::Duration::days(3650), 1000)
-            .await?
-            .into_iter()
-            // A young pending operation may still have its rail call running in the server.
-            .filter(|op| op.status != OpStatus::Pending || op.created_at + grace < now)
-            .collect(),
+        // Every open operation, whatever its backoff, but not one a process
+        // is calling the rail for (a young commit's, another pass's).
+        None => crate::store::operations::due(&state.db.read, now + chrono::Duration::days(3650), now, 1000).await?,
     };
     let mut stuck = 0;
     for op in &ops {
@@ -469,7 +464,10 @@ async fn reconcile(settings: Settings, operation: Option<&str>) -> anyhow::Resul
                 stuck += 1;
                 format!("{} (still open)", op.status.as_str())
             }
-            Reconciled::Raced | Reconciled::InFlight => format!("{} (settled elsewhere)", op.status.as_str()),
+            Reconciled::Raced => format!("{} (settled elsewhere)", op.status.as_str()),
+            Reconciled::InFlight => {
+                format!("{} (a rail call is in flight elsewhere: try again later)", op.status.as_str())
+            }
         };
         println!("{} {}: {shown}", op.id, op.proposal_id);
     }

@@ -327,6 +327,7 @@ async fn record(
             budget_day: is_transfer.then_some(day.as_str()),
             reverses,
             now,
+            claimed_until: now + operations::rail_call_lease(&state.settings.rail),
         },
     )
     .await?;

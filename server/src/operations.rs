@@ -15,6 +15,12 @@
 //! destination) to settle it; none found inside the resubmit window → the
 //! same request again with the same key; none found past it → `needs_review`,
 //! decided by a human ([`resolve`]).
+//!
+//! One rail call at a time per operation, across processes: the commit
+//! records its operation claimed for [`rail_call_lease`], and a
+//! reconciliation claims it the same way before it asks the rail
+//! ([`store::operations::claim`], a compare-and-set); writing the outcome
+//! releases it. With several instances, each operation is reconciled by one.
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
@@ -101,6 +107,12 @@ pub async fn call_rail(state: &AppState, op: &OperationRow, row: &store::proposa
             }
         }
     }
+}
+
+/// How long one rail call may hold an operation ([`store::operations::claim`]):
+/// the whole-request timeout and a margin to record what it answered.
+pub fn rail_call_lease(rail: &crate::config::RailSettings) -> Duration {
+    Duration::milliseconds(rail.total_timeout_ms as i64 + 5_000)
 }
 
 /// How long to wait before looking at an open operation again.
@@ -276,7 +288,8 @@ async fn mark_reversed(
 /// What one reconciliation pass did to one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reconciled {
-    /// Skipped: a rail call for it is running in this process.
+    /// Skipped: a rail call for it is running (in this process, or claimed by
+    /// another: [`store::operations::claim`]).
     InFlight,
     /// Nothing settled yet (the rail could not be read, or still pending).
     StillOpen,
@@ -299,6 +312,11 @@ async fn reconcile_one_inner(state: &AppState, op: &OperationRow, now: DateTime<
     let Some(_guard) = InFlight::claim(state, &op.id) else {
         return Ok(Reconciled::InFlight);
     };
+    // Across processes (several instances, the CLI): one rail call at a time.
+    let lease = now + rail_call_lease(&state.settings.rail);
+    if !store::operations::claim(&mut *state.db.writer().await?, &op.id, now, lease).await? {
+        return Ok(Reconciled::InFlight);
+    }
     let row = store::proposals::get(&state.db.read, &op.tenant_id, &op.proposal_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("operation {} has no proposal", op.id))?;
@@ -396,7 +414,7 @@ async fn review(
 
 /// One pass over the open operations that are due. Returns (operation id, result).
 pub async fn reconcile_due(state: &AppState, now: DateTime<Utc>) -> anyhow::Result<Vec<(String, Reconciled)>> {
-    let due = store::operations::due(&state.db.read, now, 100).await?;
+    let due = store::operations::due(&state.db.read, now, now, 100).await?;
     let mut done = Vec::with_capacity(due.len());
     for op in due {
         let result = reconcile_one(state, &op, now).await;

@@ -101,13 +101,15 @@ impl AppState {
 /// Hooks for crash and clock tests, compiled in only with the `test-hooks`
 /// feature (which the tests enable, and no other build does): they are read
 /// from `COUNTERSIGN_FAILPOINT` (a step name of the commit path, see
-/// docs/CONFIG.md) and `COUNTERSIGN_CLOCK_SKEW_SECS` (seconds added to the
-/// server's clock), and a warning is logged at start when either is set.
-/// In any other build they are always empty.
+/// docs/CONFIG.md), `COUNTERSIGN_CLOCK_SKEW_SECS` (seconds added to the
+/// server's clock) and `COUNTERSIGN_FOLLOW_EVERY_MS` (how often the change
+/// log is read without a notification), and a warning is logged at start
+/// when any is set. In any other build they are always empty.
 #[derive(Debug, Clone, Default)]
 pub struct TestHooks {
     pub failpoint: Option<String>,
     pub clock_skew_secs: i64,
+    pub follow_every: Option<std::time::Duration>,
 }
 
 impl TestHooks {
@@ -116,7 +118,11 @@ impl TestHooks {
         let failpoint = std::env::var("COUNTERSIGN_FAILPOINT").ok().filter(|s| !s.is_empty());
         let clock_skew_secs =
             std::env::var("COUNTERSIGN_CLOCK_SKEW_SECS").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
-        TestHooks { failpoint, clock_skew_secs }
+        let follow_every = std::env::var("COUNTERSIGN_FOLLOW_EVERY_MS")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .map(std::time::Duration::from_millis);
+        TestHooks { failpoint, clock_skew_secs, follow_every }
     }
 
     #[cfg(not(feature = "test-hooks"))]
@@ -125,7 +131,7 @@ impl TestHooks {
     }
 
     pub fn any(&self) -> bool {
-        self.failpoint.is_some() || self.clock_skew_secs != 0
+        self.failpoint.is_some() || self.clock_skew_secs != 0 || self.follow_every.is_some()
     }
 }
 

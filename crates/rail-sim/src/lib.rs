@@ -81,6 +81,9 @@
 //!   answers 500 with an HTML body. `GET` shows what remains (`count: 0` when
 //!   none); faults live in memory only.
 //! - `GET /_sim/transfers` → every transfer, oldest first, as a list object.
+//! - `GET /_sim/calls` → how many requests each `/v1` route received since
+//!   start, e.g. `{"GET /v1/transfers": 2, "POST /v1/transfers": 1}` (in
+//!   memory only): how tests see how often a client asked.
 //! - `POST /_sim/transfers/{id}/fail` → marks a transfer `failed` (the
 //!   amount not yet reversed goes back to the source account).
 
@@ -197,7 +200,13 @@ async fn bind(
     let listener =
         TcpListener::bind(listen).await.map_err(|e| anyhow::anyhow!("rail-sim cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr()?;
-    let sim = Sim(Arc::new(Inner { db, options, offset_ms: AtomicI64::new(persisted), fault: Mutex::new(None) }));
+    let sim = Sim(Arc::new(Inner {
+        db,
+        options,
+        offset_ms: AtomicI64::new(persisted),
+        fault: Mutex::new(None),
+        calls: Mutex::default(),
+    }));
     Ok((SimListener(listener), addr, sim))
 }
 
@@ -225,6 +234,8 @@ struct Inner {
     /// The persisted clock offset (milliseconds), mirrored here.
     offset_ms: AtomicI64,
     fault: Mutex<Option<Fault>>,
+    /// Requests per `/v1` route ("METHOD /path/{param}").
+    calls: Mutex<BTreeMap<String, u64>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -304,6 +315,8 @@ fn router(sim: Sim) -> Router {
         .route("/v1/transfers", post(create_transfer).get(list_transfers))
         .route("/v1/transfers/{id}", get(get_transfer))
         .route("/v1/transfers/{id}/reversals", post(create_reversal))
+        .route_layer(axum::middleware::from_fn_with_state(sim.clone(), count_call))
+        .route("/_sim/calls", get(get_calls))
         .route("/_sim/health", get(|| async { axum::Json(json!({"ok": true})) }))
         .route("/_sim/clock", get(get_clock).post(post_clock))
         .route("/_sim/balances", get(get_balances).post(post_balance))
@@ -1002,6 +1015,22 @@ async fn post_faults(State(sim): State<Sim>, body: Body) -> Result<Response, Str
         *slot = (req.count > 0).then_some(Fault { mode: req.mode, remaining: req.count, delay_ms: req.delay_ms });
     }
     Ok(json_ok(faults_json(&sim)))
+}
+
+/// Counts a request to a `/v1` route (see `GET /_sim/calls`).
+async fn count_call(
+    State(sim): State<Sim>,
+    route: axum::extract::MatchedPath,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let name = format!("{} {}", request.method(), route.as_str());
+    *sim.0.calls.lock().unwrap_or_else(|p| p.into_inner()).entry(name).or_default() += 1;
+    next.run(request).await
+}
+
+async fn get_calls(State(sim): State<Sim>) -> Response {
+    json_ok(json!(*sim.0.calls.lock().unwrap_or_else(|p| p.into_inner())))
 }
 
 async fn get_faults(State(sim): State<Sim>) -> Response {

@@ -25,6 +25,8 @@ pub struct OperationRow {
     pub error_message: Option<String>,
     pub attempts: i64,
     pub next_check_at: DateTime<Utc>,
+    /// While in the future, a process is calling the rail for it ([`claim`]).
+    pub claimed_until: Option<DateTime<Utc>>,
     pub resolved_by: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -53,6 +55,7 @@ pub(super) fn from_cols(c: &Cols<'_>) -> Result<OperationRow> {
         error_message: c.opt_text("error_message")?,
         attempts: c.int("attempts")?,
         next_check_at: c.at("next_check_at")?,
+        claimed_until: c.opt_at("claimed_until")?,
         resolved_by: c.opt_text("resolved_by")?,
         created_at: c.at("created_at")?,
         updated_at: c.at("updated_at")?,
@@ -73,14 +76,17 @@ pub struct NewOperation<'a> {
     pub budget_day: Option<&'a str>,
     pub reverses: Option<&'a str>,
     pub now: DateTime<Utc>,
+    /// The recording commit calls the rail until then: no reconciliation
+    /// before (see [`claim`]).
+    pub claimed_until: DateTime<Utc>,
 }
 
 pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<()> {
     let now = ts(op.now);
     query(
         "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
-             currency, budget_day, reverses, attempts, next_check_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0, ?, ?, ?)",
+             currency, budget_day, reverses, attempts, next_check_at, claimed_until, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0, ?, ?, ?, ?)",
     )
     .bind(op.id)
     .bind(op.proposal_id)
@@ -93,6 +99,7 @@ pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<()> {
     .bind(op.budget_day)
     .bind(op.reverses)
     .bind(&now)
+    .bind(ts(op.claimed_until))
     .bind(&now)
     .bind(&now)
     .execute(conn)
@@ -136,12 +143,15 @@ pub async fn get<'e>(db: impl Into<Exec<'e>>, id: &str) -> Result<Option<Operati
     row.as_ref().map(from_row).transpose()
 }
 
-/// Open operations whose next check is due, oldest first.
-pub async fn due(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<OperationRow>> {
+/// Open operations whose next check is due by `check_by` and that no
+/// process has claimed at `now`, oldest first.
+pub async fn due(pool: &Pool, check_by: DateTime<Utc>, now: DateTime<Utc>, limit: u32) -> Result<Vec<OperationRow>> {
     let rows = query(
         "SELECT * FROM operations WHERE status IN ('pending', 'accepted', 'unknown') AND next_check_at <= ?
+           AND (claimed_until IS NULL OR claimed_until <= ?)
          ORDER BY next_check_at, id LIMIT ?",
     )
+    .bind(ts(check_by))
     .bind(ts(now))
     .bind(i64::from(limit))
     .fetch_all(pool)
@@ -180,7 +190,7 @@ pub async fn set_status(
     u: &Update<'_>,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let mut q = Builder::new("UPDATE operations SET status = ");
+    let mut q = Builder::new("UPDATE operations SET claimed_until = NULL, status = ");
     q.push_bind(to.as_str()).push(", updated_at = ").push_bind(ts(now));
     if let Some(r) = u.rail_reference {
         q.push(", rail_reference = ").push_bind(r.to_owned());
@@ -203,10 +213,28 @@ pub async fn set_status(
     Ok(q.build().execute(conn).await?.rows_affected() == 1)
 }
 
-/// Postpones the next reconciliation check of an open operation.
+/// Claims an open operation for one rail call until `until`, unless another
+/// process holds it at `now`: the compare-and-set that lets one instance
+/// only reconcile it. [`set_status`] and [`reschedule`] release the claim;
+/// a process that dies holding it leaves it to lapse.
+pub async fn claim(conn: &mut Conn, id: &str, now: DateTime<Utc>, until: DateTime<Utc>) -> Result<bool> {
+    let done = query(
+        "UPDATE operations SET claimed_until = ?
+         WHERE id = ? AND status IN ('pending', 'accepted', 'unknown') AND (claimed_until IS NULL OR claimed_until <= ?)",
+    )
+    .bind(ts(until))
+    .bind(id)
+    .bind(ts(now))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Postpones the next reconciliation check of an open operation (and
+/// releases its claim).
 pub async fn reschedule(conn: &mut Conn, id: &str, at: DateTime<Utc>, attempted: bool) -> Result<()> {
     let bump = if attempted { ", attempts = attempts + 1" } else { "" };
-    query(format!("UPDATE operations SET next_check_at = ?{bump} WHERE id = ?"))
+    query(format!("UPDATE operations SET claimed_until = NULL, next_check_at = ?{bump} WHERE id = ?"))
         .bind(ts(at))
         .bind(id)
         .execute(conn)

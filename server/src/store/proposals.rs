@@ -180,7 +180,8 @@ const BUNDLE: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted,
         o.tenant_id AS o_tenant_id, o.kind AS o_kind, o.status AS o_status, o.amount_minor AS o_amount_minor,
         o.currency AS o_currency, o.budget_day AS o_budget_day, o.rail_reference AS o_rail_reference,
         o.reverses AS o_reverses, o.error_code AS o_error_code, o.error_message AS o_error_message,
-        o.attempts AS o_attempts, o.next_check_at AS o_next_check_at, o.resolved_by AS o_resolved_by,
+        o.attempts AS o_attempts, o.next_check_at AS o_next_check_at, o.claimed_until AS o_claimed_until,
+        o.resolved_by AS o_resolved_by,
         o.created_at AS o_created_at, o.updated_at AS o_updated_at,
         t.jti AS t_jti, t.proposal_id AS t_proposal_id, t.round AS t_round, t.token AS t_token, t.kid AS t_kid,
         t.issued_at AS t_issued_at, t.expires_at AS t_expires_at, t.used_at AS t_used_at,
@@ -730,6 +731,7 @@ pub(crate) mod tests {
                 budget_day: Some("2026-01-01"),
                 reverses: None,
                 now,
+                claimed_until: now,
             };
             operations::insert(&mut c, &op).await.unwrap();
             drop(c);
@@ -813,6 +815,68 @@ pub(crate) mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// `operations::claim`: one holder at a time; writing an outcome or a
+    /// new check releases it; a lapsed claim can be taken again.
+    #[tokio::test]
+    async fn an_operation_is_claimed_by_one_caller_until_released_or_lapsed() {
+        for db in setup("an_operation_is_claimed_by_one_caller_until_released_or_lapsed").await {
+            let now = Utc::now();
+            let mut c = db.write.acquire().await.unwrap();
+            let t = TokenRow {
+                jti: "jti_1".into(),
+                proposal_id: "prop_1".into(),
+                round: 1,
+                token: "eyJ.x.y".into(),
+                kid: "k".into(),
+                issued_at: now,
+                expires_at: now,
+                used_at: None,
+            };
+            insert_token(&mut c, &t).await.unwrap();
+            let lease = chrono::Duration::seconds(15);
+            let op = NewOperation {
+                id: "op_1",
+                proposal_id: "prop_1",
+                jti: "jti_1",
+                idempotency_key: "cs-prop_1-00",
+                tenant_id: "t",
+                kind: "transfer",
+                amount_minor: 100,
+                currency: "USD",
+                budget_day: None,
+                reverses: None,
+                now,
+                claimed_until: now + lease,
+            };
+            operations::insert(&mut c, &op).await.unwrap();
+            let due = |at| operations::due(&db.read, at, at, 10);
+            assert!(due(now).await.unwrap().is_empty(), "{}: the recording commit holds it", db.backend);
+            assert!(!operations::claim(&mut c, "op_1", now, now + lease).await.unwrap(), "held: not claimed again");
+            let lapsed = now + lease + chrono::Duration::seconds(1);
+            assert_eq!(due(lapsed).await.unwrap().len(), 1, "a lapsed claim leaves it due");
+            assert!(operations::claim(&mut c, "op_1", lapsed, lapsed + lease).await.unwrap(), "lapsed: claimed");
+            assert!(!operations::claim(&mut c, "op_1", lapsed, lapsed + lease).await.unwrap(), "one holder");
+            operations::reschedule(&mut c, "op_1", lapsed, true).await.unwrap();
+            assert!(
+                operations::claim(&mut c, "op_1", lapsed, lapsed + lease).await.unwrap(),
+                "released by a new check"
+            );
+            let failed = operations::Update::default();
+            let from = [operations::OpStatus::Pending];
+            assert!(operations::set_status(&mut c, "op_1", &from, operations::OpStatus::Failed, &failed, lapsed)
+                .await
+                .unwrap());
+            let row = operations::get(&db.read, "op_1").await.unwrap().unwrap();
+            assert_eq!(row.claimed_until, None, "an outcome releases it");
+            assert!(
+                !operations::claim(&mut c, "op_1", lapsed, lapsed + lease).await.unwrap(),
+                "a closed one is not claimed"
+            );
+            drop(c);
+            db.finish().await;
         }
     }
 }

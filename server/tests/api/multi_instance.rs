@@ -17,6 +17,11 @@ async fn two_instances(test: &str) -> Option<(TestServer, TestServer, RailSim)> 
 
 /// [`two_instances`], with `extra` added to their config.
 async fn two_instances_with(test: &str, extra: &str) -> Option<(TestServer, TestServer, RailSim)> {
+    two_instances_env(test, extra, &[]).await
+}
+
+/// [`two_instances_with`], with extra environment for both servers.
+async fn two_instances_env(test: &str, extra: &str, env: &[(&str, &str)]) -> Option<(TestServer, TestServer, RailSim)> {
     if !on_postgres() {
         eprintln!("SKIPPED {test}: needs API_TESTS_DATABASE=postgres (make test runs it)");
         return None;
@@ -28,8 +33,8 @@ async fn two_instances_with(test: &str, extra: &str) -> Option<(TestServer, Test
     std::os::unix::fs::symlink(scratch.data_dir(), second.path().join("data")).expect("share the data directory");
     let config = scratch.config.clone();
     // One after the other: the first creates the signing keys.
-    let a = scratch.serve(&env_for(&rail, &[])).await;
-    let b = TestServer::spawn_env(second, config, &env_for(&rail, &[])).await;
+    let a = scratch.serve(&env_for(&rail, env)).await;
+    let b = TestServer::spawn_env(second, config, &env_for(&rail, env)).await;
     Some((a, b, rail))
 }
 
@@ -119,4 +124,107 @@ async fn an_agent_webhook_event_is_delivered_by_one_instance_only() {
     tokio::time::sleep(std::time::Duration::from_millis(3_500)).await;
     let got = receiver.received_requests().await.unwrap_or_default();
     assert_eq!(got.len(), 1, "the proposal's event is delivered once, by one instance: {} deliveries", got.len());
+}
+
+#[tokio::test]
+async fn an_open_operation_is_reconciled_by_one_instance_at_a_time() {
+    // Each instance looks at due operations every second. The commit's rail
+    // call fails with a 500 (`unknown`); reconciliation then finds no record
+    // and resubmits, and the rail takes 5 s to answer that. While it waits,
+    // the other instance must leave the operation alone: no second look.
+    let Some((a, _b, rail)) = two_instances_with(
+        "an_open_operation_is_reconciled_by_one_instance_at_a_time",
+        "[rail]\nreconcile_interval_secs = 1\n",
+    )
+    .await
+    else {
+        return;
+    };
+    let (id, token) = auto_approved(&a, 5_000).await;
+    rail.fault("error_500", 1).await;
+    let r = a.commit(&id, &token).await;
+    assert_eq!(r.body["status"], "unknown", "{}", r.text);
+    rail.fault_after("delay", 1, 5_000).await;
+    let started = std::time::Instant::now();
+    while rail.calls("POST /v1/transfers").await < 2 {
+        assert!(started.elapsed().as_secs() < 20, "reconciliation never resubmitted");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    assert_eq!(
+        rail.calls("GET /v1/transfers").await,
+        1,
+        "while one instance's resubmission is in flight, the other does not look the operation up"
+    );
+    a.wait_status(&id, "succeeded", 40).await;
+    assert_eq!(rail.transfers().await.len(), 1, "one rail transfer");
+    let (code, stdout, stderr) = a.cli(&["audit", "verify"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
+#[tokio::test]
+async fn a_long_poll_on_one_instance_wakes_when_another_decides() {
+    // Without a notification the instances read the change log only every
+    // 30 s here: the long-poll on `b` can only wake in time through
+    // PostgreSQL's NOTIFY of `a`'s decision.
+    let Some((a, b, _rail)) = two_instances_env(
+        "a_long_poll_on_one_instance_wakes_when_another_decides",
+        "",
+        &[("COUNTERSIGN_FOLLOW_EVERY_MS", "30000")],
+    )
+    .await
+    else {
+        return;
+    };
+    let id = crate::console_client::pending_for(&a, 25_000).await;
+    let first = b.get_proposal(ACME_BOT_KEY, &id).await;
+    let etag = first.header("etag").expect("an ETag").to_owned();
+    let b = std::sync::Arc::new(b);
+    let waiting = tokio::spawn({
+        let b = b.clone();
+        let (id, etag) = (id.clone(), etag.clone());
+        async move {
+            let r = b
+                .get(&format!("/api/v1/proposals/{id}?wait=30"), ACME_BOT_KEY)
+                .header("If-None-Match", etag)
+                .send()
+                .await
+                .expect("b answers");
+            (std::time::Instant::now(), r.status().as_u16(), r.text().await.unwrap_or_default())
+        }
+    });
+    // The poll is waiting on `b` before `a` decides.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let ana = crate::console_client::Console::sign_in(&a, "ana").await;
+    let decided = ana.approve(&id).await;
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    let decided_at = std::time::Instant::now();
+    let (woke_at, status, text) = waiting.await.expect("the poll task");
+    assert_eq!(status, 200, "the long-poll on b answers with the change: {text}");
+    assert!(text.contains("\"approved\""), "{text}");
+    let after = woke_at.saturating_duration_since(decided_at);
+    assert!(after < std::time::Duration::from_secs(5), "b woke {after:?} after a's decision");
+}
+
+#[tokio::test]
+async fn a_commit_in_flight_is_not_reconciled_by_another_instance() {
+    // The rail takes 4 s to answer the commit's call (inside its 10 s
+    // timeout). Meanwhile the operation is `pending` and due, and the other
+    // instance looks at due operations every second: it must not ask the rail
+    // about it (nor resubmit it) while the commit's own call is running.
+    let Some((a, _b, rail)) = two_instances_with(
+        "a_commit_in_flight_is_not_reconciled_by_another_instance",
+        "[rail]\nreconcile_interval_secs = 1\n",
+    )
+    .await
+    else {
+        return;
+    };
+    let (id, token) = auto_approved(&a, 5_000).await;
+    rail.fault_after("delay", 1, 4_000).await;
+    let r = a.commit(&id, &token).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(rail.calls("GET /v1/transfers").await, 0, "no reconciliation looked while the commit's call ran");
+    assert_eq!(rail.calls("POST /v1/transfers").await, 1, "one rail call: the commit's");
+    assert_eq!(rail.transfers().await.len(), 1);
 }

@@ -49,6 +49,18 @@ impl RailSim {
         self.sim_post("/_sim/faults", json!({"mode": mode, "count": count})).await;
     }
 
+    /// [`RailSim::fault`], waiting `delay_ms` (`delay`, `drop_after_accept`).
+    pub async fn fault_after(&self, mode: &str, count: u32, delay_ms: u64) {
+        self.sim_post("/_sim/faults", json!({"mode": mode, "count": count, "delay_ms": delay_ms})).await;
+    }
+
+    /// How many requests a `/v1` route received, e.g. `"GET /v1/transfers"`.
+    pub async fn calls(&self, route: &str) -> u64 {
+        let r = self.http.get(format!("{}/_sim/calls", self.url)).send().await.expect("rail-sim answers");
+        let body: Value = r.json().await.expect("json");
+        body[route].as_u64().unwrap_or(0)
+    }
+
     pub async fn set_balance(&self, account: &str, currency: &str, amount: i64) {
         self.sim_post("/_sim/balances", json!({"account": account, "currency": currency, "amount": amount})).await;
     }
