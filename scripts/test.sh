@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up what is missing, then runs every test: formatting and lints, Rust
 # unit and integration tests (real server processes; a throwaway PostgreSQL
-# for the tests that need one), and the browser tests (Playwright + Debian's
-# Chromium against a real server). Safe to re-run.
+# for the tests that need one, and the whole API suite a second time on it),
+# and the browser tests (Playwright + Debian's Chromium against a real
+# server). Safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
