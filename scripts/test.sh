@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up what is missing, then runs every test: formatting and lints, Rust
 # unit and integration tests (real server processes; a throwaway PostgreSQL
-# for the tests that need one), and the browser tests (Playwright + Debian's
-# Chromium against a real server). Safe to re-run.
+# for the tests that need one, and the whole API suite a second time on it),
+# and the browser tests (Playwright + Debian's Chromium against a real
+# server). Safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -37,13 +38,11 @@ step "cargo test (unit, property and black-box integration tests)"
 # cores (docs/BENCHMARKS.md, "Test suite"). Override with RUST_TEST_THREADS.
 RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test
 
-step "the API suite's core on PostgreSQL (API_TESTS_DATABASE=postgres)"
-# Each test's servers get a fresh database on the throwaway cluster. The
-# core only, not the whole suite again (docs/DECISIONS.md, "The store on
-# two backends"); tests that open the SQLite file themselves are skipped.
-# shellcheck disable=SC2046
-API_TESTS_DATABASE=postgres RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test -p server --test api -- \
-  $(grep -v '^#' scripts/pg-core-tests.txt | xargs)
+step "the whole API suite again, on PostgreSQL (API_TESTS_DATABASE=postgres)"
+# Each test's servers get a fresh database on the throwaway cluster, and the
+# tests read and tamper with it through the same handle as on SQLite
+# (docs/DECISIONS.md, "The store on two backends").
+API_TESTS_DATABASE=postgres RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test -p server --test api
 
 scripts/pg.sh stop "$pg_dir"
 trap - EXIT INT TERM

@@ -28,11 +28,21 @@ pub fn configured_rail_url(settings: &Settings) -> Option<String> {
     })
 }
 
+/// The signing keys in `data_dir`, made private (0700) first on every
+/// backend: on PostgreSQL no database file does it, yet the directory still
+/// holds the keys and the bundled simulator's ledger.
+fn open_keys(settings: &Settings) -> anyhow::Result<crate::approval::keys::KeyStore> {
+    let data_dir = &settings.data_dir;
+    store::ensure_private_dir(data_dir)
+        .map_err(|source| store::OpenError::DataDir { path: data_dir.display().to_string(), source })?;
+    Ok(crate::approval::keys::KeyStore::open_or_create(data_dir)?)
+}
+
 /// The shared state for a command that does not serve (no rail calls unless
 /// a rail is configured or a server's simulator is running).
 pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate::shutdown::Trigger)> {
     let db = Db::connect(&settings.backend()?).await?;
-    let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
+    let keys = open_keys(&settings)?;
     // Port 9 (discard) on loopback: any call fails fast as "unknown", never as a decline.
     let url = configured_rail_url(&settings).unwrap_or_else(|| "http://127.0.0.1:9".into());
     let rail = RailClient::new(settings.rail_config(&url))?;
@@ -60,7 +70,7 @@ pub struct Bound {
 /// and installs no signal handler: the caller decides when to stop.
 pub async fn bind(settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     let db = Db::connect(&settings.backend()?).await?;
-    let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir)?;
+    let keys = open_keys(&settings)?;
     let (rail_url, simulator) = match &settings.rail.url {
         Some(url) => (url.clone(), None),
         None => {

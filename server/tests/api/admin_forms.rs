@@ -21,7 +21,7 @@ async fn registry_changes_from_the_admin_page_name_the_admins_in_the_audit_trail
     let actor_of = |action: &'static str| {
         let db = db.clone();
         async move {
-            sqlx::query_scalar::<_, String>("SELECT actor FROM audit_log WHERE action = ? ORDER BY seq DESC")
+            one::<String>("SELECT actor FROM audit_log WHERE action = ? ORDER BY seq DESC")
                 .bind(action)
                 .fetch_one(&db)
                 .await

@@ -2,7 +2,6 @@
 //! `countersign audit verify`, with account numbers masked.
 
 use serde_json::json;
-use sqlx::Row;
 
 use crate::helpers::*;
 
@@ -31,17 +30,15 @@ async fn audit_verify_reports_an_intact_chain_after_activity() {
     assert!(stdout.contains("intact"), "{stdout}");
 
     // Each entry links to the one before it.
-    let rows = sqlx::query("SELECT seq, prev_hash, hash FROM audit_log ORDER BY seq")
-        .fetch_all(&server.db().await)
-        .await
-        .unwrap();
+    let rows =
+        query("SELECT seq, prev_hash, hash FROM audit_log ORDER BY seq").fetch_all(&server.db().await).await.unwrap();
     assert!(rows.len() > 5);
     for pair in rows.windows(2) {
-        assert_eq!(pair[1].get::<String, _>("prev_hash"), pair[0].get::<String, _>("hash"));
-        assert_eq!(pair[1].get::<i64, _>("seq"), pair[0].get::<i64, _>("seq") + 1);
+        assert_eq!(pair[1].get::<String>("prev_hash"), pair[0].get::<String>("hash"));
+        assert_eq!(pair[1].get::<i64>("seq"), pair[0].get::<i64>("seq") + 1);
     }
     for row in &rows {
-        assert!(is_request_hash(&row.get::<String, _>("hash")), "entry hashes are SHA-256");
+        assert!(is_request_hash(&row.get::<String>("hash")), "entry hashes are SHA-256");
     }
 }
 
@@ -50,25 +47,24 @@ async fn audit_verify_names_the_entry_that_was_edited() {
     let server = TestServer::start().await;
     let pending = activity(&server).await;
     let db = server.db().await;
-    let seq: i64 =
-        sqlx::query_scalar("SELECT seq FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
-            .bind(&pending)
-            .fetch_one(&db)
-            .await
-            .unwrap();
-    let last: i64 = sqlx::query_scalar("SELECT MAX(seq) FROM audit_log").fetch_one(&db).await.unwrap();
+    let seq: i64 = one("SELECT seq FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
+        .bind(&pending)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    let last: i64 = one("SELECT MAX(seq) FROM audit_log").fetch_one(&db).await.unwrap();
     assert!(seq > 1 && seq < last, "an entry in the middle of the chain: {seq} of {last}");
 
     // Someone quietly makes the payment look smaller.
-    let changed = sqlx::query("UPDATE audit_log SET data = json_set(data, '$.amount_minor', 1) WHERE seq = ?")
-        .bind(seq)
-        .execute(&db)
-        .await
-        .unwrap()
-        .rows_affected();
+    let set_amount = if on_postgres() {
+        "UPDATE audit_log SET data = jsonb_set(data::jsonb, '{amount_minor}', '1')::text WHERE seq = ?"
+    } else {
+        "UPDATE audit_log SET data = json_set(data, '$.amount_minor', 1) WHERE seq = ?"
+    };
+    let changed = query(set_amount).bind(seq).execute(&db).await.unwrap().rows_affected();
     assert_eq!(changed, 1);
     // And a later one, to see that the first break is the one reported.
-    sqlx::query("UPDATE audit_log SET actor = 'cli' WHERE seq = ?").bind(last).execute(&db).await.unwrap();
+    query("UPDATE audit_log SET actor = 'cli' WHERE seq = ?").bind(last).execute(&db).await.unwrap();
 
     let (code, stdout, stderr) = server.cli(&["audit", "verify"]).await;
     assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
@@ -85,13 +81,12 @@ async fn audit_verify_catches_a_deleted_entry() {
     let server = TestServer::start().await;
     let pending = activity(&server).await;
     let db = server.db().await;
-    let seq: i64 =
-        sqlx::query_scalar("SELECT seq FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
-            .bind(&pending)
-            .fetch_one(&db)
-            .await
-            .unwrap();
-    sqlx::query("DELETE FROM audit_log WHERE seq = ?").bind(seq).execute(&db).await.unwrap();
+    let seq: i64 = one("SELECT seq FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
+        .bind(&pending)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    query("DELETE FROM audit_log WHERE seq = ?").bind(seq).execute(&db).await.unwrap();
     let (code, stdout, stderr) = server.cli(&["audit", "verify"]).await;
     assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
 }
@@ -100,7 +95,7 @@ async fn audit_verify_catches_a_deleted_entry() {
 async fn audit_entries_never_hold_full_account_numbers() {
     let server = TestServer::start().await;
     activity(&server).await;
-    let rows = sqlx::query(
+    let rows = query(
         "SELECT seq, COALESCE(tenant_id, '') || ' ' || actor || ' ' || action || ' ' || COALESCE(proposal_id, '') || ' ' ||
                 COALESCE(request_hash, '') || ' ' || data AS line FROM audit_log ORDER BY seq",
     )
@@ -126,26 +121,25 @@ async fn every_transition_is_audited_with_actor_and_request_hash() {
     let p = server.create(&transfer()).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(server.cancel(ACME_BOT_KEY, id).await.status, 200);
-    let rows = sqlx::query("SELECT actor, action, request_hash, at FROM audit_log WHERE proposal_id = ? ORDER BY seq")
+    let rows = query("SELECT actor, action, request_hash, at FROM audit_log WHERE proposal_id = ? ORDER BY seq")
         .bind(id)
         .fetch_all(&server.db().await)
         .await
         .unwrap();
     let actions: Vec<String> = rows.iter().map(|r| r.get("action")).collect();
     assert_eq!(actions, ["proposal.created", "proposal.cancelled"]);
-    let created: String =
-        sqlx::query_scalar("SELECT data FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
-            .bind(id)
-            .fetch_one(&server.db().await)
-            .await
-            .unwrap();
+    let created: String = one("SELECT data FROM audit_log WHERE proposal_id = ? AND action = 'proposal.created'")
+        .bind(id)
+        .fetch_one(&server.db().await)
+        .await
+        .unwrap();
     for expected in ["25000", "USD", "needs_approval"] {
         assert!(created.contains(expected), "the created entry keeps amount, currency and policy decision: {created}");
     }
     for row in &rows {
-        assert_eq!(row.get::<Option<String>, _>("request_hash").as_deref(), p["request_hash"].as_str());
-        assert!(row.get::<String, _>("actor").contains("payout-bot"));
-        rfc3339(&json!(row.get::<String, _>("at")));
+        assert_eq!(row.get::<Option<String>>("request_hash").as_deref(), p["request_hash"].as_str());
+        assert!(row.get::<String>("actor").contains("payout-bot"));
+        rfc3339(&json!(row.get::<String>("at")));
     }
 }
 

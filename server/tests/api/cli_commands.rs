@@ -2,7 +2,6 @@
 //! add`, declarative `apply`, and `demo`.
 
 use serde_json::json;
-use sqlx::Row;
 
 use crate::helpers::*;
 
@@ -94,25 +93,21 @@ async fn cli_adds_a_tenant_user_agent_and_payee_whose_key_then_works() {
     assert_eq!(server.all_ids(&key).await.len(), 1);
 
     let db = server.db().await;
-    let hash: String =
-        sqlx::query_scalar("SELECT password_hash FROM users WHERE username = 'ivy'").fetch_one(&db).await.unwrap();
+    let hash: String = one("SELECT password_hash FROM users WHERE username = 'ivy'").fetch_one(&db).await.unwrap();
     assert!(hash.starts_with("$argon2id$"), "argon2id: {hash}");
     assert!(!hash.contains(password));
     assert!(verifies(password, &hash), "the stored hash is of the password read from stdin (without its newline)");
 
-    let stored: String =
-        sqlx::query_scalar("SELECT key_sha256 FROM agents WHERE tenant_id = 'initech' AND id = 'ivy-bot'")
-            .fetch_one(&db)
-            .await
-            .unwrap();
+    let stored: String = one("SELECT key_sha256 FROM agents WHERE tenant_id = 'initech' AND id = 'ivy-bot'")
+        .fetch_one(&db)
+        .await
+        .unwrap();
     assert_ne!(stored, key, "the key itself is not stored");
     assert_eq!(stored, sha256_hex(&key), "only its SHA-256 is");
-    let rows = sqlx::query("SELECT * FROM agents").fetch_all(&db).await.unwrap();
+    let rows = query("SELECT * FROM agents").fetch_all(&db).await.unwrap();
     for row in &rows {
-        for i in 0..row.len() {
-            if let Ok(Some(text)) = row.try_get::<Option<String>, _>(i) {
-                assert!(!text.contains(&key), "the key is nowhere in the agents table");
-            }
+        for text in row.texts() {
+            assert!(!text.contains(&key), "the key is nowhere in the agents table");
         }
     }
 }
@@ -161,10 +156,8 @@ async fn user_add_reads_the_password_from_the_environment() {
     )
     .await;
     assert_eq!(code, 0, "{out}{err}");
-    let hash: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE username = 'eve'")
-        .fetch_one(&server.db().await)
-        .await
-        .unwrap();
+    let hash: String =
+        one("SELECT password_hash FROM users WHERE username = 'eve'").fetch_one(&server.db().await).await.unwrap();
     assert!(hash.starts_with("$argon2id$"), "{hash}");
     assert!(verifies("from the environment", &hash));
 }
@@ -287,7 +280,7 @@ trusted = true
 }
 
 /// Everything `apply` manages, as one comparable snapshot.
-async fn registry_snapshot(db: &sqlx::SqlitePool) -> Vec<String> {
+async fn registry_snapshot(db: &Db) -> Vec<String> {
     let mut out = Vec::new();
     for sql in [
         "SELECT id || '|' || name || '|' || created_at FROM tenants ORDER BY id",
@@ -298,7 +291,7 @@ async fn registry_snapshot(db: &sqlx::SqlitePool) -> Vec<String> {
         "SELECT tenant_id || '|' || id || '|' || legal_name || '|' || trusted || '|' || created_at FROM payees ORDER BY 1",
         "SELECT 'audit entries: ' || COUNT(*) FROM audit_log",
     ] {
-        let rows: Vec<String> = sqlx::query_scalar(sql).fetch_all(db).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let rows: Vec<String> = one(sql).fetch_all(db).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
         out.extend(rows);
     }
     out
@@ -316,8 +309,7 @@ async fn applying_the_spec_example_twice_is_idempotent() {
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM users").await, 2);
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM agents").await, 1);
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM payees").await, 1);
-    let hash: String =
-        sqlx::query_scalar("SELECT password_hash FROM users WHERE username = 'ana'").fetch_one(&db).await.unwrap();
+    let hash: String = one("SELECT password_hash FROM users WHERE username = 'ana'").fetch_one(&db).await.unwrap();
     assert!(hash.starts_with("$argon2id$"), "a plain password in the file is stored hashed: {hash}");
 
     let (code, out, err) = scratch.cli(&["apply", file.to_str().unwrap()], None).await;
@@ -381,8 +373,7 @@ async fn demo_loads_sample_proposals_including_the_prompt_injection_invoice() {
     assert!(scalar(&db, "SELECT COUNT(*) FROM payees").await >= 2);
     assert!(scalar(&db, "SELECT COUNT(*) FROM proposals").await >= 3, "sample proposals");
 
-    let canonical: Vec<String> =
-        sqlx::query_scalar("SELECT canonical_request FROM proposals").fetch_all(&db).await.unwrap();
+    let canonical: Vec<String> = one("SELECT canonical_request FROM proposals").fetch_all(&db).await.unwrap();
     let injection = canonical
         .iter()
         .map(|c| serde_json::from_str::<serde_json::Value>(c).unwrap())
@@ -391,10 +382,7 @@ async fn demo_loads_sample_proposals_including_the_prompt_injection_invoice() {
     assert!(injection["invoice_id"].is_string(), "it is an invoice: {injection}");
     // The injected text is data: the proposal still waits for a human.
     let status: String =
-        sqlx::query_scalar("SELECT status FROM proposals WHERE canonical_request LIKE '%account 9981%'")
-            .fetch_one(&db)
-            .await
-            .unwrap();
+        one("SELECT status FROM proposals WHERE canonical_request LIKE '%account 9981%'").fetch_one(&db).await.unwrap();
     assert_eq!(status, "pending_approval");
 
     let (code, out, err) = scratch.cli(&["audit", "verify"], None).await;

@@ -160,7 +160,7 @@ async fn a_tampered_stored_request_is_caught_by_the_recomputed_hash() {
     let (id, token) = auto_approved(&server, 5_000).await;
     let db = server.db().await;
     // Someone with database access swaps the payee but keeps the stored hash.
-    sqlx::query("UPDATE proposals SET canonical_request = replace(canonical_request, ?, ?) WHERE id = ?")
+    query("UPDATE proposals SET canonical_request = replace(canonical_request, ?, ?) WHERE id = ?")
         .bind(ACME_TRUSTED_PAYEE)
         .bind(ACME_PAYEE)
         .bind(&id)

@@ -192,7 +192,7 @@ async fn past_the_resubmit_window_a_human_decides_and_it_is_audited() {
         assert!(actions.iter().any(|a| a == "operation.needs_review"), "{actions:?}");
         assert!(actions.iter().any(|a| a == action), "{actions:?}");
     }
-    let actor: String = sqlx::query_scalar(
+    let actor: String = one(
         "SELECT actor FROM audit_log WHERE proposal_id = ? AND action = 'operation.failed' ORDER BY seq DESC LIMIT 1",
     )
     .bind(&id)

@@ -292,7 +292,7 @@ pub async fn add_admin(server: &TestServer, tenant: &str, username: &str) -> Con
 
 /// The ids of the registry changes waiting for a second admin, oldest first.
 pub async fn pending_change_ids(server: &TestServer) -> Vec<String> {
-    sqlx::query_scalar("SELECT id FROM registry_changes WHERE status = 'pending' ORDER BY id")
+    one("SELECT id FROM registry_changes WHERE status = 'pending' ORDER BY id")
         .fetch_all(&server.db().await)
         .await
         .expect("registry changes")

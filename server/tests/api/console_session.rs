@@ -218,7 +218,7 @@ async fn signing_out_ends_and_purges_the_session() {
     let rows = |id: String| {
         let db = db.clone();
         async move {
-            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM console_sessions WHERE id = ?")
+            one::<i64>("SELECT COUNT(*) FROM console_sessions WHERE id = ?")
                 .bind(id)
                 .fetch_one(&db)
                 .await

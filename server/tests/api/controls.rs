@@ -76,7 +76,7 @@ async fn commit_checks_again_that_the_reversed_transfer_is_the_agents_own() {
     assert_eq!(ana.approve(&reversal).await.body["status"], "approved");
     let (token, _) = token_of(&server, &reversal).await;
     // Between approval and commit, the transfer stops being this agent's.
-    sqlx::query("UPDATE proposals SET agent_id = 'other-bot' WHERE id = ?")
+    query("UPDATE proposals SET agent_id = 'other-bot' WHERE id = ?")
         .bind(&id)
         .execute(&server.db().await)
         .await
@@ -146,7 +146,7 @@ async fn signed_in_pages_and_console_answers_are_never_stored() {
 async fn expired_sessions_are_deleted() {
     let server = TestServer::start_with("[proposals]\nexpiry_sweep_secs = 1\n").await;
     let _ana = Console::sign_in(&server, "ana").await;
-    sqlx::query("INSERT INTO console_sessions (id, user_id, data, expires_at, created_at) VALUES ('old', NULL, '{}', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z')")
+    query("INSERT INTO console_sessions (id, user_id, data, expires_at, created_at) VALUES ('old', NULL, '{}', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z')")
         .execute(&server.db().await)
         .await
         .unwrap();
@@ -270,7 +270,7 @@ async fn an_invalid_proxy_list_is_refused_at_start() {
 async fn an_admin_cannot_probe_another_tenants_username() {
     let server = TestServer::start().await;
     let ana_hash = || async {
-        sqlx::query_scalar::<_, String>("SELECT password_hash FROM users WHERE username = 'ana'")
+        one::<String>("SELECT password_hash FROM users WHERE username = 'ana'")
             .fetch_one(&server.db().await)
             .await
             .unwrap()
@@ -327,12 +327,10 @@ async fn a_new_agent_key_is_shown_once_in_the_answer_and_never_stored_in_the_ses
     let start = r.text.find("cs_live_").expect("the key is in the answer");
     let key: String = r.text[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
     assert_eq!(key.len(), 40, "{key}");
-    let sessions: Vec<String> =
-        sqlx::query_scalar("SELECT data FROM console_sessions").fetch_all(&server.db().await).await.unwrap();
+    let sessions: Vec<String> = one("SELECT data FROM console_sessions").fetch_all(&server.db().await).await.unwrap();
     assert!(sessions.iter().all(|d| !d.contains(&key) && !d.contains("cs_live_")), "{sessions:?}");
     assert!(!gus.admin_flash().await.contains(&key));
-    let changes: Vec<String> =
-        sqlx::query_scalar("SELECT change FROM registry_changes").fetch_all(&server.db().await).await.unwrap();
+    let changes: Vec<String> = one("SELECT change FROM registry_changes").fetch_all(&server.db().await).await.unwrap();
     assert!(changes.iter().all(|c| !c.contains(&key)), "only the key's hash is kept");
 }
 
@@ -412,7 +410,7 @@ async fn a_rail_reference_settles_one_operation_only() {
             .await;
     assert_eq!(r.status, 200, "{}", r.text);
     // The database refuses a second operation naming the same rail record.
-    let taken = sqlx::query("UPDATE operations SET rail_reference = ? WHERE id = ?")
+    let taken = query("UPDATE operations SET rail_reference = ? WHERE id = ?")
         .bind(record["id"].as_str().unwrap())
         .bind(second["id"].as_str().unwrap())
         .execute(&server.db().await)
@@ -464,10 +462,8 @@ async fn the_resolve_form_needs_the_confirmation_that_restates_the_payment() {
 // ---------------------------------------------------------------------------
 
 async fn usd_limit(server: &TestServer, username: &str) -> Option<i64> {
-    sqlx::query_scalar(
-        "SELECT l.limit_minor FROM approval_limits l JOIN users u ON u.id = l.user_id
-         WHERE u.username = ? AND l.currency = 'USD'",
-    )
+    one("SELECT l.limit_minor FROM approval_limits l JOIN users u ON u.id = l.user_id
+         WHERE u.username = ? AND l.currency = 'USD'")
     .bind(username)
     .fetch_optional(&server.db().await)
     .await
@@ -475,7 +471,7 @@ async fn usd_limit(server: &TestServer, username: &str) -> Option<i64> {
 }
 
 async fn actor_of(server: &TestServer, action: &str) -> String {
-    sqlx::query_scalar("SELECT actor FROM audit_log WHERE action = ? ORDER BY seq DESC LIMIT 1")
+    one("SELECT actor FROM audit_log WHERE action = ? ORDER BY seq DESC LIMIT 1")
         .bind(action)
         .fetch_one(&server.db().await)
         .await
@@ -611,7 +607,7 @@ async fn a_password_reset_waits_and_ends_the_users_sessions() {
         .await;
     assert_eq!(gil.queue("").await.status, 200, "nothing happens before confirmation");
     let change = pending_change_ids(&server).await.pop().expect("pending");
-    let stored: String = sqlx::query_scalar("SELECT change FROM registry_changes WHERE id = ?")
+    let stored: String = one("SELECT change FROM registry_changes WHERE id = ?")
         .bind(&change)
         .fetch_one(&server.db().await)
         .await

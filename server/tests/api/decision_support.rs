@@ -29,7 +29,7 @@ fn codes(detail: &Value) -> Vec<String> {
 }
 
 async fn execute(server: &TestServer, sql: &str) {
-    sqlx::query(sql).execute(&server.db().await).await.unwrap();
+    query(sql).execute(&server.db().await).await.unwrap();
 }
 
 /// Makes the fixture's payees old, so only the signals a test sets up show.

@@ -44,12 +44,11 @@ async fn a_pending_proposal_expires_after_its_ttl() {
 
     let actions = server.audit_actions(id).await;
     assert_eq!(actions, ["proposal.created", "proposal.expired"]);
-    let actor: String =
-        sqlx::query_scalar("SELECT actor FROM audit_log WHERE action = 'proposal.expired' AND proposal_id = ?")
-            .bind(id)
-            .fetch_one(&server.db().await)
-            .await
-            .unwrap();
+    let actor: String = one("SELECT actor FROM audit_log WHERE action = 'proposal.expired' AND proposal_id = ?")
+        .bind(id)
+        .fetch_one(&server.db().await)
+        .await
+        .unwrap();
     assert!(!actor.starts_with("agent:"), "a background task expired it, not the agent: {actor}");
 
     // Terminal: it cannot be cancelled any more.

@@ -240,8 +240,8 @@ impl Scratch {
         cli(&self.config, &self.data_dir(), args, stdin).await
     }
 
-    pub async fn db(&self) -> sqlx::SqlitePool {
-        open_db(&self.data_dir()).await
+    pub async fn db(&self) -> Db {
+        open_db(&self.config, &self.data_dir()).await
     }
 
     /// Applies the two-tenant [`FIXTURE`] registry.
@@ -259,7 +259,7 @@ impl Scratch {
 
 /// Whether the servers of this run keep their data in PostgreSQL:
 /// `API_TESTS_DATABASE=postgres`, with `COUNTERSIGN_TEST_DATABASE_URL`
-/// naming the test server (`make test` runs the suite's core so).
+/// naming the test server (`make test` runs the whole suite so, after SQLite).
 pub fn on_postgres() -> bool {
     std::env::var("API_TESTS_DATABASE").is_ok_and(|v| v == "postgres")
 }
@@ -287,33 +287,74 @@ fn postgres_database(config: &str) -> Option<String> {
 }
 
 /// The PostgreSQL URL the harness wrote into `config` (on PostgreSQL runs).
-pub fn postgres_url(config: &Path) -> Option<String> {
+fn postgres_url(config: &Path) -> Option<String> {
     let text = std::fs::read_to_string(config).ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("url = \"postgres").map(|rest| format!("postgres{}", rest.trim_end_matches('"'))))
 }
 
-/// The rows of `sql` on the PostgreSQL database `url`, one per line, unaligned.
-pub fn psql(url: &str, sql: &str) -> String {
-    let out = std::process::Command::new("psql")
-        .arg(url)
-        .args(["-v", "ON_ERROR_STOP=1", "-tAqc", sql])
-        .output()
-        .expect("run psql");
-    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// A direct read-write handle on a test server's database, on either
+/// backend: the store's own `Pool`, which runs one SQL text (with `?`
+/// placeholders, renumbered for PostgreSQL) on SQLite or PostgreSQL.
+pub type Db = countersign::store::Pool;
+pub use countersign::store::{query, Row};
+
+/// Opens the database of the server configured by `config` on `data_dir`:
+/// the PostgreSQL database the harness wrote into `config` (on PostgreSQL
+/// runs), else the SQLite file in `data_dir`.
+pub async fn open_db(config: &Path, data_dir: &Path) -> Db {
+    match postgres_url(config) {
+        Some(url) => {
+            Db::Pg(sqlx::postgres::PgPoolOptions::new().max_connections(2).connect(&url).await.expect("open database"))
+        }
+        None => Db::Sqlite(
+            sqlx::SqlitePool::connect(&format!("sqlite://{}", data_dir.join("countersign.db").display()))
+                .await
+                .expect("open database"),
+        ),
+    }
 }
 
-/// A read-write connection pool to the database in `data_dir`.
-pub async fn open_db(data_dir: &Path) -> sqlx::SqlitePool {
-    sqlx::SqlitePool::connect(&format!("sqlite://{}", data_dir.join("countersign.db").display()))
-        .await
-        .expect("open database")
+/// `SELECT COUNT(*) …` (or any single integer) on `db`.
+pub async fn scalar(db: &Db, sql: &str) -> i64 {
+    countersign::store::scalar(sql).fetch_one(db).await.unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
-/// `SELECT COUNT(*) …` (or any single integer) on `pool`.
-pub async fn scalar(pool: &sqlx::SqlitePool, sql: &str) -> i64 {
-    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"))
+/// A one-column statement read as `T` (text, an integer, bytes, or their
+/// `Option`), with `?` placeholders: `one::<String>("…").bind(x).fetch_one(&db)`.
+pub fn one<'q, T: countersign::store::sql::Scalar>(sql: &'q str) -> countersign::store::sql::ScalarQuery<'q, T> {
+    countersign::store::scalar(sql)
+}
+
+/// Reads a column of a [`Row`] of either backend, panicking with its name.
+pub trait Get {
+    fn get<'r, T: countersign::store::sql::Value<'r>>(&'r self, column: &str) -> T;
+    /// An integer column (PostgreSQL's `INT4` and `BOOL` read as `i64` too).
+    fn int(&self, column: &str) -> i64;
+    /// Every text value of the row (columns of other types left out).
+    fn texts(&self) -> Vec<String>;
+}
+
+impl Get for Row {
+    #[track_caller]
+    fn get<'r, T: countersign::store::sql::Value<'r>>(&'r self, column: &str) -> T {
+        self.try_get(column).unwrap_or_else(|e| panic!("column {column}: {e}"))
+    }
+
+    #[track_caller]
+    fn int(&self, column: &str) -> i64 {
+        self.try_int(column)
+            .unwrap_or_else(|e| panic!("column {column}: {e}"))
+            .unwrap_or_else(|| panic!("{column} is NULL"))
+    }
+
+    fn texts(&self) -> Vec<String> {
+        use sqlx::Row as _;
+        match self {
+            Row::Sqlite(r) => (0..r.len()).filter_map(|i| r.try_get::<Option<String>, _>(i).ok().flatten()).collect(),
+            Row::Pg(r) => (0..r.len()).filter_map(|i| r.try_get::<Option<String>, _>(i).ok().flatten()).collect(),
+        }
+    }
 }
 
 /// A running server, stopped when dropped (a process is killed, an
@@ -575,8 +616,8 @@ impl TestServer {
 
     /// A direct read-write connection to the server's database, for tests
     /// that tamper with rows.
-    pub async fn db(&self) -> sqlx::SqlitePool {
-        open_db(&self.data_dir()).await
+    pub async fn db(&self) -> Db {
+        open_db(&self.config, &self.data_dir()).await
     }
 
     /// The CLI with `stdin` (e.g. a password).
@@ -639,25 +680,22 @@ impl TestServer {
 
     /// One integer from the server's database.
     pub async fn scalar(&self, sql: &str) -> i64 {
-        if let Some(url) = postgres_url(&self.config) {
-            let out = psql(&url, sql);
-            return out.trim().parse().unwrap_or_else(|e| panic!("{sql}: {out:?}: {e}"));
-        }
-        scalar(&self.db().await, sql).await
+        let db = self.db().await;
+        let value = scalar(&db, sql).await;
+        db.close().await;
+        value
     }
 
     /// The audit actions recorded for `proposal_id`, oldest first.
     pub async fn audit_actions(&self, proposal_id: &str) -> Vec<String> {
-        if let Some(url) = postgres_url(&self.config) {
-            assert!(proposal_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{proposal_id}");
-            let sql = format!("SELECT action FROM audit_log WHERE proposal_id = '{proposal_id}' ORDER BY seq");
-            return psql(&url, &sql).lines().map(str::to_owned).collect();
-        }
-        sqlx::query_scalar("SELECT action FROM audit_log WHERE proposal_id = ? ORDER BY seq")
+        let db = self.db().await;
+        let actions = one("SELECT action FROM audit_log WHERE proposal_id = ? ORDER BY seq")
             .bind(proposal_id)
-            .fetch_all(&self.db().await)
+            .fetch_all(&db)
             .await
-            .expect("audit rows")
+            .expect("audit rows");
+        db.close().await;
+        actions
     }
 }
 

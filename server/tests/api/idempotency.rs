@@ -74,7 +74,7 @@ async fn a_key_whose_first_request_is_still_in_flight_is_409_idempotency_key_in_
     // body's JCS form), still `in_flight`.
     let fingerprint = sha256_prefixed(jcs(&transfer()).as_bytes()).trim_start_matches("sha256:").to_owned();
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    sqlx::query(
+    query(
         "INSERT INTO idempotency_keys (tenant_id, agent_id, key, fingerprint, state, created_at)
          VALUES ('acme', 'payout-bot', 'busy-key', ?, 'in_flight', ?)",
     )

@@ -134,18 +134,15 @@ async fn console_of(server: &TestServer, answer: &Answer) -> Console {
 
 async fn audit(server: &TestServer, action: &str) -> Vec<Value> {
     let db = server.db().await;
-    let rows: Vec<(String,)> = sqlx::query_as("SELECT data FROM audit_log WHERE action = ? ORDER BY seq")
-        .bind(action)
-        .fetch_all(&db)
-        .await
-        .unwrap();
-    rows.into_iter().map(|(d,)| serde_json::from_str(&d).unwrap()).collect()
+    let rows: Vec<String> =
+        one("SELECT data FROM audit_log WHERE action = ? ORDER BY seq").bind(action).fetch_all(&db).await.unwrap();
+    rows.into_iter().map(|d| serde_json::from_str(&d).unwrap()).collect()
 }
 
 async fn all_audit_text(server: &TestServer) -> String {
     let db = server.db().await;
-    let rows: Vec<(String,)> = sqlx::query_as("SELECT data FROM audit_log").fetch_all(&db).await.unwrap();
-    rows.into_iter().map(|(d,)| d).collect::<Vec<_>>().join("\n")
+    let rows: Vec<String> = one("SELECT data FROM audit_log").fetch_all(&db).await.unwrap();
+    rows.join("\n")
 }
 
 fn sha256_hex(s: &str) -> String {
@@ -181,7 +178,7 @@ async fn a_full_sign_in_through_the_provider_starts_a_console_session_for_the_li
     // The state, nonce and verifier are kept server-side, under a hash of the cookie.
     assert_eq!(server.scalar("SELECT COUNT(*) FROM oidc_logins").await, 1);
     let db = server.db().await;
-    let (id,): (String,) = sqlx::query_as("SELECT id_sha256 FROM oidc_logins").fetch_one(&db).await.unwrap();
+    let id: String = one("SELECT id_sha256 FROM oidc_logins").fetch_one(&db).await.unwrap();
     assert_eq!(id, sha256_hex(&started.cookie), "the cookie's value itself is not stored");
 
     let back = idp.sign_in(url, "idp-ana").await;
@@ -231,8 +228,7 @@ async fn a_full_sign_in_through_the_provider_starts_a_console_session_for_the_li
     let id = proposal["id"].as_str().unwrap();
     let decided = console.decide(id, &json!({"decision": "approve"})).await;
     assert_eq!(decided.status, 200, "{}", decided.text);
-    let (amr,): (String,) =
-        sqlx::query_as("SELECT amr FROM approvals WHERE proposal_id = ?").bind(id).fetch_one(&db).await.unwrap();
+    let amr: String = one("SELECT amr FROM approvals WHERE proposal_id = ?").bind(id).fetch_one(&db).await.unwrap();
     assert_eq!(amr, "sso");
 }
 
@@ -353,11 +349,8 @@ async fn the_tenant_claim_must_name_the_linked_users_tenant() {
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0]["reason"], "wrong_tenant");
     let db = server.db().await;
-    let (tenant,): (Option<String>,) =
-        sqlx::query_as("SELECT tenant_id FROM audit_log WHERE action = 'session.sso_refused'")
-            .fetch_one(&db)
-            .await
-            .unwrap();
+    let tenant: Option<String> =
+        one("SELECT tenant_id FROM audit_log WHERE action = 'session.sso_refused'").fetch_one(&db).await.unwrap();
     assert_eq!(tenant.as_deref(), Some("acme"), "the refusal is in the user's tenant's trail");
 }
 

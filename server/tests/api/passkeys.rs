@@ -77,12 +77,12 @@ async fn a_passkey_is_registered_listed_and_removed_audited() {
     let listed = send(ana.bare(Method::GET, "/api/v1/me/passkeys")).await;
     assert_eq!(listed.body["data"], json!([]));
 
-    let audited: String = sqlx::query_scalar(
-        "SELECT group_concat(action || ':' || data, ' | ') FROM audit_log WHERE action LIKE 'passkey.%'",
-    )
-    .fetch_one(&server.db().await)
-    .await
-    .unwrap();
+    let audited: Vec<String> =
+        one("SELECT action || ':' || data FROM audit_log WHERE action LIKE 'passkey.%' ORDER BY seq")
+            .fetch_all(&server.db().await)
+            .await
+            .unwrap();
+    let audited = audited.join(" | ");
     assert!(audited.contains("passkey.registered") && audited.contains("passkey.removed"), "{audited}");
     assert!(audited.contains(&id) && audited.contains("Laptop"), "{audited}");
     let key_text = URL_SAFE_NO_PAD.encode(&key.credential_id);

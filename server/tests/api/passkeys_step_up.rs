@@ -88,12 +88,11 @@ async fn approving_above_the_threshold_takes_an_assertion_over_the_payment() {
     assert_eq!(options["user_verification"], "required");
     assert_eq!(options["allow_credentials"], json!([URL_SAFE_NO_PAD.encode(&key.credential_id)]));
     // The challenge is the payment's: request hash, proposal, approver, nonce.
-    let nonce: String =
-        sqlx::query_scalar("SELECT challenge FROM passkey_challenges WHERE id = ? AND purpose = 'step_up'")
-            .bind(options["challenge_id"].as_str().unwrap())
-            .fetch_one(&server.db().await)
-            .await
-            .unwrap();
+    let nonce: String = one("SELECT challenge FROM passkey_challenges WHERE id = ? AND purpose = 'step_up'")
+        .bind(options["challenge_id"].as_str().unwrap())
+        .fetch_one(&server.db().await)
+        .await
+        .unwrap();
     let hash = server.get_proposal(ACME_BOT_KEY, &id).await.body["request_hash"].as_str().unwrap().to_owned();
     let expected = step_up_challenge(&hash, &id, &ana.user_id(), &URL_SAFE_NO_PAD.decode(nonce).unwrap());
     assert_eq!(options["challenge"], URL_SAFE_NO_PAD.encode(expected));
@@ -104,25 +103,21 @@ async fn approving_above_the_threshold_takes_an_assertion_over_the_payment() {
     let (token, _) = token_of(&server, &id).await;
     assert_eq!(decode_jws(&token).claims["amr"], json!(["passkey"]));
     assert_eq!(kept(&server).await, 1, "the assertion is kept with the approval");
-    let (count, used): (i64, Option<String>) =
-        sqlx::query_as("SELECT sign_count, last_used_at FROM passkeys WHERE id = ?")
-            .bind(&passkey_id)
-            .fetch_one(&server.db().await)
-            .await
-            .unwrap();
+    let row = query("SELECT sign_count, last_used_at FROM passkeys WHERE id = ?")
+        .bind(&passkey_id)
+        .fetch_one(&server.db().await)
+        .await
+        .unwrap();
+    let (count, used) = (row.int("sign_count"), row.get::<Option<String>>("last_used_at"));
     assert_eq!((count, used.is_some()), (1, true), "the counter and last use are recorded");
-    let amr: String = sqlx::query_scalar("SELECT amr FROM approvals WHERE proposal_id = ?")
+    let amr: String =
+        one("SELECT amr FROM approvals WHERE proposal_id = ?").bind(&id).fetch_one(&server.db().await).await.unwrap();
+    assert_eq!(amr, "passkey");
+    let audit: String = one("SELECT data FROM audit_log WHERE action = 'proposal.approval_given' AND proposal_id = ?")
         .bind(&id)
         .fetch_one(&server.db().await)
         .await
         .unwrap();
-    assert_eq!(amr, "passkey");
-    let audit: String =
-        sqlx::query_scalar("SELECT data FROM audit_log WHERE action = 'proposal.approval_given' AND proposal_id = ?")
-            .bind(&id)
-            .fetch_one(&server.db().await)
-            .await
-            .unwrap();
     assert!(audit.contains("\"amr\":\"passkey\"") && audit.contains(&passkey_id), "{audit}");
     let key_text = URL_SAFE_NO_PAD.encode(&key.credential_id);
     assert!(!audit.contains(&key_text), "no key material in the audit: {audit}");
@@ -192,7 +187,7 @@ async fn an_assertion_for_another_payment_proposal_or_nonce_is_refused() {
     // the assertion is for the old request hash.
     let options = step_up(&ana, &b).await;
     let signed = sign(&mut key, &options);
-    sqlx::query("UPDATE proposals SET request_hash = ? WHERE id = ?")
+    query("UPDATE proposals SET request_hash = ? WHERE id = ?")
         .bind(format!("sha256:{}", "ab".repeat(32)))
         .bind(&b)
         .execute(&server.db().await)
@@ -412,15 +407,12 @@ async fn audit_verify_approvals_re_verifies_every_kept_assertion_offline() {
 
     // A signature changed in the database.
     let db = server.db().await;
-    let signature: String = sqlx::query_scalar("SELECT signature FROM approval_assertions WHERE proposal_id = ?")
-        .bind(&b)
-        .fetch_one(&db)
-        .await
-        .unwrap();
+    let signature: String =
+        one("SELECT signature FROM approval_assertions WHERE proposal_id = ?").bind(&b).fetch_one(&db).await.unwrap();
     let mut bytes = URL_SAFE_NO_PAD.decode(&signature).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
-    sqlx::query("UPDATE approval_assertions SET signature = ? WHERE proposal_id = ?")
+    query("UPDATE approval_assertions SET signature = ? WHERE proposal_id = ?")
         .bind(URL_SAFE_NO_PAD.encode(&bytes))
         .bind(&b)
         .execute(&db)
@@ -433,7 +425,7 @@ async fn audit_verify_approvals_re_verifies_every_kept_assertion_offline() {
 
     // A request hash changed, in the kept row and the proposal alike: the
     // recomputed challenge is not the one signed.
-    let honest: String = sqlx::query_scalar("SELECT request_hash FROM approval_assertions WHERE proposal_id = ?")
+    let honest: String = one("SELECT request_hash FROM approval_assertions WHERE proposal_id = ?")
         .bind(&a)
         .fetch_one(&db)
         .await
@@ -444,7 +436,7 @@ async fn audit_verify_approvals_re_verifies_every_kept_assertion_offline() {
         let a = a.clone();
         async move {
             let sql = format!("UPDATE {table_and_key}");
-            sqlx::query(&sql).bind(hash).bind(a).execute(&db).await.unwrap();
+            query(&sql).bind(hash).bind(a).execute(&db).await.unwrap();
         }
     };
     set_hash("approval_assertions SET request_hash = ? WHERE proposal_id = ?", forged.clone()).await;
@@ -522,7 +514,7 @@ async fn a_bulk_assertion_over_another_set_is_refused() {
     }
     // A listed payment changed after the challenge.
     let signed = sign(&mut key, &bulk_step_up(&ana, &[&c, &d]).await);
-    sqlx::query("UPDATE proposals SET request_hash = ? WHERE id = ?")
+    query("UPDATE proposals SET request_hash = ? WHERE id = ?")
         .bind(format!("sha256:{}", "ef".repeat(32)))
         .bind(&d)
         .execute(&server.db().await)

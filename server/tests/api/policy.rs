@@ -110,12 +110,14 @@ async fn assert_denied(server: &TestServer, body: &Value, expected: &[&str]) {
         before_denied + 1,
         "the denial is audited"
     );
-    let (tenant, actor, hash): (Option<String>, String, Option<String>) = sqlx::query_as(
+    let row = query(
         "SELECT tenant_id, actor, request_hash FROM audit_log WHERE action = 'proposal.denied' ORDER BY seq DESC LIMIT 1",
     )
     .fetch_one(&server.db().await)
     .await
     .unwrap();
+    let (tenant, actor, hash): (Option<String>, String, Option<String>) =
+        (row.get("tenant_id"), row.get("actor"), row.get("request_hash"));
     assert_eq!(tenant.as_deref(), Some("acme"));
     assert!(actor.contains("payout-bot"), "the agent is the actor: {actor}");
     assert!(hash.as_deref().is_some_and(is_request_hash), "the denied request's hash is kept: {hash:?}");

@@ -101,12 +101,14 @@ async fn a_deactivated_agent_is_refused_everywhere_until_activated_again() {
     let (code, _, err) = server.cli(&["agent", "deactivate", "--tenant", "globex", "--id", "other-bot"]).await;
     assert_ne!(code, 0);
     assert!(err.contains("there is no agent other-bot in tenant globex"), "{err}");
-    let audited: Vec<(String, String)> = sqlx::query_as(
-        "SELECT action, actor FROM audit_log WHERE action LIKE 'registry.agent.%activated' ORDER BY seq",
-    )
-    .fetch_all(&server.db().await)
-    .await
-    .unwrap();
+    let audited: Vec<(String, String)> =
+        query("SELECT action, actor FROM audit_log WHERE action LIKE 'registry.agent.%activated' ORDER BY seq")
+            .fetch_all(&server.db().await)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get("action"), r.get("actor")))
+            .collect();
     let expected = [("registry.agent.deactivated", "cli"), ("registry.agent.activated", "cli")];
     assert_eq!(audited, expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
 }
@@ -145,7 +147,7 @@ async fn a_proposal_changed_by_another_process_wakes_its_long_poll() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     // Another process (this test) writes the database directly.
     let db = server.db().await;
-    let changed = sqlx::query("UPDATE proposals SET status = 'cancelled', version = version + 1 WHERE id = ?")
+    let changed = query("UPDATE proposals SET status = 'cancelled', version = version + 1 WHERE id = ?")
         .bind(&id)
         .execute(&db)
         .await
@@ -175,11 +177,14 @@ async fn the_change_log_is_written_by_triggers_and_not_by_new_proposals() {
     );
     assert_eq!(server.cancel(ACME_BOT_KEY, &id).await.status, 200);
     let logged: Vec<(String, Option<String>)> =
-        sqlx::query_as("SELECT kind, proposal_id FROM change_log WHERE seq > ? ORDER BY seq")
+        query("SELECT kind, proposal_id FROM change_log WHERE seq > ? ORDER BY seq")
             .bind(start)
             .fetch_all(&db)
             .await
-            .unwrap();
+            .unwrap()
+            .iter()
+            .map(|r| (r.get("kind"), r.get("proposal_id")))
+            .collect();
     assert!(logged.contains(&("proposal".to_owned(), Some(id.clone()))), "{logged:?}");
 }
 
@@ -199,7 +204,7 @@ async fn an_unreadable_stored_value_is_an_error_not_a_guess() {
         body["run_id"] = format!("run-{column}").into();
         let id = server.create(&body).await["id"].as_str().unwrap().to_owned();
         let sql = format!("UPDATE proposals SET {column} = ?, version = version + 1 WHERE id = ?");
-        sqlx::query(&sql).bind(value).bind(&id).execute(&db).await.expect("update");
+        query(&sql).bind(value).bind(&id).execute(&db).await.expect("update");
         let (r, took) = poll_until(&server, ACME_BOT_KEY, &id, |r| r.status != 200).await;
         assert_eq!(r.status, 500, "{column} after {took:?}: {}", r.text);
         assert_eq!(r.body["error"]["code"], "internal_error", "{}", r.text);

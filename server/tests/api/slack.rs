@@ -135,7 +135,7 @@ async fn approve_and_reject_through_buttons_go_through_decide_with_amr_slack() {
     let claims = decode_jws(now["approval_token"].as_str().unwrap()).claims;
     assert_eq!(claims["amr"], json!(["slack"]));
     assert_eq!(claims["sub"], ana.user_id());
-    let audit: String = sqlx::query_scalar(
+    let audit: String = one(
         "SELECT data FROM audit_log WHERE action = 'proposal.approval_given' AND proposal_id = ? ORDER BY seq DESC",
     )
     .bind(id)

@@ -167,7 +167,7 @@ async fn logged(server: &TestServer, filter: &str, n: i64) {
 
 /// One text value from the server's database.
 async fn text(server: &TestServer, sql: &str) -> String {
-    sqlx::query_scalar(sql).fetch_one(&server.db().await).await.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    one(sql).fetch_one(&server.db().await).await.unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 /// What a logged attempt's Redeliver button posts to.
