@@ -313,9 +313,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             crate::mcp::serve_stdio(&url, key).await?;
         }
         Command::Migrate => {
-            let db = Db::connect(&settings.backend()?).await?;
+            let backend = settings.backend()?;
+            let db = Db::connect(&backend).await?;
             db.close().await;
-            println!("database {} is up to date", settings.database_path().display());
+            match backend {
+                crate::store::Backend::Sqlite { .. } => {
+                    println!("database {} is up to date", settings.database_path().display())
+                }
+                // Never the URL: it may hold a password.
+                crate::store::Backend::Postgres { .. } => println!("PostgreSQL database (database.url) is up to date"),
+            }
         }
         Command::Apply { file } => {
             let db = Db::connect(&settings.backend()?).await?;

@@ -102,6 +102,12 @@ pub async fn bind(settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     if demo && store::directory::count_tenants(&db.read).await? == 0 {
         demo_summary = Some(crate::demo::load(&state).await?.to_string());
     }
+    if simulator.is_some() && db.is_postgres() {
+        tracing::warn!(
+            "rail.url is unset: this process runs its own bundled rail simulator; with several instances on one \
+             PostgreSQL database set rail.url to one shared rail (docs/DEPLOY.md)"
+        );
+    }
     let tasks = background(&state, &shutdown);
     tracing::info!(%addr, public_url = %state.settings.public_url, rail = %rail_url, "serving");
     Ok(Bound { addr, listener, state, trigger, tasks, simulator, simulator_url, demo_summary })

@@ -87,6 +87,10 @@ async fn migrate_creates_the_database_and_is_safe_to_repeat() {
     for _ in 0..2 {
         let (code, out, err) = scratch.cli(&["migrate"], None).await;
         assert_eq!(code, 0, "{out}{err}");
+        // Names the database it migrated: the file, or PostgreSQL (not a file it did not touch).
+        let named =
+            if on_postgres() { "PostgreSQL database".to_owned() } else { format!("{}", scratch.data_dir().display()) };
+        assert!(out.contains(&named) && out.contains("up to date"), "{out}");
     }
     if !on_postgres() {
         // PostgreSQL keeps nothing in the data directory until `serve`.
