@@ -5,6 +5,8 @@
 #   scripts/bench.sh                          # every benchmark (make bench)
 #   scripts/bench.sh suite --only poll,queue  # some of them
 #   scripts/bench.sh soak --minutes 10        # the soak test (make soak: 10 minutes)
+#   scripts/bench.sh pg                       # intake and poll on PostgreSQL, two instances
+#                                             # (a durable throwaway cluster, make bench-pg)
 # Scratch databases and logs go to data/bench/ (emptied per benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,5 +20,16 @@ cargo leptos build --release
 cargo build --release -p countersign-bench
 
 [ $# -eq 0 ] && set -- suite
+if [ "$1" = pg ]; then
+  shift
+  scripts/setup.sh --tests   # Debian's postgresql
+  pg_dir=$(mktemp -d -t countersign-bench-pg.XXXXXX)
+  trap 'scripts/pg.sh stop "$pg_dir"' EXIT
+  url=$(scripts/pg.sh start "$pg_dir" --durable)
+  set -- suite --postgres "$url" --only pg-intake,pg-poll "$@"
+  printf '\n==> countersign-bench %s\n' "$*"
+  "$CARGO_TARGET_DIR/release/countersign-bench" --site-root target/site "$@"
+  exit
+fi
 printf '\n==> countersign-bench %s\n' "$*"
 exec "$CARGO_TARGET_DIR/release/countersign-bench" --site-root target/site "$@"

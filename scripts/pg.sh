@@ -8,6 +8,10 @@
 #                             small and not durable (fsync off: test data only).
 #                             Creates the database `countersign` and prints its
 #                             URL on stdout (also written to DIR/url).
+#   scripts/pg.sh start DIR --durable
+#                             the same, but durable as a real server is (fsync
+#                             and synchronous commit on, 128 MB of shared
+#                             buffers): for the benchmarks (scripts/bench.sh pg).
 #   scripts/pg.sh stop DIR    stops that cluster and removes DIR.
 #
 # The server binaries refuse to run as root: as root they run as the
@@ -15,10 +19,11 @@
 # somewhere that user can reach (`mktemp -d` under /tmp is).
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
-[ $# -eq 2 ] || usage
+usage() { echo "usage: $0 start DIR [--durable] | stop DIR" >&2; exit 2; }
+[ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$3" = --durable ]; } || usage
 cmd=$1
 dir=$2
+durable=${3:-}
 say() { printf 'pg.sh: %s\n' "$*" >&2; }
 
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
@@ -61,19 +66,22 @@ start() {
     say "initdb failed"
     exit 1
   }
-  # Tests only: nothing here must survive a crash, so nothing waits for the disk.
   cat >>"$dir/data/postgresql.conf" <<EOF
 
-# scripts/pg.sh: a throwaway cluster for the tests
+# scripts/pg.sh: a throwaway cluster
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
-shared_buffers = 16MB
 max_connections = 200
-fsync = off
-synchronous_commit = off
-full_page_writes = off
 logging_collector = off
 EOF
+  if [ "$durable" = --durable ]; then
+    # Benchmarks: commits wait for the disk, as in production.
+    printf 'shared_buffers = 128MB\n' >>"$dir/data/postgresql.conf"
+  else
+    # Tests only: nothing here must survive a crash, so nothing waits for the disk.
+    printf 'shared_buffers = 16MB\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n' \
+      >>"$dir/data/postgresql.conf"
+  fi
 
   # The port is free when chosen; another process may take it before the
   # server binds it, so try a few.

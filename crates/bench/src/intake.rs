@@ -101,46 +101,64 @@ impl RawTable {
     /// `spec.connections` tasks inserting rows, one per transaction, for the
     /// warm-up and the measured duration.
     async fn run(&self, spec: LoadSpec) -> anyhow::Result<LoadReport> {
-        let start = Instant::now();
-        let (from, until) = (start + spec.warmup, start + spec.warmup + spec.duration);
-        let mut tasks = Vec::new();
-        for _ in 0..spec.connections {
-            let (pool, body) = (self.pool.clone(), self.body.clone());
-            tasks.push(tokio::spawn(async move {
-                let mut samples = Vec::new();
-                let mut failed = 0u64;
-                while Instant::now() < until {
-                    let id = countersign::store::new_id("row", chrono::Utc::now());
-                    let t0 = Instant::now();
-                    let result = sqlx::query("INSERT INTO rows (id, body) VALUES (?, ?)")
-                        .bind(&id)
-                        .bind(&*body)
-                        .execute(&pool)
-                        .await;
-                    let done = Instant::now();
-                    if done >= from && done < until {
-                        match result {
-                            Ok(_) => samples.push((done - t0).as_micros() as u64),
-                            Err(_) => failed += 1,
-                        }
+        let (pool, body) = (self.pool.clone(), self.body.clone());
+        timed_inserts(spec, move |id| {
+            let (pool, body) = (pool.clone(), body.clone());
+            async move {
+                sqlx::query("INSERT INTO rows (id, body) VALUES (?, ?)")
+                    .bind(id)
+                    .bind(&*body)
+                    .execute(&pool)
+                    .await
+                    .is_ok()
+            }
+        })
+        .await
+    }
+}
+
+/// A raw-insert baseline: `spec.connections` tasks each calling `insert`
+/// with a fresh id (true: the row was stored) in a loop, for the warm-up and
+/// the measured duration; each insert's latency is a sample.
+pub async fn timed_inserts<F, Fut>(spec: LoadSpec, insert: F) -> anyhow::Result<LoadReport>
+where
+    F: Fn(String) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = bool> + Send,
+{
+    let start = Instant::now();
+    let (from, until) = (start + spec.warmup, start + spec.warmup + spec.duration);
+    let mut tasks = Vec::new();
+    for _ in 0..spec.connections {
+        let insert = insert.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut samples, mut failed) = (Vec::new(), 0u64);
+            while Instant::now() < until {
+                let id = countersign::store::new_id("row", chrono::Utc::now());
+                let t0 = Instant::now();
+                let stored = insert(id).await;
+                let done = Instant::now();
+                if done >= from && done < until {
+                    match stored {
+                        true => samples.push((done - t0).as_micros() as u64),
+                        false => failed += 1,
                     }
                 }
-                (samples, failed)
-            }));
-        }
-        let (mut samples, mut failed) = (Vec::new(), 0);
-        for t in tasks {
-            let (s, f) = t.await?;
-            samples.extend(s);
-            failed += f;
-        }
-        Ok(LoadReport {
-            ok: samples.len() as u64,
-            failed,
-            statuses: Default::default(),
-            window: spec.duration,
-            latency: Latency::new(samples),
-            first_failure: None,
-        })
+            }
+            (samples, failed)
+        }));
     }
+    let (mut samples, mut failed) = (Vec::new(), 0);
+    for t in tasks {
+        let (s, f) = t.await?;
+        samples.extend(s);
+        failed += f;
+    }
+    Ok(LoadReport {
+        ok: samples.len() as u64,
+        failed,
+        statuses: Default::default(),
+        window: spec.duration,
+        latency: Latency::new(samples),
+        first_failure: None,
+    })
 }

@@ -11,7 +11,7 @@ use crate::stats::{closed_loop, LoadReport};
 use crate::suite::{Figure, LoadArgs};
 
 /// Distinct proposals the pollers rotate over.
-const PROPOSALS: usize = 64;
+pub const PROPOSALS: usize = 64;
 
 pub async fn run(env: &Env, load: &LoadArgs) -> anyhow::Result<Vec<Figure>> {
     let server_dir = env.provision("poll", "").await?;

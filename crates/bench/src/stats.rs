@@ -113,6 +113,13 @@ impl LoadReport {
         total
     }
 
+    /// Runs that went on at the same time (against several instances): their
+    /// answers add up over one window.
+    pub fn alongside(runs: Vec<LoadReport>) -> LoadReport {
+        let window = runs.iter().map(|r| r.window).max().unwrap_or_default();
+        LoadReport { window, ..LoadReport::merge(runs) }
+    }
+
     /// One round's line: "r/s".
     pub fn short(&self) -> String {
         format!("{:.0}/s", self.per_sec())
@@ -147,6 +154,37 @@ pub struct LoadSpec {
     pub connections: usize,
     pub warmup: Duration,
     pub duration: Duration,
+}
+
+/// [`closed_loop`] against several servers at once, `spec.connections`
+/// shared among them (worker `w` asks server `w % n`): `make(addr, worker,
+/// seq)` builds each request.
+pub async fn closed_loop_spread<F>(
+    addrs: Vec<SocketAddr>,
+    spec: LoadSpec,
+    expect: u16,
+    make: F,
+) -> anyhow::Result<LoadReport>
+where
+    F: Fn(SocketAddr, usize, u64) -> Request<Body> + Send + Sync + 'static,
+{
+    let make = Arc::new(make);
+    let n = addrs.len().max(1);
+    let runs: Vec<_> = addrs
+        .iter()
+        .enumerate()
+        .map(|(i, &addr)| {
+            let make = make.clone();
+            let connections = spec.connections / n + usize::from(i < spec.connections % n);
+            let spec = LoadSpec { addr, connections, ..spec };
+            tokio::spawn(closed_loop(spec, expect, move |w, seq| make(addr, w * n + i, seq)))
+        })
+        .collect();
+    let mut reports = Vec::with_capacity(runs.len());
+    for run in runs {
+        reports.push(run.await??);
+    }
+    Ok(LoadReport::alongside(reports))
 }
 
 /// Runs `make(worker, seq)` requests against `spec.addr`; an answer with

@@ -10,12 +10,19 @@ use crate::stats::LoadSpec;
 
 /// The benchmarks, in the order they run.
 pub const ALL: [&str; 6] = ["poll", "intake", "commit", "longpoll", "queue", "wasm"];
+/// The PostgreSQL benchmarks, run after those when `--postgres` is given.
+pub const ON_POSTGRES: [&str; 2] = ["pg-intake", "pg-poll"];
 
 #[derive(Args, Debug, Clone)]
 pub struct SuiteArgs {
-    /// Only these benchmarks (comma-separated): poll, intake, commit, longpoll, queue, wasm.
+    /// Only these benchmarks (comma-separated): poll, intake, commit, longpoll, queue, wasm,
+    /// and with `--postgres` pg-intake, pg-poll.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// A PostgreSQL server (`postgres://…/DB`, DB used to create one fresh
+    /// database per benchmark): adds pg-intake and pg-poll, two instances each.
+    #[arg(long)]
+    pub postgres: Option<String>,
     #[command(flatten)]
     pub load: LoadArgs,
     /// Commits measured by `commit` (after 20 warm-up commits).
@@ -83,14 +90,22 @@ impl Figure {
 }
 
 pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
+    let known: Vec<&str> =
+        ALL.iter().chain(args.postgres.is_some().then_some(&ON_POSTGRES).into_iter().flatten()).copied().collect();
     let selected: Vec<&str> = if args.only.is_empty() {
-        ALL.to_vec()
+        known.clone()
     } else {
         for name in &args.only {
-            anyhow::ensure!(ALL.contains(&name.as_str()), "unknown benchmark `{name}` (one of {})", ALL.join(", "));
+            anyhow::ensure!(
+                known.contains(&name.as_str()),
+                "unknown benchmark `{name}` (one of {}{})",
+                known.join(", "),
+                if args.postgres.is_none() { "; pg-intake and pg-poll need --postgres" } else { "" }
+            );
         }
-        ALL.iter().copied().filter(|b| args.only.iter().any(|o| o == b)).collect()
+        known.iter().copied().filter(|b| args.only.iter().any(|o| o == b)).collect()
     };
+    let postgres = args.postgres.as_deref().unwrap_or_default();
     println!("countersign-bench: {}", selected.join(", "));
     println!("  binary {}", env.bin.display());
     println!(
@@ -119,6 +134,8 @@ pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
                 crate::queue::run(env, &q).await
             }
             "wasm" => crate::wasm::run(&env.site_root).await,
+            "pg-intake" => crate::pg::intake(env, &args.load, postgres).await,
+            "pg-poll" => crate::pg::poll(env, &args.load, postgres).await,
             _ => unreachable!("checked above"),
         };
         match result {
@@ -144,6 +161,8 @@ fn bench_name(bench: &str) -> &'static str {
         "commit" => "commit latency, rail subtracted",
         "longpoll" => "10,000 concurrent long-polls: server memory",
         "queue" => "queue page SSR (100k proposals, 10k pending)",
+        "pg-intake" => "intake throughput, PostgreSQL",
+        "pg-poll" => "status poll throughput, PostgreSQL",
         _ => "release hydrate wasm size",
     }
 }
