@@ -44,6 +44,16 @@ step "the whole API suite again, on PostgreSQL (API_TESTS_DATABASE=postgres)"
 # (docs/DECISIONS.md, "The store on two backends").
 API_TESTS_DATABASE=postgres RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test -p server --test api
 
+step "soak: a minute of mixed traffic with rail faults, two instances on one PostgreSQL database"
+# countersign-bench soak (docs/BENCHMARKS.md) on the debug binaries: every
+# proposal final, audit verify intact and one rail transfer per
+# succeeded operation after agents and approvers spread over both instances.
+cargo build -p countersign-bench
+soak_dir=$(mktemp -d)
+"$CARGO_TARGET_DIR/debug/countersign-bench" --bin "$CARGO_TARGET_DIR/debug/countersign" --work-dir "$soak_dir" \
+  --site-root target/site soak --minutes 1 --postgres "$COUNTERSIGN_TEST_DATABASE_URL"
+rm -rf "$soak_dir"
+
 scripts/pg.sh stop "$pg_dir"
 trap - EXIT INT TERM
 unset COUNTERSIGN_TEST_DATABASE_URL

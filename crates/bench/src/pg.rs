@@ -25,18 +25,27 @@ use crate::env::{propose, transfer, Env, Proc, ServerDir, AGENT_KEY, PAYEE, SOUR
 use crate::stats::{closed_loop_spread, LoadReport, LoadSpec};
 use crate::suite::{Figure, LoadArgs};
 
-/// A fresh database on the benchmark's PostgreSQL server, with two
-/// instances of `countersign serve` on it.
-struct Deployment {
-    dir: ServerDir,
-    instances: Vec<Proc>,
+/// A fresh database on the benchmark's PostgreSQL server, with
+/// `countersign serve` instances on it sharing one data directory (the
+/// signing keys), as docs/DEPLOY.md deploys them.
+pub struct Deployment {
+    pub dir: ServerDir,
+    pub instances: Vec<Proc>,
     admin: PgPool,
     database: String,
-    url: String,
+    pub url: String,
 }
 
 impl Deployment {
-    async fn start(env: &Env, name: &str, admin_url: &str) -> anyhow::Result<Deployment> {
+    /// `instances` servers with `extra` in their config, on a new database
+    /// named after `name` on the server `admin_url` names.
+    pub async fn start(
+        env: &Env,
+        name: &str,
+        admin_url: &str,
+        extra: &str,
+        instances: usize,
+    ) -> anyhow::Result<Deployment> {
         let admin =
             PgPoolOptions::new().max_connections(2).connect(admin_url).await.context("connecting to --postgres")?;
         let database = format!("cs_bench_{}_{}", name.replace('-', "_"), std::process::id());
@@ -44,35 +53,39 @@ impl Deployment {
         sqlx::query(&format!("CREATE DATABASE {database} TEMPLATE template0 LOCALE 'C'")).execute(&admin).await?;
         let (server, _) = admin_url.rsplit_once('/').context("--postgres must name a database: postgres://…/DB")?;
         let url = format!("{server}/{database}");
-        let dir = env.provision(name, &format!("[database]\nurl = {url:?}\n")).await?;
-        let mut instances = Vec::new();
-        for _ in 0..2 {
+        let dir = env.provision(name, &format!("{extra}\n[database]\nurl = {url:?}\n")).await?;
+        let mut procs = Vec::new();
+        for _ in 0..instances {
             // One after the other: the first creates the signing keys in the shared data directory.
-            instances.push(env.serve(&dir, &[]).await?);
+            procs.push(env.serve(&dir, &[]).await?);
         }
-        for p in &instances {
+        for p in &procs {
             println!("  instance: countersign serve (pid {}) on {}", p.pid, p.url);
         }
-        Ok(Deployment { dir, instances, admin, database, url })
+        Ok(Deployment { dir, instances: procs, admin, database, url })
     }
 
-    fn addrs(&self) -> Vec<SocketAddr> {
+    pub fn addrs(&self) -> Vec<SocketAddr> {
         self.instances.iter().map(|p| p.addr).collect()
     }
 
-    async fn stop(self) -> anyhow::Result<()> {
-        for p in self.instances {
+    /// Stops the instances (the database stays until [`Deployment::drop_database`]).
+    pub async fn stop_instances(&mut self) {
+        for p in self.instances.drain(..) {
             p.stop().await;
         }
+    }
+
+    pub async fn drop_database(mut self) -> anyhow::Result<()> {
+        self.stop_instances().await;
         sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.database)).execute(&self.admin).await?;
         self.admin.close().await;
-        let _ = self.dir;
         Ok(())
     }
 }
 
 pub async fn intake(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Result<Vec<Figure>> {
-    let d = Deployment::start(env, "pg-intake", admin_url).await?;
+    let d = Deployment::start(env, "pg-intake", admin_url, "", 2).await?;
     let auth: Arc<str> = format!("Bearer {AGENT_KEY}").into();
     let addrs = d.addrs();
     let intake = |round: u32, on: Vec<SocketAddr>| {
@@ -107,7 +120,7 @@ pub async fn intake(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Resu
         one.push(o);
     }
     raw.pool.close().await;
-    d.stop().await?;
+    d.drop_database().await?;
     let (base, one, two) = (LoadReport::merge(base_rounds), LoadReport::merge(one), LoadReport::merge(two));
     println!("  one instance:  {one}");
     println!("  two instances: {two}");
@@ -129,7 +142,7 @@ pub async fn intake(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Resu
 }
 
 pub async fn poll(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Result<Vec<Figure>> {
-    let d = Deployment::start(env, "pg-poll", admin_url).await?;
+    let d = Deployment::start(env, "pg-poll", admin_url, "", 2).await?;
     let http = crate::env::http();
     let mut paths = Vec::with_capacity(crate::poll::PROPOSALS);
     for i in 0..crate::poll::PROPOSALS {
@@ -162,7 +175,7 @@ pub async fn poll(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Result
         two.push(t);
     }
     baseline.stop().await;
-    d.stop().await?;
+    d.drop_database().await?;
     let (base, one, two) = (LoadReport::merge(base), LoadReport::merge(one), LoadReport::merge(two));
     println!("  one instance:  {one}");
     println!("  two instances: {two}");

@@ -1,6 +1,9 @@
 //! The soak test: `--minutes` of mixed traffic against a real server and a
 //! real rail simulator (each its own process, SQLite on disk), with rail
-//! faults injected all along, then a drain and consistency checks.
+//! faults injected all along, then a drain and consistency checks. With
+//! `--postgres URL`, two servers share one fresh PostgreSQL database (as
+//! docs/DEPLOY.md deploys them) and the clients alternate between them:
+//! agent `i` and approver `i` talk to instance `i % 2`.
 //!
 //! Traffic:
 //! - agents propose (auto-approved small payments to a trusted payee; single
@@ -27,7 +30,7 @@ use clap::Args;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use sqlx::{Row, SqlitePool};
+use sqlx::{Column, Row, SqlitePool};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,6 +52,10 @@ pub struct SoakArgs {
     /// Seed of the traffic mix (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run two instances on a fresh database of this PostgreSQL server
+    /// (`postgres://…/DB`) instead of one on SQLite.
+    #[arg(long)]
+    pub postgres: Option<String>,
 }
 
 /// The server's rail timeout in the soak; `timeout` faults delay longer.
@@ -75,7 +82,8 @@ struct Tally {
 
 struct Soak {
     http: reqwest::Client,
-    base: String,
+    /// The instances' URLs; client `i` talks to `bases[i % len]`.
+    bases: Vec<String>,
     rail: String,
     stop_proposing: AtomicBool,
     stop_approving: AtomicBool,
@@ -93,12 +101,17 @@ impl Soak {
         self.note(|t| *t.unexpected.entry(what).or_default() += 1);
     }
 
-    fn agent_get(&self, path: &str) -> reqwest::RequestBuilder {
-        self.http.get(format!("{}{path}", self.base)).bearer_auth(AGENT_KEY)
+    /// The instance client `index` talks to.
+    fn base(&self, index: usize) -> &str {
+        &self.bases[index % self.bases.len()]
     }
 
-    fn agent_post(&self, path: &str) -> reqwest::RequestBuilder {
-        self.http.post(format!("{}{path}", self.base)).bearer_auth(AGENT_KEY)
+    fn agent_get(&self, index: usize, path: &str) -> reqwest::RequestBuilder {
+        self.http.get(format!("{}{path}", self.base(index))).bearer_auth(AGENT_KEY)
+    }
+
+    fn agent_post(&self, index: usize, path: &str) -> reqwest::RequestBuilder {
+        self.http.post(format!("{}{path}", self.base(index))).bearer_auth(AGENT_KEY)
     }
 }
 
@@ -158,16 +171,29 @@ pub async fn run(env: &Env, args: &SoakArgs) -> anyhow::Result<i32> {
     let rail = env.rail_sim(&rail_dir).await?;
     let config =
         format!("[rail]\nurl = {:?}\nreconcile_interval_secs = 1\ntotal_timeout_ms = {RAIL_TIMEOUT_MS}\n", rail.url);
-    let server_dir = env.provision("soak", &config).await?;
-    let server = env.serve(&server_dir, &[]).await?;
     println!("soak: {} min of traffic, {} agents, seed {seed}", args.minutes, args.agents);
-    println!("  server: countersign serve (pid {}) on {}, data {}", server.pid, server.url, server_dir.dir.display());
+    let mut deployment = match &args.postgres {
+        Some(admin) => Some(crate::pg::Deployment::start(env, "soak", admin, &config, 2).await?),
+        None => None,
+    };
+    let (server_dir, mut instances) = match deployment.as_mut() {
+        Some(d) => (
+            crate::env::ServerDir { dir: d.dir.dir.clone(), config: d.dir.config.clone() },
+            std::mem::take(&mut d.instances),
+        ),
+        None => {
+            let dir = env.provision("soak", &config).await?;
+            let server = env.serve(&dir, &[]).await?;
+            println!("  server: countersign serve (pid {}) on {}, data {}", server.pid, server.url, dir.dir.display());
+            (dir, vec![server])
+        }
+    };
     println!("  rail:   countersign rail-sim (pid {}) on {}, data {}", rail.pid, rail.url, rail_dir.display());
     println!("  load average {}", crate::env::loadavg());
 
     let soak = Arc::new(Soak {
         http: crate::env::http(),
-        base: server.url.clone(),
+        bases: instances.iter().map(|p| p.url.clone()).collect(),
         rail: rail.url.clone(),
         stop_proposing: AtomicBool::new(false),
         stop_approving: AtomicBool::new(false),
@@ -186,19 +212,21 @@ pub async fn run(env: &Env, args: &SoakArgs) -> anyhow::Result<i32> {
     let traffic_for = Duration::from_secs(args.minutes * 60);
     let mut approvers = Vec::new();
     for (i, name) in APPROVERS.iter().enumerate() {
-        let session = sign_in(&soak.http, &soak.base, name).await?;
-        approvers.push(tokio::spawn(approver(soak.clone(), session, StdRng::seed_from_u64(seed ^ (100 + i as u64)))));
+        let session = sign_in(&soak.http, soak.base(i), name).await?;
+        let rng = StdRng::seed_from_u64(seed ^ (100 + i as u64));
+        approvers.push(tokio::spawn(approver(soak.clone(), i, session, rng)));
     }
     let agents: Vec<_> = (0..args.agents)
         .map(|i| tokio::spawn(agent(soak.clone(), i, StdRng::seed_from_u64(seed ^ i as u64))))
         .collect();
     let faults = tokio::spawn(fault_injector(soak.clone(), StdRng::seed_from_u64(seed ^ 999)));
 
-    let mut peak = server.usage()?;
+    // Memory is watched on the first instance.
+    let mut peak = instances[0].usage()?;
     let initial = peak;
     while started.elapsed() < traffic_for {
         tokio::time::sleep(Duration::from_secs(30).min(traffic_for.saturating_sub(started.elapsed()))).await;
-        let now = server.usage()?;
+        let now = instances[0].usage()?;
         peak = if now.rss_kb > peak.rss_kb { now } else { peak };
         let (proposed, commits) = {
             let t = soak.tally.lock().expect("tally");
@@ -224,27 +252,37 @@ pub async fn run(env: &Env, args: &SoakArgs) -> anyhow::Result<i32> {
     let _ = faults.await;
     soak.http.delete(format!("{}/_sim/faults", soak.rail)).send().await?;
 
-    let db = SqlitePool::connect(&format!("sqlite://{}?mode=ro", server_dir.db_path().display())).await?;
+    let db = match &deployment {
+        Some(d) => CheckDb::Pg(sqlx::PgPool::connect(&d.url).await?),
+        None => {
+            CheckDb::Sqlite(SqlitePool::connect(&format!("sqlite://{}?mode=ro", server_dir.db_path().display())).await?)
+        }
+    };
     let settle = Instant::now();
     loop {
-        let open: i64 = sqlx::query_scalar(
-            "SELECT (SELECT COUNT(*) FROM operations WHERE status IN ('pending', 'accepted', 'unknown'))
-                  + (SELECT COUNT(*) FROM proposals WHERE status IN ('executing', 'unknown'))",
-        )
-        .fetch_one(&db)
-        .await?;
+        let open = db
+            .count(
+                "SELECT (SELECT COUNT(*) FROM operations WHERE status IN ('pending', 'accepted', 'unknown'))
+                      + (SELECT COUNT(*) FROM proposals WHERE status IN ('executing', 'unknown')) AS n",
+            )
+            .await?;
         if open == 0 || settle.elapsed() > Duration::from_secs(180) {
             println!("  reconciliation: {open} open after {:.0} s", settle.elapsed().as_secs_f64());
             break;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    let end_usage = server.usage()?;
+    let end_usage = instances[0].usage()?;
     let total_time = started.elapsed();
-    server.stop().await;
+    for server in instances.drain(..) {
+        server.stop().await;
+    }
 
     let report = check(env, &server_dir, &db, &soak).await?;
     db.close().await;
+    if let Some(d) = deployment {
+        d.drop_database().await?;
+    }
     rail.stop().await;
     let log = std::fs::read_to_string(server_dir.dir.join("server.log")).unwrap_or_default();
     let (errors, panics) = (log.lines().filter(|l| l.contains("ERROR")).count(), log.matches("panicked").count());
@@ -305,7 +343,7 @@ async fn one_proposal(soak: &Soak, index: usize, kind: Kind, rng: &mut StdRng) -
     let (amount, destination, source) = kind.request(rng);
     let body = transfer(&format!("soak-{index}-{n}"), amount, destination, source);
     let key = format!("soak-key-{index}-{n}");
-    let send = || soak.agent_post("/api/v1/proposals").header("idempotency-key", &key).json(&body).send();
+    let send = || soak.agent_post(index, "/api/v1/proposals").header("idempotency-key", &key).json(&body).send();
     let r = send().await?;
     let status = r.status().as_u16();
     let created: Value = r.json().await?;
@@ -325,22 +363,24 @@ async fn one_proposal(soak: &Soak, index: usize, kind: Kind, rng: &mut StdRng) -
         });
     }
     if let Kind::Cancel = kind {
-        let r = soak.agent_post(&format!("/api/v1/proposals/{id}/cancel")).send().await?;
+        let r = soak.agent_post(index, &format!("/api/v1/proposals/{id}/cancel")).send().await?;
         let code = r.status().as_u16();
         soak.note(|t| *t.cancels.entry(code).or_default() += 1);
         return Ok(());
     }
 
     // Wait for a decision (humans may take a while).
-    let Some(view) = wait_while(soak, &id, &created, &["pending_approval"], Duration::from_secs(180)).await? else {
+    let Some(view) = wait_while(soak, index, &id, &created, &["pending_approval"], Duration::from_secs(180)).await?
+    else {
         return Ok(());
     };
     if view["status"] != "approved" {
         return Ok(());
     }
     let token = view["approval_token"].as_str().unwrap_or_default().to_owned();
-    let commit =
-        || soak.agent_post(&format!("/api/v1/proposals/{id}/commit")).json(&json!({"approval_token": token})).send();
+    let commit = || {
+        soak.agent_post(index, &format!("/api/v1/proposals/{id}/commit")).json(&json!({"approval_token": token})).send()
+    };
     let t0 = Instant::now();
     let first = if rng.gen_bool(0.05) {
         // A retry storm: the same commit twice at once; the rail must see one transfer.
@@ -374,7 +414,7 @@ async fn one_proposal(soak: &Soak, index: usize, kind: Kind, rng: &mut StdRng) -
         t.commit_latency.push(took);
     });
     // Wait for the outcome; reconciliation settles what the rail left open.
-    wait_while(soak, &id, &answer, &["executing", "unknown"], Duration::from_secs(30)).await?;
+    wait_while(soak, index, &id, &answer, &["executing", "unknown"], Duration::from_secs(30)).await?;
     Ok(())
 }
 
@@ -382,6 +422,7 @@ async fn one_proposal(soak: &Soak, index: usize, kind: Kind, rng: &mut StdRng) -
 /// that left them, or None when `limit` passed first.
 async fn wait_while(
     soak: &Soak,
+    index: usize,
     id: &str,
     view: &Value,
     waiting: &[&str],
@@ -399,7 +440,7 @@ async fn wait_while(
             soak.note(|t| t.gave_up_waiting += 1);
             return Ok(None);
         }
-        let mut req = soak.agent_get(&format!("/api/v1/proposals/{id}?wait=15"));
+        let mut req = soak.agent_get(index, &format!("/api/v1/proposals/{id}?wait=15"));
         if let Some(tag) = &etag {
             req = req.header("if-none-match", tag);
         }
@@ -420,11 +461,12 @@ async fn wait_while(
 
 /// An approver: reads the pending queue, approves (sometimes rejects) what
 /// it has not decided yet, until told to stop.
-async fn approver(soak: Arc<Soak>, session: Session, mut rng: StdRng) {
+async fn approver(soak: Arc<Soak>, index: usize, session: Session, mut rng: StdRng) {
+    let base = soak.base(index).to_owned();
     while !soak.stop_approving.load(Ordering::SeqCst) {
         let page = soak
             .http
-            .get(format!("{}/api/v1/queue?status=pending_approval&order=oldest&limit=50", soak.base))
+            .get(format!("{base}/api/v1/queue?status=pending_approval&order=oldest&limit=50"))
             .header("cookie", &session.cookie)
             .send()
             .await;
@@ -453,9 +495,9 @@ async fn approver(soak: Arc<Soak>, session: Session, mut rng: StdRng) {
             let id = p["id"].as_str().unwrap_or_default();
             let r = soak
                 .http
-                .post(format!("{}/api/v1/proposals/{id}/approvals", soak.base))
+                .post(format!("{base}/api/v1/proposals/{id}/approvals"))
                 .header("cookie", &session.cookie)
-                .header("origin", &soak.base)
+                .header("origin", &base)
                 .header("x-csrf-token", &session.csrf)
                 .json(&body)
                 .send()
@@ -511,7 +553,7 @@ struct Report {
 }
 
 /// The end-of-run checks, on the stopped server's database and the rail's records.
-async fn check(env: &Env, server_dir: &crate::env::ServerDir, db: &SqlitePool, soak: &Soak) -> anyhow::Result<Report> {
+async fn check(env: &Env, server_dir: &crate::env::ServerDir, db: &CheckDb, soak: &Soak) -> anyhow::Result<Report> {
     let mut report = Report { text: String::new(), passed: true };
     let mut line = |ok: bool, text: String| {
         report.text.push_str(&format!("  [{}] {text}\n", if ok { "ok" } else { "FAIL" }));
@@ -519,35 +561,25 @@ async fn check(env: &Env, server_dir: &crate::env::ServerDir, db: &SqlitePool, s
     };
 
     // 1. Every proposal in a final state, or explained.
-    let by_status: Vec<(String, i64)> =
-        sqlx::query("SELECT status, COUNT(*) AS n FROM proposals GROUP BY status ORDER BY n DESC")
-            .fetch_all(db)
-            .await?
-            .iter()
-            .map(|r| (r.get("status"), r.get("n")))
-            .collect();
-    let ops: Vec<(String, i64)> =
-        sqlx::query("SELECT status, COUNT(*) AS n FROM operations GROUP BY status ORDER BY n DESC")
-            .fetch_all(db)
-            .await?
-            .iter()
-            .map(|r| (r.get("status"), r.get("n")))
-            .collect();
+    let counts = |rows: Vec<Value>| -> Vec<(String, i64)> {
+        rows.iter()
+            .map(|r| (r["status"].as_str().unwrap_or_default().to_owned(), r["n"].as_i64().unwrap_or(0)))
+            .collect()
+    };
+    let by_status =
+        counts(db.rows("SELECT status, COUNT(*) AS n FROM proposals GROUP BY status ORDER BY n DESC").await?);
+    let ops = counts(db.rows("SELECT status, COUNT(*) AS n FROM operations GROUP BY status ORDER BY n DESC").await?);
     let total: i64 = by_status.iter().map(|(_, n)| n).sum();
-    let open: Vec<Value> = sqlx::query(
-        "SELECT p.id, p.status, o.status AS op_status, o.error_code, o.error_message FROM proposals p
-         LEFT JOIN operations o ON o.proposal_id = p.id ORDER BY p.id",
-    )
-    .fetch_all(db)
-    .await?
-    .iter()
-    .filter(|r| !FINAL.contains(&r.get::<&str, _>("status")))
-    .map(|r| {
-        json!({"id": r.get::<String, _>("id"), "status": r.get::<String, _>("status"),
-               "operation": r.get::<Option<String>, _>("op_status"),
-               "why": r.get::<Option<String>, _>("error_message")})
-    })
-    .collect();
+    let open: Vec<Value> = db
+        .rows(
+            "SELECT p.id, p.status, o.status AS op_status, o.error_message AS why FROM proposals p
+             LEFT JOIN operations o ON o.proposal_id = p.id ORDER BY p.id",
+        )
+        .await?
+        .into_iter()
+        .filter(|r| !FINAL.contains(&r["status"].as_str().unwrap_or_default()))
+        .map(|r| json!({"id": r["id"], "status": r["status"], "operation": r["op_status"], "why": r["why"]}))
+        .collect();
     let explained = open.iter().all(|p| matches!(p["status"].as_str(), Some("unknown" | "needs_review")));
     let not_final = match (open.is_empty(), explained) {
         (true, _) => String::new(),
@@ -575,29 +607,28 @@ async fn check(env: &Env, server_dir: &crate::env::ServerDir, db: &SqlitePool, s
     for t in &transfers {
         by_key.entry(t["transfer_group"].as_str().unwrap_or_default().to_owned()).or_default().push(t);
     }
-    let operations = sqlx::query("SELECT id, status, idempotency_key, amount_minor, rail_reference FROM operations")
-        .fetch_all(db)
-        .await?;
+    let operations =
+        db.rows("SELECT id, status, idempotency_key, amount_minor, rail_reference FROM operations").await?;
     let (mut one, mut problems) = (0usize, Vec::new());
     for op in &operations {
-        let (status, key): (String, String) = (op.get("status"), op.get("idempotency_key"));
-        let found = by_key.remove(&key).unwrap_or_default();
-        let amount_ok = found.iter().all(|t| t["amount"].as_i64() == Some(op.get::<i64, _>("amount_minor")));
-        let reference_ok =
-            found.first().is_none_or(|t| t["id"].as_str() == op.get::<Option<&str>, _>("rail_reference"));
-        match status.as_str() {
+        let (status, key) =
+            (op["status"].as_str().unwrap_or_default(), op["idempotency_key"].as_str().unwrap_or_default());
+        let found = by_key.remove(key).unwrap_or_default();
+        let amount_ok = found.iter().all(|t| t["amount"].as_i64() == op["amount_minor"].as_i64());
+        let reference_ok = found.first().is_none_or(|t| t["id"].as_str() == op["rail_reference"].as_str());
+        match status {
             "succeeded" if found.len() == 1 && amount_ok && reference_ok => one += 1,
             "failed" if found.is_empty() => {}
             "unknown" | "needs_review" if found.len() <= 1 => {}
             _ => problems.push(format!(
                 "{} {status}: {} transfer(s) under {key}{}",
-                op.get::<String, _>("id"),
+                op["id"].as_str().unwrap_or_default(),
                 found.len(),
                 if amount_ok && reference_ok { "" } else { ", amount or rail reference differs" }
             )),
         }
     }
-    let succeeded = operations.iter().filter(|o| o.get::<&str, _>("status") == "succeeded").count();
+    let succeeded = operations.iter().filter(|o| o["status"] == "succeeded").count();
     let orphans: Vec<String> = by_key.keys().cloned().collect();
     line(
         problems.is_empty() && orphans.is_empty() && one == succeeded,
@@ -610,4 +641,52 @@ async fn check(env: &Env, server_dir: &crate::env::ServerDir, db: &SqlitePool, s
         ),
     );
     Ok(report)
+}
+
+/// The servers' database, as the checks read it: the SQLite file, or the
+/// PostgreSQL database the instances shared.
+enum CheckDb {
+    Sqlite(SqlitePool),
+    Pg(sqlx::PgPool),
+}
+
+impl CheckDb {
+    /// The rows of `sql`, each an object of its columns (integers, text or null).
+    async fn rows(&self, sql: &str) -> anyhow::Result<Vec<Value>> {
+        Ok(match self {
+            CheckDb::Sqlite(pool) => sqlx::query(sql).fetch_all(pool).await?.iter().map(as_json).collect(),
+            CheckDb::Pg(pool) => sqlx::query(sql).fetch_all(pool).await?.iter().map(as_json).collect(),
+        })
+    }
+
+    /// Column `n` of the one row of `sql`.
+    async fn count(&self, sql: &str) -> anyhow::Result<i64> {
+        let rows = self.rows(sql).await?;
+        Ok(rows.first().and_then(|r| r["n"].as_i64()).unwrap_or(0))
+    }
+
+    async fn close(&self) {
+        match self {
+            CheckDb::Sqlite(pool) => pool.close().await,
+            CheckDb::Pg(pool) => pool.close().await,
+        }
+    }
+}
+
+/// A row as a JSON object: each column an integer, else text, else null.
+fn as_json<R: Row>(row: &R) -> Value
+where
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let mut object = serde_json::Map::new();
+    for (i, column) in row.columns().iter().enumerate() {
+        let value = match row.try_get::<Option<i64>, _>(i) {
+            Ok(n) => json!(n),
+            Err(_) => json!(row.try_get::<Option<String>, _>(i).ok().flatten()),
+        };
+        object.insert(column.name().to_owned(), value);
+    }
+    Value::Object(object)
 }
