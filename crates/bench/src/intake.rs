@@ -34,7 +34,7 @@ pub async fn run(env: &Env, load: &LoadArgs) -> anyhow::Result<Vec<Figure>> {
     // A first round tells the size of what the server stores per proposal.
     let mut real_rounds = vec![intake(0).await?];
     let row_bytes = stored_bytes_per_proposal(&server_dir.db_path()).await?;
-    let raw = RawTable::create(&env.scratch("intake-raw")?.join("raw.db"), row_bytes).await?;
+    let raw = RawTable::sqlite(&env.scratch("intake-raw")?.join("raw.db"), row_bytes).await?;
     println!("  baseline: raw SQLite inserts of {row_bytes}-byte rows (a proposal row and its audit entry), one per transaction");
     let mut base_rounds = Vec::new();
     for round in 1..=load.rounds.max(1) {
@@ -45,7 +45,7 @@ pub async fn run(env: &Env, load: &LoadArgs) -> anyhow::Result<Vec<Figure>> {
         println!("  round {round}: raw inserts {}, server {}", b.short(), real_rounds.last().expect("a round").short());
         base_rounds.push(b);
     }
-    raw.pool.close().await;
+    raw.close().await;
     server.stop().await;
     let (base, real) = (LoadReport::merge(base_rounds), LoadReport::merge(real_rounds));
     println!("  server:   {real} (policy: needs_approval, so no token is minted)");
@@ -83,37 +83,61 @@ async fn stored_bytes_per_proposal(db: &std::path::Path) -> anyhow::Result<usize
     Ok((proposal + audit).round() as usize)
 }
 
-/// The raw-SQLite baseline: a table of (id, body) rows in its own file,
-/// opened by the server's own `writer_pool`.
-struct RawTable {
-    pool: SqlitePool,
-    body: Arc<str>,
+/// The raw-insert baseline: a table of (id, body) rows, in its own SQLite
+/// file opened by the server's own `writer_pool`, or in a PostgreSQL
+/// database (`pg-intake`).
+#[derive(Clone)]
+pub enum RawTable {
+    Sqlite(SqlitePool, Arc<str>),
+    Pg(sqlx::PgPool, Arc<str>),
 }
 
 impl RawTable {
-    async fn create(path: &std::path::Path, row_bytes: usize) -> anyhow::Result<RawTable> {
+    pub async fn sqlite(path: &std::path::Path, row_bytes: usize) -> anyhow::Result<RawTable> {
         let pool = writer_pool(path).await?;
-        sqlx::query("CREATE TABLE rows (id TEXT PRIMARY KEY, body TEXT NOT NULL)").execute(&pool).await?;
-        // The id takes 32 of the row's bytes.
-        Ok(RawTable { pool, body: "x".repeat(row_bytes.saturating_sub(32)).into() })
+        sqlx::query(RawTable::CREATE).execute(&pool).await?;
+        Ok(RawTable::Sqlite(pool, RawTable::body(row_bytes)))
+    }
+
+    pub async fn postgres(pool: sqlx::PgPool, row_bytes: usize) -> anyhow::Result<RawTable> {
+        sqlx::query(RawTable::CREATE).execute(&pool).await?;
+        Ok(RawTable::Pg(pool, RawTable::body(row_bytes)))
+    }
+
+    const CREATE: &str = "CREATE TABLE raw_rows (id TEXT PRIMARY KEY, body TEXT NOT NULL)";
+
+    /// A row's body: the id takes 32 of the row's bytes.
+    fn body(row_bytes: usize) -> Arc<str> {
+        "x".repeat(row_bytes.saturating_sub(32)).into()
     }
 
     /// `spec.connections` tasks inserting rows, one per transaction, for the
     /// warm-up and the measured duration.
-    async fn run(&self, spec: LoadSpec) -> anyhow::Result<LoadReport> {
-        let (pool, body) = (self.pool.clone(), self.body.clone());
+    pub async fn run(&self, spec: LoadSpec) -> anyhow::Result<LoadReport> {
+        let table = self.clone();
         timed_inserts(spec, move |id| {
-            let (pool, body) = (pool.clone(), body.clone());
+            let table = table.clone();
             async move {
-                sqlx::query("INSERT INTO rows (id, body) VALUES (?, ?)")
-                    .bind(id)
-                    .bind(&*body)
-                    .execute(&pool)
-                    .await
-                    .is_ok()
+                match &table {
+                    RawTable::Sqlite(pool, body) => {
+                        let insert = sqlx::query("INSERT INTO raw_rows (id, body) VALUES (?, ?)");
+                        insert.bind(id).bind(&**body).execute(pool).await.is_ok()
+                    }
+                    RawTable::Pg(pool, body) => {
+                        let insert = sqlx::query("INSERT INTO raw_rows (id, body) VALUES ($1, $2)");
+                        insert.bind(id).bind(&**body).execute(pool).await.is_ok()
+                    }
+                }
             }
         })
         .await
+    }
+
+    pub async fn close(&self) {
+        match self {
+            RawTable::Sqlite(pool, _) => pool.close().await,
+            RawTable::Pg(pool, _) => pool.close().await,
+        }
     }
 }
 

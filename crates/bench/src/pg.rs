@@ -22,7 +22,8 @@ use sqlx::PgPool;
 
 use crate::client::{get, post_json};
 use crate::env::{propose, transfer, Env, Proc, ServerDir, AGENT_KEY, PAYEE, SOURCE};
-use crate::stats::{closed_loop_spread, LoadReport, LoadSpec};
+use crate::intake::RawTable;
+use crate::stats::{closed_loop_spread, LoadReport};
 use crate::suite::{Figure, LoadArgs};
 
 /// A fresh database on the benchmark's PostgreSQL server, with
@@ -101,7 +102,7 @@ pub async fn intake(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Resu
     let mut two = vec![intake(0, addrs.clone()).await?];
     let pool = PgPoolOptions::new().max_connections(load.connections as u32 + 1).connect(&d.url).await?;
     let row_bytes = stored_bytes_per_proposal(&pool).await?;
-    let raw = RawTable::create(pool, row_bytes).await?;
+    let raw = RawTable::postgres(pool, row_bytes).await?;
     println!("  baseline: raw PostgreSQL inserts of {row_bytes}-byte rows, one per transaction");
     let (mut base_rounds, mut one) = (Vec::new(), Vec::new());
     for round in 1..=load.rounds.max(1) {
@@ -119,7 +120,7 @@ pub async fn intake(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Resu
         base_rounds.push(b);
         one.push(o);
     }
-    raw.pool.close().await;
+    raw.close().await;
     d.drop_database().await?;
     let (base, one, two) = (LoadReport::merge(base_rounds), LoadReport::merge(one), LoadReport::merge(two));
     println!("  one instance:  {one}");
@@ -215,35 +216,4 @@ async fn stored_bytes_per_proposal(pool: &PgPool) -> anyhow::Result<usize> {
     .fetch_one(pool)
     .await?;
     Ok((proposal + audit).round() as usize)
-}
-
-/// The raw-PostgreSQL baseline: a table of (id, body) rows.
-struct RawTable {
-    pool: PgPool,
-    body: Arc<str>,
-}
-
-impl RawTable {
-    async fn create(pool: PgPool, row_bytes: usize) -> anyhow::Result<RawTable> {
-        sqlx::query("CREATE TABLE bench_raw_rows (id TEXT PRIMARY KEY, body TEXT NOT NULL)").execute(&pool).await?;
-        // The id takes 32 of the row's bytes.
-        Ok(RawTable { pool, body: "x".repeat(row_bytes.saturating_sub(32)).into() })
-    }
-
-    /// `spec.connections` tasks inserting rows, one per transaction.
-    async fn run(&self, spec: LoadSpec) -> anyhow::Result<LoadReport> {
-        let (pool, body) = (self.pool.clone(), self.body.clone());
-        crate::intake::timed_inserts(spec, move |id| {
-            let (pool, body) = (pool.clone(), body.clone());
-            async move {
-                sqlx::query("INSERT INTO bench_raw_rows (id, body) VALUES ($1, $2)")
-                    .bind(id)
-                    .bind(&*body)
-                    .execute(&pool)
-                    .await
-                    .is_ok()
-            }
-        })
-        .await
-    }
 }

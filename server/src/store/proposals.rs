@@ -673,6 +673,38 @@ pub(crate) mod tests {
         }
     }
 
+    /// prop_1's approval token jti_1, of round 1, issued and expiring `at`.
+    fn token_1(at: DateTime<Utc>) -> TokenRow {
+        TokenRow {
+            jti: "jti_1".into(),
+            proposal_id: "prop_1".into(),
+            round: 1,
+            token: "eyJ.x.y".into(),
+            kid: "k".into(),
+            issued_at: at,
+            expires_at: at,
+            used_at: None,
+        }
+    }
+
+    /// op_1, the transfer jti_1 commits, recorded `now` and claimed until `claimed_until`.
+    fn operation_1(now: DateTime<Utc>, claimed_until: DateTime<Utc>) -> NewOperation<'static> {
+        NewOperation {
+            id: "op_1",
+            proposal_id: "prop_1",
+            jti: "jti_1",
+            idempotency_key: "cs-prop_1-00",
+            tenant_id: "t",
+            kind: "transfer",
+            amount_minor: 100,
+            currency: "USD",
+            budget_day: Some("2026-01-01"),
+            reverses: None,
+            now,
+            claimed_until,
+        }
+    }
+
     /// The bundle, and the same facts read by the separate queries, as text.
     async fn both(db: &Db) -> (String, String) {
         let b = bundle(&db.read, "t", "prop_1").await.unwrap().expect("found");
@@ -707,33 +739,9 @@ pub(crate) mod tests {
             insert_approval(&mut c, &approval("usr_b", 1, "2026-01-01T00:00:02.000Z")).await.unwrap();
             insert_approval(&mut c, &approval("usr_a", 1, "2026-01-01T00:00:01.000Z")).await.unwrap();
             let at = crate::store::parse_ts("2026-01-01T00:00:03.000Z").unwrap();
-            let t = TokenRow {
-                jti: "jti_1".into(),
-                proposal_id: "prop_1".into(),
-                round: 1,
-                token: "eyJ.x.y".into(),
-                kid: "k".into(),
-                issued_at: at,
-                expires_at: at,
-                used_at: None,
-            };
-            insert_token(&mut c, &t).await.unwrap();
+            insert_token(&mut c, &token_1(at)).await.unwrap();
             let now = Utc::now();
-            let op = NewOperation {
-                id: "op_1",
-                proposal_id: "prop_1",
-                jti: "jti_1",
-                idempotency_key: "cs-prop_1-00",
-                tenant_id: "t",
-                kind: "transfer",
-                amount_minor: 100,
-                currency: "USD",
-                budget_day: Some("2026-01-01"),
-                reverses: None,
-                now,
-                claimed_until: now,
-            };
-            operations::insert(&mut c, &op).await.unwrap();
+            operations::insert(&mut c, &operation_1(now, now)).await.unwrap();
             drop(c);
             let (bundled, separate) = both(&db).await;
             assert_eq!(bundled, separate, "approvals, token and operation");
@@ -825,33 +833,9 @@ pub(crate) mod tests {
         for db in setup("an_operation_is_claimed_by_one_caller_until_released_or_lapsed").await {
             let now = Utc::now();
             let mut c = db.write.acquire().await.unwrap();
-            let t = TokenRow {
-                jti: "jti_1".into(),
-                proposal_id: "prop_1".into(),
-                round: 1,
-                token: "eyJ.x.y".into(),
-                kid: "k".into(),
-                issued_at: now,
-                expires_at: now,
-                used_at: None,
-            };
-            insert_token(&mut c, &t).await.unwrap();
+            insert_token(&mut c, &token_1(now)).await.unwrap();
             let lease = chrono::Duration::seconds(15);
-            let op = NewOperation {
-                id: "op_1",
-                proposal_id: "prop_1",
-                jti: "jti_1",
-                idempotency_key: "cs-prop_1-00",
-                tenant_id: "t",
-                kind: "transfer",
-                amount_minor: 100,
-                currency: "USD",
-                budget_day: None,
-                reverses: None,
-                now,
-                claimed_until: now + lease,
-            };
-            operations::insert(&mut c, &op).await.unwrap();
+            operations::insert(&mut c, &operation_1(now, now + lease)).await.unwrap();
             let due = |at| operations::due(&db.read, at, at, 10);
             assert!(due(now).await.unwrap().is_empty(), "{}: the recording commit holds it", db.backend);
             assert!(!operations::claim(&mut c, "op_1", now, now + lease).await.unwrap(), "held: not claimed again");
