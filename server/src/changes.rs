@@ -30,9 +30,6 @@ use crate::store::change_log::{self, Change};
 /// How often the change log is read: the longest a change made by another
 /// process can go unseen by a cached status poll or agent credential.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(100);
-/// The channel the PostgreSQL change-log trigger notifies
-/// (migrations/postgres/0006_change_log.sql).
-const CHANNEL: &str = "countersign_changes";
 /// Reads prompted by notifications are at least this far apart: a burst of
 /// writes costs one read, not one per row.
 const NOTIFIED_GAP: Duration = Duration::from_millis(5);
@@ -188,8 +185,8 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
     let mut ticker = tokio::time::interval(state.hooks.follow_every.unwrap_or(FOLLOW_EVERY));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let notified = Arc::new(Notify::new());
-    if let crate::store::Pool::Pg(pool) = &state.db.read {
-        tokio::spawn(listen(pool.clone(), notified.clone(), shutdown.clone()));
+    if state.db.is_postgres() {
+        tokio::spawn(listen(state.db.read.clone(), notified.clone(), shutdown.clone()));
     }
     let mut pruned_at = Instant::now();
     let mut read_at = tokio::time::Instant::now();
@@ -230,24 +227,23 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
 /// On PostgreSQL: listens for the change log's notifications and wakes the
 /// follower at each (and after a reconnection, as what came in between is
 /// unknown). Retries every second while the database cannot be reached.
-async fn listen(pool: sqlx::PgPool, wake: Arc<Notify>, shutdown: Shutdown) {
+async fn listen(pool: crate::store::Pool, wake: Arc<Notify>, shutdown: Shutdown) {
     let run = || async {
-        let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
-        listener.listen(CHANNEL).await?;
-        tracing::debug!(channel = CHANNEL, "listening for changes");
+        let Some(mut listener) = change_log::Listener::start(&pool).await? else {
+            return Ok(());
+        };
+        tracing::debug!("listening for changes");
         loop {
-            // `None`: the connection was lost and is made again; the log
-            // holds whatever was notified meanwhile.
-            listener.try_recv().await?;
+            listener.changed().await?;
             wake.notify_one();
         }
     };
     loop {
-        let failed: sqlx::Result<()> = tokio::select! {
+        let failed: crate::store::Result<()> = tokio::select! {
             failed = run() => failed,
             _ = shutdown.wait() => return,
         };
-        if pool.is_closed() {
+        if shutdown.fired() {
             return;
         }
         if let Err(e) = failed {

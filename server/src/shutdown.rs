@@ -19,6 +19,11 @@ impl Trigger {
 }
 
 impl Shutdown {
+    /// Whether the trigger fired.
+    pub fn fired(&self) -> bool {
+        *self.0.borrow()
+    }
+
     /// Resolves once the trigger fired (immediately if it already has).
     pub async fn wait(&self) {
         let mut rx = self.0.clone();

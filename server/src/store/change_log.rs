@@ -16,6 +16,33 @@ pub enum Change {
     Unknown,
 }
 
+/// The channel the PostgreSQL trigger notifies at each entry
+/// (migrations/postgres/0006_change_log.sql).
+const CHANNEL: &str = "countersign_changes";
+
+/// On PostgreSQL, a connection listening for the log's notifications.
+pub struct Listener(sqlx::postgres::PgListener);
+
+impl Listener {
+    /// A listener on its own connection of `pool`; `None` on SQLite, which
+    /// has no notifications (the log is only read on a tick).
+    pub async fn start(pool: &Pool) -> Result<Option<Listener>> {
+        let Pool::Pg(pg) = pool else {
+            return Ok(None);
+        };
+        let mut listener = sqlx::postgres::PgListener::connect_with(pg).await?;
+        listener.listen(CHANNEL).await?;
+        Ok(Some(Listener(listener)))
+    }
+
+    /// Waits until an entry is notified, or the connection was lost and made
+    /// again (what was notified meanwhile is unknown: read the log either way).
+    pub async fn changed(&mut self) -> Result<()> {
+        self.0.try_recv().await?;
+        Ok(())
+    }
+}
+
 /// The newest sequence number, 0 when nothing was ever logged.
 pub async fn latest(pool: &Pool) -> Result<i64> {
     Ok(scalar("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetch_one(pool).await?)
