@@ -221,6 +221,22 @@ struct HistoryRow {
     id: String,
 }
 
+/// One proposal of [`history_summaries`]' joined text: `created_at id
+/// status currency amount`.
+fn history_row(item: &str) -> Result<HistoryRow> {
+    let corrupt = || super::StoreError::corrupt("history", "not a history item");
+    let mut fields = item.split(' ');
+    let mut next = || fields.next().ok_or_else(corrupt);
+    let (created_at, id, status, currency, amount) = (next()?, next()?, next()?, next()?, next()?);
+    Ok(HistoryRow {
+        status: ProposalStatus::parse(status).ok_or_else(corrupt)?,
+        currency: currency.to_owned(),
+        amount_minor: amount.parse().map_err(|e| super::StoreError::corrupt("amount_minor", e))?,
+        created_at: created_at.to_owned(),
+        id: id.to_owned(),
+    })
+}
+
 /// For each ask, a summary of the payee's last `window` proposals before
 /// it (`created_at`, then id, newest first), from the index alone
 /// (migration 0011). One read per distinct payee: its proposals from the
@@ -249,37 +265,44 @@ pub async fn history_summaries(
     let asked: Vec<((&str, &str), (&str, &str))> =
         payees.iter().copied().zip(spans.into_iter().map(|s| s.unwrap_or_default())).collect();
     let cap = u64::from(window) * asks.len() as u64;
+    // One row per payee, its proposals joined in one text (each a row's
+    // round trip between the connection's thread and ours, hundreds on a
+    // busy payee's page, cost more than the read); in any order: they are
+    // sorted here.
+    let item = "created_at || ' ' || id || ' ' || status || ' ' || currency || ' ' || CAST(amount_minor AS TEXT)";
+    let joined =
+        if pool.is_postgres() { format!("string_agg({item}, ';')") } else { format!("group_concat({item}, ';')") };
     let part = format!(
-        "SELECT __k__ AS k, status, currency, amount_minor, created_at, id FROM proposals
-         WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
-           AND created_at >= COALESCE((SELECT created_at FROM proposals
-               WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
-               ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET {}), '')
-         ORDER BY created_at DESC, id DESC LIMIT {cap}",
+        "SELECT __k__ AS k, {joined} AS history FROM (
+             SELECT created_at, id, status, currency, amount_minor FROM proposals
+             WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
+               AND created_at >= COALESCE((SELECT created_at FROM proposals
+                   WHERE tenant_id = ? AND payee_id = ? AND created_at < ?
+                   ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET {}), '')
+             ORDER BY created_at DESC, id DESC LIMIT {cap}) AS range_rows",
         window - 1
     );
-    let rows = per_ask(
+    let parts = per_ask(
         pool,
         &part,
         &asked,
         |((tenant, payee), (earliest, latest))| {
             [*tenant, *payee, *latest, *tenant, *payee, *earliest].map(str::to_owned).to_vec()
         },
-        |r| {
-            let c = Cols::of(r);
-            Ok(HistoryRow {
-                status: c.parse("status", ProposalStatus::parse)?,
-                currency: c.text("currency")?,
-                amount_minor: c.unsigned("amount_minor")?,
-                created_at: c.text("created_at")?,
-                id: c.text("id")?,
-            })
-        },
+        |r| Cols::of(r).opt_text("history"),
     )
     .await?;
+    let rows = parts.into_iter().flat_map(|(k, history)| {
+        history
+            .unwrap_or_default()
+            .split(';')
+            .filter(|i| !i.is_empty())
+            .map(|i| (k, history_row(i)))
+            .collect::<Vec<_>>()
+    });
     let mut found: Vec<Vec<HistoryRow>> = payees.iter().map(|_| Vec::new()).collect();
     for (k, row) in rows {
-        found[k].push(row);
+        found[k].push(row?);
     }
     // Newest first (a compound select does not promise its parts' order);
     // as bytes, as SQLite and PostgreSQL (collation C) compare text.
