@@ -117,14 +117,7 @@ mod tests {
     #[tokio::test]
     async fn the_count_and_the_next_one_are_what_may_approve_says_of_each_whole_proposal() {
         let dir = tempfile::tempdir().unwrap();
-        let settings = crate::config::Settings { data_dir: dir.path().to_owned(), ..Default::default() };
-        let (state, _trigger) = crate::startup::offline_state(settings).await.unwrap();
-        crate::demo::load(&state).await.unwrap();
-        let mut conn = state.db.reader().await.unwrap();
-        let agent: crate::proposals::AgentPrincipal =
-            store::directory::agent(&mut conn, "demo", "payout-bot").await.unwrap().unwrap().into();
-        let users = store::directory::users_of(&mut conn, "demo").await.unwrap();
-        drop(conn);
+        let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
         let id_of = |name: &str| users.iter().find(|u| u.username == name).unwrap().id.clone();
 
         // Amounts within everyone's limits, above ada's (1,000.00), above

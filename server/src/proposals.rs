@@ -992,14 +992,7 @@ mod tests {
     #[tokio::test]
     async fn a_view_given_every_round_is_the_view_read_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let settings = crate::config::Settings { data_dir: dir.path().to_owned(), ..Default::default() };
-        let (state, _trigger) = crate::startup::offline_state(settings).await.unwrap();
-        crate::demo::load(&state).await.unwrap();
-        let mut conn = state.db.reader().await.unwrap();
-        let agent: AgentPrincipal =
-            store::directory::agent(&mut conn, "demo", "payout-bot").await.unwrap().unwrap().into();
-        let users = store::directory::users_of(&mut conn, "demo").await.unwrap();
-        drop(conn);
+        let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
         let body = json!({"run_id": "rounds", "amount_minor": 25_000, "currency": "USD",
             "source_account": "acct_demo000000001234", "destination": "ba_northwind0007",
             "reference": "Invoice", "purpose_code": "vendor"});

@@ -221,6 +221,15 @@ struct HistoryRow {
     id: String,
 }
 
+/// One payee's history read: whose, and its asks' earliest and latest
+/// instants (as stored text).
+struct PayeeSpan<'a> {
+    tenant: &'a str,
+    payee: &'a str,
+    earliest: &'a str,
+    latest: &'a str,
+}
+
 /// One proposal of [`history_summaries`]' joined text: `created_at id
 /// status currency amount`.
 fn history_row(item: &str) -> Result<HistoryRow> {
@@ -262,8 +271,14 @@ pub async fn history_summaries(
         span.0 = span.0.min(at);
         span.1 = span.1.max(at);
     }
-    let asked: Vec<((&str, &str), (&str, &str))> =
-        payees.iter().copied().zip(spans.into_iter().map(|s| s.unwrap_or_default())).collect();
+    let asked: Vec<PayeeSpan> = payees
+        .iter()
+        .zip(spans)
+        .map(|((tenant, payee), span)| {
+            let (earliest, latest) = span.unwrap_or_default();
+            PayeeSpan { tenant, payee, earliest, latest }
+        })
+        .collect();
     let cap = u64::from(window) * asks.len() as u64;
     // One row per payee, its proposals joined in one text (each a row's
     // round trip between the connection's thread and ours, hundreds on a
@@ -286,9 +301,7 @@ pub async fn history_summaries(
         pool,
         &part,
         &asked,
-        |((tenant, payee), (earliest, latest))| {
-            [*tenant, *payee, *latest, *tenant, *payee, *earliest].map(str::to_owned).to_vec()
-        },
+        |p| [p.tenant, p.payee, p.latest, p.tenant, p.payee, p.earliest].map(str::to_owned).to_vec(),
         |r| Cols::of(r).opt_text("history"),
     )
     .await?;
@@ -477,7 +490,7 @@ mod tests {
                     tenant: "t",
                     payee,
                     before: *at,
-                    currency: if i % 2 == 0 { "EUR" } else { *currency },
+                    currency: if i % 2 == 0 { "EUR" } else { currency },
                 });
             }
             asks.push(HistoryAsk { tenant: "t", payee: "ba_none", before: Utc::now(), currency: "USD" });
