@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::approval::token::MintRequest;
 use crate::domain::Role;
-use crate::domain::{ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
+use crate::domain::{Currency, ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
 use crate::passkeys::step_up::{self, Asker, Need, StepUp, StepUpError};
 use crate::policy::{self, Decision, Outcome, PolicyInput};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
@@ -170,6 +170,39 @@ impl Approver {
     }
 }
 
+/// What [`may_approve`] reads of a proposal: a stored row has it all, and
+/// the count of proposals waiting for a reviewer reads only this much
+/// (`store::proposals::pending_for`).
+#[derive(Debug, Clone, Copy)]
+pub struct Approvable<'a> {
+    pub status: ProposalStatus,
+    pub agent_id: &'a str,
+    pub currency: Currency,
+    pub amount_minor: u64,
+}
+
+impl<'a> From<&'a store::proposals::ProposalRow> for Approvable<'a> {
+    fn from(row: &'a store::proposals::ProposalRow) -> Self {
+        Approvable {
+            status: row.status,
+            agent_id: &row.agent_id,
+            currency: row.request.currency,
+            amount_minor: row.amount_minor,
+        }
+    }
+}
+
+impl<'a> From<&'a store::proposals::PendingRow> for Approvable<'a> {
+    fn from(row: &'a store::proposals::PendingRow) -> Self {
+        Approvable {
+            status: row.status,
+            agent_id: &row.agent_id,
+            currency: row.currency,
+            amount_minor: row.amount_minor,
+        }
+    }
+}
+
 /// Whether `who` may approve `row` now: the approver role, a proposal
 /// waiting for a decision, segregation of duties (`acts_for`: the person the
 /// proposing agent acts for), a limit in the currency that covers the
@@ -177,7 +210,7 @@ impl Approver {
 /// is checked apart, by `decide`.
 pub fn may_approve(
     who: &Candidate<'_>,
-    row: &store::proposals::ProposalRow,
+    row: &Approvable<'_>,
     acts_for: &str,
     approved_by: &[&str],
 ) -> Result<(), Ineligible> {
@@ -188,9 +221,9 @@ pub fn may_approve(
         return Err(Ineligible::NotWaiting(row.status));
     }
     if acts_for == who.user_id {
-        return Err(Ineligible::ActsFor { agent: row.agent_id.clone() });
+        return Err(Ineligible::ActsFor { agent: row.agent_id.to_owned() });
     }
-    let currency = row.request.currency;
+    let currency = row.currency;
     let Some(limit) = who.approval_limits_minor.get(currency.code()).copied().filter(|l| *l > 0) else {
         return Err(Ineligible::NoLimit { currency: currency.code().to_owned() });
     };
@@ -457,7 +490,7 @@ async fn recheck(
     let given = store::proposals::approvals_in_round(&mut conn, &row.id, row.approval_round).await?;
     drop(conn);
     let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
-    may_approve(&approver.candidate(), row, &agent.acts_for, &approved_by)?;
+    may_approve(&approver.candidate(), &row.into(), &agent.acts_for, &approved_by)?;
     let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
     if decision.outcome == Outcome::Denied {
         return Err(DecideError::Denied(decision));

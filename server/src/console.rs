@@ -12,7 +12,7 @@ use app::views::{
     ResolvePage, SignalLine, TimelineLine, UserRow, Viewer, WebhookRow,
 };
 
-use crate::approvals::{may_approve, Candidate, Ineligible};
+use crate::approvals::{may_approve, Approvable, Candidate, Ineligible};
 use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
 use crate::http::console::{QueueParams, ADMIN_FLASH};
 use crate::proposals::ListQuery;
@@ -58,22 +58,22 @@ impl Tenancy {
     }
 
     /// Whether `user_id` may approve `row` now, and if not, why.
-    pub(crate) fn check(&self, user_id: &str, row: &ProposalRow, approved_by: &[&str]) -> Result<(), Ineligible> {
+    pub(crate) fn check(&self, user_id: &str, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
         let user = self.users.iter().find(|u| u.id == user_id).ok_or(Ineligible::NotAnApprover)?;
         self.may(user, row, approved_by)
     }
 
     /// The active users who may give the next approval, by username.
-    fn eligible(&self, row: &ProposalRow, approved_by: &[&str]) -> Vec<&str> {
+    fn eligible(&self, row: &Approvable<'_>, approved_by: &[&str]) -> Vec<&str> {
         self.users.iter().filter(|u| self.may(u, row, approved_by).is_ok()).map(|u| u.username.as_str()).collect()
     }
 
     /// [`may_approve`] for one of the tenant's users; an inactive user may not.
-    fn may(&self, user: &User, row: &ProposalRow, approved_by: &[&str]) -> Result<(), Ineligible> {
+    fn may(&self, user: &User, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
         if !user.active {
             return Err(Ineligible::NotAnApprover);
         }
-        may_approve(&candidate(user), row, self.acts_for(&row.agent_id), approved_by)
+        may_approve(&candidate(user), row, self.acts_for(row.agent_id), approved_by)
     }
 }
 
@@ -171,7 +171,7 @@ impl ConsoleService {
             let c = &row.request;
             let approved = approved_by(&view);
             let no_one_can_approve = waiting(row)
-                && tenancy.eligible(row, &approved).len() < missing(&self.state, row, &signals, approved.len());
+                && tenancy.eligible(&row.into(), &approved).len() < missing(&self.state, row, &signals, approved.len());
             items.push(QueueItem {
                 id: row.id.clone(),
                 status: row.status.as_str().into(),
@@ -213,14 +213,8 @@ impl ConsoleService {
                 }
             }
         }
-        let mut rows = Vec::with_capacity(ids.len());
-        for id in &ids {
-            if let Some(row) =
-                store::proposals::get(&state.db.read, &viewer.tenant_id, id).await.map_err(unavailable)?
-            {
-                rows.push(row);
-            }
-        }
+        let listed: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let rows = store::proposals::get_many(&state.db.read, &viewer.tenant_id, &listed).await.map_err(unavailable)?;
         let unknown = ids.len() - rows.len();
         let views = crate::proposals::views(state, rows.clone()).await.map_err(unavailable)?;
         let tenancy = Tenancy::load(state, &viewer.tenant_id).await?;
@@ -229,7 +223,7 @@ impl ConsoleService {
         let mut items = Vec::with_capacity(rows.len());
         for ((row, view), signals) in rows.iter().zip(views).zip(signals_of) {
             let c = &row.request;
-            let check = tenancy.check(&viewer.user_id, row, &approved_by(&view));
+            let check = tenancy.check(&viewer.user_id, &row.into(), &approved_by(&view));
             if check.is_ok() {
                 let total = totals.entry(c.currency.code().to_owned()).or_insert((c.currency, 0));
                 total.1 = total.1.saturating_add(c.amount_minor);
@@ -263,19 +257,17 @@ impl ConsoleService {
             .map_err(unavailable)?
             .ok_or(ConsoleError::NotFound)?;
         let c = row.request.clone();
-        let view = crate::proposals::views(state, vec![row.clone()])
-            .await
-            .map_err(unavailable)?
-            .pop()
-            .ok_or(ConsoleError::NotFound)?;
+        // Every round, so an expired round's approvals stay in view.
+        let every_round = store::proposals::approvals_all_rounds(&state.db.read, &row.id).await.map_err(unavailable)?;
+        let view = crate::proposals::view_given_rounds(state, row.clone(), &every_round).await.map_err(unavailable)?;
         let operation = view.operation.as_ref();
         let tenancy = Tenancy::load(state, &viewer.tenant_id).await?;
         let name_of = |id: &str| tenancy.name_of(id);
         let assessment = risk::assess(state, &risk::Subject::of(&row)).await.map_err(unavailable)?;
         let approved = approved_by(&view);
-        let approve_blocker = tenancy.check(&viewer.user_id, &row, &approved).err().map(|why| why.message());
+        let approve_blocker = tenancy.check(&viewer.user_id, &(&row).into(), &approved).err().map(|why| why.message());
         let (still_needed, no_one_can_approve) = if waiting(&row) {
-            let eligible = tenancy.eligible(&row, &approved);
+            let eligible = tenancy.eligible(&(&row).into(), &approved);
             let missing = missing(state, &row, &assessment.signals, approved.len());
             (Some(still_needed(missing, &eligible, c.currency.code())), eligible.len() < missing)
         } else {
@@ -319,10 +311,7 @@ impl ConsoleService {
                 .iter()
                 .map(|r| ReasonLine { rule: r.rule.clone(), message: r.message.clone() })
                 .collect(),
-            // Every round, so an expired round's approvals stay in view.
-            approvals: store::proposals::approvals_all_rounds(&state.db.read, &row.id)
-                .await
-                .map_err(unavailable)?
+            approvals: every_round
                 .into_iter()
                 .map(|a| ApprovalLine {
                     approver: words::audit_actor(&format!("user:{}", a.approver_id), name_of),

@@ -70,3 +70,19 @@ pub async fn load(state: &AppState) -> anyhow::Result<DemoSummary> {
     }
     Ok(DemoSummary { proposals: samples.len(), public_url: settings.public_url.clone() })
 }
+
+/// A server state on a fresh SQLite file in `dir` with the demo tenant
+/// loaded, its agent, and its users by username (unit tests).
+#[cfg(test)]
+pub(crate) async fn loaded_for_test(
+    dir: &std::path::Path,
+) -> (crate::state::Shared, crate::shutdown::Trigger, AgentPrincipal, Vec<store::directory::User>) {
+    let settings = crate::config::Settings { data_dir: dir.to_owned(), ..Default::default() };
+    let (state, trigger) = crate::startup::offline_state(settings).await.expect("state");
+    load(&state).await.expect("demo");
+    let mut conn = state.db.reader().await.expect("reader");
+    let agent = store::directory::agent(&mut conn, "demo", "payout-bot").await.expect("agent").expect("demo agent");
+    let users = store::directory::users_of(&mut conn, "demo").await.expect("users");
+    drop(conn);
+    (state, trigger, agent.into(), users)
+}

@@ -7,7 +7,6 @@
 use app::views::{ConsoleError, Viewer};
 
 use crate::console::{unavailable, Tenancy};
-use crate::domain::ProposalStatus;
 use crate::state::AppState;
 use crate::store;
 
@@ -21,6 +20,9 @@ pub const COUNT_CAP: u32 = 100;
 
 /// The pending proposals of `tenant` that `user_id` may approve now, oldest
 /// first, `except` left out: the first of them and how many (up to `want`).
+/// Each page is one statement of a few columns per proposal, with the
+/// reviewer's own approval in the round looked up in SQL
+/// (`store::proposals::pending_for`); [`Tenancy::check`] decides.
 async fn waiting(
     state: &AppState,
     tenant: &str,
@@ -31,27 +33,13 @@ async fn waiting(
     let tenancy = Tenancy::load(state, tenant).await?;
     let (mut first, mut count, mut scanned) = (None, 0, 0);
     let mut cursor: Option<String> = None;
-    let filters = store::proposals::ListFilters::default();
     loop {
-        let listing = store::proposals::Listing {
-            tenant_id: tenant,
-            agent_id: None,
-            status: Some(ProposalStatus::PendingApproval),
-            order: store::proposals::ListOrder::Oldest,
-            filters: &filters,
-            limit: PAGE,
-            cursor: cursor.as_deref(),
-        };
-        let (rows, more) = store::proposals::list(&state.db.read, &listing).await.map_err(unavailable)?;
-        let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-        let approvals = store::proposals::approvals_of(&state.db.read, &ids).await.map_err(unavailable)?;
+        let (rows, more) = store::proposals::pending_for(&state.db.read, tenant, user_id, cursor.as_deref(), PAGE)
+            .await
+            .map_err(unavailable)?;
         for row in rows.iter().filter(|r| Some(r.id.as_str()) != except) {
-            let approved_by: Vec<&str> = approvals
-                .iter()
-                .filter(|a| a.proposal_id == row.id && a.decision == "approve")
-                .map(|a| a.approver_id.as_str())
-                .collect();
-            if tenancy.check(user_id, row, &approved_by).is_ok() {
+            let approved_by: &[&str] = if row.approved { &[user_id] } else { &[] };
+            if tenancy.check(user_id, &row.into(), approved_by).is_ok() {
                 first.get_or_insert_with(|| row.id.clone());
                 count += 1;
                 if count >= want {
@@ -86,4 +74,109 @@ pub async fn waiting_count(state: &AppState, viewer: &Viewer) -> Result<u32, Con
     }
     let (_, count) = waiting(state, &viewer.tenant_id, &viewer.user_id, None, COUNT_CAP as usize).await?;
     Ok(u32::try_from(count).unwrap_or(COUNT_CAP))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ProposalStatus;
+    use crate::store::proposals::{ApprovalRow, ListFilters, ListOrder, Listing};
+    use serde_json::json;
+
+    /// The count as it was first written: every pending proposal read whole,
+    /// its approvals read apart, each checked by [`Tenancy::check`].
+    async fn waiting_read_whole(state: &AppState, tenant: &str, user_id: &str, except: Option<&str>) -> Vec<String> {
+        let tenancy = Tenancy::load(state, tenant).await.unwrap();
+        let filters = ListFilters::default();
+        let listing = Listing {
+            tenant_id: tenant,
+            agent_id: None,
+            status: Some(ProposalStatus::PendingApproval),
+            order: ListOrder::Oldest,
+            filters: &filters,
+            limit: 10_000,
+            cursor: None,
+        };
+        let (rows, _) = store::proposals::list(&state.db.read, &listing).await.unwrap();
+        let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+        let approvals = store::proposals::approvals_of(&state.db.read, &ids).await.unwrap();
+        rows.iter()
+            .filter(|row| Some(row.id.as_str()) != except)
+            .filter(|row| {
+                let approved_by: Vec<&str> = approvals
+                    .iter()
+                    .filter(|a| a.proposal_id == row.id && a.decision == "approve")
+                    .map(|a| a.approver_id.as_str())
+                    .collect();
+                tenancy.check(user_id, &(*row).into(), &approved_by).is_ok()
+            })
+            .map(|row| row.id.clone())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_count_and_the_next_one_are_what_may_approve_says_of_each_whole_proposal() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
+        let id_of = |name: &str| users.iter().find(|u| u.username == name).unwrap().id.clone();
+
+        // Amounts within everyone's limits, above ada's (1,000.00), above
+        // ana's (50,000.00); a currency ada has no limit in.
+        let mut ids = Vec::new();
+        for (i, (amount, currency)) in
+            [(25_000, "USD"), (200_000, "USD"), (6_000_000, "USD"), (30_000, "EUR"), (40_000, "JPY"), (26_000, "USD")]
+                .into_iter()
+                .enumerate()
+        {
+            let body = json!({"run_id": format!("flow-{i}"), "amount_minor": amount, "currency": currency,
+                "source_account": "acct_demo000000001234", "destination": "ba_northwind0007",
+                "reference": "Invoice", "purpose_code": "vendor"});
+            match crate::proposals::propose(&state, &agent, &body, state.now()).await.unwrap() {
+                crate::proposals::Proposed::Created(v) => ids.push(v.id),
+                crate::proposals::Proposed::Existing(v) => panic!("{} existed", v.id),
+            }
+        }
+        // ana approved the first (this round) and the second (an earlier
+        // round); ben rejected the fourth; ada approved the last one.
+        let mut tx = state.db.begin().await.unwrap();
+        let given = |id: &str, who: &str, decision: &str| ApprovalRow {
+            proposal_id: id.to_owned(),
+            round: 1,
+            approver_id: id_of(who),
+            decision: decision.into(),
+            reason: (decision == "reject").then(|| "No".into()),
+            via: "console".into(),
+            amr: "pwd".into(),
+            at: state.now(),
+        };
+        store::proposals::insert_approval(&mut tx, &given(&ids[0], "ana", "approve")).await.unwrap();
+        store::proposals::insert_approval(&mut tx, &given(&ids[1], "ana", "approve")).await.unwrap();
+        store::proposals::next_round(&mut tx, &ids[1]).await.unwrap();
+        store::proposals::insert_approval(&mut tx, &given(&ids[3], "ben", "reject")).await.unwrap();
+        store::proposals::insert_approval(&mut tx, &given(&ids[5], "ada", "approve")).await.unwrap();
+        tx.commit().await.unwrap();
+
+        let mut counted = Vec::new();
+        for user in &users {
+            for except in [None, ids.first().map(String::as_str), ids.get(2).map(String::as_str)] {
+                let expected = waiting_read_whole(&state, "demo", &user.id, except).await;
+                let (first, count) = waiting(&state, "demo", &user.id, except, 100).await.unwrap();
+                assert_eq!(
+                    (first, count),
+                    (expected.first().cloned(), expected.len()),
+                    "{} except {except:?}",
+                    user.username
+                );
+                let (next, one) = waiting(&state, "demo", &user.id, except, 1).await.unwrap();
+                assert_eq!((next, one), (expected.first().cloned(), expected.len().min(1)));
+            }
+            counted.push((user.username.as_str(), waiting_read_whole(&state, "demo", &user.id, None).await.len()));
+        }
+        // The cases above are all there: not everyone sees the same count.
+        let count_of = |name| counted.iter().find(|(n, _)| *n == name).unwrap().1;
+        assert_eq!(count_of("maya"), 0, "the person the agent acts for");
+        assert_eq!(count_of("vic"), 0, "a viewer");
+        assert!(count_of("ana") < count_of("ben"), "{counted:?}");
+        assert!(count_of("ada") < count_of("ben"), "{counted:?}");
+    }
 }

@@ -594,6 +594,21 @@ pub async fn views(state: &AppState, rows: Vec<ProposalRow>) -> crate::store::Re
         .collect())
 }
 
+/// [`views`] of one proposal whose approvals of every round were read
+/// already (the console's detail page lists them all): the current round's
+/// are taken from them rather than read again.
+pub async fn view_given_rounds(
+    state: &AppState,
+    row: ProposalRow,
+    every_round: &[store::proposals::ApprovalRow],
+) -> crate::store::Result<ProposalView> {
+    let operation = store::operations::for_proposals(&state.db.read, &[row.id.as_str()]).await?.pop();
+    let current = every_round.iter().filter(|a| a.round == row.approval_round).map(approval_view).collect();
+    let mut view = to_view(state, row, current);
+    view.operation = operation.map(OperationView::from);
+    Ok(view)
+}
+
 fn approval_view(a: &store::proposals::ApprovalRow) -> ApprovalView {
     ApprovalView {
         approver_id: a.approver_id.clone(),
@@ -968,4 +983,50 @@ pub async fn expire_due(state: &AppState, now: DateTime<Utc>) -> crate::store::R
         state.changes.publish(id);
     }
     Ok(expired.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_view_given_every_round_is_the_view_read_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
+        let body = json!({"run_id": "rounds", "amount_minor": 25_000, "currency": "USD",
+            "source_account": "acct_demo000000001234", "destination": "ba_northwind0007",
+            "reference": "Invoice", "purpose_code": "vendor"});
+        let Proposed::Created(created) = propose(&state, &agent, &body, state.now()).await.unwrap() else {
+            panic!("not created");
+        };
+        let given = |who: usize, round: i64| store::proposals::ApprovalRow {
+            proposal_id: created.id.clone(),
+            round,
+            approver_id: users[who].id.clone(),
+            decision: "approve".into(),
+            reason: None,
+            via: "console".into(),
+            amr: "pwd".into(),
+            at: state.now(),
+        };
+        let compare = |label: &'static str| {
+            let state = state.clone();
+            let id = created.id.clone();
+            async move {
+                let row = store::proposals::get(&state.db.read, "demo", &id).await.unwrap().unwrap();
+                let every = store::proposals::approvals_all_rounds(&state.db.read, &id).await.unwrap();
+                let given = view_given_rounds(&state, row.clone(), &every).await.unwrap();
+                let alone = views(&state, vec![row]).await.unwrap().pop().unwrap();
+                assert_eq!(serde_json::to_value(&given).unwrap(), serde_json::to_value(&alone).unwrap(), "{label}");
+                (every.len(), given.approvals.len())
+            }
+        };
+        assert_eq!(compare("no approval").await, (0, 0));
+        let mut tx = state.db.begin().await.unwrap();
+        store::proposals::insert_approval(&mut tx, &given(0, 1)).await.unwrap();
+        store::proposals::next_round(&mut tx, &created.id).await.unwrap();
+        store::proposals::insert_approval(&mut tx, &given(1, 2)).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(compare("an earlier round's approval left out").await, (2, 1));
+    }
 }

@@ -427,16 +427,29 @@ pub async fn password_hash(pool: &Pool, user_id: &str) -> Result<Option<String>>
     Ok(scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?)
 }
 
-/// Users of a tenant, by username.
+/// Users of a tenant, by username; their limits in one more statement,
+/// not one per user (every console page reads them).
 pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
     let rows =
         query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username").bind(tenant).fetch_all(&mut *conn).await?;
-    let mut users = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let limits = limits_of(&mut *conn, &Cols::of(row).text("id")?).await?;
-        users.push(user_from_row(row, limits)?);
+    let limit_rows = query(
+        "SELECT l.user_id, l.currency, l.limit_minor FROM approval_limits l JOIN users u ON u.id = l.user_id
+         WHERE u.tenant_id = ?",
+    )
+    .bind(tenant)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut limits: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for r in &limit_rows {
+        let c = Cols::of(r);
+        limits.entry(c.text("user_id")?).or_default().insert(c.text("currency")?, c.unsigned("limit_minor")?);
     }
-    Ok(users)
+    rows.iter()
+        .map(|row| {
+            let id = Cols::of(row).text("id")?;
+            user_from_row(row, limits.remove(&id).unwrap_or_default())
+        })
+        .collect()
 }
 
 /// Agents of a tenant, by id.

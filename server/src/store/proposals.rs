@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{query, scalar, ts, Builder, Cols, Conn, Pool, Result, Row, StoreError};
-use crate::domain::{CanonicalRequest, ProposalStatus};
+use crate::domain::{CanonicalRequest, Currency, ProposalStatus};
 use crate::policy::Decision;
 
 #[derive(Debug, Clone)]
@@ -149,6 +149,21 @@ pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalR
     row.as_ref().map(from_row).transpose()
 }
 
+/// The proposals `ids` within `tenant` that exist, in the order given, in
+/// one statement (the bulk page lists up to 50).
+pub async fn get_many(pool: &Pool, tenant: &str, ids: &[&str]) -> Result<Vec<ProposalRow>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Builder::new(format!("{SELECT} WHERE p.tenant_id = "));
+    q.push_bind(tenant).push(" AND p.id IN (");
+    q.push_list(ids.iter().copied());
+    q.push(")");
+    let mut rows = q.build().fetch_all(pool).await?.iter().map(from_row).collect::<Result<Vec<_>>>()?;
+    rows.sort_by_key(|r| ids.iter().position(|id| *id == r.id));
+    Ok(rows)
+}
+
 /// Same as `get`, on a connection (inside a transaction).
 pub async fn get_in(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
     let row = query(format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))
@@ -263,6 +278,57 @@ pub async fn list(pool: &Pool, l: &Listing<'_>) -> Result<(Vec<ProposalRow>, boo
     let rows = listing_query("", l).build().fetch_all(pool).await?;
     let more = rows.len() > l.limit as usize;
     Ok((rows.iter().take(l.limit as usize).map(from_row).collect::<Result<_>>()?, more))
+}
+
+/// A pending proposal as the count of those waiting for a reviewer reads
+/// it (`flow`): what `approvals::may_approve` checks, and whether the
+/// reviewer approved it in its current round. A few columns, no JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingRow {
+    pub id: String,
+    pub status: ProposalStatus,
+    pub agent_id: String,
+    pub currency: Currency,
+    pub amount_minor: u64,
+    /// `approver` gave an approval in the current round.
+    pub approved: bool,
+}
+
+/// The tenant's pending proposals, oldest first, after `cursor` (an id),
+/// as `approver` would be checked against them; plus whether more follow.
+pub async fn pending_for(
+    pool: &Pool,
+    tenant: &str,
+    approver: &str,
+    cursor: Option<&str>,
+    limit: u32,
+) -> Result<(Vec<PendingRow>, bool)> {
+    let mut q = Builder::new(
+        "SELECT p.id, p.status, p.agent_id, p.currency, p.amount_minor,
+             CASE WHEN EXISTS (SELECT 1 FROM approvals a WHERE a.proposal_id = p.id AND a.round = p.approval_round
+                 AND a.approver_id = ",
+    );
+    q.push_bind(approver).push(" AND a.decision = 'approve') THEN 1 ELSE 0 END AS approved FROM proposals p");
+    q.push(" WHERE p.tenant_id = ").push_bind(tenant);
+    q.push(" AND p.status = ").push_bind(ProposalStatus::PendingApproval.as_str());
+    if let Some(cursor) = cursor {
+        q.push(" AND p.id > ").push_bind(cursor);
+    }
+    q.push(" ORDER BY p.id LIMIT ").push_bind(i64::from(limit) + 1);
+    let rows = q.build().fetch_all(pool).await?;
+    let more = rows.len() > limit as usize;
+    let read = |r: &Row| {
+        let c = Cols::of(r);
+        Ok(PendingRow {
+            id: c.text("id")?,
+            status: c.parse("status", ProposalStatus::parse)?,
+            agent_id: c.text("agent_id")?,
+            currency: c.parse("currency", |s| Currency::parse(s).ok())?,
+            amount_minor: c.unsigned("amount_minor")?,
+            approved: c.flag("approved")?,
+        })
+    };
+    Ok((rows.iter().take(limit as usize).map(read).collect::<Result<_>>()?, more))
 }
 
 /// `%text%` for LIKE, with its wildcards escaped (`\`).
@@ -726,6 +792,86 @@ pub(crate) mod tests {
             format!("{:?}", (b.row, b.approvals, b.operation, b.token)),
             format!("{:?}", (row, approvals, operation, token)),
         )
+    }
+
+    #[tokio::test]
+    async fn get_many_reads_the_listed_proposals_of_the_tenant_in_the_order_listed() {
+        for db in setup("get_many_reads_the_listed_proposals").await {
+            let mut c = db.write.acquire().await.unwrap();
+            for id in ["prop_2", "prop_3"] {
+                insert(&mut c, &NewProposal { id, run_id: id, ..sample(Utc::now()) }).await.unwrap();
+            }
+            drop(c);
+            let ids = |rows: Vec<ProposalRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
+            let listed = get_many(&db.read, "t", &["prop_3", "nope", "prop_1"]).await.unwrap();
+            assert_eq!(ids(listed), ["prop_3", "prop_1"], "as listed; unknown ids left out");
+            assert!(get_many(&db.read, "other", &["prop_1"]).await.unwrap().is_empty(), "another tenant's");
+            assert!(get_many(&db.read, "t", &[]).await.unwrap().is_empty());
+            let one = get_many(&db.read, "t", &["prop_2"]).await.unwrap().pop().unwrap();
+            let alone = get(&db.read, "t", "prop_2").await.unwrap().unwrap();
+            assert_eq!(format!("{one:?}"), format!("{alone:?}"), "the same row as get reads");
+            db.finish().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn pending_for_reads_what_may_approve_checks_and_the_approvers_own_approval() {
+        for db in setup("pending_for_reads_what_may_approve_checks").await {
+            let now = Utc::now();
+            let mut c = db.write.acquire().await.unwrap();
+            let made = [
+                ("prop_2", ProposalStatus::PendingApproval, 500, "EUR"),
+                ("prop_3", ProposalStatus::Succeeded, 100, "USD"),
+                ("prop_4", ProposalStatus::PendingApproval, 700, "JPY"),
+            ];
+            for (id, status, amount_minor, currency) in made {
+                insert(&mut c, &NewProposal { id, run_id: id, status, amount_minor, currency, ..sample(now) })
+                    .await
+                    .unwrap();
+            }
+            let given = |id: &str, approver: &str, round, decision: &str| ApprovalRow {
+                proposal_id: id.into(),
+                decision: decision.into(),
+                ..approval(approver, round, "2026-01-01T00:00:01.000Z")
+            };
+            // prop_1: ana approved this round. prop_2: ana approved, then a new
+            // round began; ben rejected. prop_3 is decided.
+            insert_approval(&mut c, &given("prop_1", "usr_ana", 1, "approve")).await.unwrap();
+            insert_approval(&mut c, &given("prop_2", "usr_ana", 1, "approve")).await.unwrap();
+            next_round(&mut c, "prop_2").await.unwrap();
+            insert_approval(&mut c, &given("prop_2", "usr_ben", 2, "reject")).await.unwrap();
+            insert_approval(&mut c, &given("prop_3", "usr_ana", 1, "approve")).await.unwrap();
+            drop(c);
+
+            let read = |approver: &'static str, cursor: Option<&'static str>, limit| {
+                let pool = db.read.clone();
+                async move { pending_for(&pool, "t", approver, cursor, limit).await.unwrap() }
+            };
+            let (rows, more) = read("usr_ana", None, 10).await;
+            assert!(!more);
+            let seen: Vec<(&str, bool)> = rows.iter().map(|r| (r.id.as_str(), r.approved)).collect();
+            assert_eq!(seen, [("prop_1", true), ("prop_2", false), ("prop_4", false)], "oldest first, pending only");
+            assert_eq!(
+                rows[2],
+                PendingRow {
+                    id: "prop_4".into(),
+                    status: ProposalStatus::PendingApproval,
+                    agent_id: "bot".into(),
+                    currency: Currency::parse("JPY").unwrap(),
+                    amount_minor: 700,
+                    approved: false,
+                }
+            );
+            let (rows, _) = read("usr_ben", None, 10).await;
+            assert!(rows.iter().all(|r| !r.approved), "a rejection is no approval: {rows:?}");
+            let (rows, more) = read("usr_ana", None, 1).await;
+            assert_eq!((rows.len(), more), (1, true));
+            let (rows, more) = read("usr_ana", Some("prop_1"), 1).await;
+            assert_eq!((rows[0].id.as_str(), more), ("prop_2", true));
+            let other = pending_for(&db.read, "other", "usr_ana", None, 10).await.unwrap();
+            assert!(other.0.is_empty(), "another tenant's proposals are not read");
+            db.finish().await;
+        }
     }
 
     #[tokio::test]
