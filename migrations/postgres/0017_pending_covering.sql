@@ -1,4 +1,4 @@
--- PostgreSQL twin of ../0018_pending_covering.sql.
+-- PostgreSQL twin of ../0017_pending_covering.sql.
 --
 -- The count of proposals waiting for a reviewer (the console's page titles,
 -- server/src/flow.rs, `store::proposals::pending_for`) reads each pending
