@@ -64,12 +64,6 @@ fn set_hint(head: (i64, String)) {
     *HEAD_HINT.lock().unwrap_or_else(|p| p.into_inner()) = Some(head);
 }
 
-/// Appends `entry` to the chain. Call inside the write transaction of the
-/// change it records.
-///
-/// Usually one statement: the entry is linked to the remembered head and
-/// inserted only if that is still the head. Otherwise (first append, or the
-/// guess was stale) the head is read first, as two statements.
 /// Appends `entry` in a transaction of its own (for an event that changes
 /// nothing else: a sign-in, a sign-out, a refused request).
 pub async fn append_alone(pool: &Pool, entry: &AuditEntry) -> Result<()> {
@@ -78,13 +72,23 @@ pub async fn append_alone(pool: &Pool, entry: &AuditEntry) -> Result<()> {
     tx.commit().await
 }
 
+/// Appends `entry` to the chain. Call inside the write transaction of the
+/// change it records.
+///
+/// Usually one statement (on PostgreSQL after taking the chain's lock): the
+/// entry is linked to the remembered head and inserted only if that is
+/// still the head. Otherwise (first append, or the guess was stale) the head
+/// is read first, as two statements.
 pub async fn append(conn: &mut Conn, entry: &AuditEntry) -> Result<()> {
     if conn.is_postgres() {
         // Several instances may append at once: one at a time, the lock
         // held to the end of the transaction, so the head read below stays
         // the head. (On SQLite the single writer serializes them.)
         query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
-    } else if let Some((seq, prev)) = hint() {
+    }
+    // The guess saves reading the head: right unless another process
+    // appended, or the transaction that wrote it rolled back.
+    if let Some((seq, prev)) = hint() {
         if insert(conn, seq + 1, &prev, entry, true).await? {
             return Ok(());
         }
@@ -122,7 +126,8 @@ async fn insert(conn: &mut Conn, seq: i64, prev: &str, entry: &AuditEntry, guard
     let query = if guarded { query.bind(prev) } else { query };
     let done = query.execute(conn).await?;
     let inserted = done.rows_affected() == 1;
-    if inserted && guarded {
+    if inserted {
+        // Also after a wrong guess: the next append guesses right again.
         set_hint((seq, hash));
     }
     Ok(inserted)
