@@ -135,10 +135,8 @@ async fn write_together(
     batch: &[(NewProposalJob, Reply)],
 ) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
     let mut tx = state.db.begin().await?;
-    let mut stored = Vec::with_capacity(batch.len());
-    for (job, _) in batch {
-        stored.push(job.insert(state, &mut tx).await?);
-    }
+    let jobs: Vec<&NewProposalJob> = batch.iter().map(|(job, _)| job).collect();
+    let stored = NewProposalJob::insert_all(&jobs, state, &mut tx).await?;
     tx.commit().await?;
     Ok(stored)
 }

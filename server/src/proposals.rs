@@ -400,43 +400,92 @@ impl NewProposalJob {
         state: &AppState,
         tx: &mut crate::store::Conn,
     ) -> Result<Option<ProposalRow>, ProposeError> {
-        let NewProposalJob { agent, canonical, hash, run_id, decision, id, now, summary, .. } = self;
-        let (id, now, summary) = (id.as_str(), *now, summary.clone());
-        let canonical_json = canonical.to_value().to_string();
-        let policy_json = serde_json::to_string(decision).expect("decision serializes");
-        let stored = store::proposals::insert(
-            tx,
-            &store::proposals::NewProposal {
-                id,
-                tenant_id: &agent.tenant_id,
-                agent_id: &agent.agent_id,
-                run_id,
-                kind: canonical.kind.as_str(),
-                status: ProposalStatus::PendingApproval,
-                amount_minor: canonical.amount_minor,
-                currency: canonical.currency.code(),
-                payee_id: canonical.destination.id.expose(),
-                invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
-                canonical_request: &canonical_json,
-                request_hash: hash.as_str(),
-                policy: &policy_json,
-                required_approvals: decision.required_approvals,
-                now,
-                expires_at: now + Duration::seconds(state.settings.proposals.ttl_secs as i64),
-            },
-        )
-        .await?;
-        let Some(mut row) = stored else { return Ok(None) };
-        row.payee_trusted = self.payee_trusted;
-        let created = AuditEntry {
-            tenant_id: Some(agent.tenant_id.clone()),
-            actor: agent.actor(),
+        Ok(NewProposalJob::insert_all(&[self], state, tx).await?.pop().flatten())
+    }
+
+    /// [`NewProposalJob::insert`] for several proposals in one transaction:
+    /// their rows in one statement and their audit entries in another (a
+    /// batch of intake costs two statements, not two per proposal), then
+    /// each one's policy approval or announcement.
+    pub async fn insert_all(
+        jobs: &[&NewProposalJob],
+        state: &AppState,
+        tx: &mut crate::store::Conn,
+    ) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
+        let texts: Vec<(String, String)> = jobs
+            .iter()
+            .map(|j| {
+                (j.canonical.to_value().to_string(), serde_json::to_string(&j.decision).expect("decision serializes"))
+            })
+            .collect();
+        let rows: Vec<store::proposals::NewProposal<'_>> =
+            jobs.iter().zip(&texts).map(|(job, (canonical, policy))| job.row(state, canonical, policy)).collect();
+        let stored = store::proposals::insert_many(tx, &rows).await?;
+        let created: Vec<AuditEntry> =
+            jobs.iter().zip(&stored).filter(|(_, row)| row.is_some()).map(|(job, _)| job.created_entry()).collect();
+        store::audit::append_all(tx, &created).await?;
+        let mut done = Vec::with_capacity(jobs.len());
+        for (job, row) in jobs.iter().zip(stored) {
+            done.push(match row {
+                Some(row) => Some(job.after_insert(state, tx, row).await?),
+                None => None,
+            });
+        }
+        Ok(done)
+    }
+
+    /// The proposal row to store (pending), given its canonical request's
+    /// and its policy decision's JSON.
+    fn row<'a>(
+        &'a self,
+        state: &AppState,
+        canonical_json: &'a str,
+        policy_json: &'a str,
+    ) -> store::proposals::NewProposal<'a> {
+        let NewProposalJob { agent, canonical, hash, run_id, decision, id, now, .. } = self;
+        store::proposals::NewProposal {
+            id,
+            tenant_id: &agent.tenant_id,
+            agent_id: &agent.agent_id,
+            run_id,
+            kind: canonical.kind.as_str(),
+            status: ProposalStatus::PendingApproval,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency.code(),
+            payee_id: canonical.destination.id.expose(),
+            invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
+            canonical_request: canonical_json,
+            request_hash: hash.as_str(),
+            policy: policy_json,
+            required_approvals: decision.required_approvals,
+            now: *now,
+            expires_at: *now + Duration::seconds(state.settings.proposals.ttl_secs as i64),
+        }
+    }
+
+    /// The `proposal.created` audit entry.
+    fn created_entry(&self) -> AuditEntry {
+        AuditEntry {
+            tenant_id: Some(self.agent.tenant_id.clone()),
+            actor: self.agent.actor(),
             action: "proposal.created".into(),
-            proposal_id: Some(id.to_owned()),
-            request_hash: Some(hash.to_string()),
-            data: summary,
-        };
-        store::audit::append(tx, &created).await?;
+            proposal_id: Some(self.id.clone()),
+            request_hash: Some(self.hash.to_string()),
+            data: self.summary.clone(),
+        }
+    }
+
+    /// After the row and its entry: the policy's approval when policy
+    /// approves it alone, else the announcement to the approvers.
+    async fn after_insert(
+        &self,
+        state: &AppState,
+        tx: &mut crate::store::Conn,
+        mut row: ProposalRow,
+    ) -> Result<ProposalRow, ProposeError> {
+        let NewProposalJob { agent, canonical, hash, decision, id, now, .. } = self;
+        let (id, now) = (id.as_str(), *now);
+        row.payee_trusted = self.payee_trusted;
         let Some(approver) = decision.auto_approver() else {
             let mut card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
             if state.settings.slack.webhook_for(&agent.tenant_id).is_some() {
@@ -444,7 +493,7 @@ impl NewProposalJob {
                 card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
             }
             crate::slack::outbox::announce(state, tx, &card, now).await?;
-            return Ok(Some(row));
+            return Ok(row);
         };
         let approval = store::proposals::ApprovalRow {
             proposal_id: id.to_owned(),
@@ -461,7 +510,7 @@ impl NewProposalJob {
             crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
             other => ProposeError::Approval(other.to_string()),
         })?;
-        Ok(Some(row))
+        Ok(row)
     }
 }
 

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
-use super::{query, ts, Cols, Conn, Pool, Result, Row};
+use super::{query, ts, Builder, Cols, Conn, Pool, Result, Row};
 use crate::domain::jcs;
 
 pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
@@ -80,6 +80,15 @@ pub async fn append_alone(pool: &Pool, entry: &AuditEntry) -> Result<()> {
 /// still the head. Otherwise (first append, or the guess was stale) the head
 /// is read first, as two statements.
 pub async fn append(conn: &mut Conn, entry: &AuditEntry) -> Result<()> {
+    append_all(conn, std::slice::from_ref(entry)).await
+}
+
+/// Appends `entries`, in order, as [`append`] does one: a batch of new
+/// proposals' entries goes in as one statement.
+pub async fn append_all(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
     if conn.is_postgres() {
         // Several instances may append at once: one at a time, the lock
         // held to the end of the transaction, so the head read below stays
@@ -89,7 +98,7 @@ pub async fn append(conn: &mut Conn, entry: &AuditEntry) -> Result<()> {
     // The guess saves reading the head: right unless another process
     // appended, or the transaction that wrote it rolled back.
     if let Some((seq, prev)) = hint() {
-        if insert(conn, seq + 1, &prev, entry, true).await? {
+        if insert(conn, seq + 1, &prev, entries, true).await? {
             return Ok(());
         }
     }
@@ -98,37 +107,38 @@ pub async fn append(conn: &mut Conn, entry: &AuditEntry) -> Result<()> {
         Some(row) => (Cols::of(&row).int("seq")? + 1, Cols::of(&row).text("hash")?),
         None => (1, GENESIS.to_owned()),
     };
-    insert(conn, seq, &prev, entry, false).await?;
+    insert(conn, seq, &prev, entries, false).await?;
     Ok(())
 }
 
-/// Inserts `entry` as number `seq` after `prev`; with `guarded`, only if
-/// `prev` is the hash of the newest entry (returns whether it was inserted).
-async fn insert(conn: &mut Conn, seq: i64, prev: &str, entry: &AuditEntry, guarded: bool) -> Result<bool> {
+/// Inserts `entries` as numbers `seq`, `seq + 1`, … chained after `prev`;
+/// with `guarded`, only if `prev` is the hash of the newest entry (returns
+/// whether they were inserted).
+async fn insert(conn: &mut Conn, seq: i64, prev: &str, entries: &[AuditEntry], guarded: bool) -> Result<bool> {
     let at = ts(Utc::now());
-    let hash = entry_hash(seq, &at, entry, prev);
-    let guard = if guarded { " WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ?" } else { "" };
-    let sql = format!(
+    let mut q = Builder::new(
         "INSERT INTO audit_log (seq, at, tenant_id, actor, action, proposal_id, request_hash, data, prev_hash, hash)
-         SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{guard}"
+         SELECT * FROM (VALUES ",
     );
-    let query = query(&sql)
-        .bind(seq)
-        .bind(&at)
-        .bind(&entry.tenant_id)
-        .bind(&entry.actor)
-        .bind(&entry.action)
-        .bind(&entry.proposal_id)
-        .bind(&entry.request_hash)
-        .bind(entry.data.to_string())
-        .bind(prev)
-        .bind(&hash);
-    let query = if guarded { query.bind(prev) } else { query };
-    let done = query.execute(conn).await?;
-    let inserted = done.rows_affected() == 1;
+    let (mut n, mut last) = (seq, prev.to_owned());
+    for (i, entry) in entries.iter().enumerate() {
+        let hash = entry_hash(n, &at, entry, &last);
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_bind(n).push(", ").push_bind(at.clone()).push(", ").push_bind(entry.tenant_id.clone());
+        q.push(", ").push_bind(entry.actor.clone()).push(", ").push_bind(entry.action.clone());
+        q.push(", ").push_bind(entry.proposal_id.clone()).push(", ").push_bind(entry.request_hash.clone());
+        q.push(", ").push_bind(entry.data.to_string()).push(", ").push_bind(last).push(", ").push_bind(hash.clone());
+        q.push(")");
+        (n, last) = (n + 1, hash);
+    }
+    q.push(") AS v");
+    if guarded {
+        q.push(" WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ").push_bind(prev.to_owned());
+    }
+    let inserted = q.build().execute(conn).await?.rows_affected() == entries.len() as u64;
     if inserted {
         // Also after a wrong guess: the next append guesses right again.
-        set_hint((seq, hash));
+        set_hint((n - 1, last));
     }
     Ok(inserted)
 }

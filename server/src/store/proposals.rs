@@ -100,6 +100,40 @@ pub async fn find_duplicate(
         .await?)
 }
 
+/// Inserts `proposals` in one statement; for each, the row as inserted,
+/// or None when the identical request was already in its run (also when it
+/// comes twice in `proposals`: the first is kept).
+pub async fn insert_many(conn: &mut Conn, proposals: &[NewProposal<'_>]) -> Result<Vec<Option<ProposalRow>>> {
+    if proposals.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Builder::new(
+        "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
+             invoice_id, canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at,
+             expires_at)
+         VALUES ",
+    );
+    for (i, p) in proposals.iter().enumerate() {
+        let now = ts(p.now);
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_list([p.id, p.tenant_id, p.agent_id, p.run_id, p.kind, p.status.as_str()]);
+        q.push(", ").push_bind(p.amount_minor as i64).push(", ").push_bind(p.currency);
+        q.push(", ").push_bind(p.payee_id).push(", ").push_bind(p.invoice_id);
+        q.push(", ").push_list([p.canonical_request, p.request_hash, p.policy]);
+        q.push(", ").push_bind(i64::from(p.required_approvals)).push(", 1, ").push_bind(now.clone());
+        q.push(", ").push_bind(now).push(", ").push_bind(ts(p.expires_at)).push(")");
+    }
+    q.push(" ON CONFLICT (tenant_id, agent_id, run_id, request_hash) DO NOTHING RETURNING *, 0 AS payee_trusted");
+    let mut stored: std::collections::HashMap<String, ProposalRow> = q
+        .build()
+        .fetch_all(conn)
+        .await?
+        .iter()
+        .map(|r| from_row(r).map(|row| (row.id.clone(), row)))
+        .collect::<Result<_>>()?;
+    Ok(proposals.iter().map(|p| stored.remove(p.id)).collect())
+}
+
 /// Inserts the proposal unless the same request is already in this run
 /// (the unique (tenant, agent, run, request hash)); returns the stored row,
 /// or None when it was a duplicate. Letting the insert detect the duplicate
@@ -1005,6 +1039,30 @@ pub(crate) mod tests {
                 !operations::claim(&mut c, "op_1", lapsed, lapsed + lease).await.unwrap(),
                 "a closed one is not claimed"
             );
+            drop(c);
+            db.finish().await;
+        }
+    }
+
+    /// One statement for several proposals: each gets its own row back, an
+    /// identical request (already stored, or twice in the call) gets None.
+    #[tokio::test]
+    async fn insert_many_keeps_the_first_of_identical_requests() {
+        for db in setup("insert_many_keeps_the_first_of_identical_requests").await {
+            let now = Utc::now();
+            let with = |id: &'static str, hash: &'static str| NewProposal { id, request_hash: hash, ..sample(now) };
+            let batch = [
+                with("prop_2", "sha256:02"),
+                with("prop_1b", "sha256:00"),
+                with("prop_3", "sha256:03"),
+                with("prop_2b", "sha256:02"),
+            ];
+            let mut c = db.write.acquire().await.unwrap();
+            let stored = insert_many(&mut c, &batch).await.unwrap();
+            let ids: Vec<Option<&str>> = stored.iter().map(|r| r.as_ref().map(|r| r.id.as_str())).collect();
+            assert_eq!(ids, [Some("prop_2"), None, Some("prop_3"), None], "{}", db.backend);
+            let count: i64 = scalar("SELECT COUNT(*) FROM proposals").fetch_one(&db.read).await.unwrap();
+            assert_eq!(count, 3);
             drop(c);
             db.finish().await;
         }
