@@ -284,7 +284,7 @@ async fn decide_inner(
     if !DECIDABLE.contains(&row.status) {
         return Err(DecideError::InvalidState(row.status));
     }
-    let asker = Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles };
+    let asker = Asker::from(approver);
     let decision = match &verdict {
         Verdict::Reject { reason } => {
             let reason = check_reason(reason)?;
@@ -445,7 +445,7 @@ async fn stepped_up(
     now: DateTime<Utc>,
 ) -> Result<Option<store::passkeys::AssertionRow>, DecideError> {
     use base64::Engine;
-    let asker = Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles };
+    let asker = Asker::from(approver);
     let need = step_up::need_for(state, tx, &approver.tenant_id, &approver.user_id, &approver.roles, current).await?;
     let mut kept = match (&approver.step_up, nonce) {
         (Some(StepUp::One(answer)), Some(nonce)) => {

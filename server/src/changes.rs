@@ -185,9 +185,7 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
     let mut ticker = tokio::time::interval(state.hooks.follow_every.unwrap_or(FOLLOW_EVERY));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let notified = Arc::new(Notify::new());
-    if state.db.is_postgres() {
-        tokio::spawn(listen(state.db.read.clone(), notified.clone(), shutdown.clone()));
-    }
+    tokio::spawn(listen(state.db.read.clone(), notified.clone(), shutdown.clone()));
     let mut pruned_at = Instant::now();
     let mut read_at = tokio::time::Instant::now();
     let mut failing = false;
@@ -226,7 +224,8 @@ pub async fn follow(state: Shared, shutdown: Shutdown) {
 
 /// On PostgreSQL: listens for the change log's notifications and wakes the
 /// follower at each (and after a reconnection, as what came in between is
-/// unknown). Retries every second while the database cannot be reached.
+/// unknown). Retries every second while the database cannot be reached. On
+/// SQLite, which has no notifications, it returns at once.
 async fn listen(pool: crate::store::Pool, wake: Arc<Notify>, shutdown: Shutdown) {
     let run = || async {
         let Some(mut listener) = change_log::Listener::start(&pool).await? else {
@@ -243,12 +242,12 @@ async fn listen(pool: crate::store::Pool, wake: Arc<Notify>, shutdown: Shutdown)
             failed = run() => failed,
             _ = shutdown.wait() => return,
         };
+        // Ending without an error: nothing to listen for.
+        let Err(e) = failed else { return };
         if shutdown.fired() {
             return;
         }
-        if let Err(e) = failed {
-            tracing::warn!(error = %e, "cannot listen for changes; the change log is still read every tick");
-        }
+        tracing::warn!(error = %e, "cannot listen for changes; the change log is still read every tick");
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = shutdown.wait() => return,

@@ -72,7 +72,7 @@ pub async fn bulk_form(
         field("step_up_signature"),
     );
     if let (true, Some(answer)) = (approving, answer) {
-        let asker = Asker { tenant_id: &user.user.tenant_id, user_id: &user.user.id, roles: &user.user.roles };
+        let asker = Asker::from(&user.user);
         // One assertion over the set as listed, verified (and its nonce
         // spent) before any of them is decided; each approval then checks
         // its proposal is still as listed.
@@ -146,6 +146,6 @@ pub async fn step_up_json(
         let why = "list at least one proposal";
         return Err(ApiError::Validation(vec![crate::domain::FieldError::new("ids", "invalid_value", why)]));
     }
-    let asker = Asker { tenant_id: &user.user.tenant_id, user_id: &user.user.id, roles: &user.user.roles };
+    let asker = Asker::from(&user.user);
     Ok((StatusCode::CREATED, Json(step_up::start_listed(&state, &asker, &ids, state.now()).await?)))
 }

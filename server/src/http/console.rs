@@ -510,7 +510,7 @@ pub async fn step_up_json(
     user: CurrentUser,
     Path(ProposalPath { id }): Path<ProposalPath>,
 ) -> Result<(StatusCode, Json<StepUpOptions>), ApiError> {
-    let asker = Asker { tenant_id: &user.user.tenant_id, user_id: &user.user.id, roles: &user.user.roles };
+    let asker = Asker::from(&user.user);
     Ok((StatusCode::CREATED, Json(step_up::start_one(&state, &asker, &id, state.now()).await?)))
 }
 

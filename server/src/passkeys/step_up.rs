@@ -171,6 +171,18 @@ pub struct Asker<'a> {
     pub roles: &'a [Role],
 }
 
+impl<'a> From<&'a crate::store::directory::User> for Asker<'a> {
+    fn from(user: &'a crate::store::directory::User) -> Self {
+        Asker { tenant_id: &user.tenant_id, user_id: &user.id, roles: &user.roles }
+    }
+}
+
+impl<'a> From<&'a crate::approvals::Approver> for Asker<'a> {
+    fn from(approver: &'a crate::approvals::Approver) -> Self {
+        Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles }
+    }
+}
+
 fn rp(state: &AppState) -> Result<RelyingParty, StepUpError> {
     relying_party(state).map_err(|_| StepUpError::NoRelyingParty)
 }

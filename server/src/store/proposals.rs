@@ -100,9 +100,9 @@ pub async fn find_duplicate(
         .await?)
 }
 
-/// Inserts `proposals` in one statement; for each, the row as inserted,
-/// or None when the identical request was already in its run (also when it
-/// comes twice in `proposals`: the first is kept).
+/// [`insert`] for several proposals in one statement; for each, the row as
+/// inserted, or None when the identical request was already in its run
+/// (also when it comes twice in `proposals`: the first is kept).
 pub async fn insert_many(conn: &mut Conn, proposals: &[NewProposal<'_>]) -> Result<Vec<Option<ProposalRow>>> {
     if proposals.is_empty() {
         return Ok(Vec::new());
@@ -142,35 +142,7 @@ pub async fn insert_many(conn: &mut Conn, proposals: &[NewProposal<'_>]) -> Resu
 /// (docs/BENCHMARKS.md). The row's `payee_trusted` is false: the caller knows
 /// the payee.
 pub async fn insert(conn: &mut Conn, p: &NewProposal<'_>) -> Result<Option<ProposalRow>> {
-    let now = ts(p.now);
-    let row = query(
-        "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
-             invoice_id, canonical_request, request_hash, policy, required_approvals, version, created_at, updated_at,
-             expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
-         ON CONFLICT (tenant_id, agent_id, run_id, request_hash) DO NOTHING
-         RETURNING *, 0 AS payee_trusted",
-    )
-    .bind(p.id)
-    .bind(p.tenant_id)
-    .bind(p.agent_id)
-    .bind(p.run_id)
-    .bind(p.kind)
-    .bind(p.status.as_str())
-    .bind(p.amount_minor as i64)
-    .bind(p.currency)
-    .bind(p.payee_id)
-    .bind(p.invoice_id)
-    .bind(p.canonical_request)
-    .bind(p.request_hash)
-    .bind(p.policy)
-    .bind(i64::from(p.required_approvals))
-    .bind(&now)
-    .bind(&now)
-    .bind(ts(p.expires_at))
-    .fetch_optional(conn)
-    .await?;
-    row.as_ref().map(from_row).transpose()
+    Ok(insert_many(conn, std::slice::from_ref(p)).await?.pop().flatten())
 }
 
 /// The proposal `id` within `tenant`, or None (also for other tenants' ids).
