@@ -182,6 +182,7 @@ impl std::fmt::Display for Usage {
 }
 
 /// A provisioned server directory: config, data, log.
+#[derive(Clone, Debug)]
 pub struct ServerDir {
     pub dir: PathBuf,
     pub config: PathBuf,

@@ -122,23 +122,12 @@ pub async fn intake(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Resu
     }
     raw.close().await;
     d.drop_database().await?;
-    let (base, one, two) = (LoadReport::merge(base_rounds), LoadReport::merge(one), LoadReport::merge(two));
-    println!("  one instance:  {one}");
-    println!("  two instances: {two}");
-    println!("  baseline:      {base}");
-    let ratio = |r: &LoadReport| r.per_sec() / base.per_sec().max(1.0) * 100.0;
-    Ok(vec![Figure::new(
+    Ok(vec![compare(
         "intake throughput, PostgreSQL",
-        format!(
-            "one instance {:.0} proposals/s ({:.1} %), two instances {:.0}/s ({:.1} %) vs raw inserts {:.0} rows/s",
-            one.per_sec(),
-            ratio(&one),
-            two.per_sec(),
-            ratio(&two),
-            base.per_sec()
-        ),
+        ("proposals/s", "raw inserts", "rows/s"),
         "≥ 40 % of baseline (reported next to SQLite's)",
-        ratio(&two) >= 40.0 && one.failed == 0 && two.failed == 0,
+        40.0,
+        [base_rounds, one, two],
     )])
 }
 
@@ -177,24 +166,44 @@ pub async fn poll(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Result
     }
     baseline.stop().await;
     d.drop_database().await?;
-    let (base, one, two) = (LoadReport::merge(base), LoadReport::merge(one), LoadReport::merge(two));
+    Ok(vec![compare(
+        "status poll throughput, PostgreSQL",
+        ("req/s", "baseline", "req/s"),
+        "≥ 50 % of baseline (reported next to SQLite's)",
+        50.0,
+        [base, one, two],
+    )])
+}
+
+/// The figure of a benchmark's rounds (`[baseline, one instance, two
+/// instances]`, each merged and printed): both instance counts as a share
+/// of the baseline, met when two instances reach `goal_pct` without a
+/// failure. `units`: the instances' unit, the baseline's name and unit.
+fn compare(
+    name: &'static str,
+    (unit, baseline, baseline_unit): (&str, &str, &str),
+    goal: &'static str,
+    goal_pct: f64,
+    rounds: [Vec<LoadReport>; 3],
+) -> Figure {
+    let [base, one, two] = rounds.map(LoadReport::merge);
     println!("  one instance:  {one}");
     println!("  two instances: {two}");
     println!("  baseline:      {base}");
     let ratio = |r: &LoadReport| r.per_sec() / base.per_sec().max(1.0) * 100.0;
-    Ok(vec![Figure::new(
-        "status poll throughput, PostgreSQL",
+    Figure::new(
+        name,
         format!(
-            "one instance {:.0} req/s ({:.1} %), two instances {:.0} req/s ({:.1} %) vs baseline {:.0} req/s",
+            "one instance {:.0} {unit} ({:.1} %), two instances {:.0} {unit} ({:.1} %) vs {baseline} {:.0} {baseline_unit}",
             one.per_sec(),
             ratio(&one),
             two.per_sec(),
             ratio(&two),
             base.per_sec()
         ),
-        "≥ 50 % of baseline (reported next to SQLite's)",
-        ratio(&two) >= 50.0 && one.failed == 0 && two.failed == 0,
-    )])
+        goal,
+        ratio(&two) >= goal_pct && one.failed == 0 && two.failed == 0,
+    )
 }
 
 /// Bytes of a stored proposal plus its `proposal.created` audit entry.

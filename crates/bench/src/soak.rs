@@ -177,10 +177,7 @@ pub async fn run(env: &Env, args: &SoakArgs) -> anyhow::Result<i32> {
         None => None,
     };
     let (server_dir, mut instances) = match deployment.as_mut() {
-        Some(d) => (
-            crate::env::ServerDir { dir: d.dir.dir.clone(), config: d.dir.config.clone() },
-            std::mem::take(&mut d.instances),
-        ),
+        Some(d) => (d.dir.clone(), std::mem::take(&mut d.instances)),
         None => {
             let dir = env.provision("soak", &config).await?;
             let server = env.serve(&dir, &[]).await?;
