@@ -43,14 +43,16 @@ pub const SESSION_COOKIE: &str = "countersign_session";
 
 /// Every route of the server.
 pub fn router(state: Shared) -> Router {
-    let sessions = session_store::ConsoleSessionStore::new(state.db.clone());
+    let idle_timeout = chrono::Duration::seconds(state.settings.console.idle_timeout_secs as i64);
+    let sessions = session_store::ConsoleSessionStore::new(state.db.clone(), idle_timeout);
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
         .with_secure(state.settings.secure_cookies())
         // Save on every request, so the idle timeout counts from the last
-        // request rather than from sign-in.
+        // request rather than from sign-in (the store skips a save that
+        // would barely move the expiry).
         .with_always_save(true)
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(state.settings.console.idle_timeout_secs as i64)));
     let csrf = middleware::from_fn_with_state(state.clone(), csrf::guard);
