@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
@@ -123,8 +124,11 @@ fn missing(state: &crate::state::AppState, row: &ProposalRow, signals: &[Signal]
     usize::from(required_now(state, row, signals)).saturating_sub(given).max(1)
 }
 
+/// The console's data, for one request: a page and its title's count read
+/// the tenant's people once between them.
 pub struct ConsoleService {
-    pub state: Shared,
+    state: Shared,
+    tenancy: tokio::sync::OnceCell<(String, Arc<Tenancy>)>,
 }
 
 pub(crate) fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
@@ -133,6 +137,23 @@ pub(crate) fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
 }
 
 impl ConsoleService {
+    pub fn new(state: Shared) -> Self {
+        ConsoleService { state, tenancy: tokio::sync::OnceCell::new() }
+    }
+
+    /// The tenant's people, read once per request (a request has one viewer).
+    async fn tenancy(&self, tenant: &str) -> Result<Arc<Tenancy>, ConsoleError> {
+        let (of, tenancy) = self
+            .tenancy
+            .get_or_try_init(|| async { Ok((tenant.to_owned(), Arc::new(Tenancy::load(&self.state, tenant).await?))) })
+            .await?;
+        if of == tenant {
+            Ok(tenancy.clone())
+        } else {
+            Ok(Arc::new(Tenancy::load(&self.state, tenant).await?))
+        }
+    }
+
     async fn queue_page(&self, viewer: &Viewer, query_string: String) -> Result<QueuePage, ConsoleError> {
         // Read before the rows: a change made after this is waited for.
         let change_seq = self.state.changes.published();
@@ -163,7 +184,7 @@ impl ConsoleService {
         };
         let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
         let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;
-        let tenancy = Tenancy::load(&self.state, &viewer.tenant_id).await?;
+        let tenancy = self.tenancy(&viewer.tenant_id).await?;
         // Signals and eligibility matter while a decision is awaited.
         let signals_of = risk::signals_while_waiting(&self.state, &rows).await.map_err(unavailable)?;
         let mut items = Vec::with_capacity(rows.len());
@@ -217,7 +238,7 @@ impl ConsoleService {
         let rows = store::proposals::get_many(&state.db.read, &viewer.tenant_id, &listed).await.map_err(unavailable)?;
         let unknown = ids.len() - rows.len();
         let views = crate::proposals::views(state, rows.clone()).await.map_err(unavailable)?;
-        let tenancy = Tenancy::load(state, &viewer.tenant_id).await?;
+        let tenancy = self.tenancy(&viewer.tenant_id).await?;
         let mut totals: std::collections::BTreeMap<String, (Currency, u64)> = std::collections::BTreeMap::new();
         let signals_of = risk::signals_while_waiting(state, &rows).await.map_err(unavailable)?;
         let mut items = Vec::with_capacity(rows.len());
@@ -261,7 +282,7 @@ impl ConsoleService {
         let every_round = store::proposals::approvals_all_rounds(&state.db.read, &row.id).await.map_err(unavailable)?;
         let view = crate::proposals::view_given_rounds(state, row.clone(), &every_round).await.map_err(unavailable)?;
         let operation = view.operation.as_ref();
-        let tenancy = Tenancy::load(state, &viewer.tenant_id).await?;
+        let tenancy = self.tenancy(&viewer.tenant_id).await?;
         let name_of = |id: &str| tenancy.name_of(id);
         let assessment = risk::assess(state, &risk::Subject::of(&row)).await.map_err(unavailable)?;
         let approved = approved_by(&view);
@@ -615,7 +636,10 @@ impl ConsolePort for ConsoleService {
     }
 
     fn waiting_count<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, u32> {
-        Box::pin(crate::flow::waiting_count(&self.state, viewer))
+        Box::pin(async move {
+            let tenancy = self.tenancy(&viewer.tenant_id).await?;
+            crate::flow::waiting_count(&self.state, &tenancy, viewer).await
+        })
     }
 
     fn wait_for_change(&self, max_secs: u64, seen: u64) -> Pin<Box<dyn Future<Output = u64> + Send + '_>> {

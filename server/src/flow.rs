@@ -25,12 +25,12 @@ pub const COUNT_CAP: u32 = 100;
 /// (`store::proposals::pending_for`); [`Tenancy::check`] decides.
 async fn waiting(
     state: &AppState,
+    tenancy: &Tenancy,
     tenant: &str,
     user_id: &str,
     except: Option<&str>,
     want: usize,
 ) -> Result<(Option<String>, usize), ConsoleError> {
-    let tenancy = Tenancy::load(state, tenant).await?;
     let (mut first, mut count, mut scanned) = (None, 0, 0);
     let mut cursor: Option<String> = None;
     loop {
@@ -63,16 +63,18 @@ pub async fn next_after(
     user_id: &str,
     decided: &str,
 ) -> Result<Option<String>, ConsoleError> {
-    Ok(waiting(state, tenant, user_id, Some(decided), 1).await?.0)
+    let tenancy = Tenancy::load(state, tenant).await?;
+    Ok(waiting(state, &tenancy, tenant, user_id, Some(decided), 1).await?.0)
 }
 
 /// How many proposals wait for `viewer`'s approval, up to [`COUNT_CAP`];
 /// zero for anyone who cannot approve.
-pub async fn waiting_count(state: &AppState, viewer: &Viewer) -> Result<u32, ConsoleError> {
+/// `tenancy` is the viewer's tenant's.
+pub(crate) async fn waiting_count(state: &AppState, tenancy: &Tenancy, viewer: &Viewer) -> Result<u32, ConsoleError> {
     if !viewer.can_approve() {
         return Ok(0);
     }
-    let (_, count) = waiting(state, &viewer.tenant_id, &viewer.user_id, None, COUNT_CAP as usize).await?;
+    let (_, count) = waiting(state, tenancy, &viewer.tenant_id, &viewer.user_id, None, COUNT_CAP as usize).await?;
     Ok(u32::try_from(count).unwrap_or(COUNT_CAP))
 }
 
@@ -156,18 +158,19 @@ mod tests {
         store::proposals::insert_approval(&mut tx, &given(&ids[5], "ada", "approve")).await.unwrap();
         tx.commit().await.unwrap();
 
+        let tenancy = Tenancy::load(&state, "demo").await.unwrap();
         let mut counted = Vec::new();
         for user in &users {
             for except in [None, ids.first().map(String::as_str), ids.get(2).map(String::as_str)] {
                 let expected = waiting_read_whole(&state, "demo", &user.id, except).await;
-                let (first, count) = waiting(&state, "demo", &user.id, except, 100).await.unwrap();
+                let (first, count) = waiting(&state, &tenancy, "demo", &user.id, except, 100).await.unwrap();
                 assert_eq!(
                     (first, count),
                     (expected.first().cloned(), expected.len()),
                     "{} except {except:?}",
                     user.username
                 );
-                let (next, one) = waiting(&state, "demo", &user.id, except, 1).await.unwrap();
+                let (next, one) = waiting(&state, &tenancy, "demo", &user.id, except, 1).await.unwrap();
                 assert_eq!((next, one), (expected.first().cloned(), expected.len().min(1)));
             }
             counted.push((user.username.as_str(), waiting_read_whole(&state, "demo", &user.id, None).await.len()));

@@ -62,14 +62,17 @@ pub fn router(state: Shared) -> Router {
 
     let assets = Assets::of(&state.settings.site_root);
     let leptos_options = leptos_options(&state, &assets);
-    let port = app::console::Port(Arc::new(crate::console::ConsoleService { state: state.clone() }));
+    let console_state = state.clone();
     let sign_in_options = crate::console::sign_in_options(&state.settings);
     let pages = Router::new()
         .leptos_routes_with_context(
             &leptos_options,
             generate_route_list(app::App),
             move || {
-                provide_context(port.clone());
+                // One per request: what its reads share lives as long as it.
+                provide_context(app::console::Port(Arc::new(crate::console::ConsoleService::new(
+                    console_state.clone(),
+                ))));
                 provide_context(sign_in_options.clone());
                 if let Some(parts) = leptos::prelude::use_context::<axum::http::request::Parts>() {
                     if let Some(viewer) = parts.extensions.get::<app::views::Viewer>() {
