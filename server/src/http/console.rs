@@ -239,7 +239,7 @@ pub struct CsrfHeader {
     csrf_token: String,
 }
 
-#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[derive(Debug, Default, Clone, Deserialize, Serialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct QueueParams {
@@ -314,28 +314,11 @@ impl QueueParams {
         }
     }
 
-    /// This query string with `cursor` (the next page's).
+    /// This query string with `cursor` (the next page's); fields not
+    /// given stay out of it.
     pub fn with_cursor(&self, cursor: &str) -> String {
-        let fields = [
-            ("status", &self.status),
-            ("order", &self.order),
-            ("payee", &self.payee),
-            ("currency", &self.currency),
-            ("min", &self.min),
-            ("max", &self.max),
-            ("agent", &self.agent),
-            ("invoice_id", &self.invoice_id),
-            ("from", &self.from),
-            ("to", &self.to),
-        ];
-        let mut pairs: Vec<(&str, &str)> =
-            fields.iter().filter_map(|(k, v)| v.as_deref().filter(|v| !v.is_empty()).map(|v| (*k, v))).collect();
-        let limit = self.limit.map(|l| l.to_string());
-        if let Some(limit) = &limit {
-            pairs.push(("limit", limit));
-        }
-        pairs.push(("cursor", cursor));
-        serde_urlencoded::to_string(pairs).unwrap_or_default()
+        let next = QueueParams { cursor: Some(cursor.to_owned()), ..self.clone() };
+        serde_urlencoded::to_string(&next).unwrap_or_default()
     }
 
     pub fn input(&self) -> proposals::QueueInput<'_> {
