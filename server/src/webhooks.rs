@@ -240,14 +240,18 @@ async fn deliver(
         return Ok(()); // a deactivated agent is told nothing
     }
     let principal = AgentPrincipal::from(agent);
-    if pending_events(state, &webhook).await?.is_empty() {
+    let mut changed = pending_events(state, &webhook).await?;
+    if changed.is_empty() {
         return Ok(());
     }
     let Some(claimed) = store_webhooks::claim(&mut *state.db.writer().await?, &webhook, now, lease_until).await? else {
         return Ok(()); // another instance is delivering them
     };
-    // Read again from the claimed row: another instance may have sent some since.
-    let changed = pending_events(state, &claimed).await?;
+    // Another instance may have sent some since the read: then read again
+    // from the claimed row's cursor.
+    if (claimed.cursor_at, &claimed.cursor_id) != (webhook.cursor_at, &webhook.cursor_id) {
+        changed = pending_events(state, &claimed).await?;
+    }
     let sent = send_events(state, claimed.clone(), &principal, changed).await;
     let released =
         store_webhooks::release(&mut *state.db.writer().await?, &claimed, lease_until, webhook.next_attempt_at).await;
