@@ -302,6 +302,7 @@ pub struct PendingRow {
 
 /// The tenant's pending proposals, oldest first, after `cursor` (an id),
 /// as `approver` would be checked against them; plus whether more follow.
+/// The page comes back as one joined text (`Pool::joined`), not a row each.
 pub async fn pending_for(
     pool: &Pool,
     tenant: &str,
@@ -309,32 +310,43 @@ pub async fn pending_for(
     cursor: Option<&str>,
     limit: u32,
 ) -> Result<(Vec<PendingRow>, bool)> {
-    let mut q = Builder::new(
-        "SELECT p.id, p.status, p.agent_id, p.currency, p.amount_minor,
+    let item = "id || ' ' || status || ' ' || agent_id || ' ' || currency || ' ' || CAST(amount_minor AS TEXT) \
+                || ' ' || approved";
+    let mut q = Builder::new(format!(
+        "SELECT {} AS page FROM (SELECT p.id, p.status, p.agent_id, p.currency, p.amount_minor,
              CASE WHEN EXISTS (SELECT 1 FROM approvals a WHERE a.proposal_id = p.id AND a.round = p.approval_round
                  AND a.approver_id = ",
-    );
-    q.push_bind(approver).push(" AND a.decision = 'approve') THEN 1 ELSE 0 END AS approved FROM proposals p");
+        pool.joined(item)
+    ));
+    q.push_bind(approver).push(" AND a.decision = 'approve') THEN '1' ELSE '0' END AS approved FROM proposals p");
     q.push(" WHERE p.tenant_id = ").push_bind(tenant);
     q.push(" AND p.status = ").push_bind(ProposalStatus::PendingApproval.as_str());
     if let Some(cursor) = cursor {
         q.push(" AND p.id > ").push_bind(cursor);
     }
-    q.push(" ORDER BY p.id LIMIT ").push_bind(i64::from(limit) + 1);
-    let rows = q.build().fetch_all(pool).await?;
+    q.push(" ORDER BY p.id LIMIT ").push_bind(i64::from(limit) + 1).push(") AS pending");
+    let page = Cols::of(&q.build().fetch_one(pool).await?).opt_text("page")?.unwrap_or_default();
+    let mut rows = page.split(';').filter(|item| !item.is_empty()).map(pending_row).collect::<Result<Vec<_>>>()?;
+    rows.sort_unstable_by(|a, b| a.id.cmp(&b.id));
     let more = rows.len() > limit as usize;
-    let read = |r: &Row| {
-        let c = Cols::of(r);
-        Ok(PendingRow {
-            id: c.text("id")?,
-            status: c.parse("status", ProposalStatus::parse)?,
-            agent_id: c.text("agent_id")?,
-            currency: c.parse("currency", |s| Currency::parse(s).ok())?,
-            amount_minor: c.unsigned("amount_minor")?,
-            approved: c.flag("approved")?,
-        })
-    };
-    Ok((rows.iter().take(limit as usize).map(read).collect::<Result<_>>()?, more))
+    rows.truncate(limit as usize);
+    Ok((rows, more))
+}
+
+/// One item of [`pending_for`]'s joined page.
+fn pending_row(item: &str) -> Result<PendingRow> {
+    let corrupt = || StoreError::corrupt("pending", "not a pending item");
+    let mut fields = item.split(' ');
+    let mut next = || fields.next().ok_or_else(corrupt);
+    let (id, status, agent_id, currency, amount, approved) = (next()?, next()?, next()?, next()?, next()?, next()?);
+    Ok(PendingRow {
+        id: id.to_owned(),
+        status: ProposalStatus::parse(status).ok_or_else(corrupt)?,
+        agent_id: agent_id.to_owned(),
+        currency: Currency::parse(currency).map_err(|_| corrupt())?,
+        amount_minor: amount.parse().map_err(|e| StoreError::corrupt("amount_minor", e))?,
+        approved: approved == "1",
+    })
 }
 
 /// `%text%` for LIKE, with its wildcards escaped (`\`).

@@ -285,8 +285,7 @@ pub async fn history_summaries(
     // busy payee's page, cost more than the read); in any order: they are
     // sorted here.
     let item = "created_at || ' ' || id || ' ' || status || ' ' || currency || ' ' || CAST(amount_minor AS TEXT)";
-    let joined =
-        if pool.is_postgres() { format!("string_agg({item}, ';')") } else { format!("group_concat({item}, ';')") };
+    let joined = pool.joined(item);
     let part = format!(
         "SELECT __k__ AS k, {joined} AS history FROM (
              SELECT created_at, id, status, currency, amount_minor FROM proposals
