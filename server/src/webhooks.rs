@@ -186,7 +186,13 @@ static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
         .expect("an HTTP client with default TLS")
 });
 
-/// Delivers due webhooks until shutdown: at once after a change, else every second.
+/// How long a pass waits after a change for the changes that come with it:
+/// under a stream of proposals, one pass per change would be thousands of
+/// reads a second that find the same webhooks due.
+const GATHER: Duration = Duration::from_millis(20);
+
+/// Delivers due webhooks until shutdown: shortly after a change ([`GATHER`]),
+/// else every second.
 pub async fn run(state: Shared, shutdown: Shutdown) {
     loop {
         let seen = state.changes.published();
@@ -194,7 +200,7 @@ pub async fn run(state: Shared, shutdown: Shutdown) {
             tracing::warn!(error = %e, "webhook deliveries failed; trying again shortly");
         }
         tokio::select! {
-            _ = state.changes.any_since(seen) => {}
+            _ = state.changes.any_since(seen) => tokio::time::sleep(GATHER).await,
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = shutdown.wait() => return,
         }
