@@ -344,7 +344,7 @@ impl ConsoleService {
                 })
                 .collect(),
             change_seq,
-            now: store::ts(chrono::Utc::now()),
+            now: store::ts(state.now()),
             approval_round: row.approval_round,
             token_expires_at: self.token_expiry(&row).await?,
             token_ttl_secs: state.settings.approval.token_ttl_secs,
@@ -479,7 +479,7 @@ impl ConsoleService {
         let mut conn = self.state.db.reader().await.map_err(unavailable)?;
         let budgets = store::directory::budgets_of(&mut conn, &row.tenant_id).await.map_err(unavailable)?;
         let Some(limit) = budgets.get(&row.currency).copied() else { return Ok(None) };
-        let day = crate::commit::budget_day(chrono::Utc::now());
+        let day = crate::commit::budget_day(self.state.now());
         let used =
             store::operations::reserved(&mut conn, &row.tenant_id, &row.currency, &day).await.map_err(unavailable)?;
         let currency = row.request.currency;

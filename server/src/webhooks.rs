@@ -215,7 +215,7 @@ pub async fn run(state: Shared, shutdown: Shutdown) {
 /// is a lease on the next attempt; an instance that stops mid-pass leaves it
 /// to run out, and what it was sending is sent again then (at least once).
 pub async fn deliver_due(state: &AppState) -> Result<(), StoreError> {
-    let now = Utc::now();
+    let now = state.now();
     let lease_until = now + chrono::Duration::seconds(CLAIM_LEASE_SECS);
     for webhook in store_webhooks::due(&state.db.read, now, PER_PASS).await? {
         deliver(state, webhook, now, lease_until).await?;
@@ -302,7 +302,7 @@ async fn send_events(
             post(&state.settings.webhooks, &webhook.url, &webhook.secrets, &event_id, body).await;
         let attempt = webhook.attempts + 1;
         let (outcome, finished) = judge(http_status, attempt, state.settings.webhooks.max_attempts);
-        let now = Utc::now();
+        let now = state.now();
         let mut tx = state.db.begin().await?;
         let logged = Attempt {
             tenant_id: &webhook.tenant_id,
@@ -407,7 +407,7 @@ async fn send_redelivery(state: &AppState, r: Redelivery) -> Result<(), StoreErr
     };
     let (outcome, finished) =
         if give_up { ("abandoned", true) } else { judge(http_status, attempt, state.settings.webhooks.max_attempts) };
-    let now = Utc::now();
+    let now = state.now();
     let mut tx = state.db.begin().await?;
     let logged = Attempt {
         tenant_id: &r.tenant_id,
