@@ -315,10 +315,13 @@ impl QueueParams {
     }
 
     /// This query string with `cursor` (the next page's); fields not
-    /// given stay out of it.
+    /// given, or given empty (the search form sends every field), stay out
+    /// of it. An empty value is a pair ending in `=`: in any other, `=` is
+    /// encoded.
     pub fn with_cursor(&self, cursor: &str) -> String {
         let next = QueueParams { cursor: Some(cursor.to_owned()), ..self.clone() };
-        serde_urlencoded::to_string(&next).unwrap_or_default()
+        let query = serde_urlencoded::to_string(&next).unwrap_or_default();
+        query.split('&').filter(|pair| !pair.ends_with('=')).collect::<Vec<_>>().join("&")
     }
 
     pub fn input(&self) -> proposals::QueueInput<'_> {
@@ -1125,4 +1128,22 @@ fn needs_sign_in(req: &axum::extract::Request) -> bool {
     let under = |prefix: &str| path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'));
     matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD)
         && (path.starts_with("/proposals/") || under("/operations") || under("/admin") || under("/account"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_page_keeps_the_search_given_and_leaves_out_empty_fields() {
+        let params =
+            QueueParams::from_query("?status=all&payee=Acme+%26+Co&currency=&min=&limit=10&cursor=old").unwrap();
+        let next = params.with_cursor("c=1");
+        assert_eq!(next, "status=all&limit=10&cursor=c%3D1&payee=Acme+%26+Co");
+        let again = QueueParams::from_query(&next).unwrap();
+        assert_eq!(
+            (again.payee.as_deref(), again.currency, again.cursor.as_deref()),
+            (Some("Acme & Co"), None, Some("c=1"))
+        );
+    }
 }
