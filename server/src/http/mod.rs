@@ -43,8 +43,8 @@ pub const SESSION_COOKIE: &str = "countersign_session";
 
 /// Every route of the server.
 pub fn router(state: Shared) -> Router {
-    let idle_timeout = chrono::Duration::seconds(state.settings.console.idle_timeout_secs as i64);
-    let sessions = session_store::ConsoleSessionStore::new(state.db.clone(), idle_timeout);
+    let idle_secs = state.settings.console.idle_timeout_secs as i64;
+    let sessions = session_store::ConsoleSessionStore::new(state.db.clone(), chrono::Duration::seconds(idle_secs));
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
@@ -54,7 +54,7 @@ pub fn router(state: Shared) -> Router {
         // request rather than from sign-in (the store skips a save that
         // would barely move the expiry).
         .with_always_save(true)
-        .with_expiry(Expiry::OnInactivity(time::Duration::seconds(state.settings.console.idle_timeout_secs as i64)));
+        .with_expiry(Expiry::OnInactivity(time::Duration::seconds(idle_secs)));
     let csrf = middleware::from_fn_with_state(state.clone(), csrf::guard);
 
     // The document is read from the same registration (`openapi::document`).
