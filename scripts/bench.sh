@@ -14,10 +14,9 @@ source scripts/env.sh
 scripts/setup.sh
 
 printf '\n==> building the console (release) and countersign-bench\n'
-cargo leptos build --release
-# The features exactly as cargo-leptos passes them, so the server crate it
-# just built is reused rather than rebuilt.
-cargo build --release -p countersign-bench
+scripts/site.sh --release
+# In one invocation, so the server crate is built once for both binaries.
+cargo build --release -p server --bin countersign -p countersign-bench
 
 [ $# -eq 0 ] && set -- suite
 if [ "$1" = pg ]; then

@@ -3,7 +3,7 @@
 # machine, so a fresh clone rebuilds only the workspace crates.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/countersign/target}"
 export PATH="$HOME/.cargo/bin:$PWD/e2e/node_modules/.bin:$PATH"
-# The flags cargo-leptos builds with; plain cargo commands use the same so
+# The flags the console is built with (scripts/site.sh, test.sh, run.sh), the same for every cargo command so
 # nothing is built twice (and the server knows its wasm file's name, which
 # leptos reads at compile time).
 export LEPTOS_OUTPUT_NAME=countersign

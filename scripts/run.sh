@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 scripts/setup.sh
 
-printf '\n==> building the console (release)\n'
-cargo leptos build --release
+printf '\n==> building the console (release): the browser side, then the server\n'
+scripts/site.sh --release
+cargo build --release -p server --bin countersign
 
 printf '\n==> starting countersign on http://localhost:8080 (Ctrl-C stops it)\n'
 exec "$CARGO_TARGET_DIR/release/countersign" serve --demo "$@"

@@ -38,11 +38,6 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
-if ! cargo leptos --version 2>/dev/null | grep -q '0\.3\.10'; then
-  step "building cargo-leptos 0.3.10 from crates.io (about 12 minutes on 2 cores, once)"
-  cargo install cargo-leptos --version 0.3.10 --locked
-fi
-
 if ! wasm-bindgen --version 2>/dev/null | grep -q '0\.2\.130'; then
   step "building wasm-bindgen-cli 0.2.130 from crates.io (about 2 minutes, once)"
   # Not --locked: its lockfile names a crate version the index no longer has.
@@ -52,6 +47,20 @@ fi
 if ! cargo deny --version 2>/dev/null | grep -q '0\.20\.2'; then
   step "building cargo-deny 0.20.2 from crates.io (about 3 minutes, once)"
   cargo install cargo-deny --version 0.20.2 --locked
+fi
+
+# Python checkers the tests run (e2e/requirements.txt), in a virtualenv of
+# their own; reinstalled only when the requirements change.
+venv="$HOME/.cache/countersign/venv"
+if [ "$want_tests" = 1 ] && ! cmp -s e2e/requirements.txt "$venv/requirements.txt" 2>/dev/null; then
+  step "installing the tests' Python checkers (e2e/requirements.txt)"
+  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq python3-venv >/dev/null
+  fi
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r e2e/requirements.txt
+  cp e2e/requirements.txt "$venv/requirements.txt"
 fi
 
 if [ ! -f e2e/node_modules/.package-lock.json ] || [ e2e/package-lock.json -nt e2e/node_modules/.package-lock.json ]; then

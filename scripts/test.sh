@@ -1,15 +1,54 @@
 #!/usr/bin/env bash
 # Sets up what is missing, then runs every test: formatting and lints, Rust
-# unit and integration tests (real server processes; a throwaway PostgreSQL
-# for the tests that need one, and the whole API suite a second time on it),
-# and the browser tests (Playwright + Debian's Chromium against a real
-# server). Safe to re-run.
+# unit and integration tests (a throwaway PostgreSQL for the tests that need
+# one, and the whole API suite a second time on it), the soak on two
+# instances, and the browser tests (Playwright + Debian's Chromium against a
+# real server). Safe to re-run. Ends with how long each step took.
+#
+# One compilation serves clippy and the tests: the workspace's own crates
+# are compiled by clippy-driver (RUSTC_WORKSPACE_WRAPPER, the way `cargo
+# clippy` runs it), which lints them (-D warnings) and also produces the
+# code the tests run; dependencies are compiled once, by rustc. So there is
+# no separate check-mode build of the whole tree, and the binary the
+# browser tests start is the one the integration tests started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-scripts/setup.sh --tests
 
-step() { printf '\n==> %s\n' "$*"; }
+timings=()
+step_name=""
+step_start=$SECONDS
+run_start=$SECONDS
+finish_step() {
+  if [ -n "$step_name" ]; then
+    timings+=("$(printf '%6ss  %s' $((SECONDS - step_start)) "$step_name")")
+  fi
+}
+step() {
+  finish_step
+  step_name="$*"
+  step_start=$SECONDS
+  printf '\n==> %s\n' "$*"
+}
+report() {
+  finish_step
+  step_name=""
+  printf '\n==> time per step\n'
+  printf '%s\n' "${timings[@]}"
+  printf '%6ss  total\n' $((SECONDS - run_start))
+}
+pg_dir=""
+cleanup() {
+  status=$?
+  [ -n "$pg_dir" ] && scripts/pg.sh stop "$pg_dir"
+  report
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+step "setup (installs skip themselves when present)"
+scripts/setup.sh --tests
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -17,26 +56,26 @@ cargo fmt --all -- --check
 step "cargo deny (licenses, duplicate versions, sources)"
 scripts/deny.sh
 
-step "building the console (server + hydrate wasm, debug)"
-cargo leptos build
+step "building the console's browser side (hydrate wasm, debug)"
+scripts/site.sh
 
-step "cargo clippy -D warnings"
-cargo clippy --all-targets -- -D warnings
+step "compiling the workspace and its tests, linted by clippy (-D warnings)"
+export RUSTC_WORKSPACE_WRAPPER
+RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+cargo test --all-targets --no-run
 
 step "starting a throwaway PostgreSQL (scripts/pg.sh)"
-# Stopped and removed on every way out: success, a failed step, Ctrl-C.
 pg_dir=$(mktemp -d -t countersign-pg.XXXXXX)
-trap 'scripts/pg.sh stop "$pg_dir"' EXIT
-trap 'exit 130' INT TERM
 COUNTERSIGN_TEST_DATABASE_URL=$(scripts/pg.sh start "$pg_dir")
 export COUNTERSIGN_TEST_DATABASE_URL
 echo "$COUNTERSIGN_TEST_DATABASE_URL"
 
-step "cargo test (unit, property and black-box integration tests)"
-# The black-box tests mostly wait (on timeouts, reconciliation ticks, real
+step "cargo test (unit, property and integration tests)"
+# The integration tests mostly wait (on timeouts, reconciliation ticks,
 # server processes), not compute: eight at a time halve the wall time on two
 # cores (docs/BENCHMARKS.md, "Test suite"). Override with RUST_TEST_THREADS.
-RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test
+RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test --all-targets
 
 step "the whole API suite again, on PostgreSQL (API_TESTS_DATABASE=postgres)"
 # Each test's servers get a fresh database on the throwaway cluster, and the
@@ -48,14 +87,13 @@ step "soak: a minute of mixed traffic with rail faults, two instances on one Pos
 # countersign-bench soak (docs/BENCHMARKS.md) on the debug binaries: every
 # proposal final, audit verify intact and one rail transfer per
 # succeeded operation after agents and approvers spread over both instances.
-cargo build -p countersign-bench
 soak_dir=$(mktemp -d)
 "$CARGO_TARGET_DIR/debug/countersign-bench" --bin "$CARGO_TARGET_DIR/debug/countersign" --work-dir "$soak_dir" \
   --site-root target/site soak --minutes 1 --postgres "$COUNTERSIGN_TEST_DATABASE_URL"
 rm -rf "$soak_dir"
 
 scripts/pg.sh stop "$pg_dir"
-trap - EXIT INT TERM
+pg_dir=""
 unset COUNTERSIGN_TEST_DATABASE_URL
 
 step "browser tests (Playwright driving /usr/bin/chromium)"
@@ -65,3 +103,6 @@ rm -rf e2e/artifacts && mkdir -p e2e/artifacts
 (cd e2e && COUNTERSIGN_BIN="$CARGO_TARGET_DIR/debug/countersign" E2E_PORT="$port" E2E_DATA_DIR="$data_dir" \
   npx playwright test)
 echo "screenshots: e2e/artifacts/"
+
+step "passkey ceremonies of the browser tests, verified again by py_webauthn"
+"$HOME/.cache/countersign/venv/bin/python" e2e/webauthn_check.py e2e/artifacts/webauthn.json

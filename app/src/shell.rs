@@ -139,7 +139,14 @@ fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
                 <a href="/">"Queue"</a>
                 <a href="/operations">"Operations"</a>
                 {admin}
-                <a href="/account" id="account-link">"Passkeys"</a>
+                <a href="/account" id="account-link">
+                    "Passkeys"
+                    {(v.unread_notices > 0).then(|| view! {
+                        <span class="badge badge-notice" id="notice-count" title="New notices about your account">
+                            {v.unread_notices.to_string()}
+                        </span>
+                    })}
+                </a>
                 <span class="user" id="signed-in-as">{v.username.clone()}" "<span class="muted">{format!("({roles})")}</span></span>
                 <form method="post" action="/logout" class="inline">
                     <CsrfField token=v.csrf_token.clone()/>

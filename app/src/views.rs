@@ -13,6 +13,9 @@ pub struct Viewer {
     pub roles: Vec<Role>,
     /// Goes back in every form (`csrf_token`) and JSON call (`X-CSRF-Token`).
     pub csrf_token: String,
+    /// Notices about their own account not read yet (a passkey added or
+    /// removed, an enrolment code issued): flagged in the top bar.
+    pub unread_notices: u32,
 }
 
 impl Viewer {
@@ -281,6 +284,27 @@ pub struct AgentRow {
     pub acts_for: String,
     pub source_accounts: Vec<String>,
     pub purposes: Vec<String>,
+    /// The username its key was shown to on the console (they may not
+    /// approve its payments); `None`: the operator made it.
+    pub key_holder: Option<String>,
+}
+
+/// A passkey of the tenant, as the admin page lists it (no key material).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct PasskeyAdminRow {
+    pub id: String,
+    pub username: String,
+    pub name: String,
+    /// The first hex digits of its public key's SHA-256 (`sha256:…`).
+    pub fingerprint: String,
+    pub created_at: String,
+    /// While it cools off: from when it can approve.
+    pub usable_from: Option<String>,
+    /// The admin who confirmed it early, if one did.
+    pub confirmed_by: Option<String>,
+    /// Why the viewer cannot confirm it (`None`: Confirm is offered). Only
+    /// meaningful while it cools off.
+    pub blocker: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
@@ -295,7 +319,7 @@ pub struct PayeeRow {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct PendingChangeRow {
     pub id: String,
-    /// user | agent | payee | slack_link
+    /// user | agent | payee | slack_link | passkey_enrolment | passkey_removal
     pub kind: String,
     /// What it does, in words (accounts masked).
     pub lines: Vec<String>,
@@ -351,6 +375,8 @@ pub struct AdminData {
     pub payees: Vec<PayeeRow>,
     /// Changes waiting for a second admin, oldest first.
     pub pending_changes: Vec<PendingChangeRow>,
+    /// Every passkey of the tenant, oldest first.
+    pub passkeys: Vec<PasskeyAdminRow>,
     /// The accepted currencies, for approval limits typed in major units.
     pub currencies: Vec<String>,
     /// The outcome of the last admin form, shown once.

@@ -26,7 +26,7 @@ test('an admin proposes an agent; its key is shown once; a second admin confirms
   await page.fill('form[action="/admin/agents"] input[name=source_accounts]', 'acct_demo000000001234');
   await page.fill('form[action="/admin/agents"] input[name=purposes]', 'vendor');
   await page.click('form[action="/admin/agents"] button');
-  const key = (await page.locator('#new-agent-key').textContent()).trim();
+  const key = (await page.locator('#one-time-secret').textContent()).trim();
   expect(key).toMatch(/^cs_live_[A-Za-z0-9]{32}$/);
   await page.screenshot({ path: 'artifacts/admin-new-agent-key.png', fullPage: true });
   const before = await request.get('/api/v1/proposals', { headers: { Authorization: `Bearer ${key}` } });
@@ -34,7 +34,7 @@ test('an admin proposes an agent; its key is shown once; a second admin confirms
 
   // Back on the admin page the key is gone; the change waits, and ada cannot confirm it.
   await page.goto('/admin');
-  await expect(page.locator('#new-agent-key')).toHaveCount(0);
+  await expect(page.locator('#one-time-secret')).toHaveCount(0);
   const change = page.locator('.pending-change', { hasText: `bot-${suffix}` });
   await expect(change).toContainText(`Add agent bot-${suffix}, acting for maya`);
   await expect(change.locator('button', { hasText: 'Confirm' })).toHaveCount(0);

@@ -12,7 +12,11 @@
 //   server says what is needed.
 // - The account page: `#passkey-list` is filled from `GET /api/v1/me/passkeys`
 //   (names and dates; text only), `form[data-passkey-register]` registers
-//   one (`navigator.credentials.create`), `[data-passkey-remove]` removes one.
+//   one (`navigator.credentials.create`), allowed by an assertion from a
+//   passkey the person holds (`navigator.credentials.get` over the
+//   options' `authorization` challenge) or by the form's enrolment code;
+//   `[data-passkey-remove]` removes one, allowed by an assertion over that
+//   removal. `#notice-list` shows the notices about the account.
 // Binary values travel base64url, as the server expects.
 (function () {
   "use strict";
@@ -71,6 +75,37 @@
     input.value = value;
   }
 
+  // An assertion by one of the person's passkeys over `options` (a step-up,
+  // or the authorization of a change to their passkeys), as the server
+  // reads it.
+  function assert(options) {
+    return navigator.credentials
+      .get({
+        publicKey: {
+          challenge: decode(options.challenge),
+          rpId: options.rp_id,
+          allowCredentials: options.allow_credentials.map(function (id) {
+            return { type: "public-key", id: decode(id) };
+          }),
+          userVerification: options.user_verification,
+          timeout: options.timeout_ms,
+        },
+      })
+      .then(function (credential) {
+        return {
+          challenge_id: options.challenge_id,
+          credential_id: encode(credential.rawId),
+          authenticator_data: encode(credential.response.authenticatorData),
+          client_data_json: encode(credential.response.clientDataJSON),
+          signature: encode(credential.response.signature),
+        };
+      });
+  }
+
+  function failure(answer) {
+    return new Error(answer.body && answer.body.error ? answer.body.error.message : "refused");
+  }
+
   // --- Step-up on the approve and bulk forms ---------------------------
 
   function stepUp(form) {
@@ -84,26 +119,13 @@
       : call("POST", form.dataset.stepUp, csrf);
     return asked.then(function (answer) {
       if (answer.status !== 201 || !answer.body || !answer.body.required) return null;
-      var options = answer.body;
-      return navigator.credentials
-        .get({
-          publicKey: {
-            challenge: decode(options.challenge),
-            rpId: options.rp_id,
-            allowCredentials: options.allow_credentials.map(function (id) {
-              return { type: "public-key", id: decode(id) };
-            }),
-            userVerification: options.user_verification,
-            timeout: options.timeout_ms,
-          },
-        })
-        .then(function (credential) {
-          setField(form, "step_up_challenge_id", options.challenge_id);
-          setField(form, "step_up_credential_id", encode(credential.rawId));
-          setField(form, "step_up_authenticator_data", encode(credential.response.authenticatorData));
-          setField(form, "step_up_client_data_json", encode(credential.response.clientDataJSON));
-          setField(form, "step_up_signature", encode(credential.response.signature));
-        });
+      return assert(answer.body).then(function (signed) {
+        setField(form, "step_up_challenge_id", signed.challenge_id);
+        setField(form, "step_up_credential_id", signed.credential_id);
+        setField(form, "step_up_authenticator_data", signed.authenticator_data);
+        setField(form, "step_up_client_data_json", signed.client_data_json);
+        setField(form, "step_up_signature", signed.signature);
+      });
     });
   }
 
@@ -160,7 +182,9 @@
           var when = document.createElement("span");
           when.className = "muted";
           when.textContent =
-            " added " + p.created_at.slice(0, 10) + (p.last_used_at ? ", last used " + p.last_used_at.slice(0, 16).replace("T", " ") : ", not used yet") + " ";
+            " added " + p.created_at.slice(0, 10) + (p.last_used_at ? ", last used " + p.last_used_at.slice(0, 16).replace("T", " ") : ", not used yet") +
+            (p.usable_from ? "; can approve from " + p.usable_from.slice(0, 16).replace("T", " ") + " UTC (or once an admin confirms it)" : "") + " ";
+          when.dataset.coolingOff = p.usable_from ? "1" : "0";
           var remove = document.createElement("button");
           remove.type = "button";
           remove.className = "link";
@@ -184,11 +208,32 @@
   function register(form) {
     var csrf = csrfOf(form);
     var name = form.querySelector('input[name="name"]').value;
+    var codeField = form.querySelector('input[name="enrolment_code"]');
+    var code = codeField ? codeField.value.trim() : "";
     status("Follow your browser's prompt…");
     return call("POST", "/api/v1/me/passkeys/challenges", csrf)
       .then(function (answer) {
-        if (answer.status !== 201) throw new Error(answer.body && answer.body.error ? answer.body.error.message : "refused");
+        if (answer.status !== 201) throw failure(answer);
         var o = answer.body;
+        // Holding passkeys: one of them allows the new one first.
+        var allowed = o.authorization ? assert(o.authorization) : Promise.resolve(null);
+        return allowed.then(function (authorization) {
+          return create(o, authorization);
+        });
+      })
+      .then(function (answer) {
+        if (answer.status !== 201) throw failure(answer);
+        var name = answer.body.name;
+        if (codeField) codeField.value = "";
+        return Promise.all([renderList(), renderNotices()]).then(function () {
+          status("Passkey “" + name + "” registered." + (answer.body.usable_from ? " It can approve payments from " + answer.body.usable_from.slice(0, 16).replace("T", " ") + " UTC, or once an admin confirms it." : ""));
+        });
+      })
+      .catch(function (e) {
+        status("Not registered: " + (e && e.message ? e.message : "cancelled") );
+      });
+
+    function create(o, authorization) {
         return navigator.credentials
           .create({
             publicKey: {
@@ -207,23 +252,73 @@
             },
           })
           .then(function (credential) {
-            return call("POST", form.dataset.passkeyRegister, csrf, {
+            var body = {
               challenge_id: o.challenge_id,
               name: name,
               client_data_json: encode(credential.response.clientDataJSON),
               attestation_object: encode(credential.response.attestationObject),
-            });
+            };
+            if (authorization) body.authorization = authorization;
+            if (code) body.enrolment_code = code;
+            return call("POST", form.dataset.passkeyRegister, csrf, body);
           });
+    }
+  }
+
+  function remove(id, csrf) {
+    var base = "/api/v1/me/passkeys/" + encodeURIComponent(id);
+    status("Follow your browser's prompt…");
+    return call("POST", base + "/removal-challenges", csrf)
+      .then(function (answer) {
+        if (answer.status !== 201) throw failure(answer);
+        return assert(answer.body);
+      })
+      .then(function (authorization) {
+        return call("DELETE", base, csrf, { authorization: authorization });
       })
       .then(function (answer) {
-        if (answer.status !== 201) throw new Error(answer.body && answer.body.error ? answer.body.error.message : "refused");
-        var name = answer.body.name;
-        return renderList().then(function () {
-          status("Passkey “" + name + "” registered.");
+        if (answer.status !== 204) throw failure(answer);
+        return Promise.all([renderList(), renderNotices()]).then(function () {
+          status("Passkey removed.");
         });
       })
       .catch(function (e) {
-        status("Not registered: " + (e && e.message ? e.message : "cancelled") );
+        return renderList().then(function () {
+          status("Not removed: " + (e && e.message ? e.message : "cancelled"));
+        });
+      });
+  }
+
+  function renderNotices() {
+    var list = document.getElementById("notice-list");
+    if (!list) return Promise.resolve();
+    list.dataset.ready = "pending";
+    return fetch(list.dataset.noticeList, { credentials: "same-origin" })
+      .then(function (r) {
+        return r.json();
+      })
+      .then(function (body) {
+        var items = (body && body.data) || [];
+        var nodes = items.map(function (n) {
+          var item = document.createElement("li");
+          item.className = "notice-item" + (n.read ? "" : " unread");
+          item.dataset.kind = n.kind;
+          var when = document.createElement("span");
+          when.className = "muted small";
+          when.textContent = n.created_at.slice(0, 16).replace("T", " ") + " UTC: ";
+          var text = document.createElement("span");
+          text.textContent = n.message;
+          item.append(when, text);
+          return item;
+        });
+        if (!nodes.length) {
+          var none = document.createElement("li");
+          none.className = "muted";
+          none.textContent = "Nothing yet.";
+          nodes = [none];
+        }
+        list.replaceChildren.apply(list, nodes);
+        list.dataset.ready = "1";
       });
   }
 
@@ -240,14 +335,18 @@
 
   document.addEventListener("click", function (event) {
     var button = event.target.closest && event.target.closest("[data-passkey-remove]");
-    if (!button) return;
-    call("DELETE", "/api/v1/me/passkeys/" + encodeURIComponent(button.dataset.passkeyRemove), csrfOf(registerForm())).then(
-      function (answer) {
-        return renderList().then(function () {
-          status(answer.status === 204 ? "Passkey removed." : "Not removed.");
-        });
-      }
-    );
+    if (button) {
+      remove(button.dataset.passkeyRemove, csrfOf(registerForm()));
+      return;
+    }
+    var read = event.target.closest && event.target.closest("[data-notices-read]");
+    if (read) {
+      call("POST", read.dataset.noticesRead, csrfOf(registerForm())).then(function () {
+        var badge = document.getElementById("notice-count");
+        if (badge) badge.remove();
+        return renderNotices();
+      });
+    }
   });
 
   // Fills the list once per page: loaded, or reached by the console's own
@@ -255,6 +354,8 @@
   function start() {
     var list = document.getElementById("passkey-list");
     if (list && !list.dataset.ready) renderList();
+    var notices = document.getElementById("notice-list");
+    if (notices && !notices.dataset.ready) renderNotices();
   }
 
   function watch() {

@@ -76,6 +76,7 @@ impl DecideError {
             },
             DecideError::StepUp(StepUpError::Required) => "step_up_required",
             DecideError::StepUp(StepUpError::NoPasskey) => "passkey_required",
+            DecideError::StepUp(StepUpError::CoolingOff(_)) => "passkey_cooling_off",
             DecideError::StepUp(_) => "passkey_refused",
             DecideError::Token(_) | DecideError::Store(_) => "error",
         }
@@ -125,6 +126,10 @@ pub enum Ineligible {
     ActsFor {
         agent: String,
     },
+    /// They were shown the proposing agent's key (they could propose as it).
+    KeyHolder {
+        agent: String,
+    },
     /// No approval limit in the proposal's currency.
     NoLimit {
         currency: String,
@@ -147,6 +152,9 @@ impl Ineligible {
             }
             Ineligible::ActsFor { agent } => {
                 format!("You are the person agent {agent} acts for, so you cannot approve its proposals.")
+            }
+            Ineligible::KeyHolder { agent } => {
+                format!("You were given agent {agent}'s key, so you cannot approve its proposals.")
             }
             Ineligible::NoLimit { currency } => format!("You have no approval limit in {currency}."),
             Ineligible::OverLimit { amount, limit } => format!("{amount} is above your approval limit of {limit}."),
@@ -203,15 +211,29 @@ impl<'a> From<&'a store::proposals::PendingRow> for Approvable<'a> {
     }
 }
 
+/// Who may never approve an agent's proposals (segregation of duties): the
+/// person it acts for, and the person its key was shown to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Duties<'a> {
+    pub acts_for: &'a str,
+    pub key_holder: Option<&'a str>,
+}
+
+impl<'a> From<&'a store::directory::Agent> for Duties<'a> {
+    fn from(agent: &'a store::directory::Agent) -> Self {
+        Duties { acts_for: &agent.acts_for, key_holder: agent.key_holder.as_deref() }
+    }
+}
+
 /// Whether `who` may approve `row` now: the approver role, a proposal
-/// waiting for a decision, segregation of duties (`acts_for`: the person the
-/// proposing agent acts for), a limit in the currency that covers the
-/// amount, and no approval of theirs in this round (`approved_by`). Policy
-/// is checked apart, by `decide`.
+/// waiting for a decision, segregation of duties (`duties`: the person the
+/// proposing agent acts for, and the one holding its key), a limit in the
+/// currency that covers the amount, and no approval of theirs in this round
+/// (`approved_by`). Policy is checked apart, by `decide`.
 pub fn may_approve(
     who: &Candidate<'_>,
     row: &Approvable<'_>,
-    acts_for: &str,
+    duties: Duties<'_>,
     approved_by: &[&str],
 ) -> Result<(), Ineligible> {
     if !who.roles.contains(&Role::Approver) {
@@ -220,8 +242,11 @@ pub fn may_approve(
     if !awaits_decision(row.status) {
         return Err(Ineligible::NotWaiting(row.status));
     }
-    if acts_for == who.user_id {
+    if duties.acts_for == who.user_id {
         return Err(Ineligible::ActsFor { agent: row.agent_id.to_owned() });
+    }
+    if duties.key_holder == Some(who.user_id) {
+        return Err(Ineligible::KeyHolder { agent: row.agent_id.to_owned() });
     }
     let currency = row.currency;
     let Some(limit) = who.approval_limits_minor.get(currency.code()).copied().filter(|l| *l > 0) else {
@@ -245,7 +270,7 @@ impl From<Ineligible> for DecideError {
         match why {
             Ineligible::NotAnApprover => DecideError::NotAnApprover,
             Ineligible::NotWaiting(status) => DecideError::InvalidState(status),
-            Ineligible::ActsFor { .. } => denied("segregation_of_duties", message),
+            Ineligible::ActsFor { .. } | Ineligible::KeyHolder { .. } => denied("segregation_of_duties", message),
             Ineligible::NoLimit { .. } | Ineligible::OverLimit { .. } => denied("approver_limit", message),
             Ineligible::AlreadyApproved => denied("distinct_approvers", message),
         }
@@ -285,7 +310,7 @@ async fn decide_inner(
         return Err(DecideError::InvalidState(row.status));
     }
     let asker = Asker::from(approver);
-    let decision = match &verdict {
+    let (decision, checked) = match &verdict {
         Verdict::Reject { reason } => {
             let reason = check_reason(reason)?;
             reject(state, approver, &row, reason, now).await?;
@@ -300,10 +325,13 @@ async fn decide_inner(
                 }
                 _ => None,
             };
-            (recheck(state, approver, &row).await?, nonce)
+            let decision = recheck(state, approver, &row).await?;
+            // The assertion is decoded and verified here, before the write
+            // transaction: against the payment as read now, which the
+            // transaction then checks is still the one stored.
+            (decision, stepped_up(state, approver, &row, nonce, now).await?)
         }
     };
-    let (decision, nonce) = decision;
 
     let mut tx = state.db.begin().await?;
     let current =
@@ -311,8 +339,26 @@ async fn decide_inner(
     if !DECIDABLE.contains(&current.status) {
         return Err(DecideError::InvalidState(current.status));
     }
-    // Verified against the payment as it stands now, in this transaction.
-    let kept = stepped_up(state, &mut tx, approver, &current, nonce, now).await?;
+    let kept = match checked {
+        Some(checked) => {
+            if current.request_hash != row.request_hash || current.approval_round != row.approval_round {
+                // Changed since the assertion was checked: it signed another payment.
+                return Err(StepUpError::Refused(crate::passkeys::webauthn::PasskeyError::WrongChallenge).into());
+            }
+            step_up::record_use(&mut tx, &asker, &checked, now).await?;
+            Some(checked.kept)
+        }
+        None => match step_up::need_for(state, &mut tx, &asker, &current, now).await? {
+            Need::Nothing => None,
+            Need::Assertion => return Err(StepUpError::Required.into()),
+            Need::RegisterFirst => return Err(StepUpError::NoPasskey.into()),
+            Need::CoolingOff => {
+                let held = store::passkeys::of_user(&state.db.read, &approver.tenant_id, &approver.user_id).await?;
+                let until = held.iter().filter_map(|p| p.usable_from).min().map(store::ts).unwrap_or_default();
+                return Err(StepUpError::CoolingOff(until).into());
+            }
+        },
+    };
     let given = ApprovalRow {
         proposal_id: proposal_id.to_owned(),
         round: current.approval_round,
@@ -432,49 +478,53 @@ async fn reject(
     Ok(())
 }
 
-/// The approver's step-up for `current`, checked in the approval's
-/// transaction: whether one is needed (a passkey, an assertion), and the
-/// assertion verified against the request hash as it stands now. What to
-/// keep with the approval, if an assertion was given.
+/// The approver's step-up assertion for `row`, verified before the
+/// approval's transaction: over the challenge of that payment (one
+/// proposal's, with its nonce) or as listed on a bulk page, by a passkey of
+/// theirs that may approve now. None when they gave none (the transaction
+/// then asks whether one was needed).
 async fn stepped_up(
     state: &AppState,
-    tx: &mut crate::store::Conn,
     approver: &Approver,
-    current: &store::proposals::ProposalRow,
+    row: &store::proposals::ProposalRow,
     nonce: Option<Vec<u8>>,
     now: DateTime<Utc>,
-) -> Result<Option<store::passkeys::AssertionRow>, DecideError> {
+) -> Result<Option<step_up::Checked>, DecideError> {
     use base64::Engine;
     let asker = Asker::from(approver);
-    let need = step_up::need_for(state, tx, &approver.tenant_id, &approver.user_id, &approver.roles, current).await?;
-    let mut kept = match (&approver.step_up, nonce) {
+    let mut checked = match (&approver.step_up, nonce) {
         (Some(StepUp::One(answer)), Some(nonce)) => {
-            let challenge =
-                crate::passkeys::step_up_challenge(&current.request_hash, &current.id, asker.user_id, &nonce);
-            let (_, mut kept) = step_up::verify(state, tx, &asker, &challenge, answer, now).await?;
-            kept.kind = step_up::STEP_UP.into();
-            kept.nonce = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&nonce);
-            kept
+            let challenge = crate::passkeys::step_up_challenge(&row.request_hash, &row.id, asker.user_id, &nonce);
+            let mut checked = step_up::verify(state, &asker, &challenge, answer, now).await?;
+            checked.kept.kind = step_up::STEP_UP.into();
+            checked.kept.nonce = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&nonce);
+            checked
         }
         (Some(StepUp::Listed(proof)), _) => {
             // The bulk assertion covers this proposal only as it was listed.
-            if !proof.listed.iter().any(|(id, hash)| *id == current.id && *hash == current.request_hash) {
+            if !proof.listed.iter().any(|(id, hash)| *id == row.id && *hash == row.request_hash) {
                 return Err(StepUpError::Refused(crate::passkeys::webauthn::PasskeyError::WrongChallenge).into());
             }
-            proof.kept.clone()
+            return Ok(Some(step_up::Checked {
+                passkey_id: proof.kept.passkey_id.clone(),
+                sign_count: proof.sign_count,
+                kept: with_payment(proof.kept.clone(), row),
+            }));
         }
-        _ => {
-            return match need {
-                Need::Nothing => Ok(None),
-                Need::Assertion => Err(StepUpError::Required.into()),
-                Need::RegisterFirst => Err(StepUpError::NoPasskey.into()),
-            }
-        }
+        _ => return Ok(None),
     };
-    kept.proposal_id = current.id.clone();
-    kept.round = current.approval_round;
-    kept.request_hash = current.request_hash.clone();
-    Ok(Some(kept))
+    checked.kept = with_payment(checked.kept, row);
+    Ok(Some(checked))
+}
+
+fn with_payment(
+    mut kept: store::passkeys::AssertionRow,
+    row: &store::proposals::ProposalRow,
+) -> store::passkeys::AssertionRow {
+    kept.proposal_id = row.id.clone();
+    kept.round = row.approval_round;
+    kept.request_hash = row.request_hash.clone();
+    kept
 }
 
 /// Segregation of duties, the approver's limit, and policy re-evaluated now
@@ -490,7 +540,7 @@ async fn recheck(
     let given = store::proposals::approvals_in_round(&mut conn, &row.id, row.approval_round).await?;
     drop(conn);
     let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
-    may_approve(&approver.candidate(), &row.into(), &agent.acts_for, &approved_by)?;
+    may_approve(&approver.candidate(), &row.into(), Duties::from(&agent), &approved_by)?;
     let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
     if decision.outcome == Outcome::Denied {
         return Err(DecideError::Denied(decision));

@@ -124,6 +124,17 @@ pub enum UserCommand {
     Add(UserAdd),
     /// Link a user to their Slack user id (button presses act as them), or unlink them.
     LinkSlack(UserLinkSlack),
+    /// Issue a one-time code with which the user can register a passkey
+    /// without holding one (their first, or after losing all); prints it once.
+    EnrolmentCode(UserRef),
+}
+
+#[derive(Args, Debug)]
+pub struct UserRef {
+    #[arg(long)]
+    pub tenant: String,
+    #[arg(long)]
+    pub username: String,
 }
 
 #[derive(Args, Debug)]
@@ -372,6 +383,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 None => println!("user {} unlinked from Slack", a.username),
             }
         }
+        Command::User { command: UserCommand::EnrolmentCode(a) } => {
+            let db = Db::connect(&settings.backend()?).await?;
+            let user = {
+                let mut conn = db.reader().await?;
+                crate::store::directory::user_by_username(&mut conn, &a.username).await?
+            };
+            let Some(user) = user.filter(|u| u.tenant_id == a.tenant && u.active) else {
+                eprintln!("error: tenant {} has no active user {}", a.tenant, a.username);
+                return Ok(2);
+            };
+            let now = chrono::Utc::now();
+            let mut tx = db.begin().await?;
+            let code = crate::passkeys::admin::issue_code(
+                &mut tx,
+                &settings,
+                (&a.tenant, &user.id),
+                crate::passkeys::admin::Issuer::Operator,
+                now,
+            )
+            .await?;
+            tx.commit().await?;
+            println!("{code}");
+            eprintln!(
+                "one-time passkey enrolment code for {} (valid {} h): give it to them yourself; it is not shown again",
+                a.username,
+                settings.passkeys.enrolment_code_ttl_secs / 3600
+            );
+        }
         Command::Agent { command: AgentCommand::Add(a) } => {
             let db = Db::connect(&settings.backend()?).await?;
             let key = crate::provision::add_agent(
@@ -425,7 +464,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Audit { command: AuditCommand::VerifyApprovals } => {
             let db = Db::connect(&settings.backend()?).await?;
-            let report = crate::passkeys::step_up::verify_kept(&db.read).await?;
+            let rp = crate::passkeys::webauthn::RelyingParty::from_public_url(&settings.public_url);
+            let report = crate::passkeys::step_up::verify_kept(&db.read, rp.as_ref()).await?;
             for failure in &report.failures {
                 eprintln!("FAILED {failure}");
             }

@@ -213,6 +213,12 @@ async fn recheck(
                 ),
             ));
         }
+        if agent.key_holder.as_deref() == Some(user.id.as_str()) {
+            return Err(denied(
+                "segregation_of_duties",
+                format!("{} was given agent {}'s key and cannot approve its proposals.", user.username, agent.agent_id),
+            ));
+        }
         let limit = user.approval_limits_minor.get(&row.currency).copied().unwrap_or(0);
         if row.amount_minor > limit {
             return Err(denied(

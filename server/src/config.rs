@@ -53,13 +53,24 @@ pub struct Settings {
     pub tenants: BTreeMap<String, TenantSettings>,
 }
 
-/// `[passkeys]`: who must hold a passkey.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// `[passkeys]`: who must hold a passkey, and when a new one counts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PasskeySettings {
     /// A user holding any of these roles cannot approve until they have
     /// registered a passkey (they can still sign in, and register one).
     pub required_roles: Vec<crate::domain::Role>,
+    /// How long a newly registered passkey cannot approve payments, unless
+    /// an admin other than its holder confirms it first (0: at once).
+    pub cool_off_secs: u64,
+    /// How long a one-time enrolment code stays valid.
+    pub enrolment_code_ttl_secs: u64,
+}
+
+impl Default for PasskeySettings {
+    fn default() -> Self {
+        PasskeySettings { required_roles: Vec::new(), cool_off_secs: 24 * 3600, enrolment_code_ttl_secs: 72 * 3600 }
+    }
 }
 
 /// `[database]`: where the data is kept.

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
     AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, DeliveryRow, HistoryLine, OperationItem,
-    OperationsPage, PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine,
-    ResolvePage, SignalLine, TimelineLine, UserRow, Viewer, WebhookRow,
+    OperationsPage, PasskeyAdminRow, PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord,
+    ReasonLine, ResolvePage, SignalLine, TimelineLine, UserRow, Viewer, WebhookRow,
 };
 
-use crate::approvals::{may_approve, Approvable, Candidate, Ineligible};
+use crate::approvals::{may_approve, Approvable, Candidate, Duties, Ineligible};
 use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
 use crate::http::console::{QueueParams, ADMIN_FLASH};
 use crate::proposals::ListQuery;
@@ -34,7 +34,8 @@ const OPERATIONS_LIMIT: u32 = 200;
 /// enforces).
 pub(crate) struct Tenancy {
     users: Vec<User>,
-    acts_for: HashMap<String, String>,
+    /// Each agent's id, and who may never approve its proposals.
+    agents: HashMap<String, store::directory::Agent>,
 }
 
 fn candidate(user: &User) -> Candidate<'_> {
@@ -47,11 +48,11 @@ impl Tenancy {
         let users = store::directory::users_of(&mut conn, tenant).await.map_err(unavailable)?;
         drop(conn);
         let agents = store::directory::agents_of(&state.db.read, tenant).await.map_err(unavailable)?;
-        Ok(Tenancy { users, acts_for: agents.into_iter().map(|a| (a.id, a.acts_for)).collect() })
+        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect() })
     }
 
-    fn acts_for(&self, agent: &str) -> &str {
-        self.acts_for.get(agent).map_or("", String::as_str)
+    fn duties(&self, agent: &str) -> Duties<'_> {
+        self.agents.get(agent).map(Duties::from).unwrap_or_default()
     }
 
     fn name_of(&self, id: &str) -> String {
@@ -74,7 +75,7 @@ impl Tenancy {
         if !user.active {
             return Err(Ineligible::NotAnApprover);
         }
-        may_approve(&candidate(user), row, self.acts_for(row.agent_id), approved_by)
+        may_approve(&candidate(user), row, self.duties(row.agent_id), approved_by)
     }
 }
 
@@ -513,6 +514,34 @@ impl ConsoleService {
             tenant_id: viewer.tenant_id.clone(),
             roles: viewer.roles.clone(),
         };
+        let passkeys = crate::passkeys::admin::list(state, &admin, state.now())
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .map(|listed| {
+                let p = listed.passkey;
+                let print = crate::passkeys::registry::key_fingerprint(&p);
+                PasskeyAdminRow {
+                    username: names.get(&p.user_id).cloned().unwrap_or_else(|| p.user_id.clone()),
+                    fingerprint: crate::passkeys::registry::short(&print).to_owned(),
+                    created_at: store::ts(p.created_at),
+                    usable_from: (!p.usable_at(state.now())).then(|| p.usable_from.map(store::ts)).flatten(),
+                    confirmed_by: p
+                        .confirmed_by
+                        .as_ref()
+                        .map(|id| names.get(id).cloned().unwrap_or_else(|| id.clone())),
+                    blocker: listed.blocker.map(|b| {
+                        let mut chars = b.chars();
+                        chars
+                            .next()
+                            .map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".")
+                            .unwrap_or_default()
+                    }),
+                    id: p.id,
+                    name: p.name,
+                }
+            })
+            .collect();
         let pending_changes = crate::registry_changes::pending(state, &admin)
             .await
             .map_err(unavailable)?
@@ -544,6 +573,7 @@ impl ConsoleService {
             agents: agents
                 .into_iter()
                 .map(|a| AgentRow {
+                    key_holder: a.key_holder.map(|id| names.get(&id).cloned().unwrap_or(id)),
                     acts_for: names.get(&a.acts_for).cloned().unwrap_or(a.acts_for),
                     id: a.id,
                     source_accounts: a.source_accounts.iter().map(|s| mask_account(s)).collect(),
@@ -561,6 +591,7 @@ impl ConsoleService {
                 })
                 .collect(),
             pending_changes,
+            passkeys,
             currencies: state.currencies.allowed().map(|c| c.code().to_owned()).collect(),
             flash,
         })

@@ -483,8 +483,29 @@ impl ServerHandler for Countersign {
     }
 }
 
+/// Why `countersign mcp` will not send the agent key to `base_url`: it must
+/// be an http(s) URL, and plain http only to this machine (as the rail
+/// connector's key).
+pub fn refuse_url(base_url: &str) -> Option<String> {
+    let Ok(url) = reqwest::Url::parse(base_url) else {
+        return Some(format!("--url {base_url:?} is not a URL"));
+    };
+    match url.scheme() {
+        "https" => None,
+        "http" if crate::rail::connector::is_loopback(&url) => None,
+        "http" => Some(format!(
+            "refusing to send the agent key in clear to {}: use https (plain http only to localhost)",
+            url.host_str().unwrap_or_default()
+        )),
+        other => Some(format!("--url must be https (or http to localhost), not {other}")),
+    }
+}
+
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(base_url: &str, key: SecretString) -> anyhow::Result<()> {
+    if let Some(why) = refuse_url(base_url) {
+        anyhow::bail!(why);
+    }
     let running = Countersign::new(base_url, key).serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())

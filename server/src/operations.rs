@@ -480,14 +480,14 @@ pub struct Resolver {
 /// A record of the rail's that might settle an operation, and whether it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
-    /// The rail's id (`tr_…`): for a reversal, the reversed transfer's.
+    /// The rail's id: a transfer's (`tr_…`), or for a reversal its own (`trr_…`).
     pub reference: String,
     pub amount_minor: u64,
     pub currency: String,
-    /// Masked.
+    /// Masked; for a reversal, the transfer it reverses.
     pub destination: String,
     pub status: &'static str,
-    /// For a reversal: how much of the transfer the rail reports reversed.
+    /// For a reversal: how much it reversed.
     pub amount_reversed: u64,
     /// `None`: it settles the operation; else why not, for a person.
     pub mismatch: Option<String>,
@@ -548,19 +548,33 @@ async fn candidates_of(state: &AppState, op: &OperationRow) -> Result<Vec<Candid
         crate::domain::Currency::parse(&op.currency).map(|c| c.format_minor(minor)).unwrap_or(minor.to_string())
     };
     if op.kind == "reversal" {
+        // The evidence is the reversal's own record: a reversal of the
+        // transfer made under this operation's idempotency key, for its
+        // amount — never the transfer's "amount reversed", which another
+        // reversal could have filled.
         let Some(reversed) = op.reverses.as_deref() else { return Ok(Vec::new()) };
-        let found = state.rail.get_transfer(reversed).await.map_err(|_| ResolveError::RailUnavailable)?;
+        let found = state.rail.reversals_of(reversed).await.map_err(|_| ResolveError::RailUnavailable)?;
         return Ok(found
             .iter()
-            .map(|t| {
-                let mismatch = (t.amount_reversed < op.amount_minor).then(|| {
-                    format!(
-                        "the rail reports {} of it reversed, less than this reversal's {}",
-                        amount(t.amount_reversed),
-                        amount(op.amount_minor)
-                    )
-                });
-                candidate(t, mismatch)
+            .map(|r| {
+                let mut why = Vec::new();
+                if r.key.as_deref() != Some(op.idempotency_key.as_str()) {
+                    why.push(
+                        "it is another reversal of that transfer (not made under this operation's key)".to_owned(),
+                    );
+                }
+                if r.amount_minor != op.amount_minor {
+                    why.push(format!("it reversed {}, not {}", amount(r.amount_minor), amount(op.amount_minor)));
+                }
+                Candidate {
+                    reference: r.id.clone(),
+                    amount_minor: r.amount_minor,
+                    currency: op.currency.to_uppercase(),
+                    destination: r.transfer.clone(),
+                    status: "reversed",
+                    amount_reversed: r.amount_minor,
+                    mismatch: (!why.is_empty()).then(|| why.join("; ")),
+                }
             })
             .collect());
     }
@@ -624,10 +638,13 @@ pub async fn resolve(
                     "does not settle this operation (amount, currency, destination or status differ)",
                 ));
             }
-            // A reversal's record is the reversed transfer: its id already
-            // names that transfer's operation, so the reversal keeps none.
-            let reference = (op.kind != "reversal").then_some(rail_reference.as_str());
-            let update = Update { rail_reference: reference, resolved_by: Some(&who.user_id), ..Default::default() };
+            // A reversal's record is its own (`trr_…`), as the rail answers
+            // a reversal made in one go.
+            let update = Update {
+                rail_reference: Some(rail_reference.as_str()),
+                resolved_by: Some(&who.user_id),
+                ..Default::default()
+            };
             let evidence = json!({"resolution": "succeeded", "rail_record": chosen.reference,
                                   "rail_status": chosen.status, "amount_reversed": chosen.amount_reversed});
             let settled =

@@ -21,6 +21,8 @@ pub struct AgentPrincipal {
     pub agent_id: String,
     /// The user id of the human the agent acts for.
     pub acts_for: String,
+    /// The user its key was shown to on the console, if any.
+    pub key_holder: Option<String>,
     pub scope: AgentScope,
 }
 
@@ -35,6 +37,7 @@ impl From<Agent> for AgentPrincipal {
             tenant_id: a.tenant_id,
             agent_id: a.id,
             acts_for: a.acts_for,
+            key_holder: a.key_holder,
         }
     }
 }

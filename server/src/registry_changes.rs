@@ -2,19 +2,30 @@
 //!
 //! A change made on the console that could weaken a control — a new user,
 //! more roles, a higher approval limit, a new password, a Slack link, an
-//! agent (new, changed or re-keyed), a payee trusted or renamed — is only
-//! *proposed* by the admin who makes it. It takes effect when a second admin
-//! of the same tenant confirms it; the proposer can never confirm their own,
-//! and nobody confirms a change to their own account. A change that only
-//! reduces authority (fewer roles, lower limits, a payee untrusted, a Slack
-//! link removed) applies at once: making things safer never waits.
+//! agent (new, changed or re-keyed), a payee trusted or renamed, a passkey
+//! enrolment code, a passkey's removal — is only *proposed* by the admin who
+//! makes it. It takes effect when a second admin of the same tenant confirms
+//! it; the proposer can never confirm their own, and nobody confirms a
+//! change to their own account. A change that only reduces authority (fewer
+//! roles, lower limits, a payee untrusted, a Slack link removed) applies at
+//! once — making things safer never waits — and cancels every change still
+//! pending for the same subject, which was proposed against a state that no
+//! longer holds.
+//!
+//! What a change grants is said in lines ([`grants`]), computed against the
+//! registry as it stands. The lines shown when it was proposed are stored;
+//! confirming computes them again against the registry *now* and refuses
+//! the change (marking it `superseded`) if they differ: a second admin only
+//! ever confirms what they were shown, never authority that was revoked
+//! since. An agent's new key is shown once, to the proposer, who is named in
+//! the change as its holder and may then not approve that agent's payments.
 //!
 //! What is stored is exactly what will be applied, with the password and
 //! the agent key as hashes only; what a person reads is stored beside it
 //! with accounts masked. Every step is audited: `registry.change.proposed`,
-//! `.confirmed`, `.rejected`, `.refused` (a refused request, e.g. a username
-//! another tenant holds), and the usual `registry.<kind>.<verb>` entry of
-//! the change itself, named after the confirming admin.
+//! `.confirmed`, `.rejected`, `.superseded`, `.refused` (a refused request,
+//! e.g. a username another tenant holds), and the usual `registry.<kind>.<verb>`
+//! entry of the change itself, named after the confirming admin.
 //!
 //! The CLI (`countersign apply`, `user add`, …) is the operator's and is not
 //! four-eyes: it needs the server's files, and with them everything.
@@ -28,7 +39,7 @@ use crate::domain::Role;
 use crate::domain::{mask_account, Currency};
 use crate::provision::{self, ApplyError, NewAgent, NewCredential, NewUser};
 use crate::state::AppState;
-use crate::store::{self, audit::AuditEntry, registry_changes::ChangeRow};
+use crate::store::{self, audit::AuditEntry, registry_changes::ChangeRow, Conn};
 
 /// How long a proposed change may wait for its confirmation.
 pub const PENDING_FOR: Duration = Duration::days(7);
@@ -81,7 +92,20 @@ pub enum Request {
     User(UserForm),
     Agent(AgentForm),
     Payee(PayeeForm),
-    SlackLink { username: String, slack_user_id: Option<String> },
+    SlackLink {
+        username: String,
+        slack_user_id: Option<String>,
+    },
+    /// A one-time code with which `username` can register a passkey without
+    /// holding one (their first, or after losing all).
+    PasskeyEnrolment {
+        username: String,
+    },
+    /// The removal of someone's passkey (a lost device; the last passkey of
+    /// a role that requires one).
+    PasskeyRemoval {
+        passkey_id: String,
+    },
 }
 
 /// Exactly what a change applies (stored as JSON; secrets as hashes).
@@ -102,6 +126,9 @@ enum Stored {
         source_accounts: Vec<String>,
         purposes: Vec<String>,
         key_sha256: String,
+        /// The user id and name of the admin the new key was shown to.
+        #[serde(default)]
+        key_holder: Option<(String, String)>,
     },
     Payee {
         id: String,
@@ -112,6 +139,13 @@ enum Stored {
         username: String,
         slack_user_id: Option<String>,
     },
+    PasskeyEnrolment {
+        username: String,
+    },
+    PasskeyRemoval {
+        username: String,
+        passkey_id: String,
+    },
 }
 
 impl Stored {
@@ -121,6 +155,8 @@ impl Stored {
             Stored::Agent { .. } => "agent",
             Stored::Payee { .. } => "payee",
             Stored::SlackLink { .. } => "slack_link",
+            Stored::PasskeyEnrolment { .. } => "passkey_enrolment",
+            Stored::PasskeyRemoval { .. } => "passkey_removal",
         }
     }
 
@@ -128,15 +164,30 @@ impl Stored {
     /// in full, shown masked).
     fn subject(&self) -> &str {
         match self {
-            Stored::User { username, .. } | Stored::SlackLink { username, .. } => username,
+            Stored::User { username, .. }
+            | Stored::SlackLink { username, .. }
+            | Stored::PasskeyEnrolment { username }
+            | Stored::PasskeyRemoval { username, .. } => username,
             Stored::Agent { id, .. } | Stored::Payee { id, .. } => id,
         }
     }
 
     /// The username whose own account this change touches, if any.
+    /// The kinds of change about the same subject as this one.
+    fn family(&self) -> &'static [&'static str] {
+        match self {
+            Stored::Agent { .. } => &["agent"],
+            Stored::Payee { .. } => &["payee"],
+            _ => &["user", "slack_link", "passkey_enrolment", "passkey_removal"],
+        }
+    }
+
     fn account_of(&self) -> Option<&str> {
         match self {
-            Stored::User { username, .. } | Stored::SlackLink { username, .. } => Some(username),
+            Stored::User { username, .. }
+            | Stored::SlackLink { username, .. }
+            | Stored::PasskeyEnrolment { username }
+            | Stored::PasskeyRemoval { username, .. } => Some(username),
             _ => None,
         }
     }
@@ -149,6 +200,22 @@ pub enum Submitted {
     Applied { message: String },
     /// It waits for a second admin. An agent's new key is shown here, once.
     Pending { id: String, message: String, agent_key: Option<String> },
+}
+
+/// A confirmed change: what was done, and a secret to show once (an
+/// enrolment code, to the confirming admin).
+#[derive(Debug)]
+pub struct Confirmed {
+    pub message: String,
+    pub secret: Option<OneTimeSecret>,
+}
+
+/// A secret shown once: what it is, for whom, and itself.
+#[derive(Debug)]
+pub struct OneTimeSecret {
+    pub title: String,
+    pub explanation: String,
+    pub value: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -169,6 +236,11 @@ pub enum ChangeError {
     OwnAccount,
     #[error("the change waited more than 7 days: propose it again")]
     Expired,
+    #[error(
+        "the registry changed since this was proposed, so it would now do something else ({0}); it was \
+         withdrawn: propose it again"
+    )]
+    Stale(String),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
@@ -213,14 +285,22 @@ fn role_names(roles: &[Role]) -> String {
     roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
 }
 
+/// A user of the admin's tenant by username; another tenant's is "no such user".
+async fn tenant_user(state: &AppState, tenant: &str, username: &str) -> Result<store::directory::User, ChangeError> {
+    let mut conn = state.db.reader().await?;
+    let user = store::directory::user_by_username(&mut conn, username).await?;
+    user.filter(|u| u.tenant_id == tenant)
+        .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))
+}
+
 /// An admin's request: validated, then applied at once if it only reduces
 /// authority, else stored for a second admin.
 pub async fn submit(state: &AppState, admin: &Admin, request: Request) -> Result<Submitted, ChangeError> {
     require_admin(admin)?;
     let tenant = admin.tenant_id.clone();
-    let now = Utc::now();
-    match request {
-        Request::User(form) => submit_user(state, admin, form, now).await,
+    let now = state.now();
+    let (stored, agent_key) = match request {
+        Request::User(form) => return submit_user(state, admin, form, now).await,
         Request::Agent(form) => {
             let agent = NewAgent {
                 tenant: tenant.clone(),
@@ -232,99 +312,117 @@ pub async fn submit(state: &AppState, admin: &Admin, request: Request) -> Result
             let key = provision::generate_agent_key(true);
             let key_sha256 = provision::key_sha256(&key);
             provision::check_agent(agent, key_sha256.clone())?;
-            let mut conn = state.db.reader().await?;
-            let acts_for = store::directory::user_by_username(&mut conn, &form.acts_for).await?;
-            if acts_for.is_none_or(|u| u.tenant_id != tenant) {
-                return Err(ChangeError::Invalid(format!("acts_for: there is no user {} here", form.acts_for)));
-            }
-            let existing = store::directory::agent(&mut conn, &tenant, &form.id).await?;
-            drop(conn);
-            let mut lines = vec![match &existing {
-                None => format!("Add agent {}, acting for {}", form.id, form.acts_for),
-                Some(_) => format!("Change agent {} (acting for {}) and replace its key", form.id, form.acts_for),
-            }];
-            lines.push(format!(
-                "Source accounts: {}",
-                form.source_accounts.iter().map(|a| mask_account(a)).collect::<Vec<_>>().join(", ")
-            ));
-            lines.push(format!("Purposes: {}", form.purposes.join(", ")));
+            tenant_user(state, &tenant, &form.acts_for)
+                .await
+                .map_err(|_| ChangeError::Invalid(format!("acts_for: there is no user {} here", form.acts_for)))?;
             let stored = Stored::Agent {
                 id: form.id,
                 acts_for: form.acts_for,
                 source_accounts: form.source_accounts,
                 purposes: form.purposes,
                 key_sha256,
+                key_holder: Some((admin.user_id.clone(), admin.username.clone())),
             };
-            let id = propose(state, admin, &stored, lines, now).await?;
-            Ok(Submitted::Pending {
-                message: "The agent's key works once another admin confirms the change.".into(),
-                id,
-                agent_key: Some(key),
-            })
+            (stored, Some(key))
         }
         Request::Payee(form) => {
             provision::check_payee(&tenant, &form.id, &form.legal_name)?;
-            let existing = store::directory::payee(&state.db.read, &tenant, &form.id).await?;
-            let masked = mask_account(&form.id);
-            let mut lines = Vec::new();
-            match &existing {
-                None if !form.trusted => {
-                    provision::add_payee(&state.db, &tenant, &form.id, &form.legal_name, false, &admin.actor()).await?;
-                    return Ok(Submitted::Applied { message: format!("Payee {} saved.", form.legal_name) });
-                }
-                None => lines.push(format!("Add payee {} ({masked}) as trusted", form.legal_name)),
-                Some(p) => {
-                    if p.legal_name != form.legal_name {
-                        lines.push(format!("Rename payee {masked} from {} to {}", p.legal_name, form.legal_name));
-                    }
-                    if form.trusted && !p.trusted {
-                        lines.push(format!("Trust payee {} ({masked})", form.legal_name));
-                    }
-                    if lines.is_empty() {
-                        // Unchanged, or only trust removed: safer, so at once.
-                        provision::add_payee(
-                            &state.db,
-                            &tenant,
-                            &form.id,
-                            &form.legal_name,
-                            form.trusted,
-                            &admin.actor(),
-                        )
-                        .await?;
-                        return Ok(Submitted::Applied { message: format!("Payee {} saved.", form.legal_name) });
-                    }
-                }
-            }
-            if form.trusted {
-                lines.push("Small payments to a trusted payee can be approved by policy alone.".into());
-            }
-            let stored = Stored::Payee { id: form.id, legal_name: form.legal_name, trusted: form.trusted };
-            let id = propose(state, admin, &stored, lines, now).await?;
-            Ok(Submitted::Pending { id, message: "Another admin must confirm the payee.".into(), agent_key: None })
+            (Stored::Payee { id: form.id, legal_name: form.legal_name, trusted: form.trusted }, None)
         }
         Request::SlackLink { username, slack_user_id } => {
-            let mut conn = state.db.reader().await?;
-            let user = store::directory::user_by_username(&mut conn, &username).await?;
-            drop(conn);
-            let Some(user) = user.filter(|u| u.tenant_id == tenant) else {
-                return Err(ChangeError::Invalid(format!("there is no user {username} here")));
+            tenant_user(state, &tenant, &username).await?;
+            let slack_user_id = match slack_user_id {
+                Some(slack) => Some(provision::check_slack_user_id(&slack).map_err(ChangeError::Invalid)?),
+                None => None,
             };
-            let Some(slack) = slack_user_id else {
-                provision::link_slack(&state.db, &tenant, &username, None, &admin.actor())
-                    .await
-                    .map_err(ChangeError::Invalid)?;
-                return Ok(Submitted::Applied { message: format!("User {username} unlinked from Slack.") });
-            };
-            let slack = provision::check_slack_user_id(&slack).map_err(ChangeError::Invalid)?;
-            let lines = vec![format!(
-                "Link user {username} to Slack user {slack}{}: presses of that Slack account approve as {username}",
-                user.slack_user_id.as_deref().map(|old| format!(" (instead of {old})")).unwrap_or_default()
-            )];
-            let stored = Stored::SlackLink { username, slack_user_id: Some(slack) };
-            let id = propose(state, admin, &stored, lines, now).await?;
-            Ok(Submitted::Pending { id, message: "Another admin must confirm the link.".into(), agent_key: None })
+            (Stored::SlackLink { username, slack_user_id }, None)
         }
+        Request::PasskeyEnrolment { username } => {
+            tenant_user(state, &tenant, &username).await?;
+            (Stored::PasskeyEnrolment { username }, None)
+        }
+        Request::PasskeyRemoval { passkey_id } => {
+            let passkey = store::passkeys::get(&state.db.read, &tenant, &passkey_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("there is no such passkey here".into()))?;
+            let mut conn = state.db.reader().await?;
+            let holder = store::directory::user_by_id(&mut conn, &passkey.user_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("there is no such passkey here".into()))?;
+            (Stored::PasskeyRemoval { username: holder.username, passkey_id }, None)
+        }
+    };
+    let lines = {
+        let mut conn = state.db.reader().await?;
+        grants(&mut conn, &state.settings, &tenant, &stored).await?
+    };
+    let Some(lines) = lines else {
+        return apply_at_once(state, admin, &stored, now).await;
+    };
+    let id = propose(state, admin, &stored, lines, now).await?;
+    let message = match &stored {
+        Stored::Agent { .. } => "The agent's key works once another admin confirms the change; it was shown only to \
+                                 you, so you may not approve this agent's payments."
+            .to_owned(),
+        Stored::Payee { .. } => "Another admin must confirm the payee.".into(),
+        Stored::SlackLink { .. } => "Another admin must confirm the link.".into(),
+        Stored::PasskeyEnrolment { username } => {
+            format!("Another admin must confirm the enrolment code for {username}; it is shown once, to them.")
+        }
+        Stored::PasskeyRemoval { username, .. } => {
+            format!("Another admin must confirm the removal of {username}'s passkey.")
+        }
+        Stored::User { username, .. } => format!("Another admin must confirm the change to user {username}."),
+    };
+    Ok(Submitted::Pending { id, message, agent_key })
+}
+
+/// A request that grants nothing (it only reduces authority, or changes
+/// nothing): applied now, and every change still pending for the same
+/// subject is withdrawn (`superseded`): it was proposed against a state
+/// that no longer holds.
+async fn apply_at_once(
+    state: &AppState,
+    admin: &Admin,
+    stored: &Stored,
+    now: DateTime<Utc>,
+) -> Result<Submitted, ChangeError> {
+    let mut tx = state.db.begin().await?;
+    apply(&mut tx, state, admin, stored, now).await?;
+    let withdrawn = store::registry_changes::supersede_subject(
+        &mut tx,
+        &admin.tenant_id,
+        (stored.family(), stored.subject()),
+        &format!(
+            "withdrawn: a change reducing {}'s authority applied since",
+            shown_subject(stored.kind(), stored.subject())
+        ),
+        now,
+    )
+    .await?;
+    if !withdrawn.is_empty() {
+        append(
+            &mut tx,
+            admin,
+            "registry.change.superseded",
+            json!({"changes": withdrawn, "kind": stored.kind(), "subject": shown_subject(stored.kind(), stored.subject()),
+                   "why": "authority reduced"}),
+        )
+        .await?;
     }
+    tx.commit().await?;
+    let message = match stored {
+        Stored::User { username, .. } => format!("User {username} saved."),
+        Stored::Payee { legal_name, .. } => format!("Payee {legal_name} saved."),
+        Stored::SlackLink { username, .. } => format!("User {username} unlinked from Slack."),
+        other => format!("{} saved.", other.kind()),
+    };
+    let message = if withdrawn.is_empty() {
+        message
+    } else {
+        format!("{message} {} pending change(s) to the same subject were withdrawn.", withdrawn.len())
+    };
+    Ok(Submitted::Applied { message })
 }
 
 async fn submit_user(
@@ -365,7 +463,6 @@ async fn submit_user(
         }
         None => None,
     };
-    let lines = user_lines(existing.as_ref(), &form);
     let stored = Stored::User {
         username: form.username.clone(),
         password_hash,
@@ -373,13 +470,8 @@ async fn submit_user(
         limits: form.limits.clone(),
         slack_user_id: form.slack_user_id.clone(),
     };
-    match lines {
-        None => {
-            let mut tx = state.db.begin().await?;
-            apply(&mut tx, &state.settings, tenant, &stored, &admin.actor()).await?;
-            tx.commit().await?;
-            Ok(Submitted::Applied { message: format!("User {} saved.", form.username) })
-        }
+    match user_lines(existing.as_ref(), &stored) {
+        None => apply_at_once(state, admin, &stored, now).await,
         Some(lines) => {
             let id = propose(state, admin, &stored, lines, now).await?;
             Ok(Submitted::Pending {
@@ -391,51 +483,145 @@ async fn submit_user(
     }
 }
 
+/// What applying `stored` would grant, line by line, against the registry
+/// as `conn` reads it now; `None` when it grants nothing (it only reduces
+/// authority, or changes nothing) and so may apply at once. The one rule
+/// for proposing, for the admin page, and for confirming.
+async fn grants(
+    conn: &mut Conn,
+    settings: &crate::config::Settings,
+    tenant: &str,
+    stored: &Stored,
+) -> Result<Option<Vec<String>>, ChangeError> {
+    let user_here = |user: Option<store::directory::User>| user.filter(|u| u.tenant_id == tenant);
+    Ok(match stored {
+        Stored::User { username, .. } => {
+            let existing = user_here(store::directory::user_by_username(conn, username).await?);
+            user_lines(existing.as_ref(), stored)
+        }
+        Stored::Agent { id, acts_for, source_accounts, purposes, key_holder, .. } => {
+            let existing = store::directory::agent(conn, tenant, id).await?;
+            let mut lines = vec![match &existing {
+                None => format!("Add agent {id}, acting for {acts_for}"),
+                Some(_) => format!("Change agent {id} (acting for {acts_for}) and replace its key"),
+            }];
+            lines.push(format!(
+                "Source accounts: {}",
+                source_accounts.iter().map(|a| mask_account(a)).collect::<Vec<_>>().join(", ")
+            ));
+            lines.push(format!("Purposes: {}", purposes.join(", ")));
+            if let Some((_, name)) = key_holder {
+                lines.push(format!("Its key was shown only to {name}, who may then not approve this agent's payments"));
+            }
+            Some(lines)
+        }
+        Stored::Payee { id, legal_name, trusted } => {
+            let existing = store::directory::payee(&mut *conn, tenant, id).await?;
+            let masked = mask_account(id);
+            let mut lines = Vec::new();
+            match &existing {
+                None if !trusted => {}
+                None => lines.push(format!("Add payee {legal_name} ({masked}) as trusted")),
+                Some(p) => {
+                    if p.legal_name != *legal_name {
+                        lines.push(format!("Rename payee {masked} from {} to {legal_name}", p.legal_name));
+                    }
+                    if *trusted && !p.trusted {
+                        lines.push(format!("Trust payee {legal_name} ({masked})"));
+                    }
+                }
+            }
+            if !lines.is_empty() && *trusted {
+                lines.push("Small payments to a trusted payee can be approved by policy alone.".into());
+            }
+            (!lines.is_empty()).then_some(lines)
+        }
+        Stored::SlackLink { username, slack_user_id } => {
+            let user = user_here(store::directory::user_by_username(conn, username).await?)
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
+            match slack_user_id {
+                None => None,
+                Some(slack) if user.slack_user_id.as_ref() == Some(slack) => None,
+                Some(slack) => Some(vec![format!(
+                    "Link user {username} to Slack user {slack}{}: presses of that Slack account approve as {username}",
+                    user.slack_user_id.as_deref().map(|old| format!(" (instead of {old})")).unwrap_or_default()
+                )]),
+            }
+        }
+        Stored::PasskeyEnrolment { username } => {
+            user_here(store::directory::user_by_username(conn, username).await?)
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
+            let cool_off = settings.passkeys.cool_off_secs / 3600;
+            Some(vec![format!(
+                "Issue a one-time code with which {username} can register a passkey without holding one; it is \
+                 shown once, to the admin who confirms, and the passkey then cools off for {cool_off} h unless \
+                 another admin confirms it"
+            )])
+        }
+        Stored::PasskeyRemoval { username, passkey_id } => {
+            let Some(passkey) = store::passkeys::get_in(&mut *conn, tenant, passkey_id).await? else {
+                return Err(ChangeError::Invalid("that passkey is no longer registered".into()));
+            };
+            let user = user_here(store::directory::user_by_id(conn, &passkey.user_id).await?)
+                .filter(|u| &u.username == username)
+                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
+            let held = store::passkeys::of_user_in(conn, tenant, &user.id).await?;
+            let print = crate::passkeys::registry::key_fingerprint(&passkey);
+            let mut lines = vec![format!(
+                "Remove {username}'s passkey “{}” ({})",
+                passkey.name,
+                crate::passkeys::registry::short(&print)
+            )];
+            if held <= 1 {
+                lines.push(format!(
+                    "It is {username}'s last passkey: approvals that need one wait until they register another"
+                ));
+            }
+            Some(lines)
+        }
+    })
+}
+
 /// What a user change grants, line by line; `None` when it only reduces
 /// authority (or changes nothing) and so may apply at once.
-fn user_lines(existing: Option<&store::directory::User>, form: &UserForm) -> Option<Vec<String>> {
+fn user_lines(existing: Option<&store::directory::User>, stored: &Stored) -> Option<Vec<String>> {
+    let Stored::User { username, password_hash, roles, limits, slack_user_id } = stored else { return None };
     let Some(old) = existing else {
-        let mut lines = vec![format!("Create user {} with roles {}", form.username, role_names(&form.roles))];
-        for (currency, limit) in &form.limits {
+        let mut lines = vec![format!("Create user {username} with roles {}", role_names(roles))];
+        for (currency, limit) in limits {
             lines.push(format!("Approval limit {}", money(currency, *limit)));
         }
-        if let Some(slack) = &form.slack_user_id {
+        if let Some(slack) = slack_user_id {
             lines.push(format!("Linked to Slack user {slack}"));
         }
         return Some(lines);
     };
     let mut lines = Vec::new();
-    let added: Vec<Role> = form.roles.iter().filter(|r| !old.roles.contains(r)).copied().collect();
+    let added: Vec<Role> = roles.iter().filter(|r| !old.roles.contains(r)).copied().collect();
     if !added.is_empty() {
         lines.push(format!(
-            "Give {} the role{} {} (now {})",
-            form.username,
+            "Give {username} the role{} {} (now {})",
             if added.len() == 1 { "" } else { "s" },
             role_names(&added),
             role_names(&old.roles)
         ));
     }
-    for (currency, limit) in &form.limits {
+    for (currency, limit) in limits {
         match old.approval_limits_minor.get(currency) {
             Some(before) if before >= limit => {}
             Some(before) => lines.push(format!(
-                "Raise {}'s {currency} approval limit from {} to {}",
-                form.username,
+                "Raise {username}'s {currency} approval limit from {} to {}",
                 money(currency, *before),
                 money(currency, *limit)
             )),
-            None => lines.push(format!("Give {} an approval limit of {}", form.username, money(currency, *limit))),
+            None => lines.push(format!("Give {username} an approval limit of {}", money(currency, *limit))),
         }
     }
-    if form.password.is_some() {
-        lines.push(format!("Set a new password for {} (their sessions end)", form.username));
+    if password_hash.is_some() {
+        lines.push(format!("Set a new password for {username} (their sessions end)"));
     }
-    if form.slack_user_id.is_some() && form.slack_user_id != old.slack_user_id {
-        lines.push(format!(
-            "Link {} to Slack user {}",
-            form.username,
-            form.slack_user_id.as_deref().unwrap_or_default()
-        ));
+    if slack_user_id.is_some() && *slack_user_id != old.slack_user_id {
+        lines.push(format!("Link {username} to Slack user {}", slack_user_id.as_deref().unwrap_or_default()));
     }
     (!lines.is_empty()).then_some(lines)
 }
@@ -486,9 +672,33 @@ fn shown_subject(kind: &str, subject: &str) -> String {
     }
 }
 
+/// Whether the pending change `row` still does exactly what its proposer
+/// was shown: its lines computed again against the registry now. `Err`
+/// names what it would do now when that differs.
+async fn still_as_shown(
+    conn: &mut Conn,
+    settings: &crate::config::Settings,
+    row: &ChangeRow,
+    stored: &Stored,
+) -> Result<Result<(), String>, ChangeError> {
+    let shown = summary_lines(row);
+    let now = match grants(conn, settings, &row.tenant_id, stored).await {
+        Ok(lines) => lines.unwrap_or_default(),
+        Err(ChangeError::Invalid(why)) => return Ok(Err(why)),
+        Err(e) => return Err(e),
+    };
+    if now == shown {
+        Ok(Ok(()))
+    } else if now.is_empty() {
+        Ok(Err("it would grant nothing now".into()))
+    } else {
+        Ok(Err(format!("it would now: {}", now.join("; "))))
+    }
+}
+
 /// A second admin confirms: the change is applied, in one transaction with
-/// its decision and audit entries.
-pub async fn confirm(state: &AppState, admin: &Admin, id: &str) -> Result<String, ChangeError> {
+/// its decision and audit entries, if it still grants exactly what it said.
+pub async fn confirm(state: &AppState, admin: &Admin, id: &str) -> Result<Confirmed, ChangeError> {
     require_admin(admin)?;
     let row = store::registry_changes::get(&state.db.read, &admin.tenant_id, id).await?.ok_or(ChangeError::NotFound)?;
     let stored: Stored =
@@ -496,16 +706,31 @@ pub async fn confirm(state: &AppState, admin: &Admin, id: &str) -> Result<String
     if row.status != "pending" {
         return Err(ChangeError::NotPending(row.status));
     }
-    let now = Utc::now();
+    let now = state.now();
     if let Some(refusal) = cannot_confirm(&row, Some(&stored), admin, now) {
         return Err(refusal);
     }
     let mut tx = state.db.begin().await?;
+    // Compared in the transaction that applies it: nothing can change between.
+    if let Err(why) = still_as_shown(&mut tx, &state.settings, &row, &stored).await? {
+        if store::registry_changes::decide(&mut tx, id, "superseded", &admin.user_id, Some(&why), now).await? {
+            append(
+                &mut tx,
+                admin,
+                "registry.change.superseded",
+                json!({"changes": [id], "kind": row.kind, "subject": shown_subject(&row.kind, &row.subject),
+                       "why": why}),
+            )
+            .await?;
+            tx.commit().await?;
+        }
+        return Err(ChangeError::Stale(why));
+    }
     if !store::registry_changes::decide(&mut tx, id, "applied", &admin.user_id, None, now).await? {
         let latest = store::registry_changes::get(&state.db.read, &admin.tenant_id, id).await?;
         return Err(ChangeError::NotPending(latest.map(|r| r.status).unwrap_or_default()));
     }
-    apply(&mut tx, &state.settings, &admin.tenant_id, &stored, &admin.actor()).await?;
+    let secret = apply(&mut tx, state, admin, &stored, now).await?;
     let superseded = store::registry_changes::supersede_others(&mut tx, &row, now).await?;
     append(
         &mut tx,
@@ -516,7 +741,7 @@ pub async fn confirm(state: &AppState, admin: &Admin, id: &str) -> Result<String
     )
     .await?;
     tx.commit().await?;
-    Ok(format!("Change confirmed: {}.", summary_lines(&row).join("; ")))
+    Ok(Confirmed { message: format!("Change confirmed: {}.", summary_lines(&row).join("; ")), secret })
 }
 
 /// Any admin of the tenant (the proposer too: a withdrawal) rejects a pending change.
@@ -528,7 +753,7 @@ pub async fn reject(state: &AppState, admin: &Admin, id: &str, note: Option<&str
         return Err(ChangeError::Invalid("note: at most 500 characters, no control characters".into()));
     }
     let mut tx = state.db.begin().await?;
-    if !store::registry_changes::decide(&mut tx, id, "rejected", &admin.user_id, note, Utc::now()).await? {
+    if !store::registry_changes::decide(&mut tx, id, "rejected", &admin.user_id, note, state.now()).await? {
         return Err(ChangeError::NotPending(row.status));
     }
     append(
@@ -543,14 +768,16 @@ pub async fn reject(state: &AppState, admin: &Admin, id: &str, note: Option<&str
     Ok("Change rejected.".into())
 }
 
-/// Applies a stored change as `actor`, in the caller's transaction.
+/// Applies a stored change as `admin`, in the caller's transaction; a
+/// secret to show the admin once, if the change makes one.
 async fn apply(
-    conn: &mut crate::store::Conn,
-    settings: &crate::config::Settings,
-    tenant: &str,
+    conn: &mut Conn,
+    state: &AppState,
+    admin: &Admin,
     stored: &Stored,
-    actor: &str,
-) -> Result<(), ChangeError> {
+    now: DateTime<Utc>,
+) -> Result<Option<OneTimeSecret>, ChangeError> {
+    let (settings, tenant, actor) = (&state.settings, admin.tenant_id.as_str(), admin.actor());
     match stored.clone() {
         Stored::User { username, password_hash, roles, limits, slack_user_id } => {
             let sets_password = password_hash.is_some();
@@ -562,26 +789,58 @@ async fn apply(
                 limits,
                 slack_user_id,
             };
-            let user_id = provision::add_user_in(&mut *conn, settings, user, actor).await?;
+            let user_id = provision::add_user_in(&mut *conn, settings, user, &actor).await?;
             if sets_password {
                 // Whoever is signed in with the old password is signed out.
                 store::sessions::delete_of_user(conn, &user_id).await?;
             }
         }
-        Stored::Agent { id, acts_for, source_accounts, purposes, key_sha256 } => {
-            let agent = NewAgent { tenant: tenant.to_owned(), id, acts_for, source_accounts, purposes };
-            provision::add_agent_in(conn, agent, key_sha256, actor).await?;
+        Stored::Agent { id, acts_for, source_accounts, purposes, key_sha256, key_holder } => {
+            let agent = NewAgent { tenant: tenant.to_owned(), id: id.clone(), acts_for, source_accounts, purposes };
+            provision::add_agent_in(conn, agent, key_sha256, &actor).await?;
+            if let Some((holder, _)) = key_holder {
+                store::directory::set_key_holder(conn, tenant, &id, &holder).await?;
+            }
         }
         Stored::Payee { id, legal_name, trusted } => {
-            provision::add_payee_in(conn, tenant, &id, &legal_name, trusted, actor).await?;
+            provision::add_payee_in(conn, tenant, &id, &legal_name, trusted, &actor).await?;
         }
         Stored::SlackLink { username, slack_user_id } => {
-            provision::link_slack_in(conn, tenant, &username, slack_user_id.as_deref(), actor)
+            provision::link_slack_in(conn, tenant, &username, slack_user_id.as_deref(), &actor)
                 .await
                 .map_err(ChangeError::Invalid)?;
         }
+        Stored::PasskeyEnrolment { username } => {
+            let user = store::directory::user_by_username(conn, &username)
+                .await?
+                .filter(|u| u.tenant_id == tenant)
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
+            let issuer = crate::passkeys::admin::Issuer::Admins { confirmed_by: admin };
+            let code = crate::passkeys::admin::issue_code(conn, settings, (tenant, &user.id), issuer, now).await?;
+            return Ok(Some(OneTimeSecret {
+                title: format!("Passkey enrolment code for {username}"),
+                explanation: format!(
+                    "Give this code to {username} yourself (in person or on a call), never through the channel a \
+                     thief of their session could read. With it they can register one passkey on their account \
+                     page, within {} h. It is shown only this once. As you saw it, another admin must confirm \
+                     the passkey it enrols if it is to approve before its cool-off ends.",
+                    settings.passkeys.enrolment_code_ttl_secs / 3600
+                ),
+                value: code,
+            }));
+        }
+        Stored::PasskeyRemoval { passkey_id, .. } => {
+            let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
+            let removed = store::passkeys::remove(conn, tenant, &passkey.user_id, &passkey_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
+            crate::passkeys::registry::removed_in(conn, &removed, &actor, json!({"four_eyes": admin.user_id}), now)
+                .await?;
+        }
     }
-    Ok(())
+    Ok(None)
 }
 
 fn summary_lines(row: &ChangeRow) -> Vec<String> {
@@ -595,7 +854,8 @@ fn summary_lines(row: &ChangeRow) -> Vec<String> {
 /// Why `admin` may not confirm the pending change `row`, if they may not:
 /// the proposer never confirms their own, nobody confirms a change to their
 /// own account, and a change waits at most [`PENDING_FOR`]. The one rule for
-/// [`confirm`] and for the admin page's Confirm buttons.
+/// [`confirm`] and for the admin page's Confirm buttons (which also show a
+/// change that would now do something else as stale).
 fn cannot_confirm(row: &ChangeRow, stored: Option<&Stored>, admin: &Admin, now: DateTime<Utc>) -> Option<ChangeError> {
     if row.proposed_by == admin.user_id {
         Some(ChangeError::OwnProposal)
@@ -620,29 +880,39 @@ pub struct PendingChange {
     pub blocker: Option<String>,
 }
 
-/// The tenant's pending changes, with whether `viewer` may confirm each.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".").unwrap_or_default()
+}
+
+/// The tenant's pending changes, with whether `viewer` may confirm each
+/// (and whether each still does what it said).
 pub async fn pending(state: &AppState, admin: &Admin) -> Result<Vec<PendingChange>, ChangeError> {
     let rows = store::registry_changes::pending(&state.db.read, &admin.tenant_id).await?;
-    let now = Utc::now();
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            let stored: Option<Stored> = serde_json::from_str(&row.change).ok();
-            let blocker = cannot_confirm(&row, stored.as_ref(), admin, now).map(|refusal| {
-                let text = refusal.to_string();
-                let mut chars = text.chars();
-                chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".").unwrap_or_default()
-            });
-            PendingChange {
-                lines: summary_lines(&row),
-                id: row.id,
-                kind: row.kind,
-                proposed_by: row.proposed_by,
-                proposed_at: store::ts(row.proposed_at),
-                blocker,
+    let now = state.now();
+    let mut conn = state.db.reader().await?;
+    let mut listed = Vec::with_capacity(rows.len());
+    for row in rows {
+        let stored: Option<Stored> = serde_json::from_str(&row.change).ok();
+        let mut blocker =
+            cannot_confirm(&row, stored.as_ref(), admin, now).map(|refusal| sentence(&refusal.to_string()));
+        if let (None, Some(stored)) = (&blocker, &stored) {
+            if let Err(why) = still_as_shown(&mut conn, &state.settings, &row, stored).await? {
+                blocker = Some(sentence(&format!(
+                    "stale: the registry changed since this was proposed ({why}); reject it and propose it again"
+                )));
             }
-        })
-        .collect())
+        }
+        listed.push(PendingChange {
+            lines: summary_lines(&row),
+            id: row.id,
+            kind: row.kind,
+            proposed_by: row.proposed_by,
+            proposed_at: store::ts(row.proposed_at),
+            blocker,
+        });
+    }
+    Ok(listed)
 }
 
 /// The audit entry of an admin's registry step.
@@ -657,12 +927,7 @@ fn entry(admin: &Admin, action: &str, data: serde_json::Value) -> AuditEntry {
     }
 }
 
-async fn append(
-    conn: &mut crate::store::Conn,
-    admin: &Admin,
-    action: &str,
-    data: serde_json::Value,
-) -> crate::store::Result<()> {
+async fn append(conn: &mut Conn, admin: &Admin, action: &str, data: serde_json::Value) -> crate::store::Result<()> {
     store::audit::append(conn, &entry(admin, action, data)).await
 }
 
@@ -687,10 +952,10 @@ mod tests {
         }
     }
 
-    fn form(roles: &[Role], limits: &[(&str, u64)], password: Option<&str>, slack: Option<&str>) -> UserForm {
-        UserForm {
+    fn form(roles: &[Role], limits: &[(&str, u64)], password: Option<&str>, slack: Option<&str>) -> Stored {
+        Stored::User {
             username: "ben".into(),
-            password: password.map(str::to_owned),
+            password_hash: password.map(str::to_owned),
             roles: roles.to_vec(),
             limits: limits.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
             slack_user_id: slack.map(str::to_owned),

@@ -1,10 +1,23 @@
 //! Failed sign-in throttling (docs/SECURITY.md, "Guessing passwords").
 //!
-//! Three sliding windows of failures:
+//! Sliding windows of failures:
 //!
 //! - per (client address, username): a few failures lock this pair only;
 //! - per username, from anywhere: a distributed guess at one account;
-//! - per client address: many usernames from one place (password spraying).
+//! - per client address: many usernames from one place (password spraying);
+//! - per known browser: a browser the user signed in from before (its
+//!   `countersign_device` cookie, `store::devices`) is judged by its own
+//!   failures only, so nobody elsewhere can lock a person out of their
+//!   usual browser.
+//!
+//! Neither the username window nor the address window refuses a sign-in
+//! by itself: both slow instead. Twenty wrong passwords for someone from
+//! anywhere must not turn away their right one (docs/SECURITY.md,
+//! "Guessing passwords"). Past the username's limit, sign-ins of that
+//! username from unknown browsers are checked one at a time, each failure
+//! holding the turn for a second ([`Admission::username_over_limit`]): a
+//! distributed guess runs at one try a second, the person's own browser is
+//! not slowed at all, and from a new browser they wait their turn.
 //!
 //! An attempt is **reserved before the password is checked**: [`Throttle::admit`]
 //! counts it as a failure under the lock, and a success takes it back. So
@@ -59,6 +72,8 @@ struct Windows {
 pub struct Throttle {
     limits: Limits,
     inner: Mutex<Windows>,
+    /// One turn at a time per username past its limit (unknown browsers).
+    turns: Mutex<HashMap<String, std::sync::Arc<tokio::sync::Semaphore>>>,
 }
 
 impl Default for Throttle {
@@ -70,7 +85,8 @@ impl Default for Throttle {
 /// Why an attempt was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// Too many failures for this username (from this address, or anywhere).
+    /// Too many failures for this username from this address (or from this
+    /// known browser).
     Throttled(Duration),
     /// Too many password checks from this address at once.
     AddressBusy,
@@ -83,10 +99,15 @@ pub struct Admission<'a> {
     throttle: &'a Throttle,
     username: String,
     address: String,
+    /// The known browser this attempt comes from (the SHA-256 of its token).
+    device: Option<String>,
     at: Instant,
     /// The address was past its failure limit when admitted: a failure
     /// should be slowed (see the module doc).
     pub address_over_limit: bool,
+    /// The username was past its failure limit (from unknown browsers):
+    /// the check waits its turn and a failure holds it (see the module doc).
+    pub username_over_limit: bool,
 }
 
 fn pair_key(username: &str, address: &str) -> String {
@@ -98,19 +119,68 @@ fn user_key(username: &str) -> String {
 fn address_key(address: &str) -> String {
     format!("a:{address}")
 }
+fn device_key(device: &str) -> String {
+    format!("d:{device}")
+}
 
 impl Throttle {
     pub fn new(limits: Limits) -> Self {
-        Throttle { limits, inner: Mutex::new(Windows::default()) }
+        Throttle { limits, inner: Mutex::new(Windows::default()), turns: Mutex::new(HashMap::new()) }
     }
 
-    /// Admits an attempt (reserving its failure) or refuses it.
-    pub fn admit(&self, username: &str, address: &str, now: Instant) -> Result<Admission<'_>, Refusal> {
+    /// Waits (at most `wait`) for the username's one turn: sign-ins of a
+    /// username past its limit from unknown browsers are checked one at a
+    /// time. `None` when the wait ran out.
+    pub async fn turn(&self, username: &str, wait: Duration) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let gate = {
+            let mut turns = self.turns.lock().expect("throttle turns");
+            if turns.len() > 10_000 {
+                turns.retain(|_, gate| std::sync::Arc::strong_count(gate) > 1);
+            }
+            turns
+                .entry(username.trim().to_lowercase())
+                .or_insert_with(|| std::sync::Arc::new(tokio::sync::Semaphore::new(1)))
+                .clone()
+        };
+        tokio::time::timeout(wait, gate.acquire_owned()).await.ok()?.ok()
+    }
+
+    /// Admits an attempt (reserving its failure) or refuses it. `device`:
+    /// the SHA-256 of the browser's device token when it is one this user
+    /// signed in from before (then only its own failures count).
+    pub fn admit(
+        &self,
+        username: &str,
+        address: &str,
+        device: Option<&str>,
+        now: Instant,
+    ) -> Result<Admission<'_>, Refusal> {
         let username = username.trim().to_lowercase();
         let l = &self.limits;
         let mut w = self.inner.lock().expect("throttle lock");
         if w.failures.len() > 100_000 {
             w.failures.retain(|_, times| times.iter().any(|t| now.duration_since(*t) < l.window));
+        }
+        if let Some(device) = device {
+            let key = device_key(device);
+            let times = w.failures.entry(key).or_default();
+            times.retain(|t| now.duration_since(*t) < l.window);
+            if times.len() >= l.per_pair {
+                let oldest = times.first().copied().unwrap_or(now);
+                return Err(Refusal::Throttled(
+                    l.window.saturating_sub(now.duration_since(oldest)).max(Duration::from_secs(1)),
+                ));
+            }
+            times.push(now);
+            return Ok(Admission {
+                throttle: self,
+                username,
+                address: address.to_owned(),
+                device: Some(device.to_owned()),
+                at: now,
+                address_over_limit: false,
+                username_over_limit: false,
+            });
         }
         let keys = [pair_key(&username, address), user_key(&username), address_key(address)];
         let mut counts = [0usize; 3];
@@ -124,7 +194,7 @@ impl Throttle {
                 }
             }
         }
-        if counts[0] >= l.per_pair || counts[1] >= l.per_username {
+        if counts[0] >= l.per_pair {
             return Err(Refusal::Throttled(retry.max(Duration::from_secs(1))));
         }
         let concurrency = if counts[2] >= l.per_address { 1 } else { l.concurrent_per_address };
@@ -137,7 +207,16 @@ impl Throttle {
             w.failures.entry(key).or_default().push(now);
         }
         let address_over_limit = counts[2] >= l.per_address;
-        Ok(Admission { throttle: self, username, address: address.to_owned(), at: now, address_over_limit })
+        let username_over_limit = counts[1] >= l.per_username;
+        Ok(Admission {
+            throttle: self,
+            username,
+            address: address.to_owned(),
+            device: None,
+            at: now,
+            address_over_limit,
+            username_over_limit,
+        })
     }
 
     /// Failures counted in the window for `key` (tests).
@@ -153,6 +232,10 @@ impl Admission<'_> {
     /// earlier failures stay: a success elsewhere must not reset an attack.)
     pub fn succeeded(self) {
         let mut w = self.throttle.inner.lock().expect("throttle lock");
+        if let Some(device) = &self.device {
+            w.failures.remove(&device_key(device));
+            return;
+        }
         w.failures.remove(&pair_key(&self.username, &self.address));
         for key in [user_key(&self.username), address_key(&self.address)] {
             if let Some(times) = w.failures.get_mut(&key) {
@@ -166,6 +249,9 @@ impl Admission<'_> {
 
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
+        if self.device.is_some() {
+            return; // a known browser holds no place in the address's checks
+        }
         if let Ok(mut w) = self.throttle.inner.lock() {
             let key = address_key(&self.address);
             if let Some(n) = w.in_flight.get_mut(&key) {
@@ -198,10 +284,10 @@ mod tests {
         let now = Instant::now();
         // Three concurrent attempts in flight: the fourth is refused before
         // any of them has finished.
-        let held: Vec<_> = (0..3).map(|_| t.admit("ana", "1.2.3.4", now).expect("admitted")).collect();
-        assert!(matches!(t.admit("ana", "1.2.3.4", now), Err(Refusal::Throttled(_))));
+        let held: Vec<_> = (0..3).map(|_| t.admit("ana", "1.2.3.4", None, now).expect("admitted")).collect();
+        assert!(matches!(t.admit("ana", "1.2.3.4", None, now), Err(Refusal::Throttled(_))));
         drop(held);
-        assert!(matches!(t.admit("ana", "1.2.3.4", now), Err(Refusal::Throttled(_))), "dropped = failed");
+        assert!(matches!(t.admit("ana", "1.2.3.4", None, now), Err(Refusal::Throttled(_))), "dropped = failed");
     }
 
     #[test]
@@ -209,15 +295,21 @@ mod tests {
         let t = Throttle::new(limits());
         let now = Instant::now();
         for _ in 0..3 {
-            drop(t.admit("ana", "1.2.3.4", now).unwrap());
+            drop(t.admit("ana", "1.2.3.4", None, now).unwrap());
         }
-        assert!(t.admit("ana", "1.2.3.4", now).is_err(), "the pair is throttled");
-        assert!(t.admit("ana", "5.6.7.8", now).is_ok(), "the same user from elsewhere is not (yet)");
-        assert!(t.admit("ben", "1.2.3.4", now).is_ok(), "another user from the same place is not");
-        drop(t.admit("ana", "9.9.9.9", now).unwrap());
-        assert!(t.admit("ana", "7.7.7.7", now).is_err(), "five failures from anywhere throttle the username");
-        assert!(t.admit("ANA ", "5.5.5.5", now).is_err(), "usernames compare trimmed, case-insensitively");
-        assert!(t.admit("ana", "1.2.3.4", now + Duration::from_secs(61)).is_ok(), "the window slides");
+        assert!(t.admit("ana", "1.2.3.4", None, now).is_err(), "the pair is throttled");
+        assert!(t.admit("ana", "5.6.7.8", None, now).is_ok(), "the same user from elsewhere is not (yet)");
+        assert!(t.admit("ben", "1.2.3.4", None, now).is_ok(), "another user from the same place is not");
+        drop(t.admit("ana", "9.9.9.9", None, now).unwrap());
+        let slowed = t.admit("ana", "7.7.7.7", None, now).expect("five failures from anywhere slow, never refuse");
+        assert!(slowed.username_over_limit);
+        drop(slowed);
+        assert!(
+            t.admit("ANA ", "5.5.5.5", None, now).unwrap().username_over_limit,
+            "usernames compare trimmed, case-insensitively"
+        );
+        assert!(!t.admit("ben", "5.5.5.5", None, now).unwrap().username_over_limit, "other usernames are untouched");
+        assert!(t.admit("ana", "1.2.3.4", None, now + Duration::from_secs(61)).is_ok(), "the window slides");
     }
 
     #[test]
@@ -225,35 +317,64 @@ mod tests {
         let t = Throttle::new(limits());
         let now = Instant::now();
         for i in 0..4 {
-            drop(t.admit(&format!("user{i}"), "9.9.9.9", now).unwrap());
+            drop(t.admit(&format!("user{i}"), "9.9.9.9", None, now).unwrap());
         }
-        let office = t.admit("ana", "9.9.9.9", now).expect("never refused on the address count alone");
-        assert_eq!(t.admit("ben", "9.9.9.9", now).err(), Some(Refusal::AddressBusy), "one check at a time");
+        let office = t.admit("ana", "9.9.9.9", None, now).expect("never refused on the address count alone");
+        assert_eq!(t.admit("ben", "9.9.9.9", None, now).err(), Some(Refusal::AddressBusy), "one check at a time");
         office.succeeded();
-        assert!(t.admit("ben", "9.9.9.9", now).is_ok());
-        assert!(t.admit("someone", "8.8.8.8", now).is_ok(), "other addresses are untouched");
+        assert!(t.admit("ben", "9.9.9.9", None, now).is_ok());
+        assert!(t.admit("someone", "8.8.8.8", None, now).is_ok(), "other addresses are untouched");
     }
 
     #[test]
     fn success_takes_back_its_reservation_and_forgives_the_pair() {
         let t = Throttle::new(limits());
         let now = Instant::now();
-        drop(t.admit("ana", "a", now).unwrap());
-        drop(t.admit("ana", "a", now).unwrap());
-        t.admit("ana", "a", now).unwrap().succeeded();
+        drop(t.admit("ana", "a", None, now).unwrap());
+        drop(t.admit("ana", "a", None, now).unwrap());
+        t.admit("ana", "a", None, now).unwrap().succeeded();
         assert_eq!(t.count(&pair_key("ana", "a")), 0);
         assert_eq!(t.count(&user_key("ana")), 2, "earlier failures of the username stay");
         assert_eq!(t.count(&address_key("a")), 2);
     }
 
     #[test]
+    fn a_known_browser_is_judged_by_its_own_failures_only() {
+        let t = Throttle::new(limits());
+        let now = Instant::now();
+        // An attack on maya from everywhere: her username is over its limit.
+        for i in 0..6 {
+            drop(t.admit("maya", &format!("10.0.0.{i}"), None, now).unwrap());
+        }
+        let own = t.admit("maya", "10.0.0.1", Some("her-browser"), now).expect("her own browser gets in");
+        assert!(!own.username_over_limit && !own.address_over_limit);
+        own.succeeded();
+        // A stolen device cookie gets that browser's few tries, no more.
+        for _ in 0..3 {
+            drop(t.admit("maya", "6.6.6.6", Some("her-browser"), now).unwrap());
+        }
+        assert!(matches!(t.admit("maya", "6.6.6.6", Some("her-browser"), now), Err(Refusal::Throttled(_))));
+        assert!(t.admit("maya", "10.0.0.9", Some("her-laptop"), now).is_ok(), "another of her browsers is not");
+    }
+
+    #[tokio::test]
+    async fn a_username_past_its_limit_takes_turns() {
+        let t = Throttle::new(limits());
+        let first = t.turn("maya", Duration::from_millis(50)).await.expect("the turn is free");
+        assert!(t.turn("MAYA", Duration::from_millis(50)).await.is_none(), "one at a time, same username");
+        assert!(t.turn("ben", Duration::from_millis(50)).await.is_some(), "others have their own");
+        drop(first);
+        assert!(t.turn("maya", Duration::from_millis(50)).await.is_some(), "the next waits its turn, then goes");
+    }
+
+    #[test]
     fn concurrency_per_address_is_bounded() {
         let t = Throttle::new(Limits { concurrent_per_address: 2, ..limits() });
         let now = Instant::now();
-        let a = t.admit("u1", "1.1.1.1", now).unwrap();
-        let _b = t.admit("u2", "1.1.1.1", now).unwrap();
-        assert_eq!(t.admit("u3", "1.1.1.1", now).err(), Some(Refusal::AddressBusy));
+        let a = t.admit("u1", "1.1.1.1", None, now).unwrap();
+        let _b = t.admit("u2", "1.1.1.1", None, now).unwrap();
+        assert_eq!(t.admit("u3", "1.1.1.1", None, now).err(), Some(Refusal::AddressBusy));
         drop(a);
-        assert!(t.admit("u3", "1.1.1.1", now).is_ok());
+        assert!(t.admit("u3", "1.1.1.1", None, now).is_ok());
     }
 }

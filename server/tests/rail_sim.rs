@@ -336,6 +336,18 @@ async fn reversals_partial_full_overdraw_and_past_cutoff() {
     let missing = s.form("/v1/transfers/tr_missing/reversals", Some("rv5"), &[]).await;
     assert_error(&missing, StatusCode::NOT_FOUND, "invalid_request_error", Some("resource_missing"));
 
+    // The transfer's reversals are listed, newest first, with their metadata.
+    let listed = s.get(&path).await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
+    assert_eq!(listed.json["object"], "list");
+    let data = listed.json["data"].as_array().unwrap();
+    assert_eq!(data.iter().map(|r| r["amount"].as_i64().unwrap()).collect::<Vec<_>>(), vec![600, 400]);
+    assert_eq!(data[1]["metadata"]["reason"], "oops");
+    assert_eq!(data[1]["id"], r.json["id"]);
+    assert!(data.iter().all(|r| r["transfer"] == id.as_str() && r["object"] == "transfer_reversal"));
+    let unknown = s.get("/v1/transfers/tr_missing/reversals").await;
+    assert_error(&unknown, StatusCode::NOT_FOUND, "invalid_request_error", Some("resource_missing"));
+
     // Past the cutoff (7 days by default), measured with the simulator clock.
     let old = s.create("old", &transfer_params("1000", "old")).await;
     let old_id = old.json["id"].as_str().unwrap();
@@ -414,6 +426,27 @@ async fn error_500_creates_nothing_and_answers_html() {
     assert_eq!(ok.status, StatusCode::OK);
     assert!(!ok.replayed);
     assert_eq!(s.all().await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_error_500_on_reversals_reverses_nothing_and_leaves_transfers_alone() {
+    let s = start(SimOptions::default()).await;
+    let t = s.create("rf", &transfer_params("1000", "rf")).await;
+    let id = t.json["id"].as_str().unwrap().to_string();
+    let set = s.control("/_sim/faults", json!({"mode": "error_500", "count": 1, "on": "reversals"})).await;
+    assert_eq!(set.json["on"], "reversals");
+    // A transfer creation is not what the fault is for.
+    assert_eq!(s.create("rf2", &transfer_params("10", "rf2")).await.status, StatusCode::OK);
+    let path = format!("/v1/transfers/{id}/reversals");
+    let failed = s.form(&path, Some("rfr"), &[]).await;
+    assert_eq!(failed.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(s.get(&format!("/v1/transfers/{id}")).await.json["amount_reversed"], 0);
+    assert_eq!(s.get(&path).await.json["data"], json!([]));
+    // The key was not kept: the same request again reverses.
+    assert_eq!(s.form(&path, Some("rfr"), &[]).await.status, StatusCode::OK);
+    // Only error_500 applies to reversals.
+    let bad = s.http.post(format!("{}/_sim/faults", s.base)).json(&json!({"mode": "delay", "on": "reversals"}));
+    assert_eq!(bad.send().await.unwrap().status(), StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test]

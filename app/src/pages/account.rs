@@ -4,9 +4,11 @@ use leptos_meta::Title;
 use crate::components::CsrfField;
 use crate::views::Viewer;
 
-/// The signed-in person's passkeys: list, register (named), remove. The
-/// ceremonies need the browser's WebAuthn, so `/passkeys.js` does them
-/// (plain JavaScript, not wasm); this page only lays out what it fills in.
+/// The signed-in person's passkeys: list, register (named; with an
+/// assertion by one they hold, or an enrolment code for their first), remove
+/// (with an assertion); and the notices about their account. The ceremonies
+/// need the browser's WebAuthn, so `/passkeys.js` does them (plain
+/// JavaScript, not wasm); this page only lays out what it fills in.
 #[component]
 pub fn AccountPage() -> impl IntoView {
     // Signed out, the server sends the sign-in page first (`load_viewer`).
@@ -24,10 +26,25 @@ pub fn AccountPage() -> impl IntoView {
             <form id="passkey-register" class="stack" data-passkey-register="/api/v1/me/passkeys">
                 <CsrfField token=csrf/>
                 <label>"Name for this passkey" <input name="name" required maxlength="100" value="This device"/></label>
+                <label>
+                    "Enrolment code "
+                    <span class="muted small">"(only for your first passkey, or after losing all: your admins give you one)"</span>
+                    <input name="enrolment_code" autocomplete="off" spellcheck="false" maxlength="64"/>
+                </label>
+                <p class="muted small">
+                    "With a passkey already registered, your browser asks for it to allow the new one. A new passkey "
+                    "can approve payments after a cool-off (a day by default), or sooner once an admin confirms it."
+                </p>
                 <button type="submit" class="primary" id="passkey-register-button">"Register a passkey"</button>
             </form>
             <p id="passkey-status" role="status" class="muted"></p>
             <noscript><p>"Passkeys need JavaScript in this browser."</p></noscript>
+        </section>
+        <section class="card narrow stack" id="notices">
+            <h2>"About your account"</h2>
+            <p class="muted small">"Every passkey added to or removed from your account is listed here. If one was not you, tell your admins now."</p>
+            <ul id="notice-list" class="plain" data-notice-list="/api/v1/me/notices"></ul>
+            <button type="button" class="link" id="notices-read" data-notices-read="/api/v1/me/notices/read">"Mark all read"</button>
         </section>
     }
 }

@@ -3,7 +3,7 @@ use leptos_meta::Title;
 
 use crate::api::{console_error, load_admin};
 use crate::components::{CsrfField, LoadError, When};
-use crate::views::{AdminData, DeliveryRow, PendingChangeRow, Viewer, WebhookRow};
+use crate::views::{AdminData, DeliveryRow, PasskeyAdminRow, PendingChangeRow, Viewer, WebhookRow};
 
 /// Admin: users, agents (and their webhooks' delivery logs) and payees of
 /// the admin's tenant; create each.
@@ -44,7 +44,8 @@ fn Admin(admin: AdminData) -> impl IntoView {
         .into_iter()
         .map(|a| {
             view! {
-                <tr><td>{a.id}</td><td>{a.acts_for}</td><td>{a.source_accounts.join(", ")}</td><td>{a.purposes.join(", ")}</td></tr>
+                <tr><td>{a.id}</td><td>{a.acts_for}</td><td>{a.source_accounts.join(", ")}</td><td>{a.purposes.join(", ")}</td>
+                <td>{a.key_holder.unwrap_or_else(|| "operator".into())}</td></tr>
             }
         })
         .collect_view();
@@ -99,8 +100,11 @@ fn Admin(admin: AdminData) -> impl IntoView {
         </div>
         <div class="card">
             <h2>"Agents"</h2>
-            <table class="list"><thead><tr><th>"Agent"</th><th>"Acts for"</th><th>"Source accounts"</th><th>"Purposes"</th></tr></thead><tbody>{agents}</tbody></table>
-            <p class="muted small">"A new agent's key is shown once, when you add it; it works once a second admin confirms."</p>
+            <table class="list"><thead><tr><th>"Agent"</th><th>"Acts for"</th><th>"Source accounts"</th><th>"Purposes"</th><th>"Key given to"</th></tr></thead><tbody>{agents}</tbody></table>
+            <p class="muted small">
+                "A new agent's key is shown once, to you, when you add it; it works once a second admin confirms. "
+                "Whoever was given an agent's key may not approve its payments, like the person it acts for."
+            </p>
             <form method="post" action="/admin/agents" class="inline-form" aria-label="Add an agent">
                 <CsrfField token=csrf.clone()/>
                 <input name="id" placeholder="agent id" required aria-label="Agent id"/>
@@ -116,13 +120,14 @@ fn Admin(admin: AdminData) -> impl IntoView {
             <table class="list"><thead><tr><th>"Legal name"</th><th>"Account"</th><th>"Trusted"</th></tr></thead><tbody>{payees}</tbody></table>
             <p class="muted small">"Trusting or renaming a payee waits for a second admin."</p>
             <form method="post" action="/admin/payees" class="inline-form" aria-label="Add a payee">
-                <CsrfField token=csrf/>
+                <CsrfField token=csrf.clone()/>
                 <input name="id" placeholder="acct_… / card_… / ba_…" required aria-label="Payee account"/>
                 <input name="legal_name" placeholder="legal name" required aria-label="Legal name"/>
                 <label><input type="checkbox" name="trusted" value="on"/>" trusted"</label>
                 <button type="submit">"Save payee"</button>
             </form>
         </div>
+        <Passkeys passkeys=admin.passkeys csrf=csrf/>
     }
 }
 
@@ -171,6 +176,65 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
         </section>
     }
     .into_any()
+}
+
+/// The tenant's passkeys: confirm a new one early (not your own, not one
+/// enrolled with a code you saw), propose removing one, and propose an
+/// enrolment code (both confirmed by a second admin).
+#[component]
+fn Passkeys(passkeys: Vec<PasskeyAdminRow>, csrf: String) -> impl IntoView {
+    let rows = passkeys
+        .into_iter()
+        .map(|p| {
+            let state = match (&p.usable_from, &p.confirmed_by) {
+                (Some(from), _) => view! { "cools off until " <When at=from.clone()/> }.into_any(),
+                (None, Some(by)) => format!("confirmed by {by}").into_any(),
+                (None, None) => "can approve".into_any(),
+            };
+            let confirm = match (&p.usable_from, p.blocker) {
+                (Some(_), None) => view! {
+                    <form method="post" action=format!("/admin/passkeys/{}/confirm", p.id) class="inline">
+                        <CsrfField token=csrf.clone()/>
+                        <button type="submit" class="primary" aria-label=format!("Confirm {}'s passkey {}", p.username, p.name)>"Confirm"</button>
+                    </form>
+                }
+                .into_any(),
+                (Some(_), Some(why)) => view! { <span class="muted small blocker">{why}</span> }.into_any(),
+                (None, _) => ().into_any(),
+            };
+            view! {
+                <tr data-passkey=p.id.clone()>
+                    <td data-label="User">{p.username.clone()}</td>
+                    <td data-label="Name">{p.name.clone()}</td>
+                    <td data-label="Fingerprint" class="c-id"><code>{p.fingerprint}</code></td>
+                    <td data-label="Added"><When at=p.created_at/></td>
+                    <td data-label="State">{state}</td>
+                    <td>
+                        {confirm}
+                        <form method="post" action=format!("/admin/passkeys/{}/remove", p.id) class="inline">
+                            <CsrfField token=csrf.clone()/>
+                            <button type="submit" class="danger" aria-label=format!("Remove {}'s passkey {}", p.username, p.name)>"Remove…"</button>
+                        </form>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="card" id="admin-passkeys">
+            <h2>"Passkeys"</h2>
+            <p class="muted small">
+                "A new passkey can approve payments after its cool-off, or once an admin other than its holder confirms it here. "
+                "Removing one, and a one-time code to enrol one without holding one, wait for a second admin."
+            </p>
+            <table class="list"><thead><tr><th>"User"</th><th>"Name"</th><th>"Fingerprint"</th><th>"Added"</th><th>"State"</th><th>"Action"</th></tr></thead><tbody>{rows}</tbody></table>
+            <form method="post" action="/admin/enrolment-codes" class="inline-form" aria-label="Propose an enrolment code">
+                <CsrfField token=csrf/>
+                <input name="username" placeholder="username" required aria-label="Username to enrol"/>
+                <button type="submit">"Propose an enrolment code"</button>
+            </form>
+        </div>
+    }
 }
 
 /// Each agent's webhook: where it goes (no query string, no secret), how its

@@ -12,7 +12,9 @@ pub fn outcome_message(code: &str) -> &'static str {
         "approved" => "Your approval was recorded.",
         "rejected" => "The proposal was rejected.",
         "reason_required" => "A reason is required to reject.",
-        "segregation_of_duties" => "You cannot approve a proposal of an agent that acts for you.",
+        "segregation_of_duties" => {
+            "You cannot approve a proposal of an agent that acts for you, or whose key you were given."
+        }
         "approver_limit" => "This amount is beyond your approval limit (or you have none in its currency).",
         "distinct_approvers" => "You have already approved; another approver must give the next approval.",
         "invalid_state" => "This proposal is no longer waiting for a decision.",
@@ -22,6 +24,10 @@ pub fn outcome_message(code: &str) -> &'static str {
         "invalid" => "The form was not understood; nothing was done.",
         "step_up_required" => "Approving this payment needs your passkey: press Approve again and follow the prompt.",
         "passkey_required" => "Approving needs a passkey: register one on your Passkeys page first.",
+        "passkey_cooling_off" => {
+            "Your passkey is new: it can approve payments after its cool-off, or once an admin confirms it on the \
+             admin page."
+        }
         "passkey_refused" => {
             "Your passkey's answer was refused (another payment, used already, or not your passkey): try again."
         }

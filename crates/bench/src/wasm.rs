@@ -1,5 +1,5 @@
 //! Benchmark 6: the size of the hydrate bundle's `.wasm` under the site's
-//! `pkg/` directory (build it with `cargo leptos build --release` first),
+//! `pkg/` directory (build it with `scripts/site.sh --release` first),
 //! raw and compressed with `gzip -9` (what a server or CDN would send).
 
 use anyhow::Context;
@@ -13,7 +13,7 @@ const GOAL_BYTES: u64 = 300 * 1000;
 pub async fn run(site_root: &Path) -> anyhow::Result<Vec<Figure>> {
     let pkg = site_root.join("pkg");
     let wasm = std::fs::read_dir(&pkg)
-        .with_context(|| format!("reading {} (build the console with `cargo leptos build --release`)", pkg.display()))?
+        .with_context(|| format!("reading {} (build the console with `scripts/site.sh --release`)", pkg.display()))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
@@ -33,7 +33,7 @@ pub async fn run(site_root: &Path) -> anyhow::Result<Vec<Figure>> {
     let modified: chrono::DateTime<chrono::Utc> = meta.modified()?.into();
     println!("  {} (built {})", wasm.display(), modified.format("%Y-%m-%d %H:%M UTC"));
     if raw > 2_000_000 {
-        println!("  warning: over 2 MB raw; this looks like a debug build, not `cargo leptos build --release`");
+        println!("  warning: over 2 MB raw; this looks like a debug build, not `scripts/site.sh --release`");
     }
     let kb = |b: u64| b as f64 / 1000.0;
     Ok(vec![Figure::new(

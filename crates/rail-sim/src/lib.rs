@@ -25,6 +25,8 @@
 //!   required) → `{id: "trr_…", object: "transfer_reversal", amount,
 //!   currency, created, metadata, transfer: "tr_…"}`. A reversal credits the
 //!   source account back.
+//! - `GET /v1/transfers/{id}/reversals` → `{object: "list", data: [reversal,
+//!   …]}`, newest first (404 `resource_missing` for an unknown transfer).
 //!
 //! # Status
 //!
@@ -79,7 +81,9 @@
 //!   closes the connection without a byte of response; `delay` answers
 //!   normally after `delay_ms`; `error_500` creates nothing, stores no key and
 //!   answers 500 with an HTML body. `GET` shows what remains (`count: 0` when
-//!   none); faults live in memory only.
+//!   none); faults live in memory only. With `"on": "reversals"` (default
+//!   `"transfers"`) the next N fresh reversal creations answer `error_500`
+//!   instead (the only mode reversals take): nothing is reversed.
 //! - `GET /_sim/transfers` → every transfer, oldest first, as a list object.
 //! - `GET /_sim/calls` → how many requests each `/v1` route received since
 //!   start, e.g. `{"GET /v1/transfers": 2, "POST /v1/transfers": 1}` (in
@@ -247,11 +251,21 @@ enum FaultMode {
     Error500,
 }
 
+/// Which creations a fault hits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum FaultTarget {
+    #[default]
+    Transfers,
+    Reversals,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Fault {
     mode: FaultMode,
     remaining: u32,
     delay_ms: u64,
+    on: FaultTarget,
 }
 
 impl Sim {
@@ -260,9 +274,10 @@ impl Sim {
         base.timestamp_millis().saturating_add(self.0.offset_ms.load(Ordering::SeqCst))
     }
 
-    fn take_fault(&self) -> Option<Fault> {
+    /// The pending fault, if it hits `target`, counted down.
+    fn take_fault(&self, target: FaultTarget) -> Option<Fault> {
         let mut slot = self.0.fault.lock().unwrap_or_else(|p| p.into_inner());
-        let fault = (*slot)?;
+        let fault = (*slot).filter(|f| f.on == target)?;
         if fault.remaining <= 1 {
             *slot = None;
         } else {
@@ -314,7 +329,7 @@ fn router(sim: Sim) -> Router {
     Router::new()
         .route("/v1/transfers", post(create_transfer).get(list_transfers))
         .route("/v1/transfers/{id}", get(get_transfer))
-        .route("/v1/transfers/{id}/reversals", post(create_reversal))
+        .route("/v1/transfers/{id}/reversals", post(create_reversal).get(list_reversals))
         .route_layer(axum::middleware::from_fn_with_state(sim.clone(), count_call))
         .route("/_sim/calls", get(get_calls))
         .route("/_sim/health", get(|| async { axum::Json(json!({"ok": true})) }))
@@ -693,15 +708,10 @@ async fn create_transfer_inner(
         return Ok(keyed(json_response(status, body), &key, true));
     }
     let req = TransferRequest::parse(&params)?;
-    let fault = sim.take_fault();
+    let fault = sim.take_fault(FaultTarget::Transfers);
     if let Some(Fault { mode: FaultMode::Error500, .. }) = fault {
         drop(tx);
-        tracing::info!("rail-sim fault: error_500");
-        let html = "<html><head><title>500 Internal Server Error</title></head><body><h1>Internal Server Error</h1>\
-                    <pre>rail-sim: injected fault (upstream stack trace would be here)</pre></body></html>";
-        let mut r = (StatusCode::INTERNAL_SERVER_ERROR, html).into_response();
-        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-        return Ok(r);
+        return Ok(injected_500());
     }
 
     let opts = &sim.0.options;
@@ -768,6 +778,17 @@ async fn create_transfer_inner(
     Ok(keyed(json_response(status, body), &key, false))
 }
 
+/// The answer of an injected `error_500`: an HTML page, as a failing proxy
+/// or application server would give.
+fn injected_500() -> Response {
+    tracing::info!("rail-sim fault: error_500");
+    let html = "<html><head><title>500 Internal Server Error</title></head><body><h1>Internal Server Error</h1>\
+                <pre>rail-sim: injected fault (upstream stack trace would be here)</pre></body></html>";
+    let mut r = (StatusCode::INTERNAL_SERVER_ERROR, html).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    r
+}
+
 async fn create_reversal(
     State(sim): State<Sim>,
     UrlPath(id): UrlPath<String>,
@@ -792,6 +813,10 @@ async fn create_reversal_inner(sim: &Sim, id: &str, headers: &HeaderMap, body: B
         return Ok(keyed(json_response(status, body), &key, true));
     }
     let req = ReversalRequest::parse(&params)?;
+    if sim.take_fault(FaultTarget::Reversals).is_some() {
+        drop(tx);
+        return Ok(injected_500());
+    }
     let bad = |code, param, message: &str| {
         decline(StatusCode::BAD_REQUEST, "invalid_request_error", code, param, message.to_string())
     };
@@ -851,6 +876,31 @@ async fn get_transfer(State(sim): State<Sim>, UrlPath(id): UrlPath<String>) -> R
     let row = store::transfer(&mut *sim.0.db.read.acquire().await?, &id).await?;
     let row = row.ok_or_else(|| StripeError::missing(&id))?;
     Ok(json_ok(sim.transfer_json(&row, sim.now_ms())))
+}
+
+/// `GET /v1/transfers/{id}/reversals`: the transfer's reversals, newest
+/// first, as Stripe lists them (`{"object": "list", "data": [...]}`).
+async fn list_reversals(State(sim): State<Sim>, UrlPath(id): UrlPath<String>) -> Result<Response, StripeError> {
+    let mut conn = sim.0.db.read.acquire().await?;
+    let transfer = store::transfer(&mut conn, &id).await?.ok_or_else(|| StripeError::missing(&id))?;
+    let reversals = store::reversals_of(&mut conn, &id).await?;
+    let data: Vec<Value> = reversals
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "object": "transfer_reversal",
+                "amount": r.amount,
+                "currency": transfer.currency,
+                "created": r.created_ms.div_euclid(1000),
+                "metadata": serde_json::from_str::<Value>(&r.metadata).unwrap_or_else(|_| json!({})),
+                "transfer": r.transfer_id,
+            })
+        })
+        .collect();
+    Ok(json_ok(
+        json!({"object": "list", "data": data, "has_more": false, "url": format!("/v1/transfers/{id}/reversals")}),
+    ))
 }
 
 async fn list_transfers(State(sim): State<Sim>, RawQuery(query): RawQuery) -> Result<Response, StripeError> {
@@ -991,6 +1041,8 @@ struct FaultBody {
     count: u32,
     #[serde(default)]
     delay_ms: u64,
+    #[serde(default)]
+    on: FaultTarget,
 }
 
 fn one() -> u32 {
@@ -1000,8 +1052,8 @@ fn one() -> u32 {
 fn faults_json(sim: &Sim) -> Value {
     let slot = *sim.0.fault.lock().unwrap_or_else(|p| p.into_inner());
     match slot {
-        Some(f) => json!({"mode": f.mode, "count": f.remaining, "delay_ms": f.delay_ms}),
-        None => json!({"mode": null, "count": 0, "delay_ms": 0}),
+        Some(f) => json!({"mode": f.mode, "count": f.remaining, "delay_ms": f.delay_ms, "on": f.on}),
+        None => json!({"mode": null, "count": 0, "delay_ms": 0, "on": null}),
     }
 }
 
@@ -1010,9 +1062,17 @@ async fn post_faults(State(sim): State<Sim>, body: Body) -> Result<Response, Str
     if req.delay_ms > 600_000 {
         return Err(StripeError::invalid("parameter_invalid", "delay_ms", "delay_ms is at most 600000."));
     }
+    if req.on == FaultTarget::Reversals && req.mode != FaultMode::Error500 {
+        return Err(StripeError::invalid("parameter_invalid", "mode", "Reversals take only the error_500 fault."));
+    }
     {
         let mut slot = sim.0.fault.lock().unwrap_or_else(|p| p.into_inner());
-        *slot = (req.count > 0).then_some(Fault { mode: req.mode, remaining: req.count, delay_ms: req.delay_ms });
+        *slot = (req.count > 0).then_some(Fault {
+            mode: req.mode,
+            remaining: req.count,
+            delay_ms: req.delay_ms,
+            on: req.on,
+        });
     }
     Ok(json_ok(faults_json(&sim)))
 }

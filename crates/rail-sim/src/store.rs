@@ -115,6 +115,16 @@ pub(crate) struct TransferRow {
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
+pub(crate) struct ReversalRow {
+    pub id: String,
+    pub transfer_id: String,
+    pub amount: i64,
+    /// A JSON object of strings.
+    pub metadata: String,
+    pub created_ms: i64,
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub(crate) struct IdempotencyRow {
     pub fingerprint: String,
     pub status: i64,
@@ -286,6 +296,19 @@ pub(crate) async fn all_transfers(conn: &mut SqliteConnection) -> Result<Vec<Tra
 pub(crate) async fn set_failed(conn: &mut SqliteConnection, id: &str) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE sim_transfers SET failed = 1 WHERE id = ?").bind(id).execute(conn).await?;
     Ok(())
+}
+
+/// A transfer's reversals, newest first.
+pub(crate) async fn reversals_of(
+    conn: &mut SqliteConnection,
+    transfer_id: &str,
+) -> Result<Vec<ReversalRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, transfer_id, amount, metadata, created_ms FROM sim_reversals WHERE transfer_id = ? ORDER BY seq DESC",
+    )
+    .bind(transfer_id)
+    .fetch_all(conn)
+    .await
 }
 
 pub(crate) async fn insert_reversal(

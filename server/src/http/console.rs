@@ -44,7 +44,9 @@ impl From<StepUpError> for ApiError {
     fn from(e: StepUpError) -> Self {
         let reason = e.reason();
         match e {
-            StepUpError::Required | StepUpError::NoPasskey => ApiError::StepUpRequired(reason, e.to_string()),
+            StepUpError::Required | StepUpError::NoPasskey | StepUpError::CoolingOff(_) => {
+                ApiError::StepUpRequired(reason, e.to_string())
+            }
             StepUpError::NotFound => ApiError::NotFound,
             StepUpError::NoRelyingParty => ApiError::Internal(Box::new(e)),
             StepUpError::Store(s) => s.into(),
@@ -181,19 +183,22 @@ pub async fn sign_in_json(
     request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
     let address = client_address(&state, &request);
+    let device = session::cookie_value(request.headers(), session::DEVICE_COOKIE);
     let JsonBody { value } = <JsonBody as axum::extract::FromRequest<Shared>>::from_request(request, &state).await?;
     let SignInBody { username, password } = typed(value)?;
     let (username, password) = (username.as_str(), password.as_str());
-    match session::sign_in(&state, &session, username, password, &address).await {
-        Ok(current) => {
-            let viewer = current.viewer();
+    match session::sign_in(&state, &session, (username, password), &address, device.as_deref()).await {
+        Ok(signed_in) => {
+            let viewer = signed_in.current.viewer();
             let user = SessionUser {
                 id: viewer.user_id,
                 username: viewer.username,
                 tenant_id: viewer.tenant_id,
                 roles: viewer.roles,
             };
-            Ok(Json(SessionBody { user, csrf_token: viewer.csrf_token }).into_response())
+            let mut response = Json(SessionBody { user, csrf_token: viewer.csrf_token }).into_response();
+            remember_device(&state, &mut response, signed_in.new_device.as_deref());
+            Ok(response)
         }
         Err(SignInError::Throttled(wait)) => {
             let mut response = ApiError::RateLimited.into_response();
@@ -689,17 +694,29 @@ fn login_again(error: &str, username: Option<&str>, next: Option<&ReturnPath>) -
 /// to the queue; after a failure back to the page with the username kept.
 pub async fn sign_in_form(State(state): State<Shared>, session: Session, request: axum::extract::Request) -> Response {
     let address = client_address(&state, &request);
+    let device = session::cookie_value(request.headers(), session::DEVICE_COOKIE);
     let Ok(Form(form)) = <Form<LoginForm> as axum::extract::FromRequest<Shared>>::from_request(request, &state).await
     else {
         return Redirect::to("/login?error=invalid").into_response();
     };
     let next = form.next.as_deref().and_then(ReturnPath::parse);
-    match session::sign_in(&state, &session, &form.username, &form.password, &address).await {
-        Ok(_) => Redirect::to(next.as_ref().map_or("/", ReturnPath::as_str)).into_response(),
+    match session::sign_in(&state, &session, (&form.username, &form.password), &address, device.as_deref()).await {
+        Ok(signed_in) => {
+            let mut response = Redirect::to(next.as_ref().map_or("/", ReturnPath::as_str)).into_response();
+            remember_device(&state, &mut response, signed_in.new_device.as_deref());
+            response
+        }
         Err(SignInError::Throttled(_)) => login_again("throttled", Some(&form.username), next.as_ref()),
         Err(SignInError::Unauthenticated) => login_again("invalid", Some(&form.username), next.as_ref()),
         Err(SignInError::PasswordsDisabled) => login_again("sso_only", Some(&form.username), next.as_ref()),
         Err(SignInError::Api(e)) => e.into_response(),
+    }
+}
+
+/// Sets the device cookie after a sign-in from a browser not known yet.
+fn remember_device(state: &Shared, response: &mut Response, token: Option<&str>) {
+    if let Some(value) = token.and_then(|t| HeaderValue::from_str(&session::device_cookie(state, t)).ok()) {
+        response.headers_mut().append(header::SET_COOKIE, value);
     }
 }
 
@@ -1023,8 +1040,58 @@ pub async fn admin_confirm_change(
     AdminUser(admin): AdminUser,
     Path(id): Path<String>,
 ) -> Response {
-    let outcome = registry_changes::confirm(&state, &admin.admin(), &id).await.map_err(|e| e.to_string());
+    match registry_changes::confirm(&state, &admin.admin(), &id).await {
+        Ok(registry_changes::Confirmed { message, secret: Some(secret) }) => {
+            one_time_secret_page(&secret.title, &secret.explanation, &secret.value, &message)
+        }
+        Ok(confirmed) => admin_done(&session, Ok(confirmed.message)).await,
+        Err(e) => admin_done(&session, Err(e.to_string())).await,
+    }
+}
+
+/// `POST /admin/passkeys/{id}/confirm` (form): an admin lets a new passkey
+/// of someone else approve before its cool-off ends (`passkeys::admin`).
+pub async fn admin_confirm_passkey(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Path(id): Path<String>,
+) -> Response {
+    let outcome = crate::passkeys::admin::confirm(&state, &admin.admin(), &id, state.now())
+        .await
+        .map(|p| format!("Passkey “{}” confirmed: it can approve payments now.", p.name))
+        .map_err(|e| e.to_string());
     admin_done(&session, outcome).await
+}
+
+/// `POST /admin/passkeys/{id}/remove` (form): proposes removing someone's
+/// passkey, which a second admin confirms.
+pub async fn admin_remove_passkey(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Path(id): Path<String>,
+) -> Response {
+    let request = Request::PasskeyRemoval { passkey_id: id };
+    submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
+}
+
+/// `POST /admin/enrolment-codes`: the user to issue a code for.
+#[derive(Debug, Deserialize)]
+pub struct EnrolmentFields {
+    username: Option<String>,
+}
+
+/// `POST /admin/enrolment-codes` (form): proposes a one-time passkey
+/// enrolment code for a user, which a second admin confirms (and is shown).
+pub async fn admin_propose_enrolment(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Form(form): Form<EnrolmentFields>,
+) -> Response {
+    let request = Request::PasskeyEnrolment { username: trimmed(&form.username) };
+    submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
 }
 
 /// `POST /admin/changes/{id}/reject`.
@@ -1074,19 +1141,31 @@ fn escape_html(s: &str) -> String {
 /// The answer to a new agent's form: its key, shown this once. Not stored
 /// in the session or anywhere else; `no-store` so no cache keeps it.
 fn one_time_key_page(agent_id: &str, key: &str, message: &str) -> Response {
+    one_time_secret_page(
+        &format!("Agent {agent_id}: its key"),
+        "Copy the bearer key now: it is shown only this once and cannot be recovered.",
+        key,
+        message,
+    )
+}
+
+/// A page showing a secret once (an agent's key, an enrolment code), never
+/// cached, with no script.
+fn one_time_secret_page(title: &str, explanation: &str, secret: &str, message: &str) -> Response {
     let html = format!(
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>New agent key · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
+<title>{title} · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
 <body><main class="page"><section class="card narrow">
-<h1>Agent {id}: its key</h1>
-<p>Copy the bearer key now: it is shown only this once and cannot be recovered.</p>
-<code class="secret" id="new-agent-key">{key}</code>
+<h1>{title}</h1>
+<p>{explanation}</p>
+<code class="secret" id="one-time-secret">{secret}</code>
 <p class="notice" role="status">{message}</p>
 <p><a href="/admin">Back to administration</a></p>
 </section></main></body></html>"#,
-        id = escape_html(agent_id),
-        key = escape_html(key),
+        title = escape_html(title),
+        explanation = escape_html(explanation),
+        secret = escape_html(secret),
         message = escape_html(message),
     );
     let mut response = axum::response::Html(html).into_response();
@@ -1110,7 +1189,13 @@ pub async fn load_viewer(
 ) -> Response {
     if let Ok(Some(user)) = session::current_user(&state, &session).await {
         user.record_in(req.extensions());
-        req.extensions_mut().insert(user.viewer());
+        let mut viewer = user.viewer();
+        if req.method() == axum::http::Method::GET {
+            // The top bar flags what the person has not read about their account.
+            let unread = crate::store::notices::unread(&state.db.read, &user.user.id).await.unwrap_or(0);
+            viewer.unread_notices = u32::try_from(unread).unwrap_or(u32::MAX);
+        }
+        req.extensions_mut().insert(viewer);
         req.extensions_mut().insert(user);
     } else if needs_sign_in(&req) {
         // A deep link (a Slack message, a bookmark) opened signed out: sign

@@ -5,6 +5,14 @@
 //! in `X-CSRF-Token` or the `csrf_token` form field. Sign-in has no session
 //! yet, so it gets the origin check only. SameSite=Strict cookies are a
 //! third, independent layer.
+//!
+//! One exception to the origin check ([`scripted_json`]): a request with
+//! `Content-Type: application/json` and none of `Origin`, `Referer` or
+//! `Sec-Fetch-Site` is a script's (curl, an SDK), not a browser's: a browser
+//! sends such a body cross-site only after a CORS preflight, which this
+//! server never grants, and then always with an `Origin`. It is judged by its
+//! credentials, session and CSRF token like any other; a present foreign
+//! `Origin` is still refused.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -68,6 +76,18 @@ pub fn same_origin(public_url: &str, headers: &HeaderMap) -> bool {
     }
 }
 
+/// A script's JSON request: `application/json` with no browser origin
+/// signal at all (see the module doc).
+pub fn scripted_json(headers: &HeaderMap) -> bool {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
+    json && [header::ORIGIN, header::REFERER].iter().all(|h| !headers.contains_key(h))
+        && !headers.contains_key("sec-fetch-site")
+}
+
 fn is_form(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
@@ -80,7 +100,7 @@ pub async fn guard(State(state): State<Shared>, session: Session, req: Request, 
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
-    if !same_origin(&state.settings.public_url, req.headers()) {
+    if !same_origin(&state.settings.public_url, req.headers()) && !scripted_json(req.headers()) {
         return ApiError::ForbiddenBecause("cross-origin request refused").into_response();
     }
     // Inside a nested router the path is stripped; the original tells the truth.
@@ -144,6 +164,15 @@ mod tests {
         assert!(same_origin(public, &headers(&[("referer", "http://localhost:8080/proposals/x")])));
         assert!(!same_origin(public, &headers(&[("referer", "http://localhost:8080.evil.example/")])));
         assert!(!same_origin(public, &headers(&[])), "no Origin and no Referer is refused");
+        // A script's JSON: no browser signal at all.
+        assert!(scripted_json(&headers(&[("content-type", "application/json")])));
+        assert!(scripted_json(&headers(&[("content-type", "application/json; charset=utf-8")])));
+        assert!(!scripted_json(&headers(&[("content-type", "application/json"), ("origin", "http://evil.example")])));
+        assert!(!scripted_json(&headers(&[("content-type", "application/json"), ("origin", "null")])));
+        assert!(!scripted_json(&headers(&[("content-type", "application/json"), ("sec-fetch-site", "cross-site")])));
+        assert!(!scripted_json(&headers(&[("content-type", "application/json"), ("referer", "http://evil.example/")])));
+        assert!(!scripted_json(&headers(&[("content-type", "application/x-www-form-urlencoded")])), "a form");
+        assert!(!scripted_json(&headers(&[("content-type", "text/plain")])), "a simple request a page can send");
         // Fetch metadata from a browser.
         assert!(same_origin(public, &headers(&[("sec-fetch-site", "same-origin"), ("origin", "null")])));
         assert!(!same_origin(public, &headers(&[("sec-fetch-site", "cross-site"), ("origin", "null")])));

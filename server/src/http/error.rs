@@ -253,7 +253,10 @@ impl ErrorCode {
             StepUpRequired => {
                 "Approving this payment needs a passkey assertion over it (`reason` `assertion_required`: ask \
                  `POST /api/v1/proposals/{id}/step-up` for a challenge, sign it, send it as `step_up`), or a \
-                 passkey first (`no_passkey`: register one on the account page)."
+                 passkey first (`no_passkey`: register one on the account page), or a passkey past its \
+                 cool-off (`passkey_cooling_off`: a new one approves after `passkeys.cool_off_secs`, or once an \
+                 admin confirms it). Adding a passkey needs an assertion by one the user holds or an enrolment \
+                 code (`authorization_required`)."
             }
             PasskeyRefused => {
                 "The step-up assertion was refused; `reason` names why: the verifier's code (`wrong_challenge` \

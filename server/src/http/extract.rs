@@ -113,6 +113,19 @@ impl FromRequest<Shared> for JsonBody {
     }
 }
 
+/// An optional JSON body: none when the request has no `Content-Type` (a
+/// `DELETE` without a body), else exactly [`JsonBody`]'s rules.
+impl axum::extract::OptionalFromRequest<Shared> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &Shared) -> Result<Option<Self>, Self::Rejection> {
+        if req.headers().get(header::CONTENT_TYPE).is_none() {
+            return Ok(None);
+        }
+        <JsonBody as FromRequest<Shared>>::from_request(req, state).await.map(Some)
+    }
+}
+
 /// A body already read strictly ([`JsonBody`]) as a typed request (a
 /// struct with `deny_unknown_fields`): a refusal names its field (422
 /// `validation_failed`), as the strict proposal parser does.

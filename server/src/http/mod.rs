@@ -101,6 +101,9 @@ pub fn router(state: Shared) -> Router {
         .route("/admin/slack-links", post(console::admin_link_slack))
         .route("/admin/changes/{id}/confirm", post(console::admin_confirm_change))
         .route("/admin/changes/{id}/reject", post(console::admin_reject_change))
+        .route("/admin/passkeys/{id}/confirm", post(console::admin_confirm_passkey))
+        .route("/admin/passkeys/{id}/remove", post(console::admin_remove_passkey))
+        .route("/admin/enrolment-codes", post(console::admin_propose_enrolment))
         .route("/admin/webhook-deliveries/{id}/redeliver", post(console::admin_redeliver_webhook))
         .with_state(state.clone());
     let console = forms
@@ -178,6 +181,9 @@ where
         .routes(routes!(passkeys::start))
         .routes(routes!(passkeys::register, passkeys::list))
         .routes(routes!(passkeys::remove))
+        .routes(routes!(passkeys::start_removal))
+        .routes(routes!(passkeys::notices))
+        .routes(routes!(passkeys::mark_notices_read))
         .layer(console_layers);
     // Registered under their full paths rather than nested: a nested router
     // rewrites every request's URI on the way in, on the status poll's path.
@@ -186,6 +192,7 @@ where
         .route("/api/v1", any(|| async { ApiError::NotFound }))
         .route("/api/v1/{*rest}", any(|| async { ApiError::NotFound }))
         .routes(routes!(openapi_json))
+        .routes(routes!(openapi_json_v1))
         .routes(routes!(jwks))
         .routes(routes!(healthz))
         .routes(routes!(readyz))
@@ -318,6 +325,23 @@ fn leptos_options(state: &Shared, assets: &Assets) -> LeptosOptions {
 )]
 async fn openapi_json(State(state): State<Shared>) -> Json<utoipa::openapi::OpenApi> {
     Json(openapi::document(&state.settings.public_url))
+}
+
+/// This document, beside the rest of the API
+///
+/// The same document as `GET /openapi.json`, where a client looking under
+/// the API's own prefix expects it.
+#[utoipa::path(
+    get,
+    path = "/api/v1/openapi.json",
+    operation_id = "getOpenApiUnderApi",
+    tags = ["agent", "public"],
+    security(()),
+    responses((status = 200, description = "The OpenAPI 3.1 description of the agent and console APIs.",
+        content_type = "application/json", body = Object)),
+)]
+async fn openapi_json_v1(state: State<Shared>) -> Json<utoipa::openapi::OpenApi> {
+    openapi_json(state).await
 }
 
 /// A JSON Web Key Set (RFC 7517).

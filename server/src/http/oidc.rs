@@ -102,14 +102,7 @@ fn back_to_login(code: &str, next: Option<&ReturnPath>) -> Response {
 
 /// The pre-sign-in cookie's value, if the browser sent one.
 fn login_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == LOGIN_COOKIE)
-        .map(|(_, value)| value.to_owned())
+    super::session::cookie_value(headers, LOGIN_COOKIE)
 }
 
 fn cookie(state: &Shared, value: &str, max_age: i64) -> String {

@@ -58,12 +58,15 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/me/passkeys"),
     ("GET", "/api/v1/me/passkeys"),
     ("DELETE", "/api/v1/me/passkeys/{id}"),
+    ("POST", "/api/v1/me/passkeys/{id}/removal-challenges"),
+    ("GET", "/api/v1/me/notices"),
+    ("POST", "/api/v1/me/notices/read"),
 ];
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that
 /// the document also describes.
 pub const PUBLIC_ROUTES: &[(&str, &str)] =
-    &[("GET", "/.well-known/jwks.json"), ("GET", "/healthz"), ("GET", "/readyz")];
+    &[("GET", "/.well-known/jwks.json"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/api/v1/openapi.json")];
 
 /// The security scheme of the agent API (`security(("agentKey" = []))`).
 pub const AGENT_KEY: &str = "agentKey";

@@ -56,6 +56,7 @@ impl CurrentUser {
             tenant_id: self.user.tenant_id.clone(),
             roles: self.user.roles.clone(),
             csrf_token: self.session.csrf_token.clone(),
+            unread_notices: 0,
         }
     }
 
@@ -188,11 +189,55 @@ pub fn client_address(state: &AppState, request: &axum::extract::Request) -> Str
     state.proxies.client(peer, request.headers())
 }
 
+/// The cookie naming a browser someone signed in from before
+/// (`store::devices`): its random token, kept for 400 days.
+pub const DEVICE_COOKIE: &str = "countersign_device";
+const DEVICE_MAX_AGE_SECS: i64 = 400 * 24 * 3600;
+
+/// The value of cookie `name`, if the browser sent it.
+pub fn cookie_value(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// The `Set-Cookie` value remembering this browser for its user.
+pub fn device_cookie(state: &AppState, token: &str) -> String {
+    let secure = if state.settings.secure_cookies() { "; Secure" } else { "" };
+    format!("{DEVICE_COOKIE}={token}; Path=/; Max-Age={DEVICE_MAX_AGE_SECS}; HttpOnly; SameSite=Strict{secure}")
+}
+
+fn token_sha256(token: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// A successful sign-in: the user, and a new device token to set as
+/// [`DEVICE_COOKIE`] when this browser was not known for them.
+pub struct SignedIn {
+    pub current: CurrentUser,
+    pub new_device: Option<String>,
+}
+
+/// How long a sign-in from an unknown browser waits for its username's
+/// turn when the username is past its failure limit.
+const TURN_WAIT: Duration = Duration::from_secs(5);
+
 /// Checks the password and starts a fresh session.
 ///
-/// 1. The attempt is admitted by the throttle, which counts it as a failure
+/// 1. A browser this user signed in from before (`device`, the
+///    [`DEVICE_COOKIE`] token) is recognised; the attempt is then admitted
+///    by the throttle on that browser's own failures only. Otherwise the
+///    throttle counts it per (address, username), username and address,
 ///    *before* the password is checked (concurrent guesses cannot all get
-///    through), or refused (429).
+///    through), and refuses (429) only past the pair's limit; past the
+///    username's or the address's it slows instead (one check at a time, a
+///    failure held a second), so guessing at someone never locks them out.
 /// 2. The password is checked through the server's password gate (bounded
 ///    concurrency and memory, off the async executor); an unknown or inactive
 ///    user is checked against a dummy hash and gets the same answer.
@@ -200,16 +245,27 @@ pub fn client_address(state: &AppState, request: &axum::extract::Request) -> Str
 ///    only now (someone who does not know the password learns nothing new),
 ///    and the attempt stays counted as a failure.
 /// 4. On success the reserved failure is taken back, the session id is
-///    cycled (a session fixed before sign-in is worthless) and the sign-in
-///    is audited.
+///    cycled (a session fixed before sign-in is worthless), the sign-in is
+///    audited, and an unknown browser gets a device token.
 pub async fn sign_in(
     state: &AppState,
     session: &Session,
-    username: &str,
-    password: &str,
+    (username, password): (&str, &str),
     address: &str,
-) -> Result<CurrentUser, SignInError> {
-    let admission = match state.throttle.admit(username, address, Instant::now()) {
+    device: Option<&str>,
+) -> Result<SignedIn, SignInError> {
+    let user = {
+        let mut conn = state.db.reader().await.map_err(ApiError::from)?;
+        store::directory::user_by_username(&mut conn, username).await.map_err(ApiError::from)?
+    };
+    let known_device = match (device.map(token_sha256), &user) {
+        (Some(hash), Some(u)) => {
+            let owner = store::devices::owner(&state.db.read, &hash).await.map_err(ApiError::from)?;
+            (owner.as_deref() == Some(u.id.as_str())).then_some(hash)
+        }
+        _ => None,
+    };
+    let admission = match state.throttle.admit(username, address, known_device.as_deref(), Instant::now()) {
         Ok(admission) => admission,
         Err(Refusal::Throttled(wait)) => {
             tracing::warn!(%address, "sign-in throttled");
@@ -220,9 +276,17 @@ pub async fn sign_in(
             return Err(SignInError::Throttled(Duration::from_secs(1)));
         }
     };
-    let user = {
-        let mut conn = state.db.reader().await.map_err(ApiError::from)?;
-        store::directory::user_by_username(&mut conn, username).await.map_err(ApiError::from)?
+    // Past the username's limit, unknown browsers take turns.
+    let turn = if admission.username_over_limit {
+        match state.throttle.turn(username, TURN_WAIT).await {
+            Some(turn) => Some(turn),
+            None => {
+                tracing::warn!(%address, "sign-in refused: the username's turn did not come");
+                return Err(SignInError::Throttled(Duration::from_secs(1)));
+            }
+        }
+    } else {
+        None
     };
     let hash = match &user {
         Some(u) if u.active => {
@@ -239,21 +303,34 @@ pub async fn sign_in(
     };
     let Some(user) = user.filter(|u| ok && u.active) else {
         tracing::warn!(%address, "failed sign-in");
-        if admission.address_over_limit {
-            // Spraying from one place: a failure holds the address's one
-            // slot for a second (the right password is never slowed).
+        if admission.address_over_limit || turn.is_some() {
+            // Spraying from one place, or guessing at one person from many:
+            // a failure holds the slot for a second (the right password is
+            // never slowed).
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         drop(admission);
         return Err(SignInError::Unauthenticated);
     };
+    drop(turn);
     if !state.settings.local_passwords(&user.tenant_id) {
         tracing::warn!(%address, "password sign-in refused: the tenant signs in with single sign-on");
         drop(admission);
         return Err(SignInError::PasswordsDisabled);
     }
     admission.succeeded();
-    Ok(start_session(state, session, user, "pwd", None, serde_json::json!({"amr": "pwd"})).await?)
+    let new_device = match known_device {
+        Some(_) => None,
+        None => {
+            let token = random_token();
+            store::devices::insert(&state.db.write, &token_sha256(&token), &user.id, state.now())
+                .await
+                .map_err(ApiError::from)?;
+            Some(token)
+        }
+    };
+    let current = start_session(state, session, user, "pwd", None, serde_json::json!({"amr": "pwd"})).await?;
+    Ok(SignedIn { current, new_device })
 }
 
 /// Starts `user`'s session after a successful sign-in of any kind: the

@@ -1,8 +1,16 @@
-//! The part of CBOR (RFC 8949) that WebAuthn uses: an attestation object and
-//! a COSE key are maps of integers, text and byte strings, in definite
-//! lengths (CTAP2's canonical form). Anything else — indefinite lengths,
-//! tags, floats, nesting deeper than [`MAX_DEPTH`] — is refused rather than
-//! skipped: what is not understood is not trusted.
+//! The part of CBOR (RFC 8949) that WebAuthn uses, read with the `ciborium`
+//! crate and then held to CTAP2's form: an attestation object and a COSE key
+//! are maps of integers, text and byte strings, in definite lengths with the
+//! shortest heads. Anything else — indefinite lengths, longer heads than
+//! needed, tags, floats, a repeated map key, nesting deeper than
+//! [`MAX_DEPTH`], more than [`MAX_BYTES`] of input or [`MAX_ITEMS`] entries
+//! in one array or map — is refused rather than skipped: what is not
+//! understood is not trusted.
+//!
+//! The size limits are checked before anything is decoded, so a hostile
+//! registration costs a bounded amount of work, and the passkey code calls
+//! this before it opens any database transaction (docs/SECURITY.md,
+//! "Oversized passkey data").
 
 use std::fmt;
 
@@ -72,14 +80,30 @@ impl fmt::Display for CborError {
 impl std::error::Error for CborError {}
 
 /// How deeply items may nest (an attestation object needs 3).
-const MAX_DEPTH: usize = 8;
+pub const MAX_DEPTH: usize = 8;
+/// The most bytes decoded at all (an attestation object with attestation
+/// `none` is a few hundred).
+pub const MAX_BYTES: usize = 8 * 1024;
+/// The most entries of one array or map (a COSE key has five).
+pub const MAX_ITEMS: usize = 32;
 
 /// Decodes one item from the start of `bytes`; returns it and the bytes
 /// after it (authenticator data carries a COSE key followed by extensions).
 pub fn decode_prefix(bytes: &[u8]) -> Result<(Value, &[u8]), CborError> {
-    let mut reader = Reader { bytes, at: 0 };
-    let value = reader.item(0)?;
-    Ok((value, &bytes[reader.at..]))
+    if bytes.len() > MAX_BYTES {
+        return Err(CborError("too large"));
+    }
+    let mut rest = bytes;
+    let raw: ciborium::Value = ciborium::de::from_reader_with_recursion_limit(&mut rest, MAX_DEPTH + 1)
+        .map_err(|e| CborError(read_error(&e)))?;
+    let item = &bytes[..bytes.len() - rest.len()];
+    let value = strict(raw, 0)?;
+    // Re-encoding must give the very bytes read: definite lengths and the
+    // shortest heads, as CTAP2 writes them.
+    if encode(&value) != item {
+        return Err(CborError("not in CTAP2's definite, shortest form"));
+    }
+    Ok((value, rest))
 }
 
 /// Decodes exactly one item: trailing bytes are an error.
@@ -90,135 +114,72 @@ pub fn decode(bytes: &[u8]) -> Result<Value, CborError> {
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+fn read_error<T: fmt::Debug>(e: &ciborium::de::Error<T>) -> &'static str {
+    match e {
+        ciborium::de::Error::Io(_) => "truncated",
+        ciborium::de::Error::Syntax(_) => "malformed",
+        ciborium::de::Error::Semantic(..) => "malformed",
+        ciborium::de::Error::RecursionLimitExceeded => "nested too deeply",
+    }
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], CborError> {
-        let end = self.at.checked_add(n).filter(|end| *end <= self.bytes.len()).ok_or(CborError("truncated"))?;
-        let taken = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(taken)
+/// The crate's value held to what WebAuthn uses.
+fn strict(raw: ciborium::Value, depth: usize) -> Result<Value, CborError> {
+    use ciborium::Value as Raw;
+    if depth > MAX_DEPTH {
+        return Err(CborError("nested too deeply"));
     }
-
-    /// The argument of an initial byte's additional information.
-    fn argument(&mut self, info: u8) -> Result<u64, CborError> {
-        Ok(match info {
-            0..=23 => u64::from(info),
-            24 => u64::from(self.take(1)?[0]),
-            25 => u64::from(u16::from_be_bytes(self.take(2)?.try_into().expect("2 bytes"))),
-            26 => u64::from(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes"))),
-            27 => u64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes")),
-            _ => return Err(CborError("indefinite or reserved length")),
-        })
-    }
-
-    fn length(&mut self, info: u8) -> Result<usize, CborError> {
-        let n = self.argument(info)?;
-        // Each element takes a byte at least: a larger count is a lie.
-        usize::try_from(n).ok().filter(|n| *n <= self.bytes.len() - self.at).ok_or(CborError("length past the end"))
-    }
-
-    fn item(&mut self, depth: usize) -> Result<Value, CborError> {
-        if depth > MAX_DEPTH {
-            return Err(CborError("nested too deeply"));
+    Ok(match raw {
+        Raw::Integer(i) => Value::Int(i128::from(i)),
+        Raw::Bytes(b) => Value::Bytes(b),
+        Raw::Text(t) => Value::Text(t),
+        Raw::Bool(b) => Value::Bool(b),
+        Raw::Null => Value::Null,
+        Raw::Array(items) => {
+            if items.len() > MAX_ITEMS {
+                return Err(CborError("too many items"));
+            }
+            Value::Array(items.into_iter().map(|v| strict(v, depth + 1)).collect::<Result<_, _>>()?)
         }
-        let initial = self.take(1)?[0];
-        let (major, info) = (initial >> 5, initial & 0x1f);
-        Ok(match major {
-            0 => Value::Int(i128::from(self.argument(info)?)),
-            1 => Value::Int(-1 - i128::from(self.argument(info)?)),
-            2 => {
-                let n = self.length(info)?;
-                Value::Bytes(self.take(n)?.to_vec())
+        Raw::Map(entries) => {
+            if entries.len() > MAX_ITEMS {
+                return Err(CborError("too many items"));
             }
-            3 => {
-                let n = self.length(info)?;
-                let text = std::str::from_utf8(self.take(n)?).map_err(|_| CborError("text is not UTF-8"))?;
-                Value::Text(text.to_owned())
-            }
-            4 => {
-                let n = self.length(info)?;
-                Value::Array((0..n).map(|_| self.item(depth + 1)).collect::<Result<_, _>>()?)
-            }
-            5 => {
-                let n = self.length(info)?;
-                let mut entries = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let key = self.item(depth + 1)?;
-                    if entries.iter().any(|(k, _)| *k == key) {
-                        return Err(CborError("a map repeats a key"));
-                    }
-                    entries.push((key, self.item(depth + 1)?));
+            let mut map: Vec<(Value, Value)> = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                let key = strict(k, depth + 1)?;
+                if map.iter().any(|(seen, _)| *seen == key) {
+                    return Err(CborError("a map repeats a key"));
                 }
-                Value::Map(entries)
+                map.push((key, strict(v, depth + 1)?));
             }
-            7 => match info {
-                20 => Value::Bool(false),
-                21 => Value::Bool(true),
-                22 => Value::Null,
-                _ => return Err(CborError("unsupported simple value or float")),
-            },
-            _ => return Err(CborError("tags are not supported")),
-        })
+            Value::Map(map)
+        }
+        Raw::Tag(..) => return Err(CborError("tags are not supported")),
+        Raw::Float(_) => return Err(CborError("floats are not supported")),
+        _ => return Err(CborError("unsupported simple value")),
+    })
+}
+
+fn raw(value: &Value) -> ciborium::Value {
+    use ciborium::Value as Raw;
+    match value {
+        Value::Int(i) => Raw::Integer(ciborium::value::Integer::try_from(*i).expect("CBOR integers fit 65 bits")),
+        Value::Bytes(b) => Raw::Bytes(b.clone()),
+        Value::Text(t) => Raw::Text(t.clone()),
+        Value::Array(items) => Raw::Array(items.iter().map(raw).collect()),
+        Value::Map(entries) => Raw::Map(entries.iter().map(|(k, v)| (raw(k), raw(v))).collect()),
+        Value::Bool(b) => Raw::Bool(*b),
+        Value::Null => Raw::Null,
     }
 }
 
-/// Encodes `value` (tests build authenticator output with it).
+/// Encodes `value` in definite lengths with the shortest heads (tests build
+/// authenticator output with it; decoding compares against it).
 pub fn encode(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
-    write(&mut out, value);
+    ciborium::ser::into_writer(&raw(value), &mut out).expect("writing to a Vec cannot fail");
     out
-}
-
-fn head(out: &mut Vec<u8>, major: u8, n: u64) {
-    let major = major << 5;
-    match n {
-        0..=23 => out.push(major | n as u8),
-        24..=0xff => out.extend([major | 24, n as u8]),
-        0x100..=0xffff => {
-            out.push(major | 25);
-            out.extend((n as u16).to_be_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(major | 26);
-            out.extend((n as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(major | 27);
-            out.extend(n.to_be_bytes());
-        }
-    }
-}
-
-fn write(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::Int(i) if *i >= 0 => head(out, 0, *i as u64),
-        Value::Int(i) => head(out, 1, (-1 - *i) as u64),
-        Value::Bytes(b) => {
-            head(out, 2, b.len() as u64);
-            out.extend(b);
-        }
-        Value::Text(t) => {
-            head(out, 3, t.len() as u64);
-            out.extend(t.as_bytes());
-        }
-        Value::Array(items) => {
-            head(out, 4, items.len() as u64);
-            items.iter().for_each(|v| write(out, v));
-        }
-        Value::Map(entries) => {
-            head(out, 5, entries.len() as u64);
-            for (k, v) in entries {
-                write(out, k);
-                write(out, v);
-            }
-        }
-        Value::Bool(b) => out.push(if *b { 0xf5 } else { 0xf4 }),
-        Value::Null => out.push(0xf6),
-    }
 }
 
 #[cfg(test)]
@@ -247,21 +208,45 @@ mod tests {
     }
 
     #[test]
+    fn a_prefix_leaves_what_follows() {
+        let (value, rest) = decode_prefix(&[0xa1, 0x01, 0x02, 0xff, 0x07]).expect("a map, then two bytes");
+        assert_eq!(value, Value::Map(vec![(Value::Int(1), Value::Int(2))]));
+        assert_eq!(rest, &[0xff, 0x07]);
+    }
+
+    #[test]
     fn what_is_not_understood_is_refused() {
         for (bytes, why) in [
-            (&[0x5f, 0x41, 0x00, 0xff][..], "indefinite or reserved length"),
-            (&[0x44, 1, 2][..], "length past the end"),
+            (&[0x5f, 0x41, 0x00, 0xff][..], "not in CTAP2's definite, shortest form"),
+            (&[0x18, 0x01][..], "not in CTAP2's definite, shortest form"),
+            (&[0x44, 1, 2][..], "truncated"),
             (&[0x1a, 0x00][..], "truncated"),
             (&[0xc1, 0x00][..], "tags are not supported"),
-            (&[0xf9, 0x3c, 0x00][..], "unsupported simple value or float"),
+            (&[0xf9, 0x3c, 0x00][..], "floats are not supported"),
             (&[0xa2, 0x01, 0x01, 0x01, 0x02][..], "a map repeats a key"),
             (&[0x01, 0x02][..], "trailing bytes"),
-            (&[0x62, 0xff, 0xfe][..], "text is not UTF-8"),
-            (&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff][..], "length past the end"),
+            (&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff][..], "truncated"),
         ] {
             assert_eq!(decode(bytes), Err(CborError(why)), "{bytes:02x?}");
         }
+        assert!(decode(&[0x62, 0xff, 0xfe]).is_err(), "text is not UTF-8");
         let deep = [vec![0x81; MAX_DEPTH + 1], vec![0x00]].concat();
         assert_eq!(decode(&deep), Err(CborError("nested too deeply")));
+    }
+
+    #[test]
+    fn sizes_are_bounded_before_decoding() {
+        // The 9,000-entry map of the report: refused on its size alone.
+        let mut huge = vec![0xb9, 0x23, 0x28];
+        for i in 0..9000u16 {
+            huge.extend([0x19]);
+            huge.extend(i.to_be_bytes());
+            huge.push(0x00);
+        }
+        assert_eq!(decode(&huge), Err(CborError("too large")));
+        // Small enough in bytes, too many entries.
+        let mut wide = vec![0x98, 40];
+        wide.extend([0x00; 40]);
+        assert_eq!(decode(&wide), Err(CborError("too many items")));
     }
 }

@@ -9,12 +9,16 @@
 //! - [`webauthn`]: verifying registrations and assertions (ES256).
 //! - [`registry`]: a user's passkeys (register, list, remove).
 //! - [`step_up`]: approving with an assertion over the payment.
+//! - [`admin`]: what admins do about someone else's passkeys: confirm a new
+//!   one before its cool-off ends, and the enrolment codes and removals two
+//!   of them agree on (`registry_changes`).
 //!
 //! Why not the `webauthn-rs` crate: its ceremonies draw their own random
 //! challenge, while dynamic linking needs the challenge to be the payment's
 //! digest; and the offline re-verification an auditor runs must be the very
 //! code the approval passed. See docs/DECISIONS.md, "Passkeys".
 
+pub mod admin;
 pub mod cbor;
 pub mod registry;
 #[cfg(any(test, feature = "test-hooks"))]
@@ -28,6 +32,8 @@ use sha2::{Digest, Sha256};
 /// gets a new tag, and old approvals keep verifying under theirs).
 const STEP_UP_TAG: &[u8] = b"countersign/step-up/v1";
 const BULK_TAG: &[u8] = b"countersign/bulk-step-up/v1";
+const ADD_TAG: &[u8] = b"countersign/passkey-add/v1";
+const REMOVE_TAG: &[u8] = b"countersign/passkey-remove/v1";
 
 fn field(hasher: &mut Sha256, bytes: &[u8]) {
     // Length-prefixed, so no two different field lists hash alike.
@@ -65,6 +71,35 @@ pub fn bulk_challenge(listed: &[(&str, &str)], approver_id: &str, nonce: &[u8]) 
     h.finalize().into()
 }
 
+/// The challenge an existing passkey signs to let its holder add another:
+/// bound to the holder and to the registration it authorizes (that
+/// registration's single-use challenge id and random challenge).
+pub fn add_challenge(user_id: &str, registration_id: &str, registration_challenge: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    field(&mut h, ADD_TAG);
+    field(&mut h, user_id.as_bytes());
+    field(&mut h, registration_id.as_bytes());
+    field(&mut h, registration_challenge);
+    h.finalize().into()
+}
+
+/// The challenge a passkey signs to let its holder remove passkey
+/// `passkey_id` (itself or another of theirs), with a single-use nonce.
+pub fn remove_challenge(user_id: &str, passkey_id: &str, nonce: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    field(&mut h, REMOVE_TAG);
+    field(&mut h, user_id.as_bytes());
+    field(&mut h, passkey_id.as_bytes());
+    field(&mut h, nonce);
+    h.finalize().into()
+}
+
+/// A passkey's public-key fingerprint as the audit trail records it:
+/// `sha256:` and the hex SHA-256 of the key (SEC1, uncompressed).
+pub fn fingerprint(public_key_sec1: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(public_key_sec1)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +122,11 @@ mod tests {
             assert_ne!(changed, base);
         }
         assert_ne!(bulk_challenge(&[("prop_1", HASH)], "usr_ana", b"n1"), base, "tags differ");
+        let add = add_challenge("usr_ana", "pkc_1", b"n1");
+        assert_ne!(add, add_challenge("usr_ben", "pkc_1", b"n1"));
+        assert_ne!(add, add_challenge("usr_ana", "pkc_2", b"n1"));
+        assert_ne!(add, remove_challenge("usr_ana", "pkc_1", b"n1"), "adding is not removing");
+        assert_ne!(remove_challenge("usr_ana", "pk_1", b"n"), remove_challenge("usr_ana", "pk_2", b"n"));
     }
 
     #[test]

@@ -43,9 +43,13 @@ impl SoftKey {
         SoftKey { signing: SigningKey::generate(), credential_id, counter: 0 }
     }
 
+    /// The public key, SEC1 uncompressed (what the server stores).
+    pub fn sec1(&self) -> Vec<u8> {
+        self.signing.verifying_key().as_affine().to_sec1_point(false).as_bytes().to_vec()
+    }
+
     pub fn cose(&self) -> Value {
-        let point = self.signing.verifying_key().as_affine().to_sec1_point(false);
-        let bytes = point.as_bytes();
+        let bytes = self.sec1();
         Value::Map(vec![
             (Value::Int(1), Value::Int(2)),
             (Value::Int(3), Value::Int(-7)),

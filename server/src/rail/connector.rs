@@ -85,6 +85,23 @@ pub struct RailTransfer {
     pub amount_reversed: u64,
 }
 
+/// A reversal as the rail reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RailReversal {
+    /// `trr_…`
+    pub id: String,
+    pub amount_minor: u64,
+    /// The transfer it reverses.
+    pub transfer: String,
+    /// The idempotency key it was created under, as this connector records it
+    /// in its metadata (`countersign_key`); `None` when it carries none.
+    pub key: Option<String>,
+}
+
+/// The metadata entry naming the idempotency key a reversal was made under,
+/// so its own record can be told from another reversal of the same transfer.
+pub const REVERSAL_KEY_METADATA: &str = "countersign_key";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RailStatus {
     Pending,
@@ -337,6 +354,51 @@ impl RailClient {
         }
     }
 
+    /// `GET /v1/transfers/{id}/reversals`: the transfer's reversals (none for
+    /// an unknown transfer).
+    pub async fn reversals_of(&self, transfer_id: &str) -> Result<Vec<RailReversal>, UnknownCause> {
+        if !id_ok(transfer_id) {
+            return Ok(Vec::new());
+        }
+        let url = self.url(&["v1", "transfers", transfer_id, "reversals"]);
+        let answer = self.exchange(self.http.get(url), "list_reversals").await?;
+        if answer.status.as_u16() == 404 {
+            return Ok(Vec::new());
+        }
+        if !answer.status.is_success() {
+            tracing::warn!(status = answer.status.as_u16(), "rail reversal listing refused");
+            return Err(UnknownCause::ServerError(answer.status.as_u16()));
+        }
+        #[derive(Deserialize)]
+        struct Listed {
+            id: String,
+            object: String,
+            amount: u64,
+            transfer: String,
+            #[serde(default)]
+            metadata: std::collections::BTreeMap<String, String>,
+        }
+        #[derive(Deserialize)]
+        struct List {
+            data: Vec<Listed>,
+        }
+        let list: List = serde_json::from_slice(&answer.body).map_err(|_| UnknownCause::BadResponse)?;
+        list.data
+            .into_iter()
+            .map(|r| {
+                if r.object != "transfer_reversal" || !id_ok(&r.id) || r.transfer != transfer_id {
+                    return Err(UnknownCause::BadResponse);
+                }
+                Ok(RailReversal {
+                    id: r.id,
+                    amount_minor: r.amount,
+                    transfer: r.transfer,
+                    key: r.metadata.get(REVERSAL_KEY_METADATA).cloned(),
+                })
+            })
+            .collect()
+    }
+
     /// `POST /v1/transfers/{id}/reversals` (`amount` = the rest when `None`).
     pub async fn reverse(
         &self,
@@ -348,7 +410,9 @@ impl RailClient {
             tracing::warn!("rail reversal refused before sending: invalid key or transfer id");
             return ReversalOutcome::Declined(Decline::RailRejected);
         }
-        let form: Vec<(&str, String)> = amount_minor.map(|a| ("amount", a.to_string())).into_iter().collect();
+        let mut form: Vec<(String, String)> =
+            amount_minor.map(|a| ("amount".into(), a.to_string())).into_iter().collect();
+        form.push((format!("metadata[{REVERSAL_KEY_METADATA}]"), idempotency_key.to_owned()));
         let req = self
             .http
             .post(self.url(&["v1", "transfers", transfer_id, "reversals"]))
@@ -503,7 +567,9 @@ fn key_ok(key: &str) -> bool {
     !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| b.is_ascii_graphic())
 }
 
-fn is_loopback(url: &Url) -> bool {
+/// Whether `url` names this machine (`localhost` or a loopback address):
+/// the one place a secret may travel over plain http.
+pub fn is_loopback(url: &Url) -> bool {
     let Some(host) = url.host_str() else { return false };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())

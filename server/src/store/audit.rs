@@ -158,18 +158,28 @@ pub async fn for_proposal(pool: &Pool, proposal_id: &str) -> Result<Vec<StoredEn
         .bind(proposal_id)
         .fetch_all(pool)
         .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok(StoredEntry {
-                seq: c.int("seq")?,
-                at: c.at("at")?,
-                actor: c.text("actor")?,
-                action: c.text("action")?,
-                data: c.json("data")?,
-            })
-        })
-        .collect()
+    rows.iter().map(stored_entry).collect()
+}
+
+fn stored_entry(r: &Row) -> Result<StoredEntry> {
+    let c = Cols::of(r);
+    Ok(StoredEntry {
+        seq: c.int("seq")?,
+        at: c.at("at")?,
+        actor: c.text("actor")?,
+        action: c.text("action")?,
+        data: c.json("data")?,
+    })
+}
+
+/// Every entry with this `action`, oldest first (e.g. `passkey.registered`,
+/// for `countersign audit verify-approvals`).
+pub async fn with_action(pool: &Pool, action: &str) -> Result<Vec<StoredEntry>> {
+    let rows = query("SELECT seq, at, actor, action, data FROM audit_log WHERE action = ? ORDER BY seq")
+        .bind(action)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(stored_entry).collect()
 }
 
 /// The result of walking the whole chain.

@@ -274,6 +274,9 @@ pub struct Agent {
     pub source_accounts: Vec<String>,
     pub purposes: Vec<String>,
     pub active: bool,
+    /// The user its current key was shown to on the console (migration
+    /// 0018); `None` when the operator made it (CLI, provisioning file).
+    pub key_holder: Option<String>,
 }
 
 pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
@@ -300,11 +303,15 @@ pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
         .await?;
         return Ok(Upsert::Created);
     }
+    // A new key is no longer the key holder's: the operator (or the console
+    // change applying this, which names the new holder after) has it.
     let changed = query(
-        "UPDATE agents SET key_sha256 = ?, acts_for = ?, source_accounts = ?, purposes = ?
+        "UPDATE agents SET key_holder = CASE WHEN key_sha256 = ? THEN key_holder END,
+             key_sha256 = ?, acts_for = ?, source_accounts = ?, purposes = ?
          WHERE tenant_id = ? AND id = ?
            AND (key_sha256 <> ? OR acts_for <> ? OR source_accounts <> ? OR purposes <> ?)",
     )
+    .bind(&spec.key_sha256)
     .bind(&spec.key_sha256)
     .bind(&spec.acts_for)
     .bind(&sources)
@@ -330,7 +337,20 @@ fn agent_from_row(row: &Row) -> Result<Agent> {
         source_accounts: c.json("source_accounts")?,
         purposes: c.json("purposes")?,
         active: c.flag("active")?,
+        key_holder: c.opt_text("key_holder")?,
     })
+}
+
+/// Names the user an agent's current key was shown to (a confirmed console
+/// change), in the caller's transaction.
+pub async fn set_key_holder(conn: &mut Conn, tenant: &str, agent: &str, user_id: &str) -> Result<()> {
+    query("UPDATE agents SET key_holder = ? WHERE tenant_id = ? AND id = ?")
+        .bind(user_id)
+        .bind(tenant)
+        .bind(agent)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// The active agent whose key hashes to `key_sha256`.
@@ -406,9 +426,9 @@ pub async fn set_payees_added_at(pool: &Pool, tenant: &str, at: DateTime<Utc>) -
     Ok(())
 }
 
-pub async fn payee(pool: &Pool, tenant: &str, id: &str) -> Result<Option<Payee>> {
+pub async fn payee<'e>(exec: impl Into<super::Exec<'e>>, tenant: &str, id: &str) -> Result<Option<Payee>> {
     let row =
-        query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(pool).await?;
+        query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(exec).await?;
     row.as_ref().map(payee_from_row).transpose()
 }
 

@@ -11,8 +11,10 @@
 
 pub mod audit;
 pub mod change_log;
+pub mod devices;
 pub mod directory;
 pub mod idempotency;
+pub mod notices;
 pub mod oidc;
 pub mod operations;
 pub mod passkeys;

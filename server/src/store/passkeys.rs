@@ -1,5 +1,6 @@
-//! Passkeys, the challenges handed out for them (migration 0014), and the
-//! assertions approvals were given with (0015).
+//! Passkeys, the challenges handed out for them (migration 0014), the
+//! assertions approvals were given with (0015), and the enrolment codes and
+//! cool-off of new passkeys (0018).
 
 use chrono::{DateTime, Utc};
 
@@ -17,6 +18,22 @@ pub struct PasskeyRow {
     pub name: String,
     pub created_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
+    /// From when it counts for approvals (its cool-off ends); `None`: it
+    /// predates cool-offs (migration 0018) and always did.
+    pub usable_from: Option<DateTime<Utc>>,
+    /// The admin who confirmed it before its cool-off ended, and when.
+    pub confirmed_by: Option<String>,
+    pub confirmed_at: Option<DateTime<Utc>>,
+    /// The enrolment code it was registered with, if any.
+    pub enrolment_id: Option<String>,
+}
+
+impl PasskeyRow {
+    /// Whether it counts for approvals at `now`: confirmed by an admin, or
+    /// past its cool-off.
+    pub fn usable_at(&self, now: DateTime<Utc>) -> bool {
+        self.confirmed_at.is_some() || self.usable_from.is_none_or(|from| from <= now)
+    }
 }
 
 fn passkey(r: &Row) -> Result<PasskeyRow> {
@@ -32,6 +49,10 @@ fn passkey(r: &Row) -> Result<PasskeyRow> {
         name: c.text("name")?,
         created_at: c.at("created_at")?,
         last_used_at: c.opt_at("last_used_at")?,
+        usable_from: c.opt_at("usable_from")?,
+        confirmed_by: c.opt_text("confirmed_by")?,
+        confirmed_at: c.opt_at("confirmed_at")?,
+        enrolment_id: c.opt_text("enrolment_id")?,
     })
 }
 
@@ -39,8 +60,9 @@ fn passkey(r: &Row) -> Result<PasskeyRow> {
 /// `StoreError::Conflict`.
 pub async fn insert(conn: &mut Conn, p: &PasskeyRow) -> Result<()> {
     query(
-        "INSERT INTO passkeys (id, tenant_id, user_id, credential_id, public_key, sign_count, name, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO passkeys (id, tenant_id, user_id, credential_id, public_key, sign_count, name, created_at,
+             usable_from, enrolment_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&p.id)
     .bind(&p.tenant_id)
@@ -50,6 +72,8 @@ pub async fn insert(conn: &mut Conn, p: &PasskeyRow) -> Result<()> {
     .bind(i64::from(p.sign_count))
     .bind(&p.name)
     .bind(ts(p.created_at))
+    .bind(p.usable_from.map(ts))
+    .bind(&p.enrolment_id)
     .execute(conn)
     .await?;
     Ok(())
@@ -63,6 +87,62 @@ pub async fn of_user(pool: &Pool, tenant: &str, user: &str) -> Result<Vec<Passke
         .fetch_all(pool)
         .await?;
     rows.iter().map(passkey).collect()
+}
+
+/// How many passkeys the user holds, read in `conn` (a transaction).
+pub async fn of_user_in(conn: &mut Conn, tenant: &str, user: &str) -> Result<usize> {
+    let n: i64 = super::scalar("SELECT COUNT(*) FROM passkeys WHERE tenant_id = ? AND user_id = ?")
+        .bind(tenant)
+        .bind(user)
+        .fetch_one(conn)
+        .await?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// The tenant's passkeys, oldest first (the admin page).
+pub async fn of_tenant(pool: &Pool, tenant: &str) -> Result<Vec<PasskeyRow>> {
+    let rows = query("SELECT * FROM passkeys WHERE tenant_id = ? ORDER BY created_at, id LIMIT 1000")
+        .bind(tenant)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(passkey).collect()
+}
+
+/// Passkey `id` of `tenant`, whoever holds it.
+pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<PasskeyRow>> {
+    get_in(pool, tenant, id).await
+}
+
+/// [`get`] in a transaction (or on any executor).
+pub async fn get_in<'e>(exec: impl Into<super::Exec<'e>>, tenant: &str, id: &str) -> Result<Option<PasskeyRow>> {
+    let row = query("SELECT * FROM passkeys WHERE tenant_id = ? AND id = ?")
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(exec)
+        .await?;
+    row.as_ref().map(passkey).transpose()
+}
+
+/// An admin confirms a passkey before its cool-off ended; the row, or None
+/// when there is no such passkey or it was confirmed already.
+pub async fn confirm(
+    conn: &mut Conn,
+    tenant: &str,
+    id: &str,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<PasskeyRow>> {
+    let row = query(
+        "UPDATE passkeys SET confirmed_by = ?, confirmed_at = ?
+         WHERE tenant_id = ? AND id = ? AND confirmed_at IS NULL RETURNING *",
+    )
+    .bind(by)
+    .bind(ts(now))
+    .bind(tenant)
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    row.as_ref().map(passkey).transpose()
 }
 
 /// Removes the user's passkey `id`; the removed row, or None if the user has
@@ -160,14 +240,102 @@ pub async fn by_credential(
     row.as_ref().map(passkey).transpose()
 }
 
-/// Whether the user has registered any passkey.
-pub async fn has_any(conn: &mut Conn, tenant: &str, user: &str) -> Result<bool> {
-    let row = query("SELECT id FROM passkeys WHERE tenant_id = ? AND user_id = ? LIMIT 1")
-        .bind(tenant)
-        .bind(user)
-        .fetch_optional(conn)
-        .await?;
-    Ok(row.is_some())
+/// How many passkeys the user holds: `(usable at now, in their cool-off)`.
+pub async fn held(conn: &mut Conn, tenant: &str, user: &str, now: DateTime<Utc>) -> Result<(u32, u32)> {
+    let row = query(
+        "SELECT COALESCE(SUM(CASE WHEN confirmed_at IS NOT NULL OR usable_from IS NULL OR usable_from <= ?
+                                 THEN 1 ELSE 0 END), 0) AS usable,
+                COUNT(*) AS total
+         FROM passkeys WHERE tenant_id = ? AND user_id = ?",
+    )
+    .bind(ts(now))
+    .bind(tenant)
+    .bind(user)
+    .fetch_one(conn)
+    .await?;
+    let c = Cols::of(&row);
+    let usable = u32::try_from(c.unsigned("usable")?).unwrap_or(u32::MAX);
+    let total = u32::try_from(c.unsigned("total")?).unwrap_or(u32::MAX);
+    Ok((usable, total.saturating_sub(usable)))
+}
+
+/// A one-time enrolment code (migration 0018): only its SHA-256 is kept.
+pub struct NewEnrolment<'a> {
+    pub id: &'a str,
+    pub tenant: &'a str,
+    pub user: &'a str,
+    pub code_sha256: &'a str,
+    /// `user:<id>` of the admin who confirmed it, or `operator`.
+    pub issued_by: &'a str,
+    /// The admin shown the code (None: the CLI's operator).
+    pub revealed_to: Option<&'a str>,
+    pub now: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+pub async fn insert_enrolment(conn: &mut Conn, e: &NewEnrolment<'_>) -> Result<()> {
+    query(
+        "INSERT INTO passkey_enrolments (id, tenant_id, user_id, code_sha256, issued_by, revealed_to, created_at,
+             expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(e.id)
+    .bind(e.tenant)
+    .bind(e.user)
+    .bind(e.code_sha256)
+    .bind(e.issued_by)
+    .bind(e.revealed_to)
+    .bind(ts(e.now))
+    .bind(ts(e.expires_at))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A spent enrolment code: its id and the admin it was shown to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enrolment {
+    pub id: String,
+    pub revealed_to: Option<String>,
+}
+
+/// Spends the user's enrolment code with this SHA-256, if it is theirs,
+/// unused and unexpired at `now`.
+pub async fn take_enrolment(
+    conn: &mut Conn,
+    tenant: &str,
+    user: &str,
+    code_sha256: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Enrolment>> {
+    let row = query(
+        "UPDATE passkey_enrolments SET used_at = ?
+         WHERE tenant_id = ? AND user_id = ? AND code_sha256 = ? AND used_at IS NULL AND expires_at > ?
+         RETURNING id, revealed_to",
+    )
+    .bind(ts(now))
+    .bind(tenant)
+    .bind(user)
+    .bind(code_sha256)
+    .bind(ts(now))
+    .fetch_optional(conn)
+    .await?;
+    row.map(|r| {
+        let c = Cols::of(&r);
+        Ok(Enrolment { id: c.text("id")?, revealed_to: c.opt_text("revealed_to")? })
+    })
+    .transpose()
+}
+
+/// The enrolment code `id` (the admin it was shown to), if it exists.
+pub async fn enrolment(pool: &Pool, id: &str) -> Result<Option<Enrolment>> {
+    let row =
+        query("SELECT id, revealed_to FROM passkey_enrolments WHERE id = ?").bind(id).fetch_optional(pool).await?;
+    row.map(|r| {
+        let c = Cols::of(&r);
+        Ok(Enrolment { id: c.text("id")?, revealed_to: c.opt_text("revealed_to")? })
+    })
+    .transpose()
 }
 
 /// Records a use of passkey `id`: its counter now, and when.
@@ -257,6 +425,26 @@ pub async fn insert_assertion(conn: &mut Conn, a: &AssertionRow) -> Result<()> {
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// The approvals given with `amr` `passkey` that have no kept assertion:
+/// `(proposal id, round, approver id)`.
+pub async fn passkey_approvals_without_assertion(pool: &Pool) -> Result<Vec<(String, i64, String)>> {
+    let rows = query(
+        "SELECT a.proposal_id, a.round, a.approver_id FROM approvals a
+         LEFT JOIN approval_assertions s
+           ON s.proposal_id = a.proposal_id AND s.round = a.round AND s.approver_id = a.approver_id
+         WHERE a.amr = 'passkey' AND a.decision = 'approve' AND s.proposal_id IS NULL
+         ORDER BY a.proposal_id, a.round, a.approver_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok((c.text("proposal_id")?, c.int("round")?, c.text("approver_id")?))
+        })
+        .collect()
 }
 
 /// Every stored assertion, oldest first (for `countersign audit verify-approvals`).

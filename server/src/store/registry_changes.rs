@@ -113,6 +113,26 @@ pub async fn supersede_others(conn: &mut Conn, applied: &ChangeRow, now: DateTim
     .await?)
 }
 
+/// Every pending change of `tenant` of one of `kinds` about `subject` is
+/// withdrawn (`superseded`, with `note`): a change reducing that subject's
+/// authority applied, and they were proposed against the state before it.
+pub async fn supersede_subject(
+    conn: &mut Conn,
+    tenant: &str,
+    (kinds, subject): (&[&str], &str),
+    note: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>> {
+    let mut q = super::Builder::new("UPDATE registry_changes SET status = 'superseded', decided_at = ");
+    q.push_bind(ts(now)).push(", note = ").push_bind(note.to_owned());
+    q.push(" WHERE tenant_id = ").push_bind(tenant.to_owned()).push(" AND subject = ").push_bind(subject.to_owned());
+    q.push(" AND status = 'pending' AND kind IN (")
+        .push_list(kinds.iter().map(|k| k.to_string()))
+        .push(") RETURNING id");
+    let rows = q.build().fetch_all(conn).await?;
+    rows.iter().map(|r| Cols::of(r).text("id")).collect()
+}
+
 fn from_row(r: &Row) -> Result<ChangeRow> {
     let c = Cols::of(r);
     Ok(ChangeRow {

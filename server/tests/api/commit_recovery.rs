@@ -203,7 +203,7 @@ async fn past_the_resubmit_window_a_human_decides_and_it_is_audited() {
 }
 
 /// A 5,000 transfer to the trusted payee, committed and settled.
-async fn succeeded_transfer(server: &TestServer) -> String {
+pub async fn succeeded_transfer(server: &TestServer) -> String {
     let (id, token) = auto_approved(server, 5_000).await;
     assert_eq!(server.commit(&id, &token).await.status, 200);
     server.wait_status(&id, "succeeded", 20).await;
@@ -211,7 +211,7 @@ async fn succeeded_transfer(server: &TestServer) -> String {
 }
 
 /// Proposes the reversal of `transfer`, has ana approve it, and commits it.
-async fn reverse(server: &TestServer, transfer: &str) -> (String, Reply) {
+pub async fn reverse(server: &TestServer, transfer: &str) -> (String, Reply) {
     let body = json!({"run_id": fresh_run(), "kind": "reversal", "transfer_id": transfer, "reason_code": "duplicate"});
     let p = server.create(&body).await;
     assert_eq!(p["status"], "pending_approval", "a reversal always needs a human: {p}");

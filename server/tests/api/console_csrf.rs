@@ -75,10 +75,26 @@ async fn approving_from_a_foreign_origin_is_403_even_with_the_token() {
 }
 
 #[tokio::test]
-async fn approving_with_no_origin_referer_or_fetch_metadata_is_403() {
+async fn without_origin_referer_or_fetch_metadata_only_a_scripts_json_is_judged_by_its_token() {
+    // No browser sends cross-site JSON without a preflight (never granted)
+    // and an Origin: such a request is a script's, judged by its session and
+    // CSRF token (issue 24, item 9). A form body is what a page can send.
     let (server, ana, id) = setup().await;
-    let rb = ana.bare(Method::POST, &approvals_path(&id)).header("x-csrf-token", &ana.csrf);
-    refused(&server, &id, rb).await;
+    let form = ana.bare(Method::POST, &format!("/proposals/{id}/decision")).form(&[
+        ("decision", "reject"),
+        ("reason", "x"),
+        ("csrf_token", ana.csrf.as_str()),
+    ]);
+    send(form).await.assert_error(403, "forbidden");
+    assert_still_pending(&server, &id).await;
+    refused(&server, &id, ana.bare(Method::POST, &approvals_path(&id))).await;
+    let scripted = send(
+        ana.bare(Method::POST, &approvals_path(&id))
+            .header("x-csrf-token", &ana.csrf)
+            .json(&json!({"decision": "approve"})),
+    )
+    .await;
+    assert_eq!(scripted.status, 200, "{}", scripted.text);
 }
 
 #[tokio::test]
@@ -239,7 +255,9 @@ async fn the_decision_form_from_a_foreign_origin_is_403() {
 async fn signing_in_from_a_foreign_origin_is_403() {
     let server = TestServer::start().await;
     let body = json!({"username": "ana", "password": PASSWORD});
-    for origin in [Some(EVIL), Some("null"), None] {
+    // (No Origin at all is a script's JSON sign-in, judged by its password:
+    // `consent::a_script_without_browser_origin_headers_is_judged_by_its_credentials`.)
+    for origin in [Some(EVIL), Some("null")] {
         let r = sign_in_request(&server, &body, origin, None).await;
         r.assert_error(403, "forbidden");
         assert!(

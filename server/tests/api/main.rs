@@ -18,6 +18,7 @@ mod cli_commands;
 mod commit;
 mod commit_recovery;
 mod config;
+mod consent;
 mod console_csrf;
 mod console_decide;
 mod console_flow;

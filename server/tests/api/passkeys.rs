@@ -1,6 +1,8 @@
 //! A user's passkeys over the console API: register (challenge, then the
-//! browser's answer), list, remove; each way a registration can be refused.
-//! A software authenticator (`countersign::passkeys::soft`) plays the browser.
+//! browser's answer with what allows it), list, remove; each way a
+//! registration can be refused. A software authenticator
+//! (`countersign::passkeys::soft`) plays the browser. What a stolen session
+//! cannot do with passkeys (issue 24) is in `consent.rs`.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -26,8 +28,32 @@ pub async fn challenge(console: &Console) -> Value {
     r.body
 }
 
+/// A one-time enrolment code for `username` of acme, as `countersign user
+/// enrolment-code` issues one (written straight into the database: only
+/// its digest is kept).
+pub async fn enrolment_code(server: &TestServer, username: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static SERIAL: AtomicU32 = AtomicU32::new(0);
+    let code = format!("TEST-CODE-{username}-{}", SERIAL.fetch_add(1, Ordering::Relaxed));
+    let db = server.db().await;
+    let user: String = one("SELECT id FROM users WHERE username = ?").bind(username).fetch_one(&db).await.unwrap();
+    let tenant: String = one("SELECT tenant_id FROM users WHERE id = ?").bind(&user).fetch_one(&db).await.unwrap();
+    query(
+        "INSERT INTO passkey_enrolments (id, tenant_id, user_id, code_sha256, issued_by, created_at, expires_at)
+         VALUES (?, ?, ?, ?, 'operator', '2020-01-01T00:00:00Z', '2999-01-01T00:00:00Z')",
+    )
+    .bind(format!("pke_{code}"))
+    .bind(tenant)
+    .bind(user)
+    .bind(countersign::passkeys::registry::enrolment_sha256(&code))
+    .execute(&db)
+    .await
+    .unwrap();
+    code
+}
+
 /// The browser's answer to `options`, made by `key` with these flags and
-/// this origin.
+/// this origin (and nothing yet that allows it: see [`with_code`]).
 pub fn answer(key: &SoftKey, options: &Value, origin: &str, flags: u8, name: &str) -> Value {
     let challenge = URL_SAFE_NO_PAD.decode(options["challenge"].as_str().unwrap()).unwrap();
     let rp_id = options["rp_id"].as_str().unwrap();
@@ -40,8 +66,37 @@ pub fn answer(key: &SoftKey, options: &Value, origin: &str, flags: u8, name: &st
     })
 }
 
+/// `body` allowed by an enrolment `code`.
+pub fn with_code(mut body: Value, code: &str) -> Value {
+    body["enrolment_code"] = json!(code);
+    body
+}
+
 pub async fn register(console: &Console, body: &Value) -> Reply {
     send(console.authed(Method::POST, "/api/v1/me/passkeys").json(body)).await
+}
+
+/// `key`'s assertion over `options` (a step-up's or an authorization's), as
+/// the browser sends it back.
+pub fn sign_options(key: &mut SoftKey, options: &Value) -> Value {
+    let challenge = URL_SAFE_NO_PAD.decode(options["challenge"].as_str().unwrap()).unwrap();
+    let a = key.assert_with(&challenge, "webauthn.get", PUBLIC_URL, "console.example", FLAG_UP | FLAG_UV);
+    json!({
+        "challenge_id": options["challenge_id"],
+        "credential_id": URL_SAFE_NO_PAD.encode(&a.credential_id),
+        "authenticator_data": URL_SAFE_NO_PAD.encode(&a.authenticator_data),
+        "client_data_json": URL_SAFE_NO_PAD.encode(&a.client_data_json),
+        "signature": URL_SAFE_NO_PAD.encode(&a.signature),
+    })
+}
+
+/// Removes passkey `id` of `console`'s user with `key`'s assertion over the
+/// removal challenge.
+pub async fn remove_with(console: &Console, key: &mut SoftKey, id: &str) -> Reply {
+    let options = send(console.authed(Method::POST, &format!("/api/v1/me/passkeys/{id}/removal-challenges"))).await;
+    assert_eq!(options.status, 201, "{}", options.text);
+    let body = json!({"authorization": sign_options(key, &options.body)});
+    send(console.authed(Method::DELETE, &format!("/api/v1/me/passkeys/{id}")).json(&body)).await
 }
 
 pub const ALL: u8 = FLAG_UP | FLAG_UV | FLAG_AT;
@@ -54,11 +109,14 @@ async fn a_passkey_is_registered_listed_and_removed_audited() {
     assert_eq!(options["algorithms"], json!([-7]));
     assert_eq!(options["user_verification"], "required");
 
-    let key = SoftKey::new();
-    let made = register(&ana, &answer(&key, &options, PUBLIC_URL, ALL, "Laptop")).await;
+    assert_eq!(options["authorization"], Value::Null, "nothing to sign with yet: an enrolment code allows the first");
+    let mut key = SoftKey::new();
+    let code = enrolment_code(&server, "ana").await;
+    let made = register(&ana, &with_code(answer(&key, &options, PUBLIC_URL, ALL, "Laptop"), &code)).await;
     assert_eq!(made.status, 201, "{}", made.text);
     let id = made.body["id"].as_str().unwrap().to_owned();
     assert_eq!(made.body["name"], "Laptop");
+    assert!(made.body["usable_from"].is_string(), "a new passkey cools off: {}", made.text);
     assert!(made.body.get("public_key").is_none() && made.body.get("credential_id").is_none(), "{}", made.text);
 
     let listed = send(ana.bare(Method::GET, "/api/v1/me/passkeys")).await;
@@ -70,9 +128,11 @@ async fn a_passkey_is_registered_listed_and_removed_audited() {
     let ben = Console::sign_in_from(&server, "ben", PUBLIC_URL).await;
     let theirs = send(ben.bare(Method::GET, "/api/v1/me/passkeys")).await;
     assert_eq!(theirs.body["data"], json!([]), "{}", theirs.text);
-    send(ben.authed(Method::DELETE, &format!("/api/v1/me/passkeys/{id}"))).await.assert_error(404, "not_found");
+    send(ben.authed(Method::POST, &format!("/api/v1/me/passkeys/{id}/removal-challenges")))
+        .await
+        .assert_error(404, "not_found");
 
-    let removed = send(ana.authed(Method::DELETE, &format!("/api/v1/me/passkeys/{id}"))).await;
+    let removed = remove_with(&ana, &mut key, &id).await;
     assert_eq!(removed.status, 204, "{}", removed.text);
     let listed = send(ana.bare(Method::GET, "/api/v1/me/passkeys")).await;
     assert_eq!(listed.body["data"], json!([]));
@@ -85,6 +145,8 @@ async fn a_passkey_is_registered_listed_and_removed_audited() {
     let audited = audited.join(" | ");
     assert!(audited.contains("passkey.registered") && audited.contains("passkey.removed"), "{audited}");
     assert!(audited.contains(&id) && audited.contains("Laptop"), "{audited}");
+    let print = countersign::passkeys::fingerprint(&key.sec1());
+    assert!(audited.contains(&print), "the key's fingerprint is audited: {audited}");
     let key_text = URL_SAFE_NO_PAD.encode(&key.credential_id);
     assert!(!audited.contains(&key_text), "no key material in the audit: {audited}");
 }
@@ -93,6 +155,11 @@ async fn a_passkey_is_registered_listed_and_removed_audited() {
 async fn each_flaw_in_a_registration_is_refused_and_the_challenge_is_spent() {
     let (server, ana) = start().await;
     let key = SoftKey::new();
+    // A refused registration does not spend the code that allows it.
+    let code = enrolment_code(&server, "ana").await;
+    let answer = |key: &SoftKey, options: &Value, origin: &str, flags: u8, name: &str| {
+        with_code(answer(key, options, origin, flags, name), &code)
+    };
     let refused = |reply: Reply, field: &str, code: &str| {
         reply.assert_error(422, "validation_failed");
         assert!(
@@ -125,12 +192,13 @@ async fn each_flaw_in_a_registration_is_refused_and_the_challenge_is_spent() {
     // A name that could read as something else.
     let options = challenge(&ana).await;
     refused(register(&ana, &answer(&key, &options, PUBLIC_URL, ALL, "Lap\u{202e}top")).await, "name", "invalid_value");
-    // The same passkey twice.
+    // The same passkey twice (with a code of its own: the first is spent).
     let options = challenge(&ana).await;
     assert_eq!(register(&ana, &answer(&key, &options, PUBLIC_URL, ALL, "Key")).await.status, 201);
     let options = challenge(&ana).await;
+    let again = crate::passkeys::answer(&key, &options, PUBLIC_URL, ALL, "Again");
     refused(
-        register(&ana, &answer(&key, &options, PUBLIC_URL, ALL, "Again")).await,
+        register(&ana, &with_code(again, &enrolment_code(&server, "ana").await)).await,
         "credential",
         "already_registered",
     );
@@ -144,7 +212,8 @@ async fn registration_needs_the_session_and_the_csrf_token() {
     let no_csrf = send(ana.with_origin(Method::POST, "/api/v1/me/passkeys/challenges")).await;
     no_csrf.assert_error(403, "forbidden");
     let options = challenge(&ana).await;
-    let body = answer(&SoftKey::new(), &options, PUBLIC_URL, ALL, "Key");
+    let body =
+        with_code(answer(&SoftKey::new(), &options, PUBLIC_URL, ALL, "Key"), &enrolment_code(&server, "ana").await);
     send(ana.with_origin(Method::POST, "/api/v1/me/passkeys").json(&body)).await.assert_error(403, "forbidden");
     let anonymous = send(http_client().get(format!("{}/api/v1/me/passkeys", server.base))).await;
     anonymous.assert_error(401, "unauthenticated");

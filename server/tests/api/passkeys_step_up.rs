@@ -8,28 +8,44 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use countersign::passkeys::soft::SoftKey;
 use countersign::passkeys::step_up_challenge;
-use countersign::passkeys::webauthn::{FLAG_UP, FLAG_UV};
 use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::console_client::*;
 use crate::helpers::*;
-use crate::passkeys::{answer, challenge, register, ALL, PUBLIC_URL};
+use crate::passkeys::{answer, challenge, enrolment_code, register, with_code, ALL, PUBLIC_URL};
 
-/// A server at `PUBLIC_URL` with `extra` config (TOML tables).
+/// A server at `PUBLIC_URL` with `extra` config (TOML tables), where a new
+/// passkey can approve at once (`passkeys.cool_off_secs = 0`: the cool-off
+/// has its own tests, in `consent.rs`).
 pub async fn serve(extra: &str) -> TestServer {
-    TestServer::start_with(&format!("public_url = \"{PUBLIC_URL}\"\n{extra}")).await
+    TestServer::start_with(&no_cool_off(&format!("public_url = \"{PUBLIC_URL}\"\n{extra}"))).await
+}
+
+/// `config` with `passkeys.cool_off_secs = 0` added (to its `[passkeys]`
+/// table if it has one).
+pub fn no_cool_off(config: &str) -> String {
+    match config.find("[passkeys]\n") {
+        Some(at) => {
+            let (head, tail) = config.split_at(at + "[passkeys]\n".len());
+            format!("{head}cool_off_secs = 0\n{tail}")
+        }
+        None => format!("{config}\n[passkeys]\ncool_off_secs = 0\n"),
+    }
 }
 
 pub async fn sign_in(server: &TestServer, who: &str) -> Console {
     Console::sign_in_from(server, who, PUBLIC_URL).await
 }
 
-/// Registers a new passkey for `console`; the key and the passkey's id.
-pub async fn with_passkey(console: &Console) -> (SoftKey, String) {
+/// Registers a new passkey for `console`'s user on `server`, with an
+/// enrolment code; the key and the passkey's id.
+pub async fn with_passkey(server: &TestServer, console: &Console) -> (SoftKey, String) {
     let key = SoftKey::new();
     let options = challenge(console).await;
-    let made = register(console, &answer(&key, &options, PUBLIC_URL, ALL, "Laptop")).await;
+    let username = console.user["username"].as_str().unwrap().to_owned();
+    let code = enrolment_code(server, &username).await;
+    let made = register(console, &with_code(answer(&key, &options, PUBLIC_URL, ALL, "Laptop"), &code)).await;
     assert_eq!(made.status, 201, "{}", made.text);
     (key, made.body["id"].as_str().unwrap().to_owned())
 }
@@ -43,15 +59,7 @@ pub async fn step_up(console: &Console, id: &str) -> Value {
 
 /// What the browser sends back: `key`'s assertion over `options`' challenge.
 pub fn sign(key: &mut SoftKey, options: &Value) -> Value {
-    let challenge = URL_SAFE_NO_PAD.decode(options["challenge"].as_str().unwrap()).unwrap();
-    let a = key.assert_with(&challenge, "webauthn.get", PUBLIC_URL, "console.example", FLAG_UP | FLAG_UV);
-    json!({
-        "challenge_id": options["challenge_id"],
-        "credential_id": URL_SAFE_NO_PAD.encode(&a.credential_id),
-        "authenticator_data": URL_SAFE_NO_PAD.encode(&a.authenticator_data),
-        "client_data_json": URL_SAFE_NO_PAD.encode(&a.client_data_json),
-        "signature": URL_SAFE_NO_PAD.encode(&a.signature),
-    })
+    crate::passkeys::sign_options(key, options)
 }
 
 pub async fn approve_with(console: &Console, id: &str, step_up: &Value) -> Reply {
@@ -74,7 +82,7 @@ const ABOVE_200: &str = "[policy]\nstep_up_at_minor = { USD = 20_000 }\n";
 async fn approving_above_the_threshold_takes_an_assertion_over_the_payment() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
-    let (mut key, passkey_id) = with_passkey(&ana).await;
+    let (mut key, passkey_id) = with_passkey(&server, &ana).await;
     let id = pending(&server).await; // 250.00 USD
 
     // Without an assertion: refused, saying what to do.
@@ -127,7 +135,7 @@ async fn approving_above_the_threshold_takes_an_assertion_over_the_payment() {
 async fn below_the_threshold_no_assertion_is_needed_and_without_a_passkey_one_is_told_to_register() {
     let server = serve("[policy]\nstep_up_at_minor = { USD = 30_000 }\n").await;
     let ana = sign_in(&server, "ana").await;
-    with_passkey(&ana).await;
+    with_passkey(&server, &ana).await;
     let below = pending_for(&server, 29_999).await;
     let approved = ana.approve(&below).await;
     assert_eq!(approved.status, 200, "{}", approved.text);
@@ -149,7 +157,7 @@ async fn without_a_threshold_everyone_with_a_passkey_steps_up() {
     let server = serve("").await;
     let ana = sign_in(&server, "ana").await;
     let ben = sign_in(&server, "ben").await;
-    let (mut key, _) = with_passkey(&ana).await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
     let id = pending(&server).await;
     assert_reason(&ana.approve(&id).await, 403, "step_up_required", "assertion_required");
     let approved = approve_with(&ana, &id, &sign(&mut key, &step_up(&ana, &id).await)).await;
@@ -163,7 +171,7 @@ async fn without_a_threshold_everyone_with_a_passkey_steps_up() {
 async fn an_assertion_for_another_payment_proposal_or_nonce_is_refused() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
-    let (mut key, _) = with_passkey(&ana).await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
     let (a, b) = (pending(&server).await, pending(&server).await);
 
     // Signed a's challenge, sent under b's challenge id.
@@ -205,7 +213,7 @@ async fn a_replayed_assertion_is_refused() {
     // Two approvals needed, so the first leaves the proposal waiting.
     let server = serve(&format!("{ABOVE_200}dual_approval_at_minor = {{ USD = 20_000 }}\n")).await;
     let ana = sign_in(&server, "ana").await;
-    let (mut key, _) = with_passkey(&ana).await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
     let id = pending(&server).await;
     let good = sign(&mut key, &step_up(&ana, &id).await);
     let first = approve_with(&ana, &id, &good).await;
@@ -230,17 +238,17 @@ async fn a_removed_or_someone_elses_passkey_is_refused() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
     let ben = sign_in(&server, "ben").await;
-    let (mut removed, removed_id) = with_passkey(&ana).await;
+    let (mut removed, removed_id) = with_passkey(&server, &ana).await;
     let id = pending(&server).await;
     let options = step_up(&ana, &id).await;
     let signed = sign(&mut removed, &options);
-    let gone = send(ana.authed(Method::DELETE, &format!("/api/v1/me/passkeys/{removed_id}"))).await;
+    let gone = crate::passkeys::remove_with(&ana, &mut removed, &removed_id).await;
     assert_eq!(gone.status, 204, "{}", gone.text);
     assert_reason(&approve_with(&ana, &id, &signed).await, 403, "passkey_refused", "unknown_passkey");
 
     // Ben's passkey signing ana's challenge.
-    with_passkey(&ana).await;
-    let (mut bens, _) = with_passkey(&ben).await;
+    with_passkey(&server, &ana).await;
+    let (mut bens, _) = with_passkey(&server, &ben).await;
     let options = step_up(&ana, &id).await;
     assert_reason(
         &approve_with(&ana, &id, &sign(&mut bens, &options)).await,
@@ -258,7 +266,7 @@ async fn a_removed_or_someone_elses_passkey_is_refused() {
 async fn step_up_needs_the_session_and_the_csrf_token() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
-    let (mut key, _) = with_passkey(&ana).await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
     let id = pending(&server).await;
     let path = format!("/api/v1/proposals/{id}/step-up");
     send(ana.with_origin(Method::POST, &path)).await.assert_error(403, "forbidden");
@@ -277,7 +285,7 @@ async fn step_up_needs_the_session_and_the_csrf_token() {
 async fn the_decision_form_carries_the_assertion() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
-    let (mut key, _) = with_passkey(&ana).await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
     let id = pending(&server).await;
     let path = format!("/proposals/{id}/decision");
     let bare = ana.form(&path, &[("decision", "approve")]).await;
@@ -309,7 +317,7 @@ async fn commit_can_require_every_approval_to_be_given_with_a_passkey() {
         "public_url = \"{PUBLIC_URL}\"\n[policy]\nstep_up_at_minor = {{ USD = 30_000 }}\n\
          commit_requires_passkey_at_minor = {{ USD = 20_000 }}\n"
     );
-    let (server, rail) = with_rail(&config).await;
+    let (server, rail) = with_rail(&no_cool_off(&config)).await;
     let ben = sign_in(&server, "ben").await;
     let by_password = pending(&server).await; // 250.00
     assert_eq!(ben.approve(&by_password).await.status, 200);
@@ -322,7 +330,7 @@ async fn commit_can_require_every_approval_to_be_given_with_a_passkey() {
 
     // The same amount approved with a passkey commits.
     let ana = sign_in(&server, "ana").await;
-    let (mut key, _) = with_passkey(&ana).await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
     let by_passkey = pending(&server).await;
     let approved = approve_with(&ana, &by_passkey, &sign(&mut key, &step_up(&ana, &by_passkey).await)).await;
     assert_eq!(approved.status, 200, "{}", approved.text);
@@ -378,9 +386,10 @@ async fn slack_presses_at_or_above_the_threshold_are_sent_to_the_console() {
 async fn a_slack_press_by_someone_with_a_passkey_is_sent_to_the_console() {
     use crate::slack_harness::*;
     let slack = FakeSlack::start().await;
-    let server = TestServer::start_with(&format!("public_url = \"{PUBLIC_URL}\"\n{}", slack_config(&slack))).await;
+    let config = format!("public_url = \"{PUBLIC_URL}\"\n{}", slack_config(&slack));
+    let server = TestServer::start_with(&no_cool_off(&config)).await;
     link_slack(&server, "acme", "ana", "U0ANA").await;
-    with_passkey(&sign_in(&server, "ana").await).await;
+    with_passkey(&server, &sign_in(&server, "ana").await).await;
     let p = pending(&server).await;
     let p = server.get_proposal(ACME_BOT_KEY, &p).await.body;
     press_signed(&server, NEW_SECRET, &press_body("U0ANA", "approve", &button_value(&p), &slack.url("/r/ana"))).await;
@@ -393,14 +402,15 @@ async fn a_slack_press_by_someone_with_a_passkey_is_sent_to_the_console() {
 async fn audit_verify_approvals_re_verifies_every_kept_assertion_offline() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
-    let (mut key, passkey_id) = with_passkey(&ana).await;
+    let (mut key, passkey_id) = with_passkey(&server, &ana).await;
     let (a, b) = (pending(&server).await, pending(&server).await);
     for id in [&a, &b] {
         let r = approve_with(&ana, id, &sign(&mut key, &step_up(&ana, id).await)).await;
         assert_eq!(r.status, 200, "{}", r.text);
     }
     // Removing the passkey afterwards does not unmake what it signed.
-    send(ana.authed(Method::DELETE, &format!("/api/v1/me/passkeys/{passkey_id}"))).await;
+    let gone = crate::passkeys::remove_with(&ana, &mut key, &passkey_id).await;
+    assert_eq!(gone.status, 204, "{}", gone.text);
     let (code, stdout, stderr) = server.cli(&["audit", "verify-approvals"]).await;
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("2 verified, 0 failed"), "{stdout}");
@@ -478,7 +488,7 @@ async fn bulk_approve(console: &Console, ids: &[&str], signed: Option<&Value>) -
 async fn a_bulk_approval_takes_one_assertion_over_the_listed_set() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
-    let (mut key, _) = with_passkey(&ana).await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
     let (a, b) = (pending(&server).await, pending(&server).await);
 
     let bare = bulk_approve(&ana, &[&a, &b], None).await;
@@ -501,7 +511,7 @@ async fn a_bulk_approval_takes_one_assertion_over_the_listed_set() {
 async fn a_bulk_assertion_over_another_set_is_refused() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
-    let (mut key, _) = with_passkey(&ana).await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
     let (c, d, e) = (pending(&server).await, pending(&server).await, pending(&server).await);
     let refused = |location: &str| location.contains("error=passkey_refused");
 
@@ -544,7 +554,7 @@ async fn a_role_can_require_a_passkey_before_any_approval() {
     assert_still_pending(&server, &id).await;
 
     // Once registered, below the threshold no assertion is asked for.
-    with_passkey(&ben).await;
+    with_passkey(&server, &ben).await;
     let approved = ben.approve(&id).await;
     assert_eq!(approved.status, 200, "{}", approved.text);
 }

@@ -95,6 +95,33 @@ impl RailSim {
         record
     }
 
+    /// `POST /_sim/faults` on reversals: the next `count` reversal creations
+    /// answer 500 and reverse nothing.
+    pub async fn fail_reversals(&self, count: u32) {
+        self.sim_post("/_sim/faults", json!({"mode": "error_500", "count": count, "on": "reversals"})).await;
+    }
+
+    /// A reversal of rail transfer `transfer` made on the rail directly under
+    /// idempotency key `key`, naming that key in its metadata as Countersign's
+    /// connector does when `as_countersign` (else as the rail's support would,
+    /// with none). Returns the rail's record.
+    pub async fn push_reversal(&self, transfer: &str, key: &str, amount: u64, as_countersign: bool) -> Value {
+        let mut form = vec![("amount".to_owned(), amount.to_string())];
+        if as_countersign {
+            form.push(("metadata[countersign_key]".to_owned(), key.to_owned()));
+        }
+        let r = self
+            .http
+            .post(format!("{}/v1/transfers/{transfer}/reversals", self.url))
+            .header("Idempotency-Key", key)
+            .form(&form)
+            .send()
+            .await
+            .expect("rail answers");
+        assert!(r.status().is_success(), "POST reversal: {}", r.status());
+        r.json().await.expect("json")
+    }
+
     pub async fn advance_clock(&self, secs: i64) {
         self.sim_post("/_sim/clock", json!({"advance_secs": secs})).await;
     }
