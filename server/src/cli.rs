@@ -393,7 +393,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 eprintln!("error: tenant {} has no active user {}", a.tenant, a.username);
                 return Ok(2);
             };
-            let now = chrono::Utc::now();
+            let now = crate::clock::system_now();
             let mut tx = db.begin().await?;
             let code = crate::passkeys::admin::issue_code(
                 &mut tx,

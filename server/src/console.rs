@@ -13,71 +13,38 @@ use app::views::{
     ReasonLine, ResolvePage, SignalLine, TimelineLine, UserRow, Viewer, WebhookRow,
 };
 
-use crate::approvals::{may_approve, Approvable, Candidate, Duties, Ineligible};
 use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
-use crate::http::console::{QueueParams, ADMIN_FLASH};
-use crate::proposals::ListQuery;
+pub(crate) use crate::eligibility::Tenancy;
+use crate::queue::{ListQuery, QueueParams};
 use crate::risk::{self, Signal};
 use crate::state::Shared;
 use crate::store::{
     self,
-    directory::User,
     operations::{OpStatus, OperationRow},
     proposals::ProposalRow,
 };
 
+/// The session key of the admin page's one-time message (set by the admin
+/// forms, read once by the page).
+pub const ADMIN_FLASH: &str = "admin_flash";
+
+/// The search fields as given, for the queue page to show again.
+fn queue_search(params: &QueueParams) -> app::views::QueueSearch {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    app::views::QueueSearch {
+        payee: text(&params.payee),
+        currency: text(&params.currency),
+        min: text(&params.min),
+        max: text(&params.max),
+        agent: text(&params.agent),
+        invoice_id: text(&params.invoice_id),
+        from: text(&params.from),
+        to: text(&params.to),
+    }
+}
+
 /// How many operations of each kind the operations page lists.
 const OPERATIONS_LIMIT: u32 = 200;
-
-/// The people of a tenant and whom its agents act for: enough to tell, for
-/// any proposal, who may approve it now ([`may_approve`], the rule `decide`
-/// enforces).
-pub(crate) struct Tenancy {
-    users: Vec<User>,
-    /// Each agent's id, and who may never approve its proposals.
-    agents: HashMap<String, store::directory::Agent>,
-}
-
-fn candidate(user: &User) -> Candidate<'_> {
-    Candidate { user_id: &user.id, roles: &user.roles, approval_limits_minor: &user.approval_limits_minor }
-}
-
-impl Tenancy {
-    pub(crate) async fn load(state: &crate::state::AppState, tenant: &str) -> Result<Tenancy, ConsoleError> {
-        let mut conn = state.db.reader().await.map_err(unavailable)?;
-        let users = store::directory::users_of(&mut conn, tenant).await.map_err(unavailable)?;
-        drop(conn);
-        let agents = store::directory::agents_of(&state.db.read, tenant).await.map_err(unavailable)?;
-        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect() })
-    }
-
-    fn duties(&self, agent: &str) -> Duties<'_> {
-        self.agents.get(agent).map(Duties::from).unwrap_or_default()
-    }
-
-    fn name_of(&self, id: &str) -> String {
-        self.users.iter().find(|u| u.id == id).map_or_else(|| id.to_owned(), |u| u.username.clone())
-    }
-
-    /// Whether `user_id` may approve `row` now, and if not, why.
-    pub(crate) fn check(&self, user_id: &str, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
-        let user = self.users.iter().find(|u| u.id == user_id).ok_or(Ineligible::NotAnApprover)?;
-        self.may(user, row, approved_by)
-    }
-
-    /// The active users who may give the next approval, by username.
-    fn eligible(&self, row: &Approvable<'_>, approved_by: &[&str]) -> Vec<&str> {
-        self.users.iter().filter(|u| self.may(u, row, approved_by).is_ok()).map(|u| u.username.as_str()).collect()
-    }
-
-    /// [`may_approve`] for one of the tenant's users; an inactive user may not.
-    fn may(&self, user: &User, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
-        if !user.active {
-            return Err(Ineligible::NotAnApprover);
-        }
-        may_approve(&candidate(user), row, self.duties(row.agent_id), approved_by)
-    }
-}
 
 /// The user ids behind the approvals (not rejections) of the current round.
 fn approved_by(view: &crate::proposals::ProposalView) -> Vec<&str> {
@@ -132,10 +99,7 @@ pub struct ConsoleService {
     tenancy: tokio::sync::OnceCell<(String, Arc<Tenancy>)>,
 }
 
-pub(crate) fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
-    tracing::error!(error = %e, "console data failed to load");
-    ConsoleError::Unavailable
-}
+pub(crate) use crate::flow::unavailable;
 
 impl ConsoleService {
     pub fn new(state: Shared) -> Self {
@@ -146,12 +110,14 @@ impl ConsoleService {
     async fn tenancy(&self, tenant: &str) -> Result<Arc<Tenancy>, ConsoleError> {
         let (of, tenancy) = self
             .tenancy
-            .get_or_try_init(|| async { Ok((tenant.to_owned(), Arc::new(Tenancy::load(&self.state, tenant).await?))) })
+            .get_or_try_init(|| async {
+                Ok((tenant.to_owned(), Arc::new(Tenancy::load(&self.state, tenant).await.map_err(unavailable)?)))
+            })
             .await?;
         if of == tenant {
             Ok(tenancy.clone())
         } else {
-            Ok(Arc::new(Tenancy::load(&self.state, tenant).await?))
+            Ok(Arc::new(Tenancy::load(&self.state, tenant).await.map_err(unavailable)?))
         }
     }
 
@@ -159,9 +125,9 @@ impl ConsoleService {
         // Read before the rows: a change made after this is waited for.
         let change_seq = self.state.changes.published();
         let params = QueueParams::from_query(&query_string);
-        let search = params.as_ref().map(QueueParams::search).unwrap_or_default();
+        let search = params.as_ref().map(queue_search).unwrap_or_default();
         let parsed = match &params {
-            Ok(p) => ListQuery::parse(&p.input())
+            Ok(p) => ListQuery::parse(p)
                 .map_err(|errors| errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>()),
             Err(unknown) => Err(vec![unknown.clone()]),
         };
@@ -225,7 +191,7 @@ impl ConsoleService {
         let state = &self.state;
         let pairs: Vec<(String, String)> =
             serde_urlencoded::from_str(query.trim_start_matches('?')).unwrap_or_default();
-        let ids = crate::http::bulk::listed_ids(&pairs);
+        let ids = crate::approvals::listed_ids(&pairs);
         let mut outcomes: HashMap<String, String> = HashMap::new();
         for (_, value) in pairs.iter().filter(|(k, _)| k == "outcome") {
             // A fixed code (the page words it); anything else is dropped.

@@ -6,9 +6,16 @@
 
 use app::views::{ConsoleError, Viewer};
 
-use crate::console::{unavailable, Tenancy};
-use crate::state::AppState;
+use crate::deps::Store;
+use crate::eligibility::Tenancy;
 use crate::store;
+
+/// A failure to read what a console page shows: logged, and the page says
+/// the data is unavailable (never the cause).
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> ConsoleError {
+    tracing::error!(error = %e, "console data failed to load");
+    ConsoleError::Unavailable
+}
 
 /// Rows read per query while looking.
 const PAGE: u32 = 100;
@@ -24,7 +31,7 @@ pub const COUNT_CAP: u32 = 100;
 /// reviewer's own approval in the round looked up in SQL
 /// (`store::proposals::pending_for`); [`Tenancy::check`] decides.
 async fn waiting(
-    state: &AppState,
+    state: &impl Store,
     tenancy: &Tenancy,
     tenant: &str,
     user_id: &str,
@@ -34,7 +41,7 @@ async fn waiting(
     let (mut first, mut count, mut scanned) = (None, 0, 0);
     let mut cursor: Option<String> = None;
     loop {
-        let (rows, more) = store::proposals::pending_for(&state.db.read, tenant, user_id, cursor.as_deref(), PAGE)
+        let (rows, more) = store::proposals::pending_for(&state.db().read, tenant, user_id, cursor.as_deref(), PAGE)
             .await
             .map_err(unavailable)?;
         for row in rows.iter().filter(|r| Some(r.id.as_str()) != except) {
@@ -58,19 +65,19 @@ async fn waiting(
 /// The proposal to show a reviewer after they decided on `decided`: the
 /// oldest other one waiting for their approval, if any.
 pub async fn next_after(
-    state: &AppState,
+    state: &impl Store,
     tenant: &str,
     user_id: &str,
     decided: &str,
 ) -> Result<Option<String>, ConsoleError> {
-    let tenancy = Tenancy::load(state, tenant).await?;
+    let tenancy = Tenancy::load(state, tenant).await.map_err(unavailable)?;
     Ok(waiting(state, &tenancy, tenant, user_id, Some(decided), 1).await?.0)
 }
 
 /// How many proposals wait for `viewer`'s approval, up to [`COUNT_CAP`];
 /// zero for anyone who cannot approve.
 /// `tenancy` is the viewer's tenant's.
-pub(crate) async fn waiting_count(state: &AppState, tenancy: &Tenancy, viewer: &Viewer) -> Result<u32, ConsoleError> {
+pub(crate) async fn waiting_count(state: &impl Store, tenancy: &Tenancy, viewer: &Viewer) -> Result<u32, ConsoleError> {
     if !viewer.can_approve() {
         return Ok(0);
     }
@@ -81,13 +88,15 @@ pub(crate) async fn waiting_count(state: &AppState, tenancy: &Tenancy, viewer: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use crate::deps::*;
     use crate::domain::ProposalStatus;
     use crate::store::proposals::{ApprovalRow, ListFilters, ListOrder, Listing};
     use serde_json::json;
 
     /// The count as it was first written: every pending proposal read whole,
     /// its approvals read apart, each checked by [`Tenancy::check`].
-    async fn waiting_read_whole(state: &AppState, tenant: &str, user_id: &str, except: Option<&str>) -> Vec<String> {
+    async fn waiting_read_whole(state: &impl Store, tenant: &str, user_id: &str, except: Option<&str>) -> Vec<String> {
         let tenancy = Tenancy::load(state, tenant).await.unwrap();
         let filters = ListFilters::default();
         let listing = Listing {
@@ -99,9 +108,9 @@ mod tests {
             limit: 10_000,
             cursor: None,
         };
-        let (rows, _) = store::proposals::list(&state.db.read, &listing).await.unwrap();
+        let (rows, _) = store::proposals::list(&state.db().read, &listing).await.unwrap();
         let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-        let approvals = store::proposals::approvals_of(&state.db.read, &ids).await.unwrap();
+        let approvals = store::proposals::approvals_of(&state.db().read, &ids).await.unwrap();
         rows.iter()
             .filter(|row| Some(row.id.as_str()) != except)
             .filter(|row| {
@@ -140,7 +149,7 @@ mod tests {
         }
         // ana approved the first (this round) and the second (an earlier
         // round); ben rejected the fourth; ada approved the last one.
-        let mut tx = state.db.begin().await.unwrap();
+        let mut tx = state.db().begin().await.unwrap();
         let given = |id: &str, who: &str, decision: &str| ApprovalRow {
             proposal_id: id.to_owned(),
             round: 1,

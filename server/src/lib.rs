@@ -1,42 +1,26 @@
-//! Countersign: a human approval console for AI agents that move money.
-//!
-//! See `docs/ARCHITECTURE.md` for the map. Dependencies point inward:
-//! `http`, `store` and the CLI depend on `domain` and `policy`, never the
-//! other way round.
+//! Countersign's server: the HTTP routers (agent API, console JSON and
+//! pages, Slack, MCP), the console's data service, the command line and
+//! start-up, and the adapters that implement the core's ports (the rail's
+//! HTTP connector, outbound posts, single sign-on). The use cases, rules
+//! and storage are `countersign-core`, re-exported here under their own
+//! names so that `countersign::store`, `countersign::approvals`… keep
+//! meaning what they did. See `docs/ARCHITECTURE.md` for the map.
 
-pub use countersign_domain as domain;
+pub use countersign_core::{
+    approval, approvals, cache, changes, client_ip, clock, commit, config, demo, deps, digest, domain, eligibility,
+    expiry, idempotency, intake, operations, outbound, passkeys, password, policy, proposals, provision, queue,
+    registry_changes, risk, services, shutdown, slack, store, throttle, webhooks,
+};
 
-pub mod approval;
-pub mod approvals;
-pub mod cache;
-pub mod changes;
 pub mod cli;
-pub mod commit;
-pub mod config;
 pub mod console;
-pub mod demo;
-pub mod expiry;
 pub mod flow;
 pub mod http;
-pub mod idempotency;
-pub mod intake;
 pub mod mcp;
 pub mod metrics;
-pub mod operations;
-pub mod passkeys;
-pub mod password;
-pub mod policy;
-pub mod proposals;
-pub mod provision;
+pub mod poster;
 pub mod rail;
-pub mod registry_changes;
-pub mod risk;
-pub mod shutdown;
-pub mod slack;
 pub mod sso;
 pub mod startup;
 pub mod state;
-pub mod store;
 pub mod telemetry;
-pub mod throttle;
-pub mod webhooks;

@@ -24,7 +24,7 @@
 //! Refusals are typed ([`Refusal`]); no token, code or claim value is ever
 //! logged or kept: the subject appears only as a SHA-256.
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use openidconnect::core::{
     CoreAuthDisplay, CoreAuthPrompt, CoreAuthenticationFlow, CoreErrorResponseType, CoreGenderClaim, CoreJsonWebKey,
     CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm, CoreProviderMetadata, CoreRevocableToken,
@@ -38,14 +38,13 @@ use openidconnect::{
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::Instant;
 use subtle::ConstantTimeEq;
 
 use crate::config::{OidcProvider, Settings};
+use crate::deps::{Clock, Config, Store};
 use crate::domain::{ReturnPath, Role};
-use crate::state::AppState;
 use crate::store::{self, directory::User, oidc::PendingLogin, StoreError};
 
 /// How long a browser has to come back from the provider.
@@ -96,6 +95,12 @@ type OidcClient = Client<
     EndpointMaybeSet,
     EndpointMaybeSet,
 >;
+
+/// What single sign-on needs: the database, the clock, the settings, and
+/// the providers' client and cached discovery ([`Sso`], the server's).
+pub trait SingleSignOn: Store + Clock + Config {
+    fn sso(&self) -> &Sso;
+}
 
 /// The providers and what is cached of them; one per server.
 pub struct Sso {
@@ -219,8 +224,8 @@ pub struct Started {
 }
 
 /// Starts a sign-in through provider `id`; `next` is where to land after.
-pub async fn start(state: &AppState, id: &str, next: Option<&ReturnPath>) -> Result<Started, Refusal> {
-    let provider = state.settings.oidc.providers.get(id).ok_or(Refusal::UnknownProvider)?;
+pub async fn start(state: &impl SingleSignOn, id: &str, next: Option<&ReturnPath>) -> Result<Started, Refusal> {
+    let provider = state.settings().oidc.providers.get(id).ok_or(Refusal::UnknownProvider)?;
     let client = client(state, id, provider).await?;
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let mut request = client
@@ -233,7 +238,7 @@ pub async fn start(state: &AppState, id: &str, next: Option<&ReturnPath>) -> Res
     }
     let (url, csrf, nonce) = request.url();
     let cookie = random_hex();
-    let now = Utc::now();
+    let now = state.now();
     let login = PendingLogin {
         provider: id.to_owned(),
         state: csrf.secret().clone(),
@@ -242,7 +247,7 @@ pub async fn start(state: &AppState, id: &str, next: Option<&ReturnPath>) -> Res
         return_to: next.map(|n| n.as_str().to_owned()),
         expires_at: now + Duration::seconds(LOGIN_TTL_SECS),
     };
-    store::oidc::insert(&state.db.write, &sha256_hex(&cookie), &login, now).await?;
+    store::oidc::insert(&state.db().write, &sha256_hex(&cookie), &login, now).await?;
     Ok(Started { authorize_url: url.to_string(), cookie })
 }
 
@@ -288,10 +293,10 @@ impl From<Refusal> for Refused {
 }
 
 /// Finishes the sign-in of the browser holding pre-sign-in cookie `cookie`.
-pub async fn finish(state: &AppState, cookie: Option<&str>, answer: Callback) -> Result<SignedIn, Refused> {
+pub async fn finish(state: &impl SingleSignOn, cookie: Option<&str>, answer: Callback) -> Result<SignedIn, Refused> {
     let cookie = cookie.filter(|c| !c.is_empty()).ok_or(Refusal::NoSignIn)?;
     // Taken whatever happens next: one callback per sign-in.
-    let login = store::oidc::take(&state.db.write, &sha256_hex(cookie), Utc::now())
+    let login = store::oidc::take(&state.db().write, &sha256_hex(cookie), state.now())
         .await
         .map_err(Refusal::from)?
         .ok_or(Refusal::NoSignIn)?;
@@ -300,7 +305,7 @@ pub async fn finish(state: &AppState, cookie: Option<&str>, answer: Callback) ->
         return Err(Refusal::StateMismatch.into());
     }
     let id = login.provider.as_str();
-    let provider = state.settings.oidc.providers.get(id).ok_or(Refusal::UnknownProvider)?;
+    let provider = state.settings().oidc.providers.get(id).ok_or(Refusal::UnknownProvider)?;
     if answer.iss.as_deref().is_some_and(|iss| iss != provider.issuer) {
         return Err(Refusal::IssuerMismatch.into());
     }
@@ -312,7 +317,7 @@ pub async fn finish(state: &AppState, cookie: Option<&str>, answer: Callback) ->
     let exchange = client.exchange_code(AuthorizationCode::new(code)).map_err(|_| Refusal::Unavailable)?;
     let tokens = exchange
         .set_pkce_verifier(PkceCodeVerifier::new(login.pkce_verifier.clone()))
-        .request_async(&state.sso.http)
+        .request_async(&state.sso().http)
         .await
         .map_err(|e| {
             tracing::warn!(provider = id, error = exchange_error(&e), "single sign-on: the token endpoint refused");
@@ -335,7 +340,7 @@ pub async fn finish(state: &AppState, cookie: Option<&str>, answer: Callback) ->
     };
 
     let user = {
-        let mut conn = state.db.reader().await.map_err(Refusal::from)?;
+        let mut conn = state.db().reader().await.map_err(Refusal::from)?;
         store::directory::user_by_oidc(&mut conn, &provider.issuer, subject).await.map_err(Refusal::from)?
     };
     let Some(user) = user.filter(|u| u.active) else { return Err(refused(Refusal::NotLinked, None)) };
@@ -360,7 +365,7 @@ pub async fn finish(state: &AppState, cookie: Option<&str>, answer: Callback) ->
 }
 
 /// The audit entry of a refusal after the provider vouched for someone.
-pub async fn audit_refusal(state: &AppState, refused: &Refused) -> Result<(), StoreError> {
+pub async fn audit_refusal(state: &impl SingleSignOn, refused: &Refused) -> Result<(), StoreError> {
     let Some((provider, issuer, subject_sha256)) = &refused.identity else { return Ok(()) };
     let entry = store::audit::AuditEntry {
         tenant_id: refused.tenant.clone(),
@@ -375,14 +380,14 @@ pub async fn audit_refusal(state: &AppState, refused: &Refused) -> Result<(), St
             "reason": refused.refusal.reason(),
         }),
     };
-    store::audit::append_alone(&state.db.write, &entry).await
+    store::audit::append_alone(&state.db().write, &entry).await
 }
 
 /// The client for `provider`, from its (cached) discovery document.
-async fn client(state: &AppState, id: &str, provider: &OidcProvider) -> Result<OidcClient, Refusal> {
+async fn client(state: &impl SingleSignOn, id: &str, provider: &OidcProvider) -> Result<OidcClient, Refusal> {
     let metadata = metadata(state, id, provider).await?;
     let secret = provider.client_secret.as_ref().map(|s| ClientSecret::new(s.expose_secret().to_owned()));
-    let redirect = RedirectUrl::new(provider.redirect_url(&state.settings.public_url)).map_err(|_| {
+    let redirect = RedirectUrl::new(provider.redirect_url(&state.settings().public_url)).map_err(|_| {
         tracing::warn!(provider = id, "single sign-on: the redirect URL does not parse");
         Refusal::Unavailable
     })?;
@@ -393,15 +398,19 @@ async fn client(state: &AppState, id: &str, provider: &OidcProvider) -> Result<O
 /// The provider's discovery document, fetched at most every
 /// [`METADATA_TTL`]. The crate refuses one whose `issuer` is not exactly the
 /// configured issuer.
-async fn metadata(state: &AppState, id: &str, provider: &OidcProvider) -> Result<CoreProviderMetadata, Refusal> {
-    let mut cache = state.sso.metadata.lock().await;
+async fn metadata(
+    state: &impl SingleSignOn,
+    id: &str,
+    provider: &OidcProvider,
+) -> Result<CoreProviderMetadata, Refusal> {
+    let mut cache = state.sso().metadata.lock().await;
     if let Some((at, metadata)) = cache.get(id) {
         if at.elapsed() < METADATA_TTL {
             return Ok(metadata.clone());
         }
     }
     let issuer = IssuerUrl::new(provider.issuer.clone()).map_err(|_| Refusal::Unavailable)?;
-    let metadata = CoreProviderMetadata::discover_async(issuer, &state.sso.http).await.map_err(|e| {
+    let metadata = CoreProviderMetadata::discover_async(issuer, &state.sso().http).await.map_err(|e| {
         let why = match &e {
             openidconnect::DiscoveryError::Validation(_) => "its discovery document is invalid or names another issuer",
             openidconnect::DiscoveryError::Request(_) => "it cannot be reached",
@@ -490,9 +499,7 @@ fn random_hex() -> String {
     hex::encode(bytes)
 }
 
-pub fn sha256_hex(s: &str) -> String {
-    hex::encode(Sha256::digest(s.as_bytes()))
-}
+pub use crate::digest::sha256_hex;
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@ use crate::components::{DecidedNotice, LoadError, StatusBadge, When};
 use crate::views::QueuePage as Page;
 use countersign_domain::ProposalStatus;
 
-/// The sort orders, as the server names them (`proposals::QUEUE_ORDERS`).
+/// The sort orders, as the server names them (`queue::QUEUE_ORDERS`).
 const ORDERS: [(&str, &str); 5] = [
     ("newest", "Newest first"),
     ("oldest", "Oldest first"),

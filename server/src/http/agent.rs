@@ -15,9 +15,7 @@ use super::openapi::error_responses;
 use crate::commit::CommitError;
 use crate::domain::{FieldError, ProposalStatus};
 use crate::idempotency::{self, IdempotencyKey, KeyError, Keyed, Recorded, Unfinished};
-use crate::proposals::{
-    self, ActionError, AgentPrincipal, ListQuery, PolledView, ProposalView, ProposeError, Proposed,
-};
+use crate::proposals::{self, ActionError, AgentPrincipal, PolledView, ProposalView, ProposeError, Proposed};
 use crate::state::Shared;
 
 /// The longest `?wait=` a status poll may hold.
@@ -343,7 +341,7 @@ pub async fn list(
     params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Page>, ApiError> {
     let Query(params) = params.map_err(query_error)?;
-    let query = ListQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
+    let query = crate::queue::ListQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
         .map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &agent.tenant_id, Some(&agent.agent_id)).await?;
     let data = proposals::views(&state, rows).await?;

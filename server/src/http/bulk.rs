@@ -11,7 +11,7 @@ use axum::Json;
 use serde::Deserialize;
 use std::sync::Arc;
 
-use crate::approvals::{self, DecideError, Verdict, BULK_MAX};
+use crate::approvals::{self, DecideError, Verdict};
 use crate::passkeys::step_up::{self, Asker, StepUp, StepUpOptions};
 use crate::state::Shared;
 
@@ -27,17 +27,7 @@ fn bulk_page(ids: &[String], extra: &[(&str, String)]) -> Response {
     Redirect::to(&format!("/bulk?{}", serde_urlencoded::to_string(pairs).unwrap_or_default())).into_response()
 }
 
-/// The proposal ids of a bulk form or page (`id`, repeated): each once, in
-/// the order given, at most [`BULK_MAX`].
-pub fn listed_ids(fields: &[(String, String)]) -> Vec<String> {
-    let mut ids: Vec<String> = Vec::new();
-    for (_, id) in fields.iter().filter(|(k, _)| k == "id") {
-        if !ids.contains(id) && ids.len() < BULK_MAX {
-            ids.push(id.clone());
-        }
-    }
-    ids
-}
+pub use crate::approvals::listed_ids;
 
 /// Fields: `id` (repeated, at most 50), `decision` (`approve`|`reject`),
 /// `reason` (to reject), `csrf_token` (checked by the CSRF layer), and to

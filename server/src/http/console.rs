@@ -7,7 +7,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::collections::BTreeMap;
 use tower_sessions::Session;
 
@@ -21,7 +20,8 @@ use crate::domain::Role;
 use crate::domain::{FieldError, ProposalStatus, ReturnPath};
 use crate::operations::{Resolution, ResolveError};
 use crate::passkeys::step_up::{self, Asker, StepUp, StepUpAnswer, StepUpError, StepUpOptions};
-use crate::proposals::{self, ListQuery, ProposalView};
+use crate::proposals::{self, ProposalView};
+use crate::queue::{ListQuery, QueueParams};
 use crate::registry_changes::{self, AgentForm, ChangeError, PayeeForm, Request, Submitted, UserForm};
 use crate::state::Shared;
 
@@ -244,129 +244,6 @@ pub struct CsrfHeader {
     csrf_token: String,
 }
 
-#[derive(Debug, Default, Clone, Deserialize, Serialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct QueueParams {
-    /// Only proposals with this status (`pending_approval` by default), or
-    /// `all`.
-    #[param(schema_with = queue_status_schema)]
-    status: Option<String>,
-    #[param(schema_with = queue_order_schema)]
-    order: Option<String>,
-    /// Page size.
-    #[param(minimum = 1, maximum = 100, default = 25)]
-    limit: Option<u32>,
-    /// The opaque `next_cursor` of the previous page.
-    cursor: Option<String>,
-    /// Part of the payee's legal name (any case), or its exact id.
-    #[param(max_length = 100)]
-    payee: Option<String>,
-    /// Only this currency (ISO 4217); needed by `min` and `max`.
-    #[param(example = "USD")]
-    currency: Option<String>,
-    /// At least this amount, in major units of `currency` (e.g. `1250.00`).
-    #[param(example = "1000.00")]
-    min: Option<String>,
-    /// At most this amount, in major units of `currency`.
-    max: Option<String>,
-    /// Only this agent's proposals.
-    agent: Option<String>,
-    /// Only proposals for this invoice id.
-    invoice_id: Option<String>,
-    /// Created on or after this day (UTC, `YYYY-MM-DD`).
-    #[param(format = Date)]
-    from: Option<String>,
-    /// Created on or before this day (UTC, `YYYY-MM-DD`).
-    #[param(format = Date)]
-    to: Option<String>,
-}
-
-impl QueueParams {
-    /// The console page's query string, read as `GET /api/v1/queue` reads
-    /// its own; an unknown parameter is named.
-    pub fn from_query(query: &str) -> Result<QueueParams, String> {
-        serde_urlencoded::from_str(query.trim_start_matches('?')).map_err(|e| {
-            let e = e.to_string();
-            // serde names the unknown field; keep only that, never the value.
-            match e.split('`').nth(1) {
-                Some(field) if e.starts_with("unknown field") => format!("{field}: is not a search field"),
-                _ => "the search could not be read".to_owned(),
-            }
-        })
-    }
-
-    pub fn status_or_default(&self) -> String {
-        self.status.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "pending_approval".into())
-    }
-
-    pub fn order_or_default(&self) -> String {
-        self.order.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "newest".into())
-    }
-
-    /// The search fields as given, for the page to show again.
-    pub fn search(&self) -> app::views::QueueSearch {
-        let text = |v: &Option<String>| v.clone().unwrap_or_default();
-        app::views::QueueSearch {
-            payee: text(&self.payee),
-            currency: text(&self.currency),
-            min: text(&self.min),
-            max: text(&self.max),
-            agent: text(&self.agent),
-            invoice_id: text(&self.invoice_id),
-            from: text(&self.from),
-            to: text(&self.to),
-        }
-    }
-
-    /// This query string with `cursor` (the next page's); fields not
-    /// given, or given empty (the search form sends every field), stay out
-    /// of it. An empty value is a pair ending in `=`: in any other, `=` is
-    /// encoded.
-    pub fn with_cursor(&self, cursor: &str) -> String {
-        let next = QueueParams { cursor: Some(cursor.to_owned()), ..self.clone() };
-        let query = serde_urlencoded::to_string(&next).unwrap_or_default();
-        query.split('&').filter(|pair| !pair.ends_with('=')).collect::<Vec<_>>().join("&")
-    }
-
-    pub fn input(&self) -> proposals::QueueInput<'_> {
-        proposals::QueueInput {
-            status: self.status.as_deref(),
-            order: self.order.as_deref(),
-            limit: self.limit,
-            cursor: self.cursor.as_deref(),
-            payee: self.payee.as_deref(),
-            currency: self.currency.as_deref(),
-            min: self.min.as_deref(),
-            max: self.max.as_deref(),
-            agent: self.agent.as_deref(),
-            invoice_id: self.invoice_id.as_deref(),
-            from: self.from.as_deref(),
-            to: self.to.as_deref(),
-        }
-    }
-}
-
-/// A proposal status or `all`.
-fn queue_status_schema() -> utoipa::openapi::schema::Schema {
-    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
-    use utoipa::PartialSchema;
-    OneOfBuilder::new()
-        .item(ProposalStatus::schema())
-        .item(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["all"])))
-        .default(Some(json!("pending_approval")))
-        .into()
-}
-
-fn queue_order_schema() -> utoipa::openapi::Object {
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(proposals::QUEUE_ORDERS.map(|(name, _)| name)))
-        .default(Some(json!("newest")))
-        .build()
-}
-
 error_responses!(QueueErrors: Unauthenticated, Forbidden, ValidationFailed, InternalError);
 
 /// One risk signal of a proposal waiting for a decision (docs/CONFIG.md,
@@ -419,7 +296,7 @@ pub async fn queue(
     params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<QueuePageBody>, ApiError> {
     let Query(p) = params.map_err(query_error)?;
-    let query = ListQuery::parse(&p.input()).map_err(ApiError::Validation)?;
+    let query = ListQuery::parse(&p).map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &user.user.tenant_id, None).await?;
     let views = proposals::views(&state, rows.clone()).await?;
     let signals_of = crate::risk::signals_while_waiting(&state, &rows).await?;
@@ -825,7 +702,7 @@ async fn onwards(state: &Shared, user: &CurrentUser, decided: &str, done: &str) 
 
 /// Session key of the admin page's one-time message (never a secret: a
 /// new agent key is shown in the answer to the form post itself).
-pub const ADMIN_FLASH: &str = "admin_flash";
+pub use crate::console::ADMIN_FLASH;
 
 async fn admin_done(session: &Session, outcome: Result<String, String>) -> Response {
     let message = match outcome {
@@ -1122,7 +999,7 @@ pub async fn admin_redeliver_webhook(
     AdminUser(admin): AdminUser,
     Path(id): Path<String>,
 ) -> Response {
-    let outcome = match crate::webhooks::redeliver(&state.db, &admin.admin(), &id).await {
+    let outcome = match crate::webhooks::redeliver(&state.db, &admin.admin(), &id, state.now()).await {
         Ok(queued) => Ok(queued.message()),
         Err(e) => {
             if let crate::webhooks::RedeliverError::Store(cause) = &e {
@@ -1213,22 +1090,4 @@ fn needs_sign_in(req: &axum::extract::Request) -> bool {
     let under = |prefix: &str| path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'));
     matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD)
         && (path.starts_with("/proposals/") || under("/operations") || under("/admin") || under("/account"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_next_page_keeps_the_search_given_and_leaves_out_empty_fields() {
-        let params =
-            QueueParams::from_query("?status=all&payee=Acme+%26+Co&currency=&min=&limit=10&cursor=old").unwrap();
-        let next = params.with_cursor("c=1");
-        assert_eq!(next, "status=all&limit=10&cursor=c%3D1&payee=Acme+%26+Co");
-        let again = QueueParams::from_query(&next).unwrap();
-        assert_eq!(
-            (again.payee.as_deref(), again.currency, again.cursor.as_deref()),
-            (Some("Acme & Co"), None, Some("c=1"))
-        );
-    }
 }

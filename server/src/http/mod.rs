@@ -3,7 +3,7 @@
 
 pub mod agent;
 pub mod bulk;
-pub mod client_ip;
+pub use countersign_core::client_ip;
 pub mod console;
 pub mod csrf;
 pub mod error;
@@ -44,7 +44,11 @@ pub const SESSION_COOKIE: &str = "countersign_session";
 /// Every route of the server.
 pub fn router(state: Shared) -> Router {
     let idle_secs = state.settings.console.idle_timeout_secs as i64;
-    let sessions = session_store::ConsoleSessionStore::new(state.db.clone(), chrono::Duration::seconds(idle_secs));
+    let sessions = session_store::ConsoleSessionStore::new(
+        state.db.clone(),
+        chrono::Duration::seconds(idle_secs),
+        state.core.clock,
+    );
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name(SESSION_COOKIE)
         .with_http_only(true)

@@ -42,7 +42,7 @@ pub struct StartParams {
 pub async fn start(State(state): State<Shared>, Query(params): Query<StartParams>) -> Response {
     let next = params.next.as_deref().and_then(ReturnPath::parse);
     let provider = params.provider.unwrap_or_default();
-    match sso::start(&state, &provider, next.as_ref()).await {
+    match sso::start(&*state, &provider, next.as_ref()).await {
         Ok(started) => {
             let mut response = Redirect::to(&started.authorize_url).into_response();
             set_cookie(&mut response, &cookie(&state, &started.cookie, LOGIN_TTL_SECS));
@@ -63,7 +63,7 @@ pub async fn callback(
     Query(answer): Query<Callback>,
 ) -> Response {
     let presented = login_cookie(&headers);
-    let outcome = sso::finish(&state, presented.as_deref(), answer).await;
+    let outcome = sso::finish(&*state, presented.as_deref(), answer).await;
     let mut response = match outcome {
         Ok(signed_in) => {
             let audit = json!({
@@ -81,7 +81,7 @@ pub async fn callback(
         }
         Err(refused) => {
             tracing::warn!(reason = refused.refusal.reason(), "single sign-on refused");
-            if let Err(e) = sso::audit_refusal(&state, &refused).await {
+            if let Err(e) = sso::audit_refusal(&*state, &refused).await {
                 tracing::error!(error = %e, "cannot audit a refused single sign-on");
             }
             back_to_login(refused.refusal.code(), None)

@@ -4,7 +4,6 @@
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
-use chrono::Utc;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -104,7 +103,7 @@ impl CurrentUser {
 pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<CurrentUser>, ApiError> {
     let data: Option<ConsoleSession> = session.get(SESSION_KEY).await.map_err(|e| ApiError::Internal(Box::new(e)))?;
     let Some(data) = data else { return Ok(None) };
-    let age = Utc::now().timestamp() - data.signed_in_at;
+    let age = state.now().timestamp() - data.signed_in_at;
     if age < 0 || age as u64 > state.settings.console.absolute_timeout_secs {
         session.flush().await.map_err(|e| ApiError::Internal(Box::new(e)))?;
         return Ok(None);
@@ -350,7 +349,7 @@ pub async fn start_session(
         user_id: user.id.clone(),
         tenant_id: user.tenant_id.clone(),
         csrf_token: random_token(),
-        signed_in_at: Utc::now().timestamp(),
+        signed_in_at: state.now().timestamp(),
         amr: amr.into(),
         roles,
     };

@@ -31,6 +31,8 @@ pub struct ConsoleSessionStore {
     refresh: chrono::Duration,
     /// Each session as this instance last read or wrote it.
     known: Arc<Mutex<HashMap<Id, Known>>>,
+    /// The server's clock (sessions expire on it).
+    clock: crate::clock::SystemClock,
 }
 
 /// A session's data and expiry as stored.
@@ -44,9 +46,9 @@ struct Known {
 const KNOWN_LIMIT: usize = 10_000;
 
 impl ConsoleSessionStore {
-    pub fn new(db: Db, idle_timeout: chrono::Duration) -> Self {
+    pub fn new(db: Db, idle_timeout: chrono::Duration, clock: crate::clock::SystemClock) -> Self {
         let refresh = (idle_timeout / 20).min(chrono::Duration::minutes(1));
-        ConsoleSessionStore { db, refresh, known: Arc::default() }
+        ConsoleSessionStore { db, refresh, known: Arc::default(), clock }
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Known>> {
@@ -62,7 +64,7 @@ impl ConsoleSessionStore {
     fn remember(&self, id: Id, data: String, expires_at: DateTime<Utc>) {
         let mut known = self.known();
         if known.len() >= KNOWN_LIMIT {
-            let now = Utc::now();
+            let now = self.clock.now();
             known.retain(|_, k| k.expires_at > now);
             if known.len() >= KNOWN_LIMIT {
                 known.clear();
@@ -98,7 +100,7 @@ impl SessionStore for ConsoleSessionStore {
         loop {
             let id = record.id.to_string();
             let row = SessionRow { id: &id, user_id: user.as_deref(), data: &data, expires_at: expiry(record) };
-            if store::sessions::create(&self.db.write, &row, Utc::now()).await.map_err(backend)? {
+            if store::sessions::create(&self.db.write, &row, self.clock.now()).await.map_err(backend)? {
                 self.remember(record.id, data.clone(), row.expires_at);
                 return Ok(());
             }
@@ -116,7 +118,7 @@ impl SessionStore for ConsoleSessionStore {
         let user = user_of(record);
         let id = record.id.to_string();
         let row = SessionRow { id: &id, user_id: user.as_deref(), data: &data, expires_at };
-        if store::sessions::save(&self.db.write, &row, Utc::now()).await.map_err(backend)? {
+        if store::sessions::save(&self.db.write, &row, self.clock.now()).await.map_err(backend)? {
             self.remember(record.id, data, expires_at);
         }
         Ok(())
@@ -124,7 +126,7 @@ impl SessionStore for ConsoleSessionStore {
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
         let Some((data, expires_at)) =
-            store::sessions::load(&self.db.read, &id.to_string(), Utc::now()).await.map_err(backend)?
+            store::sessions::load(&self.db.read, &id.to_string(), self.clock.now()).await.map_err(backend)?
         else {
             self.known().remove(id);
             return Ok(None);
@@ -167,7 +169,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let db = Db::open(tmp.path()).await.unwrap();
         // A 20-minute idle timeout: saves within a minute of the stored expiry are skipped.
-        let sessions = ConsoleSessionStore::new(db.clone(), chrono::Duration::minutes(20));
+        let sessions = ConsoleSessionStore::new(db.clone(), chrono::Duration::minutes(20), Default::default());
         assert_eq!(sessions.refresh, chrono::Duration::minutes(1));
         let start = time::OffsetDateTime::now_utc() + time::Duration::minutes(20);
         let mut rec = record("usr_a", start);
@@ -196,7 +198,7 @@ mod tests {
     async fn a_load_resets_what_the_store_compares_with() {
         let tmp = tempfile::tempdir().unwrap();
         let db = Db::open(tmp.path()).await.unwrap();
-        let sessions = ConsoleSessionStore::new(db.clone(), chrono::Duration::minutes(20));
+        let sessions = ConsoleSessionStore::new(db.clone(), chrono::Duration::minutes(20), Default::default());
         let start = time::OffsetDateTime::now_utc() + time::Duration::minutes(20);
         let mut rec = record("usr_a", start);
         sessions.create(&mut rec).await.unwrap();
@@ -218,7 +220,7 @@ mod tests {
     async fn a_deleted_session_is_not_written_back() {
         let tmp = tempfile::tempdir().unwrap();
         let db = Db::open(tmp.path()).await.unwrap();
-        let sessions = ConsoleSessionStore::new(db.clone(), chrono::Duration::minutes(20));
+        let sessions = ConsoleSessionStore::new(db.clone(), chrono::Duration::minutes(20), Default::default());
         let mut rec = record("usr_a", time::OffsetDateTime::now_utc() + time::Duration::minutes(20));
         sessions.create(&mut rec).await.unwrap();
         sessions.delete(&rec.id).await.unwrap();

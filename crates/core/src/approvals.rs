@@ -1,0 +1,681 @@
+//! The one approval path. Console pages, the console JSON API, Slack buttons
+//! and policy auto-approval all end in `grant` through `decide` (humans) or
+//! `auto_approve` (policy); they differ only in how the approver was
+//! authenticated (`amr`) and the channel (`via`).
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+use crate::approval::token::MintRequest;
+use crate::deps::{Config, Keys, Notifier, Store};
+use crate::domain::Role;
+use crate::domain::{Currency, ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
+use crate::passkeys::step_up::{self, Asker, Need, StepUp, StepUpError};
+use crate::policy::{self, Decision, Outcome, PolicyInput};
+use crate::proposals::{self, AgentPrincipal, ProposalView};
+use crate::store::{self, audit::AuditEntry, proposals::ApprovalRow};
+
+/// A human (or a policy rule) giving a decision, already authenticated.
+#[derive(Debug, Clone)]
+pub struct Approver {
+    pub user_id: String,
+    pub tenant_id: String,
+    pub roles: Vec<Role>,
+    pub approval_limits_minor: BTreeMap<String, u64>,
+    /// How they authenticated: `pwd`, `passkey`, `slack`.
+    pub amr: &'static str,
+    /// Which channel: `console`, `api`, `slack`.
+    pub via: &'static str,
+    /// A passkey assertion over the payment, when they gave one (approving
+    /// at or above the step-up threshold needs it).
+    pub step_up: Option<StepUp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Approve,
+    Reject { reason: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("no such proposal")]
+    NotFound,
+    #[error("only approvers can decide on proposals")]
+    NotAnApprover,
+    #[error("the proposal is {0}")]
+    InvalidState(ProposalStatus),
+    #[error("{0}")]
+    BadReason(&'static str),
+    #[error("denied by policy")]
+    Denied(Decision),
+    #[error("cannot mint the approval token: {0}")]
+    Token(String),
+    /// A step-up was needed and not given, or the assertion was refused.
+    #[error(transparent)]
+    StepUp(StepUpError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+impl DecideError {
+    /// The decision forms' fixed outcome code (`invalid_state`,
+    /// `approver_limit`, …): what a page shows in words, never the message.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DecideError::NotFound => "not_found",
+            DecideError::NotAnApprover => "forbidden",
+            DecideError::InvalidState(_) => "invalid_state",
+            DecideError::BadReason(_) => "reason_required",
+            DecideError::Denied(d) => match d.reasons.first().map(|r| r.rule.as_str()) {
+                Some("segregation_of_duties") => "segregation_of_duties",
+                Some("approver_limit") => "approver_limit",
+                Some("distinct_approvers") => "distinct_approvers",
+                _ => "policy_denied",
+            },
+            DecideError::StepUp(StepUpError::Required) => "step_up_required",
+            DecideError::StepUp(StepUpError::NoPasskey) => "passkey_required",
+            DecideError::StepUp(StepUpError::CoolingOff(_)) => "passkey_cooling_off",
+            DecideError::StepUp(_) => "passkey_refused",
+            DecideError::Token(_) | DecideError::Store(_) => "error",
+        }
+    }
+}
+
+impl From<StepUpError> for DecideError {
+    fn from(e: StepUpError) -> DecideError {
+        match e {
+            StepUpError::Store(e) => DecideError::Store(e),
+            StepUpError::NotFound => DecideError::NotFound,
+            other => DecideError::StepUp(other),
+        }
+    }
+}
+
+fn denied(rule: &str, message: String) -> DecideError {
+    DecideError::Denied(Decision::denied_by(rule, message))
+}
+
+/// A rejection reason: 1–500 characters after trimming, no control characters.
+fn check_reason(reason: &str) -> Result<String, DecideError> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(DecideError::BadReason("a reason is required to reject"));
+    }
+    if reason.chars().count() > 500 || reason.chars().any(char::is_control) {
+        return Err(DecideError::BadReason("the reason must be at most 500 characters, without control characters"));
+    }
+    Ok(reason.to_owned())
+}
+
+const DECIDABLE: [ProposalStatus; 2] = [ProposalStatus::PendingApproval, ProposalStatus::ApprovalExpired];
+
+/// Whether a proposal in `status` waits for a human decision.
+pub fn awaits_decision(status: ProposalStatus) -> bool {
+    DECIDABLE.contains(&status)
+}
+
+/// Why a person cannot approve a proposal now. [`may_approve`] is the one
+/// rule: `decide` enforces it and the console shows it before anyone clicks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ineligible {
+    NotAnApprover,
+    NotWaiting(ProposalStatus),
+    /// They are the person the proposing agent acts for.
+    ActsFor {
+        agent: String,
+    },
+    /// They were shown the proposing agent's key (they could propose as it).
+    KeyHolder {
+        agent: String,
+    },
+    /// No approval limit in the proposal's currency.
+    NoLimit {
+        currency: String,
+    },
+    OverLimit {
+        amount: String,
+        limit: String,
+    },
+    /// They gave an approval in this round already.
+    AlreadyApproved,
+}
+
+impl Ineligible {
+    /// Addressed to the person who cannot approve.
+    pub fn message(&self) -> String {
+        match self {
+            Ineligible::NotAnApprover => "Your role cannot approve or reject proposals.".into(),
+            Ineligible::NotWaiting(status) => {
+                format!("{}: this proposal no longer waits for a decision.", status.label())
+            }
+            Ineligible::ActsFor { agent } => {
+                format!("You are the person agent {agent} acts for, so you cannot approve its proposals.")
+            }
+            Ineligible::KeyHolder { agent } => {
+                format!("You were given agent {agent}'s key, so you cannot approve its proposals.")
+            }
+            Ineligible::NoLimit { currency } => format!("You have no approval limit in {currency}."),
+            Ineligible::OverLimit { amount, limit } => format!("{amount} is above your approval limit of {limit}."),
+            Ineligible::AlreadyApproved => {
+                "You have already approved this proposal; another approver must give the next approval.".into()
+            }
+        }
+    }
+}
+
+/// Who is being checked: the fields of a user or an [`Approver`] that matter.
+pub struct Candidate<'a> {
+    pub user_id: &'a str,
+    pub roles: &'a [Role],
+    pub approval_limits_minor: &'a BTreeMap<String, u64>,
+}
+
+impl Approver {
+    pub fn candidate(&self) -> Candidate<'_> {
+        Candidate { user_id: &self.user_id, roles: &self.roles, approval_limits_minor: &self.approval_limits_minor }
+    }
+}
+
+/// What [`may_approve`] reads of a proposal: a stored row has it all, and
+/// the count of proposals waiting for a reviewer reads only this much
+/// (`store::proposals::pending_for`).
+#[derive(Debug, Clone, Copy)]
+pub struct Approvable<'a> {
+    pub status: ProposalStatus,
+    pub agent_id: &'a str,
+    pub currency: Currency,
+    pub amount_minor: u64,
+}
+
+impl<'a> From<&'a store::proposals::ProposalRow> for Approvable<'a> {
+    fn from(row: &'a store::proposals::ProposalRow) -> Self {
+        Approvable {
+            status: row.status,
+            agent_id: &row.agent_id,
+            currency: row.request.currency,
+            amount_minor: row.amount_minor,
+        }
+    }
+}
+
+impl<'a> From<&'a store::proposals::PendingRow> for Approvable<'a> {
+    fn from(row: &'a store::proposals::PendingRow) -> Self {
+        Approvable {
+            status: row.status,
+            agent_id: &row.agent_id,
+            currency: row.currency,
+            amount_minor: row.amount_minor,
+        }
+    }
+}
+
+/// Who may never approve an agent's proposals (segregation of duties): the
+/// person it acts for, and the person its key was shown to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Duties<'a> {
+    pub acts_for: &'a str,
+    pub key_holder: Option<&'a str>,
+}
+
+impl<'a> From<&'a store::directory::Agent> for Duties<'a> {
+    fn from(agent: &'a store::directory::Agent) -> Self {
+        Duties { acts_for: &agent.acts_for, key_holder: agent.key_holder.as_deref() }
+    }
+}
+
+/// Whether `who` may approve `row` now: the approver role, a proposal
+/// waiting for a decision, segregation of duties (`duties`: the person the
+/// proposing agent acts for, and the one holding its key), a limit in the
+/// currency that covers the amount, and no approval of theirs in this round
+/// (`approved_by`). Policy is checked apart, by `decide`.
+pub fn may_approve(
+    who: &Candidate<'_>,
+    row: &Approvable<'_>,
+    duties: Duties<'_>,
+    approved_by: &[&str],
+) -> Result<(), Ineligible> {
+    if !who.roles.contains(&Role::Approver) {
+        return Err(Ineligible::NotAnApprover);
+    }
+    if !awaits_decision(row.status) {
+        return Err(Ineligible::NotWaiting(row.status));
+    }
+    if duties.acts_for == who.user_id {
+        return Err(Ineligible::ActsFor { agent: row.agent_id.to_owned() });
+    }
+    if duties.key_holder == Some(who.user_id) {
+        return Err(Ineligible::KeyHolder { agent: row.agent_id.to_owned() });
+    }
+    let currency = row.currency;
+    let Some(limit) = who.approval_limits_minor.get(currency.code()).copied().filter(|l| *l > 0) else {
+        return Err(Ineligible::NoLimit { currency: currency.code().to_owned() });
+    };
+    if row.amount_minor > limit {
+        return Err(Ineligible::OverLimit {
+            amount: currency.format_minor(row.amount_minor),
+            limit: currency.format_minor(limit),
+        });
+    }
+    if approved_by.contains(&who.user_id) {
+        return Err(Ineligible::AlreadyApproved);
+    }
+    Ok(())
+}
+
+impl From<Ineligible> for DecideError {
+    fn from(why: Ineligible) -> DecideError {
+        let message = why.message();
+        match why {
+            Ineligible::NotAnApprover => DecideError::NotAnApprover,
+            Ineligible::NotWaiting(status) => DecideError::InvalidState(status),
+            Ineligible::ActsFor { .. } | Ineligible::KeyHolder { .. } => denied("segregation_of_duties", message),
+            Ineligible::NoLimit { .. } | Ineligible::OverLimit { .. } => denied("approver_limit", message),
+            Ineligible::AlreadyApproved => denied("distinct_approvers", message),
+        }
+    }
+}
+
+/// Records an approver's decision. Checks, in order: the proposal exists in
+/// the approver's tenant, they hold the approver role, it is waiting for a
+/// decision; for an approval also segregation of duties, their limit, that
+/// they have not approved already, and policy as it stands now.
+#[tracing::instrument(name = "decide", skip_all, fields(tenant = %approver.tenant_id, approver = %approver.user_id, proposal_id = %proposal_id, via = approver.via))]
+pub async fn decide(
+    state: &(impl Store + Config + Keys + Notifier),
+    approver: &Approver,
+    proposal_id: &str,
+    verdict: Verdict,
+    now: DateTime<Utc>,
+) -> Result<ProposalView, DecideError> {
+    crate::metrics::use_case("decide", decide_inner(state, approver, proposal_id, verdict, now)).await
+}
+
+async fn decide_inner(
+    state: &(impl Store + Config + Keys + Notifier),
+    approver: &Approver,
+    proposal_id: &str,
+    verdict: Verdict,
+    now: DateTime<Utc>,
+) -> Result<ProposalView, DecideError> {
+    let row = store::proposals::get(&state.db().read, &approver.tenant_id, proposal_id)
+        .await?
+        .ok_or(DecideError::NotFound)?;
+    // Rejecting needs the role and a proposal that waits; approving, all of
+    // `may_approve` (in `recheck`).
+    if !approver.roles.contains(&Role::Approver) {
+        return Err(DecideError::NotAnApprover);
+    }
+    if !DECIDABLE.contains(&row.status) {
+        return Err(DecideError::InvalidState(row.status));
+    }
+    let asker = Asker::from(approver);
+    let (decision, checked) = match &verdict {
+        Verdict::Reject { reason } => {
+            let reason = check_reason(reason)?;
+            reject(state, approver, &row, reason, now).await?;
+            return load(state, approver, proposal_id).await;
+        }
+        Verdict::Approve => {
+            // An assertion's nonce is spent first, whatever comes next: a
+            // refused or ineligible approval cannot be retried with it.
+            let nonce = match &approver.step_up {
+                Some(StepUp::One(answer)) => {
+                    Some(step_up::spend(state, &asker, (step_up::STEP_UP, &row.id), answer, now).await?)
+                }
+                _ => None,
+            };
+            let decision = recheck(state, approver, &row).await?;
+            // The assertion is decoded and verified here, before the write
+            // transaction: against the payment as read now, which the
+            // transaction then checks is still the one stored.
+            (decision, stepped_up(state, approver, &row, nonce, now).await?)
+        }
+    };
+
+    let mut tx = state.db().begin().await?;
+    let current =
+        store::proposals::get_in(&mut tx, &approver.tenant_id, proposal_id).await?.ok_or(DecideError::NotFound)?;
+    if !DECIDABLE.contains(&current.status) {
+        return Err(DecideError::InvalidState(current.status));
+    }
+    let kept = match checked {
+        Some(checked) => {
+            if current.request_hash != row.request_hash || current.approval_round != row.approval_round {
+                // Changed since the assertion was checked: it signed another payment.
+                return Err(StepUpError::Refused(crate::passkeys::webauthn::PasskeyError::WrongChallenge).into());
+            }
+            step_up::record_use(&mut tx, &asker, &checked, now).await?;
+            Some(checked.kept)
+        }
+        None => match step_up::need_for(state, &mut tx, &asker, &current, now).await? {
+            Need::Nothing => None,
+            Need::Assertion => return Err(StepUpError::Required.into()),
+            Need::RegisterFirst => return Err(StepUpError::NoPasskey.into()),
+            Need::CoolingOff => {
+                let held = store::passkeys::of_user(&state.db().read, &approver.tenant_id, &approver.user_id).await?;
+                let until = held.iter().filter_map(|p| p.usable_from).min().map(store::ts).unwrap_or_default();
+                return Err(StepUpError::CoolingOff(until).into());
+            }
+        },
+    };
+    let given = ApprovalRow {
+        proposal_id: proposal_id.to_owned(),
+        round: current.approval_round,
+        approver_id: approver.user_id.clone(),
+        decision: "approve".into(),
+        reason: None,
+        via: approver.via.into(),
+        amr: if kept.is_some() { "passkey".into() } else { approver.amr.into() },
+        at: now,
+    };
+    if let Err(e) = store::proposals::insert_approval(&mut tx, &given).await {
+        return Err(if e.is_conflict() {
+            denied(
+                "distinct_approvers",
+                "You have already approved this proposal; another approver must give the next approval.".into(),
+            )
+        } else {
+            e.into()
+        });
+    }
+    if let Some(kept) = &kept {
+        store::passkeys::insert_assertion(&mut tx, kept).await?;
+    }
+    let mut data = json!({"via": approver.via, "amr": given.amr, "round": current.approval_round});
+    if let Some(kept) = &kept {
+        // Which passkey signed (its id, never key material).
+        data["passkey_id"] = json!(kept.passkey_id);
+    }
+    let entry = AuditEntry {
+        tenant_id: Some(approver.tenant_id.clone()),
+        actor: format!("user:{}", approver.user_id),
+        action: "proposal.approval_given".into(),
+        proposal_id: Some(proposal_id.to_owned()),
+        request_hash: Some(current.request_hash.clone()),
+        data,
+    };
+    store::audit::append(&mut tx, &entry).await?;
+    let approvals = store::proposals::approvals_in_round(&mut tx, proposal_id, current.approval_round).await?;
+    let required = decision.required_approvals.max(current.required_approvals).max(1);
+    if decision.required_approvals > current.required_approvals {
+        // Policy or a risk signal asks for more than when it was proposed:
+        // stored, so the agent and the console see what is now needed.
+        store::proposals::raise_required_approvals(&mut tx, proposal_id, &decision).await?;
+    }
+    if approvals.len() >= usize::from(required) {
+        grant(state, &mut tx, &current, &approvals, now).await?;
+    } else {
+        store::proposals::touch(&mut tx, proposal_id, now).await?;
+    }
+    tx.commit().await?;
+    state.changes().publish(proposal_id);
+    load(state, approver, proposal_id).await
+}
+
+/// The most proposals one bulk decision may list.
+pub const BULK_MAX: usize = 50;
+
+/// The proposal ids of a bulk form or page (`id`, repeated): each once, in
+/// the order given, at most [`BULK_MAX`].
+pub fn listed_ids(fields: &[(String, String)]) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for (_, id) in fields.iter().filter(|(k, _)| k == "id") {
+        if !ids.contains(id) && ids.len() < BULK_MAX {
+            ids.push(id.clone());
+        }
+    }
+    ids
+}
+
+/// One decision over several proposals, as a reviewer confirmed them on one
+/// page: each goes through [`decide`] on its own (its own limits, policy,
+/// risk and state checks), in the order given; one refusal stops nothing
+/// else. Each id is decided once even if listed twice.
+pub async fn decide_many(
+    state: &(impl Store + Config + Keys + Notifier),
+    approver: &Approver,
+    ids: &[String],
+    verdict: &Verdict,
+    now: DateTime<Utc>,
+) -> Vec<(String, Result<ProposalView, DecideError>)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut results = Vec::new();
+    for id in ids.iter().take(BULK_MAX) {
+        if seen.insert(id.as_str()) {
+            results.push((id.clone(), decide(state, approver, id, verdict.clone(), now).await));
+        }
+    }
+    results
+}
+
+async fn load(state: &(impl Store + Config), approver: &Approver, id: &str) -> Result<ProposalView, DecideError> {
+    proposals::load_view(state, &approver.tenant_id, id).await?.ok_or(DecideError::NotFound)
+}
+
+async fn reject(
+    state: &(impl Store + Notifier),
+    approver: &Approver,
+    row: &store::proposals::ProposalRow,
+    reason: String,
+    now: DateTime<Utc>,
+) -> Result<(), DecideError> {
+    let mut tx = state.db().begin().await?;
+    if !store::proposals::transition(&mut tx, &row.id, &DECIDABLE, ProposalStatus::Rejected, now).await? {
+        let latest = store::proposals::get_in(&mut tx, &row.tenant_id, &row.id).await?.ok_or(DecideError::NotFound)?;
+        return Err(DecideError::InvalidState(latest.status));
+    }
+    let given = ApprovalRow {
+        proposal_id: row.id.clone(),
+        round: row.approval_round,
+        approver_id: approver.user_id.clone(),
+        decision: "reject".into(),
+        reason: Some(reason.clone()),
+        via: approver.via.into(),
+        amr: approver.amr.into(),
+        at: now,
+    };
+    store::proposals::insert_approval(&mut tx, &given).await?;
+    let entry = AuditEntry {
+        tenant_id: Some(row.tenant_id.clone()),
+        actor: format!("user:{}", approver.user_id),
+        action: "proposal.rejected".into(),
+        proposal_id: Some(row.id.clone()),
+        request_hash: Some(row.request_hash.clone()),
+        data: json!({"from": row.status, "to": ProposalStatus::Rejected, "via": approver.via, "reason": reason}),
+    };
+    store::audit::append(&mut tx, &entry).await?;
+    tx.commit().await?;
+    state.changes().publish(&row.id);
+    Ok(())
+}
+
+/// The approver's step-up assertion for `row`, verified before the
+/// approval's transaction: over the challenge of that payment (one
+/// proposal's, with its nonce) or as listed on a bulk page, by a passkey of
+/// theirs that may approve now. None when they gave none (the transaction
+/// then asks whether one was needed).
+async fn stepped_up(
+    state: &(impl Store + Config),
+    approver: &Approver,
+    row: &store::proposals::ProposalRow,
+    nonce: Option<Vec<u8>>,
+    now: DateTime<Utc>,
+) -> Result<Option<step_up::Checked>, DecideError> {
+    use base64::Engine;
+    let asker = Asker::from(approver);
+    let mut checked = match (&approver.step_up, nonce) {
+        (Some(StepUp::One(answer)), Some(nonce)) => {
+            let challenge = crate::passkeys::step_up_challenge(&row.request_hash, &row.id, asker.user_id, &nonce);
+            let mut checked = step_up::verify(state, &asker, &challenge, answer, now).await?;
+            checked.kept.kind = step_up::STEP_UP.into();
+            checked.kept.nonce = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&nonce);
+            checked
+        }
+        (Some(StepUp::Listed(proof)), _) => {
+            // The bulk assertion covers this proposal only as it was listed.
+            if !proof.listed.iter().any(|(id, hash)| *id == row.id && *hash == row.request_hash) {
+                return Err(StepUpError::Refused(crate::passkeys::webauthn::PasskeyError::WrongChallenge).into());
+            }
+            return Ok(Some(step_up::Checked {
+                passkey_id: proof.kept.passkey_id.clone(),
+                sign_count: proof.sign_count,
+                kept: with_payment(proof.kept.clone(), row),
+            }));
+        }
+        _ => return Ok(None),
+    };
+    checked.kept = with_payment(checked.kept, row);
+    Ok(Some(checked))
+}
+
+fn with_payment(
+    mut kept: store::passkeys::AssertionRow,
+    row: &store::proposals::ProposalRow,
+) -> store::passkeys::AssertionRow {
+    kept.proposal_id = row.id.clone();
+    kept.round = row.approval_round;
+    kept.request_hash = row.request_hash.clone();
+    kept
+}
+
+/// Segregation of duties, the approver's limit, and policy re-evaluated now
+/// (the agent's scope or the payee may have changed since it was proposed).
+async fn recheck(
+    state: &(impl Store + Config),
+    approver: &Approver,
+    row: &store::proposals::ProposalRow,
+) -> Result<Decision, DecideError> {
+    let mut conn = state.db().reader().await?;
+    let agent =
+        store::directory::agent(&mut conn, &row.tenant_id, &row.agent_id).await?.ok_or(DecideError::NotFound)?;
+    let given = store::proposals::approvals_in_round(&mut conn, &row.id, row.approval_round).await?;
+    drop(conn);
+    let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
+    may_approve(&approver.candidate(), &row.into(), Duties::from(&agent), &approved_by)?;
+    let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
+    if decision.outcome == Outcome::Denied {
+        return Err(DecideError::Denied(decision));
+    }
+    if !state.settings().risk.extra_approval {
+        return Ok(decision); // signals change nothing: spare the reads
+    }
+    let signals = crate::risk::signals(state, &crate::risk::Subject::of(row)).await?;
+    Ok(crate::risk::with_extra_approval(&state.settings().risk, decision, &signals))
+}
+
+/// Policy for a stored proposal, as the registry and config stand now.
+pub fn evaluate_now(state: &impl Config, agent: &AgentPrincipal, row: &store::proposals::ProposalRow) -> Decision {
+    let canonical = &row.request;
+    let trusted = row.kind == ProposalKind::Transfer.as_str() && row.payee_trusted;
+    let source: &SourceAccount = &canonical.source_account;
+    let purpose: PurposeCode = canonical.purpose_code;
+    policy::evaluate(
+        &state.settings().policy,
+        &PolicyInput {
+            kind: canonical.kind,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency,
+            purpose,
+            source_account: source,
+            payee_trusted: trusted,
+            agent: &agent.scope,
+        },
+    )
+}
+
+/// The last required approval was given: move to `approved` and mint the
+/// token bound to the proposal, its request hash and its agent. Runs inside
+/// the caller's write transaction.
+pub async fn grant(
+    state: &(impl Config + Keys),
+    tx: &mut crate::store::Conn,
+    row: &store::proposals::ProposalRow,
+    approvals: &[ApprovalRow],
+    now: DateTime<Utc>,
+) -> Result<(), DecideError> {
+    if !store::proposals::transition(tx, &row.id, &DECIDABLE, ProposalStatus::Approved, now).await? {
+        let latest = store::proposals::get_in(tx, &row.tenant_id, &row.id).await?.ok_or(DecideError::NotFound)?;
+        return Err(DecideError::InvalidState(latest.status));
+    }
+    let approvers: Vec<String> = approvals.iter().map(|a| a.approver_id.clone()).collect();
+    let mut amr: Vec<String> = approvals.iter().map(|a| a.amr.clone()).collect();
+    amr.dedup();
+    let sub = approvers.last().cloned().unwrap_or_default();
+    let (token, claims) = state
+        .keys()
+        .mint(&MintRequest {
+            issuer: &state.settings().public_url,
+            sub: &sub,
+            approvers: &approvers,
+            tenant_id: &row.tenant_id,
+            proposal_id: &row.id,
+            request_hash: &row.request_hash,
+            agent_id: &row.agent_id,
+            amr: &amr,
+            now,
+            ttl_secs: state.settings().approval.token_ttl_secs,
+        })
+        .map_err(|e| DecideError::Token(e.to_string()))?;
+    let kid = state.keys().active_kid();
+    let at = |secs: i64| DateTime::from_timestamp(secs, 0).unwrap_or(now);
+    store::proposals::insert_token(
+        tx,
+        &store::proposals::TokenRow {
+            jti: claims.jti.clone(),
+            proposal_id: row.id.clone(),
+            round: row.approval_round,
+            token,
+            kid: kid.clone(),
+            issued_at: at(claims.iat),
+            expires_at: at(claims.exp),
+            used_at: None,
+        },
+    )
+    .await?;
+    let entry = AuditEntry {
+        tenant_id: Some(row.tenant_id.clone()),
+        actor: if sub.starts_with("policy:") { sub.clone() } else { format!("user:{sub}") },
+        action: "proposal.approved".into(),
+        proposal_id: Some(row.id.clone()),
+        request_hash: Some(row.request_hash.clone()),
+        data: json!({
+            "from": row.status, "to": ProposalStatus::Approved, "approvers": approvers,
+            "amr": amr, "jti": claims.jti, "kid": kid, "token_expires_at": at(claims.exp),
+        }),
+    };
+    store::audit::append(tx, &entry).await?;
+    Ok(())
+}
+
+/// Approved proposals whose token expired unredeemed go to
+/// `approval_expired`, and a new approval round begins.
+pub async fn expire_approvals(state: &(impl Store + Notifier), now: DateTime<Utc>) -> crate::store::Result<usize> {
+    let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
+    let mut tx = state.db().begin().await?;
+    let due = store::proposals::approvals_expired_before(&mut tx, cutoff).await?;
+    let mut moved = Vec::new();
+    for (id, tenant, hash) in due {
+        if store::proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now)
+            .await?
+        {
+            store::proposals::next_round(&mut tx, &id).await?;
+            let entry = AuditEntry {
+                tenant_id: Some(tenant),
+                actor: "system:expiry".into(),
+                action: "proposal.approval_expired".into(),
+                proposal_id: Some(id.clone()),
+                request_hash: Some(hash),
+                data: json!({"from": ProposalStatus::Approved, "to": ProposalStatus::ApprovalExpired}),
+            };
+            store::audit::append(&mut tx, &entry).await?;
+            moved.push(id);
+        }
+    }
+    tx.commit().await?;
+    for id in &moved {
+        state.changes().publish(id);
+    }
+    Ok(moved.len())
+}

@@ -1,0 +1,390 @@
+//! The commit path (SPEC §6): the only code that moves money.
+//!
+//! 1. Verify the approval token: signature under a known `kid` with ES256
+//!    exactly, `typ`, `iss`, `aud`, `nbf`/`exp` (30 s leeway), `pid`, `tid`,
+//!    `azp` (`approval::token`).
+//! 2. `rh` equals the stored request hash **and** the hash recomputed from the
+//!    stored canonical request; the `jti` is the proposal's current token.
+//! 3. A retried commit (an operation exists) returns the operation as it
+//!    stands and never calls the rail again.
+//! 4. The proposal is `approved` (409 otherwise); every approver is still
+//!    active, an approver and within their limit; policy and the daily
+//!    budget still allow it (403 otherwise).
+//! 5. One write transaction: the `jti` marked used, the operation recorded
+//!    (`pending`, idempotency key derived from the proposal id and request
+//!    hash), the budget reserved, the proposal moved to `executing`.
+//! 6. Only then the rail call, outside any transaction; its outcome is
+//!    written by [`crate::operations::record`].
+//!
+//! A crash anywhere after step 5 leaves an open operation that
+//! reconciliation settles with the same key.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::approval::token::{ApprovalClaims, Expected};
+use crate::deps::{Clock, Config, Hooks, Keys, Notifier, Payments, Store};
+use crate::domain::Role;
+use crate::domain::{ProposalKind, ProposalStatus};
+use crate::operations;
+use crate::policy::{Decision, Outcome};
+use crate::proposals::{self, AgentPrincipal, ProposalView};
+use crate::services::InFlight;
+use crate::store::{self, audit::AuditEntry, operations::NewOperation, proposals::ProposalRow};
+
+/// Why a commit was refused. Nothing was recorded and the rail was not called.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// 401 `approval_token_invalid` with this `reason`.
+    #[error("the approval token is invalid: {0}")]
+    Token(&'static str),
+    #[error("no such proposal")]
+    NotFound,
+    #[error("denied by policy")]
+    Denied(Decision),
+    #[error("the proposal is {0}")]
+    InvalidState(ProposalStatus),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// A broken invariant (never expected; answered as an internal error).
+    #[error("{0}")]
+    Internal(&'static str),
+}
+
+fn denied(rule: &str, message: String) -> CommitError {
+    CommitError::Denied(Decision::denied_by(rule, message))
+}
+
+/// The rail idempotency key of a proposal: derived from its id and request
+/// hash, never random, never chosen by the agent. Every resubmission of the
+/// operation uses it.
+pub fn idempotency_key(proposal_id: &str, request_hash: &str) -> String {
+    let hex = request_hash.strip_prefix("sha256:").unwrap_or(request_hash);
+    format!("cs-{proposal_id}-{}", &hex[..hex.len().min(16)])
+}
+
+/// The UTC calendar day a budget reservation belongs to.
+pub fn budget_day(now: DateTime<Utc>) -> String {
+    now.format("%Y-%m-%d").to_string()
+}
+
+/// Commits an approved proposal for its agent; see the module doc.
+#[tracing::instrument(name = "commit", skip_all, fields(tenant = %agent.tenant_id, agent = %agent.agent_id, proposal_id = %proposal_id))]
+pub async fn commit(
+    state: &(impl Store + Clock + Config + Keys + Notifier + Payments + Hooks),
+    agent: &AgentPrincipal,
+    proposal_id: &str,
+    token: &str,
+) -> Result<ProposalView, CommitError> {
+    crate::metrics::use_case("commit", commit_inner(state, agent, proposal_id, token)).await
+}
+
+async fn commit_inner(
+    state: &(impl Store + Clock + Config + Keys + Notifier + Payments + Hooks),
+    agent: &AgentPrincipal,
+    proposal_id: &str,
+    token: &str,
+) -> Result<ProposalView, CommitError> {
+    let now = state.now();
+    let expected = Expected {
+        issuer: &state.settings().public_url,
+        proposal_id,
+        tenant_id: &agent.tenant_id,
+        agent_id: &agent.agent_id,
+        now,
+    };
+    let claims = state.keys().verify(token, &expected).map_err(|r| CommitError::Token(r.reason()))?;
+    let row = store::proposals::get(&state.db().read, &agent.tenant_id, proposal_id)
+        .await?
+        .filter(|r| r.agent_id == agent.agent_id)
+        .ok_or(CommitError::NotFound)?;
+    check_hash(&claims, &row)?;
+    check_amr(state, &claims, &row)?;
+    let minted = store::proposals::token(&state.db().read, &claims.jti)
+        .await?
+        .filter(|t| t.proposal_id == row.id)
+        .ok_or(CommitError::Token("unknown_token"))?;
+
+    if store::operations::for_proposal(&state.db().read, &row.id).await?.is_some() {
+        return view(state, agent, proposal_id).await;
+    }
+    if row.status != ProposalStatus::Approved {
+        return Err(CommitError::InvalidState(row.status));
+    }
+    if minted.round != row.approval_round {
+        return Err(CommitError::Token("superseded"));
+    }
+    recheck(state, agent, &row, &claims, now).await?;
+    let reverses = match row.request.kind {
+        ProposalKind::Transfer => None,
+        ProposalKind::Reversal => Some(reversed_transfer(state, &row).await?),
+    };
+
+    state.failpoint("commit.before_record");
+    let op_id = store::new_id("op", now);
+    let _in_flight = InFlight::claim(state, &op_id).expect("a fresh operation id is not in flight");
+    if !record(state, &row, &claims, &op_id, reverses.as_deref(), now).await? {
+        // Another commit of this proposal got there first: answer with its operation.
+        return view(state, agent, proposal_id).await;
+    }
+    state.changes().publish(&row.id);
+    state.failpoint("commit.after_record");
+
+    let op = store::operations::get(&state.db().read, &op_id)
+        .await?
+        .ok_or_else(|| CommitError::Internal("the recorded operation cannot be read back"))?;
+    let outcome = operations::call_rail(state, &op, &row).await;
+    state.failpoint("commit.after_rail");
+    operations::record(state, &op, outcome, state.now()).await?;
+    state.failpoint("commit.after_outcome");
+    view(state, agent, proposal_id).await
+}
+
+async fn view(state: &(impl Store + Config), agent: &AgentPrincipal, id: &str) -> Result<ProposalView, CommitError> {
+    proposals::for_agent(state, agent, id).await.map_err(|e| match e {
+        proposals::ActionError::NotFound => CommitError::NotFound,
+        proposals::ActionError::InvalidState(s) => CommitError::InvalidState(s),
+        proposals::ActionError::Store(e) => CommitError::Store(e),
+    })
+}
+
+/// Check 4: the token's `rh` names the stored hash, and the stored canonical
+/// request still hashes to it (a tampered row is caught here).
+fn check_hash(claims: &ApprovalClaims, row: &ProposalRow) -> Result<(), CommitError> {
+    if claims.rh != row.request_hash {
+        return Err(CommitError::Token("request_hash_mismatch"));
+    }
+    match row.request.hash() {
+        hash if hash.matches(&row.request_hash) => Ok(()),
+        _ => {
+            tracing::error!(proposal_id = %row.id, "stored canonical request does not hash to the stored request hash");
+            Err(CommitError::Token("request_hash_mismatch"))
+        }
+    }
+}
+
+/// At or above `policy.commit_requires_passkey_at_minor`, every approval
+/// the token carries was given with a passkey assertion over this payment
+/// (`amr` is `passkey` only): a stolen password session, a Slack account or
+/// auto-approval cannot authorize it.
+fn check_amr(state: &impl Config, claims: &ApprovalClaims, row: &ProposalRow) -> Result<(), CommitError> {
+    let required = state.settings().policy.commit_requires_passkey(row.request.currency, row.amount_minor);
+    if required && (claims.amr.is_empty() || claims.amr.iter().any(|m| m != "passkey")) {
+        return Err(CommitError::Token("passkey_required"));
+    }
+    Ok(())
+}
+
+/// Check 5: approvers, policy and budget as they stand now.
+async fn recheck(
+    state: &(impl Store + Config),
+    agent: &AgentPrincipal,
+    row: &ProposalRow,
+    claims: &ApprovalClaims,
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let decision = crate::approvals::evaluate_now(state, agent, row);
+    if decision.outcome == Outcome::Denied {
+        return Err(CommitError::Denied(decision));
+    }
+    let format = |minor: u64| format_amount(row, minor);
+    let mut humans = 0usize;
+    let mut conn = state.db().reader().await?;
+    for approver in &claims.approvers {
+        if approver.starts_with("policy:") {
+            if decision.outcome != Outcome::AutoApproved {
+                return Err(denied(
+                    "auto_approve",
+                    "This payment no longer qualifies for approval by policy alone; a human must approve it.".into(),
+                ));
+            }
+            continue;
+        }
+        let user = store::directory::user_by_id(&mut conn, approver).await?;
+        let Some(user) = user.filter(|u| u.tenant_id == row.tenant_id && u.active && u.roles.contains(&Role::Approver))
+        else {
+            return Err(denied("approver_active", format!("Approver {approver} is no longer an active approver.")));
+        };
+        if user.id == agent.acts_for {
+            return Err(denied(
+                "segregation_of_duties",
+                format!(
+                    "{} is the person agent {} acts for and cannot approve its proposals.",
+                    user.username, agent.agent_id
+                ),
+            ));
+        }
+        if agent.key_holder.as_deref() == Some(user.id.as_str()) {
+            return Err(denied(
+                "segregation_of_duties",
+                format!("{} was given agent {}'s key and cannot approve its proposals.", user.username, agent.agent_id),
+            ));
+        }
+        let limit = user.approval_limits_minor.get(&row.currency).copied().unwrap_or(0);
+        if row.amount_minor > limit {
+            return Err(denied(
+                "approver_limit",
+                format!(
+                    "{} is above {}'s approval limit of {}.",
+                    format(row.amount_minor),
+                    user.username,
+                    format(limit)
+                ),
+            ));
+        }
+        humans += 1;
+    }
+    if decision.outcome == Outcome::NeedsApproval && humans < usize::from(decision.required_approvals.max(1)) {
+        return Err(denied(
+            "dual_approval",
+            format!("Policy now needs {} approvals; this token carries {humans}.", decision.required_approvals),
+        ));
+    }
+    if row.kind == ProposalKind::Transfer.as_str() {
+        if let Some(limit) = store::operations::daily_limit(&mut conn, &row.tenant_id, &row.currency).await? {
+            let used = store::operations::reserved(&mut conn, &row.tenant_id, &row.currency, &budget_day(now)).await?;
+            if used.saturating_add(row.amount_minor) > limit {
+                return Err(budget_denied(row, used, limit));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `minor` units in the proposal's currency, e.g. "250.00 USD".
+fn format_amount(row: &ProposalRow, minor: u64) -> String {
+    crate::domain::Currency::parse(&row.currency).map(|c| c.format_minor(minor)).unwrap_or_else(|_| minor.to_string())
+}
+
+fn budget_denied(row: &ProposalRow, used: u64, limit: u64) -> CommitError {
+    denied(
+        "daily_budget",
+        format!(
+            "Today's budget (UTC) would be exceeded: {} of {} is already reserved.",
+            format_amount(row, used),
+            format_amount(row, limit)
+        ),
+    )
+}
+
+/// The rail transfer a reversal proposal names: a succeeded transfer of the
+/// same agent (checked again now, as at proposal time), by its operation's
+/// rail reference. Any miss is the same refusal.
+async fn reversed_transfer(state: &impl Store, row: &ProposalRow) -> Result<String, CommitError> {
+    let named = row.request.transfer_id.as_ref().map(|t| t.as_str()).unwrap_or_default();
+    let refused = || denied("reversal", "The transfer to reverse is not a succeeded transfer of this agent.".into());
+    let Some(original) = proposals::own_succeeded_transfer(state, &row.tenant_id, &row.agent_id, named).await? else {
+        return Err(refused());
+    };
+    match store::operations::for_proposal(&state.db().read, &original.id).await? {
+        Some(op) if op.kind == "transfer" && op.status == store::operations::OpStatus::Succeeded => {
+            op.rail_reference.ok_or_else(refused)
+        }
+        _ => Err(refused()),
+    }
+}
+
+/// Step 5, one transaction. Returns false when another commit of the same
+/// proposal recorded its operation first (nothing was changed here).
+async fn record(
+    state: &(impl Store + Config),
+    row: &ProposalRow,
+    claims: &ApprovalClaims,
+    op_id: &str,
+    reverses: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<bool, CommitError> {
+    let key = idempotency_key(&row.id, &row.request_hash);
+    let day = budget_day(now);
+    let is_transfer = row.kind == ProposalKind::Transfer.as_str();
+    let mut tx = state.db().begin().await?;
+    if store::operations::for_proposal(&mut *tx, &row.id).await?.is_some() {
+        return Ok(false);
+    }
+    if !store::operations::use_token(&mut tx, &claims.jti, &row.id, now).await? {
+        // On PostgreSQL commits run concurrently: this one may have waited
+        // on the token's row for another commit of the same proposal,
+        // which has recorded its operation since. Answer that operation,
+        // as a retry would (on SQLite the single writer made the check
+        // above see it).
+        if store::operations::for_proposal(&mut *tx, &row.id).await?.is_some() {
+            return Ok(false);
+        }
+        return Err(CommitError::Token("already_used"));
+    }
+    if is_transfer {
+        let limit = store::operations::daily_limit(&mut tx, &row.tenant_id, &row.currency).await?;
+        let cap = limit.unwrap_or(i64::MAX as u64);
+        if !store::operations::reserve(&mut tx, &row.tenant_id, &row.currency, &day, row.amount_minor, cap).await? {
+            let used = store::operations::reserved(&mut tx, &row.tenant_id, &row.currency, &day).await?;
+            return Err(budget_denied(row, used, cap));
+        }
+    }
+    store::operations::insert(
+        &mut tx,
+        &NewOperation {
+            id: op_id,
+            proposal_id: &row.id,
+            jti: &claims.jti,
+            idempotency_key: &key,
+            tenant_id: &row.tenant_id,
+            kind: &row.kind,
+            amount_minor: row.amount_minor,
+            currency: &row.currency,
+            budget_day: is_transfer.then_some(day.as_str()),
+            reverses,
+            now,
+            claimed_until: now + operations::rail_call_lease(&state.settings().rail),
+        },
+    )
+    .await?;
+    if !store::proposals::transition(&mut tx, &row.id, &[ProposalStatus::Approved], ProposalStatus::Executing, now)
+        .await?
+    {
+        let latest = store::proposals::get_in(&mut tx, &row.tenant_id, &row.id).await?.ok_or(CommitError::NotFound)?;
+        return Err(CommitError::InvalidState(latest.status));
+    }
+    store::audit::append(
+        &mut tx,
+        &AuditEntry {
+            tenant_id: Some(row.tenant_id.clone()),
+            actor: format!("agent:{}", row.agent_id),
+            action: "operation.created".into(),
+            proposal_id: Some(row.id.clone()),
+            request_hash: Some(row.request_hash.clone()),
+            data: json!({
+                "from": ProposalStatus::Approved, "to": ProposalStatus::Executing,
+                "operation_id": op_id, "idempotency_key": key, "jti": claims.jti,
+                "amount_minor": row.amount_minor, "currency": row.currency,
+                "budget_day": is_transfer.then_some(&day), "reverses": reverses,
+            }),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rail_key_is_derived_from_the_proposal_and_its_hash() {
+        let hash = format!("sha256:{}", "ab".repeat(32));
+        let key = idempotency_key("prop_01abc", &hash);
+        assert_eq!(key, "cs-prop_01abc-abababababababab");
+        assert_eq!(key, idempotency_key("prop_01abc", &hash), "stable: never random at call time");
+        assert_ne!(key, idempotency_key("prop_01abd", &hash));
+        assert_ne!(key, idempotency_key("prop_01abc", &format!("sha256:{}", "cd".repeat(32))));
+        assert!(key.len() <= 255 && key.bytes().all(|b| b.is_ascii_graphic()), "fits the Idempotency-Key header");
+    }
+
+    #[test]
+    fn budgets_count_by_utc_calendar_day() {
+        let late = DateTime::parse_from_rfc3339("2026-03-01T23:59:59-05:00").unwrap().with_timezone(&Utc);
+        assert_eq!(budget_day(late), "2026-03-02", "04:59 UTC the next day");
+        let early = DateTime::parse_from_rfc3339("2026-03-01T00:00:00Z").unwrap().with_timezone(&Utc);
+        assert_eq!(budget_day(early), "2026-03-01");
+    }
+}

@@ -1,0 +1,925 @@
+//! Typed settings: built-in defaults, then a TOML file, then `COUNTERSIGN_*`
+//! environment variables (nested keys joined by `__`, e.g.
+//! `COUNTERSIGN_PROPOSALS__TTL_SECS=600`), then command-line flags.
+//! Secrets are `SecretString`s: they never print, not even in `Debug`.
+
+use figment::{
+    providers::{Env, Format, Serialized, Toml},
+    Figment,
+};
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::domain::{Currency, CurrencyRules};
+use crate::policy::PolicyConfig;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Address the console and API listen on.
+    pub listen: SocketAddr,
+    /// Where the database, signing keys and other state live (mode 0700).
+    pub data_dir: PathBuf,
+    pub database: DatabaseSettings,
+    /// The console's public URL: token issuer, links in messages, cookie `Secure` flag.
+    pub public_url: String,
+    /// Where the built console assets (`pkg/`) are served from.
+    pub site_root: PathBuf,
+    /// `text` or `json` log lines.
+    pub log_format: LogFormat,
+    pub proposals: ProposalSettings,
+    pub idempotency: IdempotencySettings,
+    pub approval: ApprovalSettings,
+    pub console: ConsoleSettings,
+    /// The currencies this deployment accepts (ISO 4217, upper case).
+    pub currencies: Vec<String>,
+    /// The hard cap of each accepted currency, in minor units.
+    pub currency_caps_minor: BTreeMap<String, u64>,
+    pub policy: PolicyConfig,
+    pub slack: SlackSettings,
+    pub rail: RailSettings,
+    pub metrics: MetricsSettings,
+    pub webhooks: WebhookSettings,
+    pub risk: RiskSettings,
+    pub mcp: McpSettings,
+    /// Single sign-on with OpenID Connect (`crate::sso`).
+    pub oidc: OidcSettings,
+    /// Passkeys (`crate::passkeys`).
+    pub passkeys: PasskeySettings,
+    /// Per-tenant settings (`[tenants.<id>]`).
+    pub tenants: BTreeMap<String, TenantSettings>,
+}
+
+/// `[passkeys]`: who must hold a passkey, and when a new one counts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PasskeySettings {
+    /// A user holding any of these roles cannot approve until they have
+    /// registered a passkey (they can still sign in, and register one).
+    pub required_roles: Vec<crate::domain::Role>,
+    /// How long a newly registered passkey cannot approve payments, unless
+    /// an admin other than its holder confirms it first (0: at once).
+    pub cool_off_secs: u64,
+    /// How long a one-time enrolment code stays valid.
+    pub enrolment_code_ttl_secs: u64,
+}
+
+impl Default for PasskeySettings {
+    fn default() -> Self {
+        PasskeySettings { required_roles: Vec::new(), cool_off_secs: 24 * 3600, enrolment_code_ttl_secs: 72 * 3600 }
+    }
+}
+
+/// `[database]`: where the data is kept.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseSettings {
+    /// Unset: the embedded SQLite database, `countersign.db` in `data_dir`.
+    /// `postgres://…` or `postgresql://…`: a PostgreSQL server, which
+    /// several instances may share (docs/DEPLOY.md). A secret: the URL may
+    /// hold a password.
+    #[serde(skip_serializing)]
+    pub url: Option<SecretString>,
+}
+
+/// `/mcp`: the MCP tools over streamable HTTP (`http::mcp`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpSettings {
+    /// How many MCP requests may be in flight at once (a `wait_for_decision`
+    /// holds its request up to 10 minutes); past it, 429 `rate_limited`.
+    pub max_in_flight: usize,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings { max_in_flight: 512 }
+    }
+}
+
+/// Single sign-on: the OpenID providers console users may sign in through.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OidcSettings {
+    /// By id (`[oidc.providers.<id>]`; the id is in the sign-in link).
+    pub providers: BTreeMap<String, OidcProvider>,
+}
+
+/// One OpenID provider (an IdP: Keycloak, Entra ID, Okta, …) and this
+/// server's registration there (docs/CONFIG.md, "Single sign-on").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcProvider {
+    /// The button's label: "Sign in with <name>".
+    pub name: String,
+    /// The issuer, exactly as the provider's ID tokens carry it in `iss`
+    /// (its discovery document is read from
+    /// `<issuer>/.well-known/openid-configuration`).
+    pub issuer: String,
+    pub client_id: String,
+    /// Secret. Or `client_secret_file`: a file holding it.
+    #[serde(default, skip_serializing)]
+    pub client_secret: Option<SecretString>,
+    #[serde(default)]
+    pub client_secret_file: Option<PathBuf>,
+    /// Where the provider sends the browser back; default
+    /// `<public_url>/auth/oidc/callback`.
+    #[serde(default)]
+    pub redirect_url: Option<String>,
+    /// Scopes asked for besides `openid`.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The tenants whose users may sign in through this provider.
+    pub tenants: Vec<String>,
+    /// A claim of the ID token naming the user's tenant; when set, it must
+    /// name the linked user's tenant.
+    #[serde(default)]
+    pub tenant_claim: Option<String>,
+    /// The tenant claim's values, mapped to tenant ids (a value not listed
+    /// must be the tenant id itself).
+    #[serde(default)]
+    pub tenant_values: BTreeMap<String, String>,
+    /// A claim of the ID token listing roles (a string or an array of
+    /// strings); when set, the session has only the registry's roles that
+    /// it also lists: it narrows, never grants.
+    #[serde(default)]
+    pub roles_claim: Option<String>,
+    /// The roles claim's values, mapped to roles (a value not listed must
+    /// be a role name itself: viewer, approver, admin).
+    #[serde(default)]
+    pub role_values: BTreeMap<String, String>,
+}
+
+impl OidcProvider {
+    /// The redirect URL registered at the provider.
+    pub fn redirect_url(&self, public_url: &str) -> String {
+        self.redirect_url.clone().unwrap_or_else(|| format!("{}{}", public_url.trim_end_matches('/'), CALLBACK_PATH))
+    }
+}
+
+/// The path the providers send browsers back to.
+pub const CALLBACK_PATH: &str = "/auth/oidc/callback";
+
+/// Settings of one tenant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TenantSettings {
+    /// `false`: the tenant's users sign in only through single sign-on;
+    /// a password sign-in is refused (after the password was checked, so
+    /// the refusal tells nothing to someone who does not know it).
+    pub local_passwords: bool,
+}
+
+impl Default for TenantSettings {
+    fn default() -> Self {
+        TenantSettings { local_passwords: true }
+    }
+}
+
+/// Agent webhooks (`countersign agent webhook set`, `crate::webhooks`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    /// Hosts a webhook URL may name: exact names, or `*.example.com` for
+    /// any subdomain. Empty: no webhook can be set.
+    pub allowed_hosts: Vec<String>,
+    /// Also accept `http://` URLs to a loopback address (local development).
+    pub allow_http_loopback: bool,
+    /// How long one delivery may take.
+    pub timeout_ms: u64,
+    /// Failed attempts at one event before it is logged `abandoned`.
+    pub max_attempts: u32,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings { allowed_hosts: Vec::new(), allow_http_loopback: false, timeout_ms: 10_000, max_attempts: 12 }
+    }
+}
+
+/// The risk signals shown on every proposal (`crate::risk`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RiskSettings {
+    /// A payee added, or whose details changed, this many days before the
+    /// proposal is flagged.
+    pub recent_payee_days: u32,
+    /// An amount more than this many times the payee's median (of its last
+    /// 50 payments in the currency, at least 3 of them) is flagged.
+    pub unusual_amount_factor: f64,
+    /// Whether a proposal with any signal needs one more approval than
+    /// policy asks (at most 3), decided when the approvals are counted.
+    pub extra_approval: bool,
+}
+
+impl Default for RiskSettings {
+    fn default() -> Self {
+        RiskSettings { recent_payee_days: 7, unusual_amount_factor: 3.0, extra_approval: false }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSettings {
+    /// A scraper presents this as `Authorization: Bearer …` to read
+    /// `GET /metrics`. Unset: the endpoint does not exist.
+    #[serde(skip_serializing)]
+    pub bearer_token: Option<SecretString>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProposalSettings {
+    /// How long a proposal may wait for a decision before it expires.
+    pub ttl_secs: u64,
+    /// How often the expiry sweep runs.
+    pub expiry_sweep_secs: u64,
+}
+
+impl Default for ProposalSettings {
+    fn default() -> Self {
+        ProposalSettings { ttl_secs: 24 * 3600, expiry_sweep_secs: 5 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IdempotencySettings {
+    /// How long `Idempotency-Key`s are remembered; always longer than the
+    /// rail's own 24 h key window.
+    pub retention_hours: u64,
+}
+
+impl Default for IdempotencySettings {
+    fn default() -> Self {
+        IdempotencySettings { retention_hours: 7 * 24 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalSettings {
+    /// Lifetime of an approval token: default 300 s, at most 900 s.
+    pub token_ttl_secs: u64,
+}
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        ApprovalSettings { token_ttl_secs: 300 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsoleSettings {
+    /// A console session ends after this long without a request.
+    pub idle_timeout_secs: u64,
+    /// ... and this long after sign-in, whatever happens.
+    pub absolute_timeout_secs: u64,
+    /// The reverse proxies in front of the console (addresses or CIDR
+    /// ranges). Only when the connection comes from one of them is the
+    /// client address taken from `X-Forwarded-For` / `Forwarded` (for
+    /// sign-in throttling). Empty: the connection's peer is the client.
+    pub trusted_proxies: Vec<String>,
+    /// What reviewers call each source account (full account id → label,
+    /// e.g. "Operating account (USD)"); shown beside the masked account.
+    pub source_account_labels: BTreeMap<String, String>,
+}
+
+impl Default for ConsoleSettings {
+    fn default() -> Self {
+        ConsoleSettings {
+            idle_timeout_secs: 30 * 60,
+            absolute_timeout_secs: 12 * 3600,
+            trusted_proxies: Vec::new(),
+            source_account_labels: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SlackSettings {
+    /// The incoming-webhook URL new pending proposals are posted to, for every
+    /// tenant without an entry in `webhook_urls`. Unset: no messages.
+    #[serde(skip_serializing)]
+    pub webhook_url: Option<SecretString>,
+    /// Per-tenant incoming-webhook URLs (tenant id → URL), so one tenant's
+    /// payments never reach another tenant's channel.
+    #[serde(skip_serializing)]
+    pub webhook_urls: BTreeMap<String, SecretString>,
+    /// Signing secrets; a request signed with any of them is accepted (list
+    /// the new secret beside the old one while rotating). Empty: every
+    /// button press is refused.
+    #[serde(skip_serializing)]
+    pub signing_secrets: Vec<SecretString>,
+    /// The only hosts outbound requests (webhook, `response_url`) may go to.
+    pub allowed_hosts: Vec<String>,
+    /// Per currency: above this amount (minor units) the Approve button only
+    /// links to the console, and an approve press is refused. Currencies not
+    /// listed have no such cap.
+    pub max_direct_approve_minor: BTreeMap<String, u64>,
+    /// One outbound request, connect to last byte.
+    pub timeout_ms: u64,
+    /// The longest wait between two delivery attempts (backoff doubles up to it).
+    pub max_backoff_secs: u64,
+}
+
+impl Default for SlackSettings {
+    fn default() -> Self {
+        SlackSettings {
+            webhook_url: None,
+            webhook_urls: BTreeMap::new(),
+            signing_secrets: Vec::new(),
+            allowed_hosts: vec!["hooks.slack.com".into()],
+            max_direct_approve_minor: BTreeMap::new(),
+            timeout_ms: 5_000,
+            max_backoff_secs: 300,
+        }
+    }
+}
+
+impl SlackSettings {
+    /// The webhook URL messages about `tenant`'s proposals go to, if any.
+    pub fn webhook_for(&self, tenant: &str) -> Option<&SecretString> {
+        self.webhook_urls.get(tenant).or(self.webhook_url.as_ref())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RailSettings {
+    /// The rail's base URL (a Stripe-compatible transfers API). Unset: `serve`
+    /// starts the bundled simulator in-process on `simulator_listen`.
+    pub url: Option<String>,
+    /// Sent as `Authorization: Bearer …` (https only, or plain http to loopback).
+    #[serde(skip_serializing)]
+    pub api_key: Option<SecretString>,
+    /// TCP + TLS connect timeout.
+    pub connect_timeout_ms: u64,
+    /// Whole rail request, body included. Past it the outcome is `unknown`.
+    pub total_timeout_ms: u64,
+    /// How long after an operation was recorded reconciliation may still
+    /// resubmit it with the same idempotency key. Keep it below the rail's own
+    /// key window (24 h at Stripe and in the simulator); 0 never resubmits.
+    pub resubmit_window_secs: u64,
+    /// How often the reconciliation worker looks at open operations.
+    pub reconcile_interval_secs: u64,
+    /// Where the in-process simulator listens when `url` is unset (loopback;
+    /// port 0 picks a free one; the bound URL is written to `DATA_DIR/rail-sim.url`).
+    pub simulator_listen: SocketAddr,
+}
+
+impl Default for RailSettings {
+    fn default() -> Self {
+        RailSettings {
+            url: None,
+            api_key: None,
+            connect_timeout_ms: 2_000,
+            total_timeout_ms: 10_000,
+            resubmit_window_secs: 23 * 3600,
+            reconcile_interval_secs: 2,
+            simulator_listen: "127.0.0.1:0".parse().expect("a valid loopback address"),
+        }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let caps = CurrencyRules::defaults();
+        Settings {
+            listen: "127.0.0.1:8080".parse().expect("a valid default address"),
+            data_dir: PathBuf::from("data"),
+            database: DatabaseSettings::default(),
+            public_url: "http://localhost:8080".into(),
+            site_root: PathBuf::from("target/site"),
+            log_format: LogFormat::Text,
+            proposals: ProposalSettings::default(),
+            idempotency: IdempotencySettings::default(),
+            approval: ApprovalSettings::default(),
+            console: ConsoleSettings::default(),
+            currencies: caps.allowed().map(|c| c.code().to_owned()).collect(),
+            currency_caps_minor: caps.allowed().map(|c| (c.code().to_owned(), caps.cap(c).expect("allowed"))).collect(),
+            policy: PolicyConfig::default(),
+            slack: SlackSettings::default(),
+            rail: RailSettings::default(),
+            metrics: MetricsSettings::default(),
+            webhooks: WebhookSettings::default(),
+            risk: RiskSettings::default(),
+            mcp: McpSettings::default(),
+            oidc: OidcSettings::default(),
+            passkeys: PasskeySettings::default(),
+            tenants: BTreeMap::new(),
+        }
+    }
+}
+
+/// The top-level keys of `Settings`, which `COUNTERSIGN_*` variables may set.
+const SETTINGS_KEYS: &[&str] = &[
+    "listen",
+    "data_dir",
+    "database",
+    "public_url",
+    "site_root",
+    "log_format",
+    "proposals",
+    "idempotency",
+    "approval",
+    "console",
+    "currencies",
+    "currency_caps_minor",
+    "policy",
+    "slack",
+    "rail",
+    "metrics",
+    "webhooks",
+    "risk",
+    "mcp",
+    "oidc",
+    "tenants",
+];
+
+/// Command-line values that override every other source.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+}
+
+/// A configuration problem, reported as one line naming the key.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration error: {0}")]
+pub struct ConfigError(String);
+
+impl Settings {
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError(format!("config file {} does not exist", path.display())));
+            }
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        // Only variables naming a settings key are read: COUNTERSIGN_LOG,
+        // COUNTERSIGN_CONFIG, COUNTERSIGN_USER_PASSWORD and the like belong to
+        // other parts of the program.
+        figment = figment.merge(
+            Env::prefixed("COUNTERSIGN_")
+                .filter(|key| {
+                    let top = key.as_str().split("__").next().unwrap_or_default();
+                    SETTINGS_KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
+                })
+                .split("__"),
+        );
+        if let Some(listen) = overrides.listen {
+            figment = figment.merge(("listen", listen.to_string()));
+        }
+        if let Some(dir) = &overrides.data_dir {
+            figment = figment.merge(("data_dir", dir));
+        }
+        let mut settings: Settings = figment.extract().map_err(|e| ConfigError(one_line(&e)))?;
+        settings.read_secret_files()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Reads each `client_secret_file` into its `client_secret`. The error
+    /// names the key and the file, never what it holds.
+    fn read_secret_files(&mut self) -> Result<(), ConfigError> {
+        for (id, p) in &mut self.oidc.providers {
+            let Some(path) = &p.client_secret_file else { continue };
+            let key = format!("oidc.providers.{id}.client_secret_file");
+            if p.client_secret.is_some() {
+                return Err(ConfigError(format!("key `{key}`: give client_secret or client_secret_file, not both")));
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError(format!("key `{key}`: cannot read {}: {}", path.display(), e.kind())))?;
+            p.client_secret = Some(SecretString::from(text.trim_end_matches(['\r', '\n']).to_owned()));
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
+        if !(self.public_url.starts_with("http://") || self.public_url.starts_with("https://")) {
+            return bad("public_url", "must start with http:// or https://");
+        }
+        self.backend()?;
+        if self.proposals.ttl_secs == 0 {
+            return bad("proposals.ttl_secs", "must be greater than zero");
+        }
+        if self.proposals.expiry_sweep_secs == 0 {
+            return bad("proposals.expiry_sweep_secs", "must be greater than zero");
+        }
+        if !(1..=900).contains(&self.approval.token_ttl_secs) {
+            return bad("approval.token_ttl_secs", "must be between 1 and 900 seconds");
+        }
+        if self.console.idle_timeout_secs == 0 || self.console.absolute_timeout_secs == 0 {
+            return bad("console", "session timeouts must be greater than zero");
+        }
+        if let Err(why) = crate::client_ip::TrustedProxies::parse(&self.console.trusted_proxies) {
+            return bad("console.trusted_proxies", &why);
+        }
+        if self.idempotency.retention_hours <= 24 {
+            return bad("idempotency.retention_hours", "must be more than 24 (the rail's key window)");
+        }
+        if self.currencies.is_empty() {
+            return bad("currencies", "must allow at least one currency");
+        }
+        for code in &self.currencies {
+            if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
+                return bad("currencies", &format!("`{code}` is not an upper-case ISO 4217 code"));
+            }
+            if !self.currency_caps_minor.contains_key(code) {
+                return bad(&format!("currency_caps_minor.{code}"), "is missing: every accepted currency needs a cap");
+            }
+        }
+        for (code, cap) in &self.currency_caps_minor {
+            if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
+                return bad(&format!("currency_caps_minor.{code}"), "is not an upper-case ISO 4217 code");
+            }
+            if *cap == 0 {
+                return bad(&format!("currency_caps_minor.{code}"), "must be greater than zero");
+            }
+        }
+        if self.rail.connect_timeout_ms == 0 || self.rail.total_timeout_ms == 0 {
+            return bad("rail", "timeouts must be greater than zero");
+        }
+        if self.rail.resubmit_window_secs >= 24 * 3600 {
+            return bad("rail.resubmit_window_secs", "must be below the rail's 24 h idempotency key window");
+        }
+        if self.rail.reconcile_interval_secs == 0 {
+            return bad("rail.reconcile_interval_secs", "must be greater than zero");
+        }
+        if !self.rail.simulator_listen.ip().is_loopback() {
+            return bad("rail.simulator_listen", "the bundled simulator listens on loopback only");
+        }
+        if !(self.risk.unusual_amount_factor.is_finite() && self.risk.unusual_amount_factor > 1.0) {
+            return bad("risk.unusual_amount_factor", "must be a number greater than 1");
+        }
+        if !(1..=65_536).contains(&self.mcp.max_in_flight) {
+            return bad("mcp.max_in_flight", "must be between 1 and 65536");
+        }
+        if self.risk.recent_payee_days > 3650 {
+            return bad("risk.recent_payee_days", "must be at most 3650");
+        }
+        for (account, label) in &self.console.source_account_labels {
+            if label.trim().is_empty() || label.chars().count() > 80 || label.chars().any(char::is_control) {
+                return bad(
+                    &format!("console.source_account_labels.{}", crate::domain::mask_account(account)),
+                    "a label is 1-80 characters, without control characters",
+                );
+            }
+        }
+        self.validate_slack()?;
+        self.validate_oidc()?;
+        self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
+    }
+
+    fn validate_slack(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
+        let slack = &self.slack;
+        if slack.timeout_ms == 0 || slack.max_backoff_secs == 0 {
+            return bad("slack", "timeout_ms and max_backoff_secs must be greater than zero");
+        }
+        if slack.allowed_hosts.iter().any(|h| h.trim().is_empty() || h.contains(['/', ':', '@'])) {
+            return bad("slack.allowed_hosts", "each entry is a bare host name such as hooks.slack.com");
+        }
+        let allow = crate::slack::Allowlist::new(&slack.allowed_hosts);
+        let urls = slack.webhook_url.iter().map(|u| ("slack.webhook_url".to_owned(), u));
+        let per_tenant = slack.webhook_urls.iter().map(|(t, u)| (format!("slack.webhook_urls.{t}"), u));
+        for (key, url) in urls.chain(per_tenant) {
+            // The reason names the rule, never the URL (it holds a secret).
+            if let Err(why) = allow.check(url.expose_secret()) {
+                return bad(&key, why);
+            }
+        }
+        for (code, cap) in &slack.max_direct_approve_minor {
+            if !self.currencies.contains(code) {
+                return bad(&format!("slack.max_direct_approve_minor.{code}"), "is not an accepted currency");
+            }
+            if *cap == 0 {
+                return bad(&format!("slack.max_direct_approve_minor.{code}"), "must be greater than zero");
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_oidc(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
+        let mut issuers = BTreeMap::new();
+        for (id, p) in &self.oidc.providers {
+            let key = |field: &str| format!("oidc.providers.{id}.{field}");
+            if id.is_empty()
+                || id.len() > 32
+                || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            {
+                return bad(&format!("oidc.providers.{id}"), "a provider id is 1-32 of a-z, 0-9 and -");
+            }
+            if p.name.trim().is_empty() || p.name.chars().count() > 40 || p.name.chars().any(char::is_control) {
+                return bad(&key("name"), "1-40 characters, without control characters");
+            }
+            if let Err(why) = check_url(&p.issuer, false) {
+                return bad(&key("issuer"), why);
+            }
+            if let Some(other) = issuers.insert(p.issuer.as_str(), id) {
+                return bad(&key("issuer"), &format!("provider `{other}` has the same issuer"));
+            }
+            if p.client_id.is_empty() || p.client_id.chars().any(char::is_control) {
+                return bad(&key("client_id"), "must be given, without control characters");
+            }
+            if p.client_secret.as_ref().is_none_or(|s| s.expose_secret().is_empty()) {
+                return bad(&key("client_secret"), "is missing (or give client_secret_file)");
+            }
+            let redirect = p.redirect_url(&self.public_url);
+            if let Err(why) = check_url(&redirect, true) {
+                return bad(&key("redirect_url"), why);
+            }
+            if url::Url::parse(&redirect).map(|u| u.path() != CALLBACK_PATH).unwrap_or(true) {
+                return bad(&key("redirect_url"), &format!("must end in {CALLBACK_PATH}"));
+            }
+            if p.scopes
+                .iter()
+                .any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\'))
+            {
+                return bad(&key("scopes"), "each scope is visible ASCII without quotes or backslashes");
+            }
+            if p.tenants.is_empty() {
+                return bad(&key("tenants"), "must list the tenants whose users sign in through this provider");
+            }
+            for tenant in p.tenants.iter().chain(p.tenant_values.values()) {
+                if crate::domain::RegistryId::parse(tenant).is_err() {
+                    return bad(&key("tenants"), &format!("`{tenant}` is not a tenant id"));
+                }
+            }
+            if let Some(unlisted) = p.tenant_values.values().find(|t| !p.tenants.contains(t)) {
+                return bad(&key("tenant_values"), &format!("`{unlisted}` is not in this provider's tenants"));
+            }
+            if !p.tenant_values.is_empty() && p.tenant_claim.is_none() {
+                return bad(&key("tenant_values"), "needs tenant_claim");
+            }
+            if let Some(role) = p.role_values.values().find(|r| crate::domain::Role::parse(r).is_none()) {
+                return bad(&key("role_values"), &format!("`{role}` is not a role: viewer, approver or admin"));
+            }
+            if !p.role_values.is_empty() && p.roles_claim.is_none() {
+                return bad(&key("role_values"), "needs roles_claim");
+            }
+            for (field, claim) in [("tenant_claim", &p.tenant_claim), ("roles_claim", &p.roles_claim)] {
+                if claim.as_ref().is_some_and(|c| c.is_empty() || c.chars().any(char::is_control)) {
+                    return bad(&key(field), "a claim name, without control characters");
+                }
+            }
+        }
+        for (tenant, t) in &self.tenants {
+            if crate::domain::RegistryId::parse(tenant).is_err() {
+                return bad(&format!("tenants.{tenant}"), "is not a tenant id");
+            }
+            if !t.local_passwords && !self.oidc.providers.values().any(|p| p.tenants.contains(tenant)) {
+                return bad(
+                    &format!("tenants.{tenant}.local_passwords"),
+                    "no provider in oidc.providers lists this tenant: nobody could sign in",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `tenant`'s users may sign in with a password.
+    pub fn local_passwords(&self, tenant: &str) -> bool {
+        self.tenants.get(tenant).is_none_or(|t| t.local_passwords)
+    }
+
+    pub fn currency_rules(&self) -> CurrencyRules {
+        CurrencyRules::new(
+            self.currencies
+                .iter()
+                .filter_map(|code| {
+                    let cap = *self.currency_caps_minor.get(code)?;
+                    Currency::parse(code).ok().map(|c| (c, cap))
+                })
+                .collect(),
+        )
+    }
+
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("countersign.db")
+    }
+
+    /// The database `database.url` and `data_dir` name.
+    pub fn backend(&self) -> Result<crate::store::Backend, ConfigError> {
+        crate::store::Backend::select(self.database.url.as_ref(), &self.data_dir)
+            .map_err(|why| ConfigError(format!("key `database.url`: {why}")))
+    }
+
+    /// The rail client these settings describe, pointed at `url`.
+    pub fn rail_config(&self, url: &str) -> crate::rail::RailConfig {
+        crate::rail::RailConfig {
+            base_url: url.to_owned(),
+            api_key: self.rail.api_key.clone(),
+            connect_timeout: std::time::Duration::from_millis(self.rail.connect_timeout_ms),
+            total_timeout: std::time::Duration::from_millis(self.rail.total_timeout_ms),
+        }
+    }
+
+    /// A proposal's page in the console (the API's `approval_url`, Slack's links).
+    pub fn proposal_url(&self, id: &str) -> String {
+        format!("{}/proposals/{id}", self.public_url.trim_end_matches('/'))
+    }
+
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url.starts_with("https://")
+    }
+}
+
+/// An http(s) URL: https, or plain http only to a loopback host (local
+/// development and tests); no credentials, query or fragment for an issuer.
+fn check_url(raw: &str, may_have_query: bool) -> Result<(), &'static str> {
+    let url = url::Url::parse(raw).map_err(|_| "is not a URL")?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err("must name a host"),
+    };
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return Err("must be https (plain http only to a loopback host)"),
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("must not carry credentials");
+    }
+    if !may_have_query && (url.query().is_some() || url.fragment().is_some()) {
+        return Err("must have no query or fragment");
+    }
+    Ok(())
+}
+
+fn one_line(e: &figment::Error) -> String {
+    // figment names the key path and the source; keep it on one line.
+    let mut parts = Vec::new();
+    for err in e.clone() {
+        let key = err.path.join(".");
+        let source = match (&err.metadata, err.metadata.as_ref().and_then(|m| m.source.as_ref())) {
+            (_, Some(source)) => source.to_string(),
+            (Some(m), None) => m.name.to_string(),
+            (None, None) => String::new(),
+        };
+        // Parse errors come with a multi-line code excerpt: fold it to one line.
+        let kind = err.kind.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut line = if key.is_empty() { kind } else { format!("key `{key}`: {kind}") };
+        if !source.is_empty() {
+            line.push_str(&format!(" (from {source})"));
+        }
+        parts.push(line);
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        Settings::default().validate().unwrap();
+    }
+
+    #[test]
+    fn mcp_needs_room_for_at_least_one_request() {
+        let mut s = Settings::default();
+        s.mcp.max_in_flight = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("mcp.max_in_flight"));
+    }
+
+    #[test]
+    fn database_url_selects_the_backend() {
+        let mut s = Settings::default();
+        assert!(matches!(s.backend().unwrap(), crate::store::Backend::Sqlite { data_dir } if data_dir == s.data_dir));
+        s.database.url = Some(SecretString::from("postgres://cs:hunter2@db/cs".to_owned()));
+        s.validate().unwrap();
+        assert!(matches!(s.backend().unwrap(), crate::store::Backend::Postgres { .. }));
+        assert!(!format!("{s:?}").contains("hunter2"));
+        s.database.url = Some(SecretString::from("mysql://cs:hunter2@db/cs".to_owned()));
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("database.url") && err.contains("postgres://"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn database_url_comes_from_the_file_or_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[database]\nurl = \"postgresql://db/cs\"\n").unwrap();
+        let s = Settings::load(Some(&path), &Overrides::default()).unwrap();
+        assert!(matches!(s.backend().unwrap(), crate::store::Backend::Postgres { .. }));
+        std::fs::write(&path, "[database]\nurl = \"sqlite://x.db\"\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("database.url"), "{err}");
+        std::fs::write(&path, "[database]\npath = \"x.db\"\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("path"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let mut s = Settings::default();
+        s.slack.signing_secrets = vec![SecretString::from("shh-very-secret".to_owned())];
+        s.slack.webhook_url = Some(SecretString::from("https://hooks.example/T0/B0/XYZ".to_owned()));
+        let printed = format!("{s:?}");
+        assert!(!printed.contains("shh-very-secret"));
+        assert!(!printed.contains("XYZ"));
+        assert_eq!(s.slack.signing_secrets[0].expose_secret(), "shh-very-secret");
+    }
+
+    #[test]
+    fn file_errors_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "[proposals]\nttl_secs = \"soon\"\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("proposals.ttl_secs"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+
+        std::fs::write(&path, "listen_address = \"x\"\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("listen_address"), "{err}");
+
+        std::fs::write(&path, "[currency_caps_minor]\nusd = 5\n").unwrap();
+        let err = Settings::load(Some(&path), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("currency_caps_minor.usd"), "{err}");
+    }
+
+    fn load_text(text: &str) -> Result<Settings, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, text.replace("DIR", &dir.path().display().to_string())).unwrap();
+        std::fs::write(dir.path().join("secret"), "from-a-file\n").unwrap();
+        Settings::load(Some(&path), &Overrides::default()).map_err(|e| e.to_string())
+    }
+
+    const PROVIDER: &str = r#"
+[oidc.providers.okta]
+name = "Okta"
+issuer = "https://acme.okta.com"
+client_id = "countersign"
+client_secret = "oidc-client-secret"
+tenants = ["acme"]
+"#;
+
+    #[test]
+    fn single_sign_on_is_validated() {
+        let s = load_text(PROVIDER).unwrap();
+        let p = &s.oidc.providers["okta"];
+        assert_eq!(p.redirect_url(&s.public_url), "http://localhost:8080/auth/oidc/callback");
+        assert!(!format!("{s:?}").contains("oidc-client-secret"), "the client secret never prints");
+        assert!(s.local_passwords("acme"));
+
+        let bad = |from: &str, to: &str, key: &str| {
+            let err = load_text(&PROVIDER.replace(from, to)).unwrap_err();
+            assert!(err.contains(key), "{to}: {err}");
+            assert!(!err.contains("oidc-client-secret"), "{err}");
+        };
+        bad("https://acme.okta.com", "http://acme.okta.com", "oidc.providers.okta.issuer");
+        bad("https://acme.okta.com", "https://acme.okta.com/?x=1", "oidc.providers.okta.issuer");
+        bad("tenants = [\"acme\"]", "tenants = []", "oidc.providers.okta.tenants");
+        bad("client_secret = \"oidc-client-secret\"", "", "oidc.providers.okta.client_secret");
+        bad("[oidc.providers.okta]", "[oidc.providers.Okta]", "oidc.providers.Okta");
+        bad(
+            "tenants = [\"acme\"]",
+            "tenants = [\"acme\"]\nredirect_url = \"https://cs.example/callback\"",
+            "redirect_url",
+        );
+        bad(
+            "tenants = [\"acme\"]",
+            "tenants = [\"acme\"]\nrole_values = { x = \"boss\" }\nroles_claim = \"r\"",
+            "role_values",
+        );
+        // Plain http to loopback is for development and tests.
+        load_text(&PROVIDER.replace("https://acme.okta.com", "http://127.0.0.1:9999")).unwrap();
+
+        // The secret from a file (not both).
+        let from_file =
+            PROVIDER.replace("client_secret = \"oidc-client-secret\"", "client_secret_file = \"DIR/secret\"");
+        let s = load_text(&from_file).unwrap();
+        assert_eq!(s.oidc.providers["okta"].client_secret.as_ref().unwrap().expose_secret(), "from-a-file");
+        let both = PROVIDER.replace("client_secret =", "client_secret_file = \"DIR/secret\"\nclient_secret =");
+        assert!(load_text(&both).unwrap_err().contains("not both"));
+
+        // Passwords off for a tenant no provider serves: nobody could sign in.
+        let err = load_text("[tenants.globex]\nlocal_passwords = false\n").unwrap_err();
+        assert!(err.contains("tenants.globex.local_passwords"), "{err}");
+        let s = load_text(&format!("{PROVIDER}\n[tenants.acme]\nlocal_passwords = false\n")).unwrap();
+        assert!(!s.local_passwords("acme") && s.local_passwords("globex"));
+    }
+}

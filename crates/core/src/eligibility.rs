@@ -1,0 +1,61 @@
+//! Who may approve what, for a whole tenant at once: the tenant's people
+//! and agents, read once, and [`approvals::may_approve`] (the rule `decide`
+//! enforces) asked for any of them. The console shows it before anyone
+//! clicks (a disabled Approve with the reason, who can approve), and the
+//! reviewer's flow counts and picks what waits for them with it.
+
+use std::collections::HashMap;
+
+use crate::approvals::{may_approve, Approvable, Candidate, Duties, Ineligible};
+use crate::deps::Store;
+use crate::store::{self, directory::User, StoreError};
+
+/// The people of a tenant and its agents: enough to tell, for any proposal,
+/// who may approve it now.
+pub struct Tenancy {
+    users: Vec<User>,
+    /// Each agent's id, and who may never approve its proposals.
+    agents: HashMap<String, store::directory::Agent>,
+}
+
+fn candidate(user: &User) -> Candidate<'_> {
+    Candidate { user_id: &user.id, roles: &user.roles, approval_limits_minor: &user.approval_limits_minor }
+}
+
+impl Tenancy {
+    pub async fn load(state: &impl Store, tenant: &str) -> Result<Tenancy, StoreError> {
+        let mut conn = state.db().reader().await?;
+        let users = store::directory::users_of(&mut conn, tenant).await?;
+        drop(conn);
+        let agents = store::directory::agents_of(&state.db().read, tenant).await?;
+        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect() })
+    }
+
+    fn duties(&self, agent: &str) -> Duties<'_> {
+        self.agents.get(agent).map(Duties::from).unwrap_or_default()
+    }
+
+    /// The username of user `id` (the id itself when unknown).
+    pub fn name_of(&self, id: &str) -> String {
+        self.users.iter().find(|u| u.id == id).map_or_else(|| id.to_owned(), |u| u.username.clone())
+    }
+
+    /// Whether `user_id` may approve `row` now, and if not, why.
+    pub fn check(&self, user_id: &str, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
+        let user = self.users.iter().find(|u| u.id == user_id).ok_or(Ineligible::NotAnApprover)?;
+        self.may(user, row, approved_by)
+    }
+
+    /// The active users who may give the next approval, by username.
+    pub fn eligible(&self, row: &Approvable<'_>, approved_by: &[&str]) -> Vec<&str> {
+        self.users.iter().filter(|u| self.may(u, row, approved_by).is_ok()).map(|u| u.username.as_str()).collect()
+    }
+
+    /// [`may_approve`] for one of the tenant's users; an inactive user may not.
+    fn may(&self, user: &User, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
+        if !user.active {
+            return Err(Ineligible::NotAnApprover);
+        }
+        may_approve(&candidate(user), row, self.duties(row.agent_id), approved_by)
+    }
+}

@@ -1,0 +1,892 @@
+//! The proposal use cases: propose, read, list, cancel, expire. Handlers and
+//! the CLI call these; these call `domain`, `policy` and `store`.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::deps::{Batching, Config, Keys, Notifier, Outbound, Store};
+use crate::domain::{
+    mask_account, CanonicalPayee, CanonicalRequest, FieldError, PayeeId, ProposalKind, ProposalRequest, ProposalStatus,
+    PurposeCode, RequestHash, ReversalRequest, TransferRequest, CANONICAL_VERSION,
+};
+use crate::policy::{self, AgentScope, Decision, Outcome, PolicyInput};
+use crate::store::{self, audit::AuditEntry, directory::Agent, proposals::ProposalRow};
+
+/// An authenticated agent: identity comes from the credential, never the body.
+#[derive(Debug, Clone)]
+pub struct AgentPrincipal {
+    pub tenant_id: String,
+    pub agent_id: String,
+    /// The user id of the human the agent acts for.
+    pub acts_for: String,
+    /// The user its key was shown to on the console, if any.
+    pub key_holder: Option<String>,
+    pub scope: AgentScope,
+}
+
+impl From<Agent> for AgentPrincipal {
+    fn from(a: Agent) -> Self {
+        AgentPrincipal {
+            scope: AgentScope {
+                agent_id: a.id.clone(),
+                source_accounts: a.source_accounts,
+                purposes: a.purposes.iter().filter_map(|p| PurposeCode::parse(p).ok()).collect(),
+            },
+            tenant_id: a.tenant_id,
+            agent_id: a.id,
+            acts_for: a.acts_for,
+            key_holder: a.key_holder,
+        }
+    }
+}
+
+impl AgentPrincipal {
+    pub fn actor(&self) -> String {
+        format!("agent:{}", self.agent_id)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProposeError {
+    #[error("the request is invalid")]
+    Validation(Vec<FieldError>),
+    #[error("destination {0} is not in the payee registry")]
+    UnknownDestination(String),
+    #[error("denied by policy")]
+    Denied(Decision),
+    #[error("auto-approval failed: {0}")]
+    Approval(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// A broken invariant (never expected; answered as an internal error).
+    #[error("{0}")]
+    Internal(&'static str),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("no such proposal")]
+    NotFound,
+    #[error("the proposal is {0}")]
+    InvalidState(ProposalStatus),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// The proposal object of the API (SPEC §9), as the agent and the console
+/// see it. Fields that do not apply yet are `null`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Proposal)]
+pub struct ProposalView {
+    #[schema(pattern = "^prop_", examples("prop_01hx2v9k3m"))]
+    pub id: String,
+    pub status: ProposalStatus,
+    #[schema(value_type = crate::domain::ProposalKind)]
+    pub kind: String,
+    #[schema(value_type = crate::domain::RunId)]
+    pub run_id: String,
+    #[schema(value_type = crate::domain::RequestHash)]
+    pub request_hash: String,
+    pub canonical_request: CanonicalRequest,
+    pub payee: PayeeView,
+    pub policy: Decision,
+    pub approvals: Vec<ApprovalView>,
+    /// Compact ES256 JWS (`typ` `countersign-approval+jwt`) bound to this
+    /// proposal and request hash; only while `approved`, and only to the
+    /// owning agent. Redeem it with `commit`.
+    #[schema(required = true, pattern = "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$")]
+    pub approval_token: Option<String>,
+    /// Equals the token's `exp`; `null` when there is no token.
+    #[schema(required = true, format = DateTime)]
+    pub approval_expires_at: Option<String>,
+    /// The durable operation once `commit` created one, else `null`.
+    #[schema(required = true)]
+    pub operation: Option<OperationView>,
+    /// Where a human reviews this proposal in the console.
+    #[schema(format = "uri")]
+    pub approval_url: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+    /// When the proposal expires if it is still awaiting approval (kept as a
+    /// record afterwards).
+    #[schema(format = DateTime)]
+    pub expires_at: String,
+    #[serde(skip)]
+    pub version: i64,
+}
+
+impl ProposalView {
+    /// Changes whenever the proposal changes; used as the `ETag`.
+    pub fn etag(&self) -> String {
+        format!("\"{}.{}\"", self.id, self.version)
+    }
+}
+
+/// The durable operation of a committed proposal (SPEC §6, §9). `unknown`
+/// means the rail may have acted: reconciliation settles it; it is never
+/// reported as `failed`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Operation)]
+pub struct OperationView {
+    #[schema(pattern = "^op_")]
+    pub id: String,
+    pub status: store::operations::OpStatus,
+    /// The rail idempotency key, derived from the proposal id and request hash.
+    pub idempotency_key: String,
+    #[schema(required = true, examples("tr_1Nv0"))]
+    pub rail_reference: Option<String>,
+    /// Set with `failed` (`code` one of `insufficient_funds`,
+    /// `destination_closed`, `limit_exceeded`, `rail_rejected`), `too_late`
+    /// (`too_late`) and `needs_review` (why: `no_rail_record`,
+    /// `rail_record_mismatch`, `duplicate_rail_records`,
+    /// `rail_record_missing`). Raw rail bodies are never passed through.
+    #[schema(required = true)]
+    pub error: Option<OperationError>,
+    /// `escalate_to_ops` next to a reversal's `too_late`: a terminal result
+    /// for humans, not an error to retry.
+    #[schema(required = true, schema_with = action_required_schema)]
+    pub action_required: Option<&'static str>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+}
+
+/// `action_required`'s only value (or `null`).
+fn action_required_schema() -> utoipa::openapi::Object {
+    words_or_null(&["escalate_to_ops"])
+}
+
+/// A string schema with a closed set of values, or `null`.
+fn words_or_null(words: &[&str]) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(words.iter().map(|w| Value::from(*w)).chain([Value::Null])))
+        .build()
+}
+
+/// A string schema with a closed set of values.
+fn words(words: &[&str]) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(words.iter().copied())).build()
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct OperationError {
+    #[schema(examples("insufficient_funds", "destination_closed", "limit_exceeded", "rail_rejected"))]
+    pub code: String,
+    pub message: String,
+}
+
+impl From<store::operations::OperationRow> for OperationView {
+    fn from(op: store::operations::OperationRow) -> Self {
+        use store::operations::OpStatus;
+        let shows_error = matches!(op.status, OpStatus::Failed | OpStatus::TooLate | OpStatus::NeedsReview);
+        let error = match (shows_error, op.error_code, op.error_message) {
+            (true, Some(code), message) => Some(OperationError { code, message: message.unwrap_or_default() }),
+            _ => None,
+        };
+        OperationView {
+            action_required: (op.status == OpStatus::TooLate).then_some("escalate_to_ops"),
+            id: op.id,
+            status: op.status,
+            idempotency_key: op.idempotency_key,
+            rail_reference: op.rail_reference,
+            error,
+            created_at: store::ts(op.created_at),
+            updated_at: store::ts(op.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Payee)]
+pub struct PayeeView {
+    #[schema(value_type = crate::domain::PayeeId)]
+    pub id: String,
+    #[schema(examples("Acme Supplies Ltd"))]
+    pub legal_name: String,
+    #[schema(examples("acct_…9f3a"))]
+    pub masked_account: String,
+    /// Trusted payees may be auto-approved below the threshold.
+    pub trusted: bool,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Approval)]
+pub struct ApprovalView {
+    /// A user id, or `policy:<rule id>` for an auto-approval.
+    pub approver_id: String,
+    #[schema(schema_with = decision_schema)]
+    pub decision: String,
+    /// The approver's reason (always present for a rejection).
+    #[schema(required = true)]
+    pub reason: Option<String>,
+    /// Where the decision was made.
+    #[schema(examples("console", "api", "slack", "policy"))]
+    pub via: String,
+    #[schema(format = DateTime)]
+    pub at: String,
+}
+
+/// `decision`'s values.
+fn decision_schema() -> utoipa::openapi::Object {
+    words(&["approve", "reject"])
+}
+
+pub enum Proposed {
+    Created(ProposalView),
+    Existing(ProposalView),
+}
+
+/// Parses, canonicalizes, hashes and evaluates a proposal, then stores it
+/// (or returns the identical one already in this run).
+#[tracing::instrument(name = "propose", skip_all, fields(tenant = %agent.tenant_id, agent = %agent.agent_id))]
+pub async fn propose(
+    state: &(impl Store + Config + Keys + Notifier + Batching + Outbound),
+    agent: &AgentPrincipal,
+    body: &Value,
+    now: DateTime<Utc>,
+) -> Result<Proposed, ProposeError> {
+    crate::metrics::use_case("propose", propose_inner(state, agent, body, now)).await
+}
+
+async fn propose_inner(
+    state: &(impl Store + Config + Keys + Notifier + Batching + Outbound),
+    agent: &AgentPrincipal,
+    body: &Value,
+    now: DateTime<Utc>,
+) -> Result<Proposed, ProposeError> {
+    let job = prepare(state, agent, body, now).await?;
+    let (id, run_id, hash) = (job.id.clone(), job.run_id.clone(), job.hash.to_string());
+    let auto_approved = job.decision.auto_approver().is_some();
+    let Some(row) = state.intake().store(state, job).await? else {
+        let mut conn = state.db().reader().await?;
+        let existing = store::proposals::find_duplicate(&mut conn, &agent.tenant_id, &agent.agent_id, &run_id, &hash)
+            .await?
+            .ok_or(ProposeError::Internal("the duplicate proposal cannot be read"))?;
+        drop(conn);
+        return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
+    };
+    state.changes().publish(&id);
+    crate::slack::outbox::wake(state);
+    if auto_approved {
+        // Approved by policy in the same transaction: read back its approval and token.
+        return Ok(Proposed::Created(owned_view(state, agent, &id).await?));
+    }
+    // Waiting for approval: the stored row is the whole proposal (no
+    // approvals, operation or token yet).
+    Ok(Proposed::Created(to_view(state, row, Vec::new())))
+}
+
+/// Everything before storing: parse, canonicalize, hash, evaluate policy. A
+/// denial is audited here and returned as an error.
+pub(crate) async fn prepare(
+    state: &(impl Store + Config),
+    agent: &AgentPrincipal,
+    body: &Value,
+    now: DateTime<Utc>,
+) -> Result<NewProposalJob, ProposeError> {
+    let request = ProposalRequest::parse(body, state.currencies()).map_err(ProposeError::Validation)?;
+    // Reversals are never treated as going to a trusted payee.
+    let (canonical, payee_trusted) = match &request {
+        ProposalRequest::Transfer(t) => canonical_transfer(state, agent, t).await?,
+        ProposalRequest::Reversal(r) => (canonical_reversal(state, agent, r).await?, false),
+    };
+    let hash = canonical.hash();
+    let id = store::new_id("prop", now);
+    let decision = policy::evaluate(
+        &state.settings().policy,
+        &PolicyInput {
+            kind: canonical.kind,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency,
+            purpose: canonical.purpose_code,
+            source_account: &canonical.source_account,
+            payee_trusted,
+            agent: &agent.scope,
+        },
+    );
+    let decision = if state.settings().risk.extra_approval && decision.outcome != Outcome::Denied {
+        let subject = crate::risk::Subject {
+            id: &id,
+            tenant_id: &agent.tenant_id,
+            kind: canonical.kind,
+            payee_id: canonical.destination.id.expose(),
+            invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency,
+            created_at: now,
+        };
+        let signals = crate::risk::signals(state, &subject).await?;
+        crate::risk::with_extra_approval(&state.settings().risk, decision, &signals)
+    } else {
+        decision
+    };
+    let summary = audit_summary(&canonical, request.run_id().as_str(), &decision);
+
+    if decision.outcome == Outcome::Denied {
+        let mut tx = state.db().begin().await?;
+        store::audit::append(
+            &mut tx,
+            &AuditEntry {
+                tenant_id: Some(agent.tenant_id.clone()),
+                actor: agent.actor(),
+                action: "proposal.denied".into(),
+                proposal_id: None,
+                request_hash: Some(hash.to_string()),
+                data: summary,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        return Err(ProposeError::Denied(decision));
+    }
+    Ok(NewProposalJob {
+        agent: agent.clone(),
+        canonical,
+        payee_trusted,
+        hash,
+        run_id: request.run_id().as_str().to_owned(),
+        decision,
+        id,
+        now,
+        summary,
+    })
+}
+
+async fn owned_view(
+    state: &(impl Store + Config),
+    agent: &AgentPrincipal,
+    id: &str,
+) -> Result<ProposalView, ProposeError> {
+    for_agent(state, agent, id).await.map_err(|e| match e {
+        ActionError::Store(e) => ProposeError::Store(e),
+        _ => ProposeError::Internal("the stored proposal cannot be read back"),
+    })
+}
+
+/// A new proposal ready to be stored (see `crate::intake`).
+pub struct NewProposalJob {
+    agent: AgentPrincipal,
+    canonical: CanonicalRequest,
+    payee_trusted: bool,
+    hash: RequestHash,
+    run_id: String,
+    decision: Decision,
+    id: String,
+    now: DateTime<Utc>,
+    summary: Value,
+}
+
+impl NewProposalJob {
+    #[cfg(test)]
+    pub(crate) fn reuse_id_for_test(&mut self, id: &str) {
+        id.clone_into(&mut self.id);
+    }
+
+    /// In a transaction of its own.
+    pub async fn store_alone(&self, state: &(impl Store + Config + Keys)) -> Result<Option<ProposalRow>, ProposeError> {
+        let mut tx = state.db().begin().await?;
+        let stored = self.insert(state, &mut tx).await?;
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    /// Stores a new proposal (pending) with its audit entry; when policy
+    /// approves it alone, the policy's approval goes through the same `grant`
+    /// as a human's. Returns the row as inserted (pending), or None, having
+    /// written nothing, when the identical request is already in this run.
+    pub async fn insert(
+        &self,
+        state: &(impl Store + Config + Keys),
+        tx: &mut crate::store::Conn,
+    ) -> Result<Option<ProposalRow>, ProposeError> {
+        Ok(NewProposalJob::insert_all(&[self], state, tx).await?.pop().flatten())
+    }
+
+    /// [`NewProposalJob::insert`] for several proposals in one transaction:
+    /// their rows in one statement and their audit entries in another (a
+    /// batch of intake costs two statements, not two per proposal), then
+    /// each one's policy approval or announcement.
+    pub async fn insert_all(
+        jobs: &[&NewProposalJob],
+        state: &(impl Store + Config + Keys),
+        tx: &mut crate::store::Conn,
+    ) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
+        let texts: Vec<(String, String)> = jobs
+            .iter()
+            .map(|j| {
+                (j.canonical.to_value().to_string(), serde_json::to_string(&j.decision).expect("decision serializes"))
+            })
+            .collect();
+        let rows: Vec<store::proposals::NewProposal<'_>> =
+            jobs.iter().zip(&texts).map(|(job, (canonical, policy))| job.row(state, canonical, policy)).collect();
+        let stored = store::proposals::insert_many(tx, &rows).await?;
+        let created: Vec<AuditEntry> =
+            jobs.iter().zip(&stored).filter(|(_, row)| row.is_some()).map(|(job, _)| job.created_entry()).collect();
+        store::audit::append_all(tx, &created).await?;
+        let mut done = Vec::with_capacity(jobs.len());
+        for (job, row) in jobs.iter().zip(stored) {
+            done.push(match row {
+                Some(row) => Some(job.after_insert(state, tx, row).await?),
+                None => None,
+            });
+        }
+        Ok(done)
+    }
+
+    /// The proposal row to store (pending), given its canonical request's
+    /// and its policy decision's JSON.
+    fn row<'a>(
+        &'a self,
+        state: &impl Config,
+        canonical_json: &'a str,
+        policy_json: &'a str,
+    ) -> store::proposals::NewProposal<'a> {
+        let NewProposalJob { agent, canonical, hash, run_id, decision, id, now, .. } = self;
+        store::proposals::NewProposal {
+            id,
+            tenant_id: &agent.tenant_id,
+            agent_id: &agent.agent_id,
+            run_id,
+            kind: canonical.kind.as_str(),
+            status: ProposalStatus::PendingApproval,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency.code(),
+            payee_id: canonical.destination.id.expose(),
+            invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
+            canonical_request: canonical_json,
+            request_hash: hash.as_str(),
+            policy: policy_json,
+            required_approvals: decision.required_approvals,
+            now: *now,
+            expires_at: *now + Duration::seconds(state.settings().proposals.ttl_secs as i64),
+        }
+    }
+
+    /// The `proposal.created` audit entry.
+    fn created_entry(&self) -> AuditEntry {
+        AuditEntry {
+            tenant_id: Some(self.agent.tenant_id.clone()),
+            actor: self.agent.actor(),
+            action: "proposal.created".into(),
+            proposal_id: Some(self.id.clone()),
+            request_hash: Some(self.hash.to_string()),
+            data: self.summary.clone(),
+        }
+    }
+
+    /// After the row and its entry: the policy's approval when policy
+    /// approves it alone, else the announcement to the approvers.
+    async fn after_insert(
+        &self,
+        state: &(impl Store + Config + Keys),
+        tx: &mut crate::store::Conn,
+        mut row: ProposalRow,
+    ) -> Result<ProposalRow, ProposeError> {
+        let NewProposalJob { agent, canonical, hash, decision, id, now, .. } = self;
+        let (id, now) = (id.as_str(), *now);
+        row.payee_trusted = self.payee_trusted;
+        let Some(approver) = decision.auto_approver() else {
+            let mut card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+            if state.settings().slack.webhook_for(&agent.tenant_id).is_some() {
+                // Read only when a message will be posted: intake stays lean.
+                card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
+            }
+            crate::slack::outbox::announce(state, tx, &card, now).await?;
+            return Ok(row);
+        };
+        let approval = store::proposals::ApprovalRow {
+            proposal_id: id.to_owned(),
+            round: 1,
+            approver_id: approver,
+            decision: "approve".into(),
+            reason: None,
+            via: "policy".into(),
+            amr: "policy".into(),
+            at: now,
+        };
+        store::proposals::insert_approval(tx, &approval).await?;
+        crate::approvals::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
+            crate::approvals::DecideError::Store(e) => ProposeError::Store(e),
+            other => ProposeError::Approval(other.to_string()),
+        })?;
+        Ok(row)
+    }
+}
+
+/// What the audit trail keeps of a request: amounts, ids, masked accounts.
+fn audit_summary(c: &CanonicalRequest, run_id: &str, decision: &Decision) -> Value {
+    json!({
+        "run_id": run_id,
+        "kind": c.kind,
+        "amount_minor": c.amount_minor,
+        "currency": c.currency,
+        "source_account": c.source_account.masked(),
+        "destination": c.destination.id.masked(),
+        "purpose_code": c.purpose_code,
+        "policy": decision,
+    })
+}
+
+/// The payee from the tenant's registry, and whether it is trusted.
+async fn resolve_payee(
+    state: &impl Store,
+    tenant: &str,
+    destination: &PayeeId,
+) -> Result<(CanonicalPayee, bool), ProposeError> {
+    let payee = store::directory::payee(&state.db().read, tenant, destination.expose())
+        .await?
+        .ok_or_else(|| ProposeError::UnknownDestination(destination.masked()))?;
+    let canonical =
+        CanonicalPayee { id: destination.clone(), legal_name: payee.legal_name, masked_account: destination.masked() };
+    Ok((canonical, payee.trusted))
+}
+
+async fn canonical_transfer(
+    state: &impl Store,
+    agent: &AgentPrincipal,
+    t: &TransferRequest,
+) -> Result<(CanonicalRequest, bool), ProposeError> {
+    let (destination, trusted) = resolve_payee(state, &agent.tenant_id, &t.destination).await?;
+    let canonical = CanonicalRequest {
+        v: CANONICAL_VERSION,
+        tenant_id: agent.tenant_id.clone(),
+        agent_id: agent.agent_id.clone(),
+        kind: ProposalKind::Transfer,
+        amount_minor: t.amount.get(),
+        currency: t.currency,
+        source_account: t.source_account.clone(),
+        destination,
+        reference: t.reference.clone(),
+        purpose_code: t.purpose,
+        invoice_id: t.invoice_id.clone(),
+        transfer_id: None,
+        reason_code: None,
+    };
+    Ok((canonical, trusted))
+}
+
+/// A reversal restates the succeeded transfer it names: one of this agent's
+/// own transfers. Every miss — no such transfer, another agent's, another
+/// tenant's, one that has not succeeded — is the same error, so a reversal
+/// request tells nothing about other agents' payments.
+async fn canonical_reversal(
+    state: &impl Store,
+    agent: &AgentPrincipal,
+    r: &ReversalRequest,
+) -> Result<CanonicalRequest, ProposeError> {
+    let original = own_succeeded_transfer(state, &agent.tenant_id, &agent.agent_id, r.transfer.as_str())
+        .await?
+        .ok_or_else(|| {
+            ProposeError::Validation(vec![FieldError::new(
+                "transfer_id",
+                "invalid_value",
+                "does not name a succeeded transfer of this agent",
+            )])
+        })?;
+    let base = &original.request;
+    let amount = r.amount_minor.unwrap_or(base.amount_minor);
+    if amount > base.amount_minor {
+        return Err(ProposeError::Validation(vec![FieldError::new(
+            "amount_minor",
+            "invalid_value",
+            "must not exceed the amount of the transfer being reversed",
+        )]));
+    }
+    Ok(CanonicalRequest {
+        agent_id: agent.agent_id.clone(),
+        kind: ProposalKind::Reversal,
+        amount_minor: amount,
+        reference: r.reference.clone(),
+        transfer_id: Some(r.transfer.clone()),
+        reason_code: Some(r.reason),
+        ..base.clone()
+    })
+}
+
+/// The transfer proposal `named` (by its proposal id, or by the rail's
+/// transfer id `tr_…` of its operation) if it is `agent`'s own, in `tenant`,
+/// and succeeded; `None` for anything else.
+pub async fn own_succeeded_transfer(
+    state: &impl Store,
+    tenant: &str,
+    agent: &str,
+    named: &str,
+) -> crate::store::Result<Option<ProposalRow>> {
+    let proposal_id = if named.starts_with("tr_") {
+        match store::operations::by_rail_reference(&state.db().read, tenant, named).await? {
+            Some(op) if op.kind == ProposalKind::Transfer.as_str() => op.proposal_id,
+            _ => return Ok(None),
+        }
+    } else {
+        named.to_owned()
+    };
+    Ok(store::proposals::get(&state.db().read, tenant, &proposal_id).await?.filter(|p| {
+        p.agent_id == agent && p.kind == ProposalKind::Transfer.as_str() && p.status == ProposalStatus::Succeeded
+    }))
+}
+
+/// Builds the API view of proposal rows (approvals loaded in one query).
+pub async fn views(state: &(impl Store + Config), rows: Vec<ProposalRow>) -> crate::store::Result<Vec<ProposalView>> {
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let approvals = store::proposals::approvals_of(&state.db().read, &ids).await?;
+    let mut operations = store::operations::for_proposals(&state.db().read, &ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let operation = operations.iter().position(|o| o.proposal_id == row.id).map(|i| operations.swap_remove(i));
+            let mine = approvals.iter().filter(|a| a.proposal_id == row.id).map(approval_view).collect();
+            let mut view = to_view(state, row, mine);
+            view.operation = operation.map(OperationView::from);
+            view
+        })
+        .collect())
+}
+
+/// [`views`] of one proposal whose approvals of every round were read
+/// already (the console's detail page lists them all): the current round's
+/// are taken from them rather than read again.
+pub async fn view_given_rounds(
+    state: &(impl Store + Config),
+    row: ProposalRow,
+    every_round: &[store::proposals::ApprovalRow],
+) -> crate::store::Result<ProposalView> {
+    let operation = store::operations::for_proposals(&state.db().read, &[row.id.as_str()]).await?.pop();
+    let current = every_round.iter().filter(|a| a.round == row.approval_round).map(approval_view).collect();
+    let mut view = to_view(state, row, current);
+    view.operation = operation.map(OperationView::from);
+    Ok(view)
+}
+
+fn approval_view(a: &store::proposals::ApprovalRow) -> ApprovalView {
+    ApprovalView {
+        approver_id: a.approver_id.clone(),
+        decision: a.decision.clone(),
+        reason: a.reason.clone(),
+        via: a.via.clone(),
+        at: store::ts(a.at),
+    }
+}
+
+fn to_view(state: &impl Config, row: ProposalRow, approvals: Vec<ApprovalView>) -> ProposalView {
+    let payee = PayeeView {
+        id: row.payee_id.clone(),
+        legal_name: row.request.destination.legal_name.clone(),
+        masked_account: mask_account(&row.payee_id),
+        trusted: row.payee_trusted,
+    };
+    ProposalView {
+        approval_url: state.settings().proposal_url(&row.id),
+        id: row.id,
+        status: row.status,
+        kind: row.kind,
+        run_id: row.run_id,
+        request_hash: row.request_hash,
+        canonical_request: row.request,
+        payee,
+        policy: row.policy,
+        approvals,
+        approval_token: None,
+        approval_expires_at: None,
+        operation: None,
+        created_at: store::ts(row.created_at),
+        updated_at: store::ts(row.updated_at),
+        expires_at: store::ts(row.expires_at),
+        version: row.version,
+    }
+}
+
+/// One proposal of `tenant`, as the API shows it.
+pub async fn load_view(
+    state: &(impl Store + Config),
+    tenant: &str,
+    id: &str,
+) -> crate::store::Result<Option<ProposalView>> {
+    let Some(row) = store::proposals::get(&state.db().read, tenant, id).await? else {
+        return Ok(None);
+    };
+    Ok(views(state, vec![row]).await?.pop())
+}
+
+/// One of the agent's own proposals; another agent's or tenant's is "not found".
+/// Only here, for the owning agent, does the view carry the approval token.
+/// Read in one statement: this is what every status poll costs.
+pub async fn for_agent(
+    state: &(impl Store + Config),
+    agent: &AgentPrincipal,
+    id: &str,
+) -> Result<ProposalView, ActionError> {
+    let bundle = store::proposals::bundle(&state.db().read, &agent.tenant_id, id)
+        .await?
+        .filter(|b| b.row.agent_id == agent.agent_id)
+        .ok_or(ActionError::NotFound)?;
+    let approvals = bundle.approvals.iter().map(approval_view).collect();
+    let mut view = to_view(state, bundle.row, approvals);
+    view.operation = bundle.operation.map(OperationView::from);
+    if view.status == ProposalStatus::Approved {
+        if let Some(token) = bundle.token.filter(|t| t.used_at.is_none()) {
+            view.approval_token = Some(token.token);
+            view.approval_expires_at = Some(store::ts(token.expires_at));
+        }
+    }
+    Ok(view)
+}
+
+/// A proposal as its agent's status poll sends it: the serialized view and
+/// its `ETag`, with the owner to check every request against.
+#[derive(Debug)]
+pub struct PolledView {
+    pub tenant_id: String,
+    pub agent_id: String,
+    pub etag: String,
+    pub body: bytes::Bytes,
+}
+
+impl PolledView {
+    /// `view` as read by `for_agent`, which checked that `owner` owns it.
+    fn render(owner: &AgentPrincipal, view: &ProposalView) -> PolledView {
+        PolledView {
+            tenant_id: owner.tenant_id.clone(),
+            agent_id: owner.agent_id.clone(),
+            etag: view.etag(),
+            body: serde_json::to_vec(view).expect("views serialize").into(),
+        }
+    }
+}
+
+/// [`for_agent`], already serialized, from the read cache when it can be
+/// trusted (`crate::changes`). The status poll's path: most polls find the
+/// proposal unchanged and never reach the database.
+pub async fn poll(
+    state: &(impl Store + Config + Notifier),
+    agent: &AgentPrincipal,
+    id: &str,
+) -> Result<std::sync::Arc<PolledView>, ActionError> {
+    let caches = state.changes().caches();
+    let load = async {
+        Ok::<_, ActionError>(std::sync::Arc::new(PolledView::render(agent, &for_agent(state, agent, id).await?)))
+    };
+    let polled = crate::cache::read_through(caches.as_ref().map(|c| c.views), id, load).await?;
+    // The same owner check as the database read's, for what came from the cache.
+    if polled.tenant_id != agent.tenant_id || polled.agent_id != agent.agent_id {
+        return Err(ActionError::NotFound);
+    }
+    Ok(polled)
+}
+
+/// The agent withdraws its proposal while it is still waiting or approved.
+pub async fn cancel(
+    state: &(impl Store + Config + Notifier),
+    agent: &AgentPrincipal,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<ProposalView, ActionError> {
+    use ProposalStatus::*;
+    let current = for_agent(state, agent, id).await?;
+    let from = [PendingApproval, Approved, ApprovalExpired];
+    let mut tx = state.db().begin().await?;
+    if !store::proposals::transition(&mut tx, id, &from, Cancelled, now).await? {
+        tx.rollback().await?;
+        let latest = for_agent(state, agent, id).await?;
+        return Err(ActionError::InvalidState(latest.status));
+    }
+    store::audit::append(
+        &mut tx,
+        &AuditEntry {
+            tenant_id: Some(agent.tenant_id.clone()),
+            actor: agent.actor(),
+            action: "proposal.cancelled".into(),
+            proposal_id: Some(id.to_owned()),
+            request_hash: Some(current.request_hash.clone()),
+            data: json!({"from": current.status, "to": Cancelled}),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    state.changes().publish(id);
+    for_agent(state, agent, id).await
+}
+
+/// Moves pending proposals past their deadline to `expired`; returns how many.
+pub async fn expire_due(state: &(impl Store + Notifier), now: DateTime<Utc>) -> crate::store::Result<usize> {
+    use ProposalStatus::*;
+    let mut tx = state.db().begin().await?;
+    let due = store::proposals::due_for_expiry(&mut tx, now).await?;
+    let mut expired = Vec::new();
+    for (id, tenant, hash) in due {
+        if store::proposals::transition(&mut tx, &id, &[PendingApproval], Expired, now).await? {
+            store::audit::append(
+                &mut tx,
+                &AuditEntry {
+                    tenant_id: Some(tenant),
+                    actor: "system:expiry".into(),
+                    action: "proposal.expired".into(),
+                    proposal_id: Some(id.clone()),
+                    request_hash: Some(hash),
+                    data: json!({"from": PendingApproval, "to": Expired}),
+                },
+            )
+            .await?;
+            expired.push(id);
+        }
+    }
+    tx.commit().await?;
+    for id in &expired {
+        state.changes().publish(id);
+    }
+    Ok(expired.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::deps::*;
+
+    #[tokio::test]
+    async fn a_view_given_every_round_is_the_view_read_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
+        let body = json!({"run_id": "rounds", "amount_minor": 25_000, "currency": "USD",
+            "source_account": "acct_demo000000001234", "destination": "ba_northwind0007",
+            "reference": "Invoice", "purpose_code": "vendor"});
+        let Proposed::Created(created) = propose(&state, &agent, &body, state.now()).await.unwrap() else {
+            panic!("not created");
+        };
+        let given = |who: usize, round: i64| store::proposals::ApprovalRow {
+            proposal_id: created.id.clone(),
+            round,
+            approver_id: users[who].id.clone(),
+            decision: "approve".into(),
+            reason: None,
+            via: "console".into(),
+            amr: "pwd".into(),
+            at: state.now(),
+        };
+        let compare = |label: &'static str| {
+            let state = state.clone();
+            let id = created.id.clone();
+            async move {
+                let row = store::proposals::get(&state.db().read, "demo", &id).await.unwrap().unwrap();
+                let every = store::proposals::approvals_all_rounds(&state.db().read, &id).await.unwrap();
+                let given = view_given_rounds(&state, row.clone(), &every).await.unwrap();
+                let alone = views(&state, vec![row]).await.unwrap().pop().unwrap();
+                assert_eq!(serde_json::to_value(&given).unwrap(), serde_json::to_value(&alone).unwrap(), "{label}");
+                (every.len(), given.approvals.len())
+            }
+        };
+        assert_eq!(compare("no approval").await, (0, 0));
+        let mut tx = state.db().begin().await.unwrap();
+        store::proposals::insert_approval(&mut tx, &given(0, 1)).await.unwrap();
+        store::proposals::next_round(&mut tx, &created.id).await.unwrap();
+        store::proposals::insert_approval(&mut tx, &given(1, 2)).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(compare("an earlier round's approval left out").await, (2, 1));
+    }
+}

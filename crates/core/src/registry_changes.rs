@@ -1,0 +1,1009 @@
+//! Four-eyes registry changes (docs/SECURITY.md, "One admin alone").
+//!
+//! A change made on the console that could weaken a control — a new user,
+//! more roles, a higher approval limit, a new password, a Slack link, an
+//! agent (new, changed or re-keyed), a payee trusted or renamed, a passkey
+//! enrolment code, a passkey's removal — is only *proposed* by the admin who
+//! makes it. It takes effect when a second admin of the same tenant confirms
+//! it; the proposer can never confirm their own, and nobody confirms a
+//! change to their own account. A change that only reduces authority (fewer
+//! roles, lower limits, a payee untrusted, a Slack link removed) applies at
+//! once — making things safer never waits — and cancels every change still
+//! pending for the same subject, which was proposed against a state that no
+//! longer holds.
+//!
+//! What a change grants is said in lines ([`grants`]), computed against the
+//! registry as it stands. The lines shown when it was proposed are stored;
+//! confirming computes them again against the registry *now* and refuses
+//! the change (marking it `superseded`) if they differ: a second admin only
+//! ever confirms what they were shown, never authority that was revoked
+//! since. An agent's new key is shown once, to the proposer, who is named in
+//! the change as its holder and may then not approve that agent's payments.
+//!
+//! What is stored is exactly what will be applied, with the password and
+//! the agent key as hashes only; what a person reads is stored beside it
+//! with accounts masked. Every step is audited: `registry.change.proposed`,
+//! `.confirmed`, `.rejected`, `.superseded`, `.refused` (a refused request,
+//! e.g. a username another tenant holds), and the usual `registry.<kind>.<verb>`
+//! entry of the change itself, named after the confirming admin.
+//!
+//! The CLI (`countersign apply`, `user add`, …) is the operator's and is not
+//! four-eyes: it needs the server's files, and with them everything.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+use crate::deps::{Clock, Config, Passwords, Store};
+use crate::domain::Role;
+use crate::domain::{mask_account, Currency};
+use crate::provision::{self, ApplyError, NewAgent, NewCredential, NewUser};
+use crate::store::{self, audit::AuditEntry, registry_changes::ChangeRow, Conn};
+
+/// How long a proposed change may wait for its confirmation.
+pub const PENDING_FOR: Duration = Duration::days(7);
+
+/// The admin acting on the console.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    pub user_id: String,
+    pub username: String,
+    pub tenant_id: String,
+    pub roles: Vec<Role>,
+}
+
+impl Admin {
+    fn actor(&self) -> String {
+        format!("user:{}", self.user_id)
+    }
+}
+
+/// A user as the admin's form describes it (the whole desired state).
+#[derive(Debug, Clone)]
+pub struct UserForm {
+    pub username: String,
+    /// `None`: keep the current password (an existing user only).
+    pub password: Option<String>,
+    pub roles: Vec<Role>,
+    /// Per currency, in minor units.
+    pub limits: BTreeMap<String, u64>,
+    pub slack_user_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentForm {
+    pub id: String,
+    pub acts_for: String,
+    pub source_accounts: Vec<String>,
+    pub purposes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PayeeForm {
+    pub id: String,
+    pub legal_name: String,
+    pub trusted: bool,
+}
+
+/// What an admin asked for.
+#[derive(Debug, Clone)]
+pub enum Request {
+    User(UserForm),
+    Agent(AgentForm),
+    Payee(PayeeForm),
+    SlackLink {
+        username: String,
+        slack_user_id: Option<String>,
+    },
+    /// A one-time code with which `username` can register a passkey without
+    /// holding one (their first, or after losing all).
+    PasskeyEnrolment {
+        username: String,
+    },
+    /// The removal of someone's passkey (a lost device; the last passkey of
+    /// a role that requires one).
+    PasskeyRemoval {
+        passkey_id: String,
+    },
+}
+
+/// Exactly what a change applies (stored as JSON; secrets as hashes).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Stored {
+    User {
+        username: String,
+        /// `None`: the current password stays.
+        password_hash: Option<String>,
+        roles: Vec<Role>,
+        limits: BTreeMap<String, u64>,
+        slack_user_id: Option<String>,
+    },
+    Agent {
+        id: String,
+        acts_for: String,
+        source_accounts: Vec<String>,
+        purposes: Vec<String>,
+        key_sha256: String,
+        /// The user id and name of the admin the new key was shown to.
+        #[serde(default)]
+        key_holder: Option<(String, String)>,
+    },
+    Payee {
+        id: String,
+        legal_name: String,
+        trusted: bool,
+    },
+    SlackLink {
+        username: String,
+        slack_user_id: Option<String>,
+    },
+    PasskeyEnrolment {
+        username: String,
+    },
+    PasskeyRemoval {
+        username: String,
+        passkey_id: String,
+    },
+}
+
+impl Stored {
+    fn kind(&self) -> &'static str {
+        match self {
+            Stored::User { .. } => "user",
+            Stored::Agent { .. } => "agent",
+            Stored::Payee { .. } => "payee",
+            Stored::SlackLink { .. } => "slack_link",
+            Stored::PasskeyEnrolment { .. } => "passkey_enrolment",
+            Stored::PasskeyRemoval { .. } => "passkey_removal",
+        }
+    }
+
+    /// Who or what the change is about (the payee id is an account: stored
+    /// in full, shown masked).
+    fn subject(&self) -> &str {
+        match self {
+            Stored::User { username, .. }
+            | Stored::SlackLink { username, .. }
+            | Stored::PasskeyEnrolment { username }
+            | Stored::PasskeyRemoval { username, .. } => username,
+            Stored::Agent { id, .. } | Stored::Payee { id, .. } => id,
+        }
+    }
+
+    /// The username whose own account this change touches, if any.
+    /// The kinds of change about the same subject as this one.
+    fn family(&self) -> &'static [&'static str] {
+        match self {
+            Stored::Agent { .. } => &["agent"],
+            Stored::Payee { .. } => &["payee"],
+            _ => &["user", "slack_link", "passkey_enrolment", "passkey_removal"],
+        }
+    }
+
+    fn account_of(&self) -> Option<&str> {
+        match self {
+            Stored::User { username, .. }
+            | Stored::SlackLink { username, .. }
+            | Stored::PasskeyEnrolment { username }
+            | Stored::PasskeyRemoval { username, .. } => Some(username),
+            _ => None,
+        }
+    }
+}
+
+/// What became of a request.
+#[derive(Debug)]
+pub enum Submitted {
+    /// It only reduced authority: applied at once.
+    Applied { message: String },
+    /// It waits for a second admin. An agent's new key is shown here, once.
+    Pending { id: String, message: String, agent_key: Option<String> },
+}
+
+/// A confirmed change: what was done, and a secret to show once (an
+/// enrolment code, to the confirming admin).
+#[derive(Debug)]
+pub struct Confirmed {
+    pub message: String,
+    pub secret: Option<OneTimeSecret>,
+}
+
+/// A secret shown once: what it is, for whom, and itself.
+#[derive(Debug)]
+pub struct OneTimeSecret {
+    pub title: String,
+    pub explanation: String,
+    pub value: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    #[error("only admins can change the registry")]
+    NotAnAdmin,
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the server is busy; try again in a moment")]
+    Busy,
+    #[error("no such change")]
+    NotFound,
+    #[error("the change is {0}, not pending")]
+    NotPending(String),
+    #[error("you proposed this change: another admin must confirm it")]
+    OwnProposal,
+    #[error("this change is to your own account: another admin must confirm it")]
+    OwnAccount,
+    #[error("the change waited more than 7 days: propose it again")]
+    Expired,
+    #[error(
+        "the registry changed since this was proposed, so it would now do something else ({0}); it was \
+         withdrawn: propose it again"
+    )]
+    Stale(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+impl From<ApplyError> for ChangeError {
+    fn from(e: ApplyError) -> Self {
+        match e {
+            ApplyError::Database(e) => ChangeError::Store(e),
+            ApplyError::Invalid(problems) => {
+                // Keys of a one-entry plan (`user.username`) mean little on a form:
+                // the message alone is said, with the field it is about.
+                let lines: Vec<String> = problems
+                    .iter()
+                    .map(|p| match p.key.as_deref().and_then(|k| k.split_once('.')).map(|(_, f)| f) {
+                        Some(field) => format!("{field}: {}", p.message),
+                        None => p.message.clone(),
+                    })
+                    .collect();
+                ChangeError::Invalid(lines.join("; "))
+            }
+            other => ChangeError::Invalid(other.to_string()),
+        }
+    }
+}
+
+fn require_admin(admin: &Admin) -> Result<(), ChangeError> {
+    if admin.roles.contains(&Role::Admin) {
+        Ok(())
+    } else {
+        Err(ChangeError::NotAnAdmin)
+    }
+}
+
+fn money(currency: &str, minor: u64) -> String {
+    Currency::parse(currency).map(|c| c.format_minor(minor)).unwrap_or_else(|_| format!("{minor} {currency}"))
+}
+
+fn role_names(roles: &[Role]) -> String {
+    if roles.is_empty() {
+        return "none".into();
+    }
+    roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// A user of the admin's tenant by username; another tenant's is "no such user".
+async fn tenant_user(state: &impl Store, tenant: &str, username: &str) -> Result<store::directory::User, ChangeError> {
+    let mut conn = state.db().reader().await?;
+    let user = store::directory::user_by_username(&mut conn, username).await?;
+    user.filter(|u| u.tenant_id == tenant)
+        .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))
+}
+
+/// An admin's request: validated, then applied at once if it only reduces
+/// authority, else stored for a second admin.
+pub async fn submit(
+    state: &(impl Store + Clock + Config + Passwords),
+    admin: &Admin,
+    request: Request,
+) -> Result<Submitted, ChangeError> {
+    require_admin(admin)?;
+    let tenant = admin.tenant_id.clone();
+    let now = state.now();
+    let (stored, agent_key) = match request {
+        Request::User(form) => return submit_user(state, admin, form, now).await,
+        Request::Agent(form) => {
+            let agent = NewAgent {
+                tenant: tenant.clone(),
+                id: form.id.clone(),
+                acts_for: form.acts_for.clone(),
+                source_accounts: form.source_accounts.clone(),
+                purposes: form.purposes.clone(),
+            };
+            let key = provision::generate_agent_key(true);
+            let key_sha256 = provision::key_sha256(&key);
+            provision::check_agent(agent, key_sha256.clone())?;
+            tenant_user(state, &tenant, &form.acts_for)
+                .await
+                .map_err(|_| ChangeError::Invalid(format!("acts_for: there is no user {} here", form.acts_for)))?;
+            let stored = Stored::Agent {
+                id: form.id,
+                acts_for: form.acts_for,
+                source_accounts: form.source_accounts,
+                purposes: form.purposes,
+                key_sha256,
+                key_holder: Some((admin.user_id.clone(), admin.username.clone())),
+            };
+            (stored, Some(key))
+        }
+        Request::Payee(form) => {
+            provision::check_payee(&tenant, &form.id, &form.legal_name)?;
+            (Stored::Payee { id: form.id, legal_name: form.legal_name, trusted: form.trusted }, None)
+        }
+        Request::SlackLink { username, slack_user_id } => {
+            tenant_user(state, &tenant, &username).await?;
+            let slack_user_id = match slack_user_id {
+                Some(slack) => Some(provision::check_slack_user_id(&slack).map_err(ChangeError::Invalid)?),
+                None => None,
+            };
+            (Stored::SlackLink { username, slack_user_id }, None)
+        }
+        Request::PasskeyEnrolment { username } => {
+            tenant_user(state, &tenant, &username).await?;
+            (Stored::PasskeyEnrolment { username }, None)
+        }
+        Request::PasskeyRemoval { passkey_id } => {
+            let passkey = store::passkeys::get(&state.db().read, &tenant, &passkey_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("there is no such passkey here".into()))?;
+            let mut conn = state.db().reader().await?;
+            let holder = store::directory::user_by_id(&mut conn, &passkey.user_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("there is no such passkey here".into()))?;
+            (Stored::PasskeyRemoval { username: holder.username, passkey_id }, None)
+        }
+    };
+    let lines = {
+        let mut conn = state.db().reader().await?;
+        grants(&mut conn, state.settings(), &tenant, &stored).await?
+    };
+    let Some(lines) = lines else {
+        return apply_at_once(state, admin, &stored, now).await;
+    };
+    let id = propose(state, admin, &stored, lines, now).await?;
+    let message = match &stored {
+        Stored::Agent { .. } => "The agent's key works once another admin confirms the change; it was shown only to \
+                                 you, so you may not approve this agent's payments."
+            .to_owned(),
+        Stored::Payee { .. } => "Another admin must confirm the payee.".into(),
+        Stored::SlackLink { .. } => "Another admin must confirm the link.".into(),
+        Stored::PasskeyEnrolment { username } => {
+            format!("Another admin must confirm the enrolment code for {username}; it is shown once, to them.")
+        }
+        Stored::PasskeyRemoval { username, .. } => {
+            format!("Another admin must confirm the removal of {username}'s passkey.")
+        }
+        Stored::User { username, .. } => format!("Another admin must confirm the change to user {username}."),
+    };
+    Ok(Submitted::Pending { id, message, agent_key })
+}
+
+/// A request that grants nothing (it only reduces authority, or changes
+/// nothing): applied now, and every change still pending for the same
+/// subject is withdrawn (`superseded`): it was proposed against a state
+/// that no longer holds.
+async fn apply_at_once(
+    state: &(impl Store + Config),
+    admin: &Admin,
+    stored: &Stored,
+    now: DateTime<Utc>,
+) -> Result<Submitted, ChangeError> {
+    let mut tx = state.db().begin().await?;
+    apply(&mut tx, state, admin, stored, now).await?;
+    let withdrawn = store::registry_changes::supersede_subject(
+        &mut tx,
+        &admin.tenant_id,
+        (stored.family(), stored.subject()),
+        &format!(
+            "withdrawn: a change reducing {}'s authority applied since",
+            shown_subject(stored.kind(), stored.subject())
+        ),
+        now,
+    )
+    .await?;
+    if !withdrawn.is_empty() {
+        append(
+            &mut tx,
+            admin,
+            "registry.change.superseded",
+            json!({"changes": withdrawn, "kind": stored.kind(), "subject": shown_subject(stored.kind(), stored.subject()),
+                   "why": "authority reduced"}),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    let message = match stored {
+        Stored::User { username, .. } => format!("User {username} saved."),
+        Stored::Payee { legal_name, .. } => format!("Payee {legal_name} saved."),
+        Stored::SlackLink { username, .. } => format!("User {username} unlinked from Slack."),
+        other => format!("{} saved.", other.kind()),
+    };
+    let message = if withdrawn.is_empty() {
+        message
+    } else {
+        format!("{message} {} pending change(s) to the same subject were withdrawn.", withdrawn.len())
+    };
+    Ok(Submitted::Applied { message })
+}
+
+async fn submit_user(
+    state: &(impl Store + Config + Passwords),
+    admin: &Admin,
+    form: UserForm,
+    now: DateTime<Utc>,
+) -> Result<Submitted, ChangeError> {
+    let tenant = &admin.tenant_id;
+    let check = NewUser {
+        tenant: tenant.clone(),
+        username: form.username.clone(),
+        credential: NewCredential::Keep,
+        roles: form.roles.iter().map(|r| r.as_str().to_owned()).collect(),
+        limits: form.limits.clone(),
+        slack_user_id: form.slack_user_id.clone(),
+    };
+    provision::check_user(state.settings(), check)?;
+    // The tenant first: a username another tenant holds is refused before
+    // anything else is done with it (no hash of theirs is ever touched).
+    let existing = {
+        let mut conn = state.db().reader().await?;
+        store::directory::user_by_username(&mut conn, &form.username).await?
+    };
+    if existing.as_ref().is_some_and(|u| &u.tenant_id != tenant) {
+        let why = provision::unavailable_username(&form.username);
+        audit(state, admin, "registry.change.refused", json!({"kind": "user", "subject": form.username, "why": why}))
+            .await?;
+        return Err(ChangeError::Invalid(why));
+    }
+    let password_hash = match &form.password {
+        Some(p) if p.chars().count() < 8 => {
+            return Err(ChangeError::Invalid("password: must be at least 8 characters".into()))
+        }
+        Some(p) => Some(state.passwords().hash(p.clone()).await.map_err(|_| ChangeError::Busy)?),
+        None if existing.is_none() => {
+            return Err(ChangeError::Invalid("password: a new user needs a password".into()));
+        }
+        None => None,
+    };
+    let stored = Stored::User {
+        username: form.username.clone(),
+        password_hash,
+        roles: form.roles.clone(),
+        limits: form.limits.clone(),
+        slack_user_id: form.slack_user_id.clone(),
+    };
+    match user_lines(existing.as_ref(), &stored) {
+        None => apply_at_once(state, admin, &stored, now).await,
+        Some(lines) => {
+            let id = propose(state, admin, &stored, lines, now).await?;
+            Ok(Submitted::Pending {
+                id,
+                message: format!("Another admin must confirm the change to user {}.", form.username),
+                agent_key: None,
+            })
+        }
+    }
+}
+
+/// What applying `stored` would grant, line by line, against the registry
+/// as `conn` reads it now; `None` when it grants nothing (it only reduces
+/// authority, or changes nothing) and so may apply at once. The one rule
+/// for proposing, for the admin page, and for confirming.
+async fn grants(
+    conn: &mut Conn,
+    settings: &crate::config::Settings,
+    tenant: &str,
+    stored: &Stored,
+) -> Result<Option<Vec<String>>, ChangeError> {
+    let user_here = |user: Option<store::directory::User>| user.filter(|u| u.tenant_id == tenant);
+    Ok(match stored {
+        Stored::User { username, .. } => {
+            let existing = user_here(store::directory::user_by_username(conn, username).await?);
+            user_lines(existing.as_ref(), stored)
+        }
+        Stored::Agent { id, acts_for, source_accounts, purposes, key_holder, .. } => {
+            let existing = store::directory::agent(conn, tenant, id).await?;
+            let mut lines = vec![match &existing {
+                None => format!("Add agent {id}, acting for {acts_for}"),
+                Some(_) => format!("Change agent {id} (acting for {acts_for}) and replace its key"),
+            }];
+            lines.push(format!(
+                "Source accounts: {}",
+                source_accounts.iter().map(|a| mask_account(a)).collect::<Vec<_>>().join(", ")
+            ));
+            lines.push(format!("Purposes: {}", purposes.join(", ")));
+            if let Some((_, name)) = key_holder {
+                lines.push(format!("Its key was shown only to {name}, who may then not approve this agent's payments"));
+            }
+            Some(lines)
+        }
+        Stored::Payee { id, legal_name, trusted } => {
+            let existing = store::directory::payee(&mut *conn, tenant, id).await?;
+            let masked = mask_account(id);
+            let mut lines = Vec::new();
+            match &existing {
+                None if !trusted => {}
+                None => lines.push(format!("Add payee {legal_name} ({masked}) as trusted")),
+                Some(p) => {
+                    if p.legal_name != *legal_name {
+                        lines.push(format!("Rename payee {masked} from {} to {legal_name}", p.legal_name));
+                    }
+                    if *trusted && !p.trusted {
+                        lines.push(format!("Trust payee {legal_name} ({masked})"));
+                    }
+                }
+            }
+            if !lines.is_empty() && *trusted {
+                lines.push("Small payments to a trusted payee can be approved by policy alone.".into());
+            }
+            (!lines.is_empty()).then_some(lines)
+        }
+        Stored::SlackLink { username, slack_user_id } => {
+            let user = user_here(store::directory::user_by_username(conn, username).await?)
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
+            match slack_user_id {
+                None => None,
+                Some(slack) if user.slack_user_id.as_ref() == Some(slack) => None,
+                Some(slack) => Some(vec![format!(
+                    "Link user {username} to Slack user {slack}{}: presses of that Slack account approve as {username}",
+                    user.slack_user_id.as_deref().map(|old| format!(" (instead of {old})")).unwrap_or_default()
+                )]),
+            }
+        }
+        Stored::PasskeyEnrolment { username } => {
+            user_here(store::directory::user_by_username(conn, username).await?)
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
+            let cool_off = settings.passkeys.cool_off_secs / 3600;
+            Some(vec![format!(
+                "Issue a one-time code with which {username} can register a passkey without holding one; it is \
+                 shown once, to the admin who confirms, and the passkey then cools off for {cool_off} h unless \
+                 another admin confirms it"
+            )])
+        }
+        Stored::PasskeyRemoval { username, passkey_id } => {
+            let Some(passkey) = store::passkeys::get_in(&mut *conn, tenant, passkey_id).await? else {
+                return Err(ChangeError::Invalid("that passkey is no longer registered".into()));
+            };
+            let user = user_here(store::directory::user_by_id(conn, &passkey.user_id).await?)
+                .filter(|u| &u.username == username)
+                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
+            let held = store::passkeys::of_user_in(conn, tenant, &user.id).await?;
+            let print = crate::passkeys::registry::key_fingerprint(&passkey);
+            let mut lines = vec![format!(
+                "Remove {username}'s passkey “{}” ({})",
+                passkey.name,
+                crate::passkeys::registry::short(&print)
+            )];
+            if held <= 1 {
+                lines.push(format!(
+                    "It is {username}'s last passkey: approvals that need one wait until they register another"
+                ));
+            }
+            Some(lines)
+        }
+    })
+}
+
+/// What a user change grants, line by line; `None` when it only reduces
+/// authority (or changes nothing) and so may apply at once.
+fn user_lines(existing: Option<&store::directory::User>, stored: &Stored) -> Option<Vec<String>> {
+    let Stored::User { username, password_hash, roles, limits, slack_user_id } = stored else { return None };
+    let Some(old) = existing else {
+        let mut lines = vec![format!("Create user {username} with roles {}", role_names(roles))];
+        for (currency, limit) in limits {
+            lines.push(format!("Approval limit {}", money(currency, *limit)));
+        }
+        if let Some(slack) = slack_user_id {
+            lines.push(format!("Linked to Slack user {slack}"));
+        }
+        return Some(lines);
+    };
+    let mut lines = Vec::new();
+    let added: Vec<Role> = roles.iter().filter(|r| !old.roles.contains(r)).copied().collect();
+    if !added.is_empty() {
+        lines.push(format!(
+            "Give {username} the role{} {} (now {})",
+            if added.len() == 1 { "" } else { "s" },
+            role_names(&added),
+            role_names(&old.roles)
+        ));
+    }
+    for (currency, limit) in limits {
+        match old.approval_limits_minor.get(currency) {
+            Some(before) if before >= limit => {}
+            Some(before) => lines.push(format!(
+                "Raise {username}'s {currency} approval limit from {} to {}",
+                money(currency, *before),
+                money(currency, *limit)
+            )),
+            None => lines.push(format!("Give {username} an approval limit of {}", money(currency, *limit))),
+        }
+    }
+    if password_hash.is_some() {
+        lines.push(format!("Set a new password for {username} (their sessions end)"));
+    }
+    if slack_user_id.is_some() && *slack_user_id != old.slack_user_id {
+        lines.push(format!("Link {username} to Slack user {}", slack_user_id.as_deref().unwrap_or_default()));
+    }
+    (!lines.is_empty()).then_some(lines)
+}
+
+/// Stores a pending change and audits it; returns its id.
+async fn propose(
+    state: &impl Store,
+    admin: &Admin,
+    stored: &Stored,
+    lines: Vec<String>,
+    now: DateTime<Utc>,
+) -> Result<String, ChangeError> {
+    let id = store::new_id("chg", now);
+    let change = serde_json::to_string(stored).expect("changes serialize");
+    let summary = json!({ "lines": lines }).to_string();
+    let shown_subject = shown_subject(stored.kind(), stored.subject());
+    let mut tx = state.db().begin().await?;
+    store::registry_changes::insert(
+        &mut tx,
+        &store::registry_changes::NewChange {
+            id: &id,
+            tenant_id: &admin.tenant_id,
+            kind: stored.kind(),
+            subject: stored.subject(),
+            change: &change,
+            summary: &summary,
+            proposed_by: &admin.user_id,
+            now,
+        },
+    )
+    .await?;
+    append(
+        &mut tx,
+        admin,
+        "registry.change.proposed",
+        json!({"change_id": id, "kind": stored.kind(), "subject": shown_subject, "lines": lines}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+fn shown_subject(kind: &str, subject: &str) -> String {
+    if kind == "payee" {
+        mask_account(subject)
+    } else {
+        subject.to_owned()
+    }
+}
+
+/// Whether the pending change `row` still does exactly what its proposer
+/// was shown: its lines computed again against the registry now. `Err`
+/// names what it would do now when that differs.
+async fn still_as_shown(
+    conn: &mut Conn,
+    settings: &crate::config::Settings,
+    row: &ChangeRow,
+    stored: &Stored,
+) -> Result<Result<(), String>, ChangeError> {
+    let shown = summary_lines(row);
+    let now = match grants(conn, settings, &row.tenant_id, stored).await {
+        Ok(lines) => lines.unwrap_or_default(),
+        Err(ChangeError::Invalid(why)) => return Ok(Err(why)),
+        Err(e) => return Err(e),
+    };
+    if now == shown {
+        Ok(Ok(()))
+    } else if now.is_empty() {
+        Ok(Err("it would grant nothing now".into()))
+    } else {
+        Ok(Err(format!("it would now: {}", now.join("; "))))
+    }
+}
+
+/// A second admin confirms: the change is applied, in one transaction with
+/// its decision and audit entries, if it still grants exactly what it said.
+pub async fn confirm(state: &(impl Store + Clock + Config), admin: &Admin, id: &str) -> Result<Confirmed, ChangeError> {
+    require_admin(admin)?;
+    let row =
+        store::registry_changes::get(&state.db().read, &admin.tenant_id, id).await?.ok_or(ChangeError::NotFound)?;
+    let stored: Stored =
+        serde_json::from_str(&row.change).map_err(|e| store::StoreError::corrupt("registry_changes.change", e))?;
+    if row.status != "pending" {
+        return Err(ChangeError::NotPending(row.status));
+    }
+    let now = state.now();
+    if let Some(refusal) = cannot_confirm(&row, Some(&stored), admin, now) {
+        return Err(refusal);
+    }
+    let mut tx = state.db().begin().await?;
+    // Compared in the transaction that applies it: nothing can change between.
+    if let Err(why) = still_as_shown(&mut tx, state.settings(), &row, &stored).await? {
+        if store::registry_changes::decide(&mut tx, id, "superseded", &admin.user_id, Some(&why), now).await? {
+            append(
+                &mut tx,
+                admin,
+                "registry.change.superseded",
+                json!({"changes": [id], "kind": row.kind, "subject": shown_subject(&row.kind, &row.subject),
+                       "why": why}),
+            )
+            .await?;
+            tx.commit().await?;
+        }
+        return Err(ChangeError::Stale(why));
+    }
+    if !store::registry_changes::decide(&mut tx, id, "applied", &admin.user_id, None, now).await? {
+        let latest = store::registry_changes::get(&state.db().read, &admin.tenant_id, id).await?;
+        return Err(ChangeError::NotPending(latest.map(|r| r.status).unwrap_or_default()));
+    }
+    let secret = apply(&mut tx, state, admin, &stored, now).await?;
+    let superseded = store::registry_changes::supersede_others(&mut tx, &row, now).await?;
+    append(
+        &mut tx,
+        admin,
+        "registry.change.confirmed",
+        json!({"change_id": id, "kind": row.kind, "subject": shown_subject(&row.kind, &row.subject),
+               "proposed_by": row.proposed_by, "superseded": superseded}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Confirmed { message: format!("Change confirmed: {}.", summary_lines(&row).join("; ")), secret })
+}
+
+/// Any admin of the tenant (the proposer too: a withdrawal) rejects a pending change.
+pub async fn reject(
+    state: &(impl Store + Clock),
+    admin: &Admin,
+    id: &str,
+    note: Option<&str>,
+) -> Result<String, ChangeError> {
+    require_admin(admin)?;
+    let row =
+        store::registry_changes::get(&state.db().read, &admin.tenant_id, id).await?.ok_or(ChangeError::NotFound)?;
+    let note = note.map(str::trim).filter(|n| !n.is_empty());
+    if note.is_some_and(|n| n.chars().count() > 500 || n.chars().any(char::is_control)) {
+        return Err(ChangeError::Invalid("note: at most 500 characters, no control characters".into()));
+    }
+    let mut tx = state.db().begin().await?;
+    if !store::registry_changes::decide(&mut tx, id, "rejected", &admin.user_id, note, state.now()).await? {
+        return Err(ChangeError::NotPending(row.status));
+    }
+    append(
+        &mut tx,
+        admin,
+        "registry.change.rejected",
+        json!({"change_id": id, "kind": row.kind, "subject": shown_subject(&row.kind, &row.subject),
+               "proposed_by": row.proposed_by, "note": note}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok("Change rejected.".into())
+}
+
+/// Applies a stored change as `admin`, in the caller's transaction; a
+/// secret to show the admin once, if the change makes one.
+async fn apply(
+    conn: &mut Conn,
+    state: &impl Config,
+    admin: &Admin,
+    stored: &Stored,
+    now: DateTime<Utc>,
+) -> Result<Option<OneTimeSecret>, ChangeError> {
+    let (settings, tenant, actor) = (&state.settings(), admin.tenant_id.as_str(), admin.actor());
+    match stored.clone() {
+        Stored::User { username, password_hash, roles, limits, slack_user_id } => {
+            let sets_password = password_hash.is_some();
+            let user = NewUser {
+                tenant: tenant.to_owned(),
+                username,
+                credential: password_hash.map_or(NewCredential::Keep, NewCredential::Hash),
+                roles: roles.iter().map(|r| r.as_str().to_owned()).collect(),
+                limits,
+                slack_user_id,
+            };
+            let user_id = provision::add_user_in(&mut *conn, settings, user, &actor).await?;
+            if sets_password {
+                // Whoever is signed in with the old password is signed out.
+                store::sessions::delete_of_user(conn, &user_id).await?;
+            }
+        }
+        Stored::Agent { id, acts_for, source_accounts, purposes, key_sha256, key_holder } => {
+            let agent = NewAgent { tenant: tenant.to_owned(), id: id.clone(), acts_for, source_accounts, purposes };
+            provision::add_agent_in(conn, agent, key_sha256, &actor).await?;
+            if let Some((holder, _)) = key_holder {
+                store::directory::set_key_holder(conn, tenant, &id, &holder).await?;
+            }
+        }
+        Stored::Payee { id, legal_name, trusted } => {
+            provision::add_payee_in(conn, tenant, &id, &legal_name, trusted, &actor).await?;
+        }
+        Stored::SlackLink { username, slack_user_id } => {
+            provision::link_slack_in(conn, tenant, &username, slack_user_id.as_deref(), &actor)
+                .await
+                .map_err(ChangeError::Invalid)?;
+        }
+        Stored::PasskeyEnrolment { username } => {
+            let user = store::directory::user_by_username(conn, &username)
+                .await?
+                .filter(|u| u.tenant_id == tenant)
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
+            let issuer = crate::passkeys::admin::Issuer::Admins { confirmed_by: admin };
+            let code = crate::passkeys::admin::issue_code(conn, settings, (tenant, &user.id), issuer, now).await?;
+            return Ok(Some(OneTimeSecret {
+                title: format!("Passkey enrolment code for {username}"),
+                explanation: format!(
+                    "Give this code to {username} yourself (in person or on a call), never through the channel a \
+                     thief of their session could read. With it they can register one passkey on their account \
+                     page, within {} h. It is shown only this once. As you saw it, another admin must confirm \
+                     the passkey it enrols if it is to approve before its cool-off ends.",
+                    settings.passkeys.enrolment_code_ttl_secs / 3600
+                ),
+                value: code,
+            }));
+        }
+        Stored::PasskeyRemoval { passkey_id, .. } => {
+            let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
+            let removed = store::passkeys::remove(conn, tenant, &passkey.user_id, &passkey_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
+            crate::passkeys::registry::removed_in(conn, &removed, &actor, json!({"four_eyes": admin.user_id}), now)
+                .await?;
+        }
+    }
+    Ok(None)
+}
+
+fn summary_lines(row: &ChangeRow) -> Vec<String> {
+    serde_json::from_str::<serde_json::Value>(&row.summary)
+        .ok()
+        .and_then(|v| v.get("lines").cloned())
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
+}
+
+/// Why `admin` may not confirm the pending change `row`, if they may not:
+/// the proposer never confirms their own, nobody confirms a change to their
+/// own account, and a change waits at most [`PENDING_FOR`]. The one rule for
+/// [`confirm`] and for the admin page's Confirm buttons (which also show a
+/// change that would now do something else as stale).
+fn cannot_confirm(row: &ChangeRow, stored: Option<&Stored>, admin: &Admin, now: DateTime<Utc>) -> Option<ChangeError> {
+    if row.proposed_by == admin.user_id {
+        Some(ChangeError::OwnProposal)
+    } else if stored.and_then(Stored::account_of) == Some(admin.username.as_str()) {
+        Some(ChangeError::OwnAccount)
+    } else if row.proposed_at + PENDING_FOR < now {
+        Some(ChangeError::Expired)
+    } else {
+        None
+    }
+}
+
+/// A pending change as the admin page lists it.
+#[derive(Debug, Clone)]
+pub struct PendingChange {
+    pub id: String,
+    pub kind: String,
+    pub lines: Vec<String>,
+    pub proposed_by: String,
+    pub proposed_at: String,
+    /// Why this viewer cannot confirm it, if they cannot.
+    pub blocker: Option<String>,
+}
+
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".").unwrap_or_default()
+}
+
+/// The tenant's pending changes, with whether `viewer` may confirm each
+/// (and whether each still does what it said).
+pub async fn pending(state: &(impl Store + Clock + Config), admin: &Admin) -> Result<Vec<PendingChange>, ChangeError> {
+    let rows = store::registry_changes::pending(&state.db().read, &admin.tenant_id).await?;
+    let now = state.now();
+    let mut conn = state.db().reader().await?;
+    let mut listed = Vec::with_capacity(rows.len());
+    for row in rows {
+        let stored: Option<Stored> = serde_json::from_str(&row.change).ok();
+        let mut blocker =
+            cannot_confirm(&row, stored.as_ref(), admin, now).map(|refusal| sentence(&refusal.to_string()));
+        if let (None, Some(stored)) = (&blocker, &stored) {
+            if let Err(why) = still_as_shown(&mut conn, state.settings(), &row, stored).await? {
+                blocker = Some(sentence(&format!(
+                    "stale: the registry changed since this was proposed ({why}); reject it and propose it again"
+                )));
+            }
+        }
+        listed.push(PendingChange {
+            lines: summary_lines(&row),
+            id: row.id,
+            kind: row.kind,
+            proposed_by: row.proposed_by,
+            proposed_at: store::ts(row.proposed_at),
+            blocker,
+        });
+    }
+    Ok(listed)
+}
+
+/// The audit entry of an admin's registry step.
+fn entry(admin: &Admin, action: &str, data: serde_json::Value) -> AuditEntry {
+    AuditEntry {
+        tenant_id: Some(admin.tenant_id.clone()),
+        actor: admin.actor(),
+        action: action.into(),
+        proposal_id: None,
+        request_hash: None,
+        data,
+    }
+}
+
+async fn append(conn: &mut Conn, admin: &Admin, action: &str, data: serde_json::Value) -> crate::store::Result<()> {
+    store::audit::append(conn, &entry(admin, action, data)).await
+}
+
+async fn audit(state: &impl Store, admin: &Admin, action: &str, data: serde_json::Value) -> crate::store::Result<()> {
+    store::audit::append_alone(&state.db().write, &entry(admin, action, data)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(roles: &[Role], limits: &[(&str, u64)], slack: Option<&str>) -> store::directory::User {
+        store::directory::User {
+            id: "usr_1".into(),
+            tenant_id: "acme".into(),
+            username: "ben".into(),
+            roles: roles.to_vec(),
+            slack_user_id: slack.map(str::to_owned),
+            active: true,
+            oidc: None,
+            approval_limits_minor: limits.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+        }
+    }
+
+    fn form(roles: &[Role], limits: &[(&str, u64)], password: Option<&str>, slack: Option<&str>) -> Stored {
+        Stored::User {
+            username: "ben".into(),
+            password_hash: password.map(str::to_owned),
+            roles: roles.to_vec(),
+            limits: limits.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+            slack_user_id: slack.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn only_reductions_apply_at_once() {
+        let old = user(&[Role::Approver, Role::Admin], &[("USD", 500_000), ("EUR", 100)], Some("U0BEN"));
+        let same = form(&[Role::Approver, Role::Admin], &[("USD", 500_000), ("EUR", 100)], None, Some("U0BEN"));
+        assert_eq!(user_lines(Some(&old), &same), None, "unchanged");
+        let less = form(&[Role::Approver], &[("USD", 100_000)], None, None);
+        assert_eq!(user_lines(Some(&old), &less), None, "fewer roles, lower and removed limits, unlinked");
+
+        let cases = [
+            (form(&[Role::Approver, Role::Admin, Role::Viewer], &[], None, None), "role"),
+            (form(&[Role::Approver], &[("USD", 500_001)], None, None), "Raise ben's USD approval limit"),
+            (form(&[Role::Approver], &[("GBP", 1)], None, None), "an approval limit of 0.01 GBP"),
+            (form(&[Role::Approver], &[], Some("new password"), None), "new password"),
+            (form(&[Role::Approver], &[], None, Some("U0XYZ")), "Slack user U0XYZ"),
+        ];
+        for (form, expected) in cases {
+            let lines = user_lines(Some(&old), &form).unwrap_or_else(|| panic!("{form:?} needs a second admin"));
+            assert!(lines.iter().any(|l| l.contains(expected)), "{lines:?} should mention {expected}");
+        }
+        let new = user_lines(None, &form(&[Role::Viewer], &[], Some("pw"), None)).expect("a new user waits");
+        assert_eq!(new, vec!["Create user ben with roles viewer"]);
+    }
+
+    #[test]
+    fn stored_changes_round_trip_and_name_their_subject() {
+        let stored = Stored::Payee { id: "acct_acme0000000001".into(), legal_name: "Acme".into(), trusted: true };
+        let text = serde_json::to_string(&stored).unwrap();
+        assert_eq!(serde_json::from_str::<Stored>(&text).unwrap(), stored);
+        assert_eq!((stored.kind(), stored.subject(), stored.account_of()), ("payee", "acct_acme0000000001", None));
+        assert_eq!(shown_subject("payee", "acct_acme0000000001"), "acct_…0001");
+        let link = Stored::SlackLink { username: "ana".into(), slack_user_id: Some("U1".into()) };
+        assert_eq!(link.account_of(), Some("ana"));
+    }
+}

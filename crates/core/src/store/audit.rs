@@ -1,0 +1,354 @@
+//! The audit trail: append-only and hash-chained. Each entry carries the
+//! hash of the previous one, so editing, deleting or reordering any entry
+//! breaks the chain at that point, and `countersign audit verify` names it.
+//!
+//! Entries are appended inside the same transaction as the change they
+//! record. Account numbers are masked by the callers' types (`Display` of
+//! `SourceAccount` / `PayeeId`); secrets are never passed in.
+
+use chrono::DateTime;
+use chrono::Utc;
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Mutex;
+
+use super::{query, ts, Builder, Cols, Conn, Pool, Result, Row};
+use crate::domain::jcs;
+
+pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// One thing that happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditEntry {
+    pub tenant_id: Option<String>,
+    /// `agent:<id>`, `user:<id>`, `policy:<rule>`, `system:<task>` or `cli`.
+    pub actor: String,
+    /// e.g. `proposal.created`, `proposal.expired`, `registry.agent.created`.
+    pub action: String,
+    pub proposal_id: Option<String>,
+    pub request_hash: Option<String>,
+    /// Anything else worth keeping: statuses, policy decision, ids. No secrets.
+    pub data: Value,
+}
+
+fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
+    let body = json!({
+        "seq": seq,
+        "at": at,
+        "tenant_id": e.tenant_id,
+        "actor": e.actor,
+        "action": e.action,
+        "proposal_id": e.proposal_id,
+        "request_hash": e.request_hash,
+        "data": e.data,
+        "prev_hash": prev_hash,
+    });
+    let bytes = jcs::to_vec(&body).expect("audit entries hold only integers");
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// The PostgreSQL advisory lock key that serializes appends to the chain.
+const AUDIT_LOCK: i64 = 0x436f_756e_7465_7201;
+
+/// The chain's head as this process last wrote or read it: only a guess
+/// (another process may have appended since, or its transaction rolled
+/// back), so the insert checks it in the same statement.
+static HEAD_HINT: Mutex<Option<(i64, String)>> = Mutex::new(None);
+
+fn hint() -> Option<(i64, String)> {
+    HEAD_HINT.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn set_hint(head: (i64, String)) {
+    *HEAD_HINT.lock().unwrap_or_else(|p| p.into_inner()) = Some(head);
+}
+
+/// Appends `entry` in a transaction of its own (for an event that changes
+/// nothing else: a sign-in, a sign-out, a refused request).
+pub async fn append_alone(pool: &Pool, entry: &AuditEntry) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    append(&mut tx, entry).await?;
+    tx.commit().await
+}
+
+/// Appends `entry` to the chain. Call inside the write transaction of the
+/// change it records.
+///
+/// Usually one statement (on PostgreSQL after taking the chain's lock): the
+/// entry is linked to the remembered head and inserted only if that is
+/// still the head. Otherwise (first append, or the guess was stale) the head
+/// is read first, as two statements.
+pub async fn append(conn: &mut Conn, entry: &AuditEntry) -> Result<()> {
+    append_all(conn, std::slice::from_ref(entry)).await
+}
+
+/// Appends `entries`, in order, as [`append`] does one: a batch of new
+/// proposals' entries goes in as one statement.
+pub async fn append_all(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    if conn.is_postgres() {
+        // Several instances may append at once: one at a time, the lock
+        // held to the end of the transaction, so the head read below stays
+        // the head. (On SQLite the single writer serializes them.)
+        query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
+    }
+    // The guess saves reading the head: right unless another process
+    // appended, or the transaction that wrote it rolled back.
+    if let Some((seq, prev)) = hint() {
+        if insert(conn, seq + 1, &prev, entries, true).await? {
+            return Ok(());
+        }
+    }
+    let last = query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetch_optional(&mut *conn).await?;
+    let (seq, prev) = match last {
+        Some(row) => (Cols::of(&row).int("seq")? + 1, Cols::of(&row).text("hash")?),
+        None => (1, GENESIS.to_owned()),
+    };
+    insert(conn, seq, &prev, entries, false).await?;
+    Ok(())
+}
+
+/// Inserts `entries` as numbers `seq`, `seq + 1`, … chained after `prev`;
+/// with `guarded`, only if `prev` is the hash of the newest entry (returns
+/// whether they were inserted).
+async fn insert(conn: &mut Conn, seq: i64, prev: &str, entries: &[AuditEntry], guarded: bool) -> Result<bool> {
+    let at = ts(crate::clock::system_now());
+    let mut q = Builder::new(
+        "INSERT INTO audit_log (seq, at, tenant_id, actor, action, proposal_id, request_hash, data, prev_hash, hash)
+         SELECT * FROM (VALUES ",
+    );
+    let (mut n, mut last) = (seq, prev.to_owned());
+    for (i, entry) in entries.iter().enumerate() {
+        let hash = entry_hash(n, &at, entry, &last);
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_bind(n).push(", ").push_bind(at.clone()).push(", ").push_bind(entry.tenant_id.clone());
+        q.push(", ").push_bind(entry.actor.clone()).push(", ").push_bind(entry.action.clone());
+        q.push(", ").push_bind(entry.proposal_id.clone()).push(", ").push_bind(entry.request_hash.clone());
+        q.push(", ").push_bind(entry.data.to_string()).push(", ").push_bind(last).push(", ").push_bind(hash.clone());
+        q.push(")");
+        (n, last) = (n + 1, hash);
+    }
+    q.push(") AS v");
+    if guarded {
+        q.push(" WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ").push_bind(prev.to_owned());
+    }
+    let inserted = q.build().execute(conn).await?.rows_affected() == entries.len() as u64;
+    if inserted {
+        // Also after a wrong guess: the next append guesses right again.
+        set_hint((n - 1, last));
+    }
+    Ok(inserted)
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StoredEntry {
+    pub seq: i64,
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub action: String,
+    pub data: Value,
+}
+
+/// The entries about one proposal, oldest first (its timeline).
+pub async fn for_proposal(pool: &Pool, proposal_id: &str) -> Result<Vec<StoredEntry>> {
+    let rows = query("SELECT seq, at, actor, action, data FROM audit_log WHERE proposal_id = ? ORDER BY seq")
+        .bind(proposal_id)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(stored_entry).collect()
+}
+
+fn stored_entry(r: &Row) -> Result<StoredEntry> {
+    let c = Cols::of(r);
+    Ok(StoredEntry {
+        seq: c.int("seq")?,
+        at: c.at("at")?,
+        actor: c.text("actor")?,
+        action: c.text("action")?,
+        data: c.json("data")?,
+    })
+}
+
+/// Every entry with this `action`, oldest first (e.g. `passkey.registered`,
+/// for `countersign audit verify-approvals`).
+pub async fn with_action(pool: &Pool, action: &str) -> Result<Vec<StoredEntry>> {
+    let rows = query("SELECT seq, at, actor, action, data FROM audit_log WHERE action = ? ORDER BY seq")
+        .bind(action)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(stored_entry).collect()
+}
+
+/// The result of walking the whole chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    Intact { entries: i64 },
+    Broken { seq: i64, problem: String },
+}
+
+/// Recomputes every link, oldest first, and reports the first break.
+pub async fn verify(pool: &Pool) -> Result<Verification> {
+    const PAGE: i64 = 1000;
+    let mut expected_prev = GENESIS.to_owned();
+    let mut expected_seq = 1i64;
+    let mut after = i64::MIN;
+    loop {
+        let page = query("SELECT * FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?")
+            .bind(after)
+            .bind(PAGE)
+            .fetch_all(pool)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Cols::of(last).int("seq")?;
+        let full = page.len() as i64 == PAGE;
+        for row in &page {
+            if let Some(broken) = check(row, &mut expected_seq, &mut expected_prev)? {
+                return Ok(broken);
+            }
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(Verification::Intact { entries: expected_seq - 1 })
+}
+
+/// Checks one entry against the chain so far, advancing it.
+fn check(row: &Row, expected_seq: &mut i64, expected_prev: &mut String) -> Result<Option<Verification>> {
+    {
+        let c = Cols::of(row);
+        let seq = c.int("seq")?;
+        if seq != *expected_seq {
+            return Ok(Some(Verification::Broken { seq, problem: format!("entry {expected_seq} is missing") }));
+        }
+        // A value of the wrong type is tampering like any other edit.
+        let read = || -> Result<(AuditEntry, String, String, String)> {
+            let entry = AuditEntry {
+                tenant_id: c.opt_text("tenant_id")?,
+                actor: c.text("actor")?,
+                action: c.text("action")?,
+                proposal_id: c.opt_text("proposal_id")?,
+                request_hash: c.opt_text("request_hash")?,
+                data: c.json("data")?,
+            };
+            Ok((entry, c.text("at")?, c.text("prev_hash")?, c.text("hash")?))
+        };
+        let (entry, at, prev, stored) = match read() {
+            Ok(read) => read,
+            Err(e) => return Ok(Some(Verification::Broken { seq, problem: e.to_string() })),
+        };
+        if prev != *expected_prev {
+            return Ok(Some(Verification::Broken {
+                seq,
+                problem: "prev_hash does not match the previous entry".into(),
+            }));
+        }
+        if entry_hash(seq, &at, &entry, &prev) != stored {
+            return Ok(Some(Verification::Broken { seq, problem: "content does not match its hash".into() }));
+        }
+        *expected_prev = stored;
+        *expected_seq += 1;
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Db;
+
+    fn entry(action: &str) -> AuditEntry {
+        AuditEntry {
+            tenant_id: Some("acme".into()),
+            actor: "cli".into(),
+            action: action.into(),
+            proposal_id: None,
+            request_hash: None,
+            data: json!({"n": 1}),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stale_head_guess_never_forks_the_chain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(tmp.path()).await.unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let other = Db::open(other.path()).await.unwrap();
+        append(&mut db.write.acquire().await.unwrap(), &entry("a")).await.unwrap();
+        // b is appended, then rolled back: the remembered head is gone
+        let mut tx = db.write.begin().await.unwrap();
+        append(&mut tx, &entry("b")).await.unwrap();
+        tx.rollback().await.unwrap();
+        let mut conn = db.write.acquire().await.unwrap();
+        append(&mut conn, &entry("c")).await.unwrap();
+        // another database (another process's view of the head) in between
+        append(&mut other.write.acquire().await.unwrap(), &entry("x")).await.unwrap();
+        append(&mut conn, &entry("d")).await.unwrap();
+        // and a plainly wrong guess
+        set_hint((1, GENESIS.to_owned()));
+        append(&mut conn, &entry("e")).await.unwrap();
+        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 4 });
+        assert_eq!(verify(&other.read).await.unwrap(), Verification::Intact { entries: 1 });
+        let actions: Vec<String> =
+            crate::store::scalar("SELECT action FROM audit_log ORDER BY seq").fetch_all(&db.read).await.unwrap();
+        assert_eq!(actions, ["a", "c", "d", "e"]);
+    }
+
+    #[tokio::test]
+    async fn chain_detects_edits_and_deletions() {
+        for db in crate::store::test_pg::each_backend("chain_detects_edits_and_deletions").await {
+            let mut conn = db.write.acquire().await.unwrap();
+            for a in ["a", "b", "c"] {
+                append(&mut conn, &entry(a)).await.unwrap();
+            }
+            assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 }, "{}", db.backend);
+
+            query("UPDATE audit_log SET data = '{\"n\":2}' WHERE seq = 2").execute(&mut *conn).await.unwrap();
+            assert!(matches!(verify(&db.read).await.unwrap(), Verification::Broken { seq: 2, .. }));
+            query("UPDATE audit_log SET data = '{\"n\":1}' WHERE seq = 2").execute(&mut *conn).await.unwrap();
+            assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 });
+
+            query("DELETE FROM audit_log WHERE seq = 2").execute(&mut *conn).await.unwrap();
+            assert!(matches!(verify(&db.read).await.unwrap(), Verification::Broken { seq: 3, .. }));
+            drop(conn);
+            db.finish().await;
+        }
+    }
+
+    /// Two instances (two pools on one PostgreSQL database) appending at
+    /// once, each append in a transaction that does other work too: one
+    /// chain, every entry in it.
+    #[tokio::test]
+    async fn concurrent_appends_from_two_instances_keep_one_chain() {
+        let Some(pg) = crate::store::test_pg::fresh("concurrent_appends_from_two_instances_keep_one_chain").await
+        else {
+            return;
+        };
+        let a = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        let second = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(4)
+            .connect_with(pg.pool.connect_options().as_ref().clone())
+            .await
+            .unwrap();
+        let b = Db::on_postgres(second).await.unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..40 {
+            let db = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tasks.push(tokio::spawn(async move {
+                let mut tx = db.begin().await.unwrap();
+                append(&mut tx, &entry(&format!("e{i}"))).await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                tx.commit().await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(verify(&a.read).await.unwrap(), Verification::Intact { entries: 40 });
+        b.close().await;
+        pg.drop().await;
+    }
+}

@@ -1,0 +1,552 @@
+//! Tenants, users, agents, payees and budgets: the registry the rest of the
+//! system checks against. Upserts are idempotent (apply twice, same state).
+
+use crate::domain::Role;
+use std::collections::BTreeMap;
+
+use super::{new_id, query, scalar, ts, Cols, Conn, Pool, Result, Row, StoreError};
+use chrono::{DateTime, Utc};
+
+/// Whether a row was created or changed by an upsert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upsert {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+pub async fn upsert_tenant(conn: &mut Conn, id: &str, name: &str) -> Result<Upsert> {
+    let existing: Option<String> =
+        scalar("SELECT name FROM tenants WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
+    match existing {
+        Some(n) if n == name => Ok(Upsert::Unchanged),
+        Some(_) => {
+            query("UPDATE tenants SET name = ? WHERE id = ?").bind(name).bind(id).execute(&mut *conn).await?;
+            Ok(Upsert::Updated)
+        }
+        None => {
+            query("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)")
+                .bind(id)
+                .bind(name)
+                .bind(ts(crate::clock::system_now()))
+                .execute(&mut *conn)
+                .await?;
+            Ok(Upsert::Created)
+        }
+    }
+}
+
+pub async fn tenant_exists(conn: &mut Conn, id: &str) -> Result<bool> {
+    Ok(scalar::<i64>("SELECT COUNT(*) FROM tenants WHERE id = ?").bind(id).fetch_one(conn).await? > 0)
+}
+
+pub async fn count_tenants(pool: &Pool) -> Result<i64> {
+    Ok(scalar("SELECT COUNT(*) FROM tenants").fetch_one(pool).await?)
+}
+
+pub async fn set_budget(conn: &mut Conn, tenant: &str, currency: &str, limit_minor: u64) -> Result<()> {
+    query(
+        "INSERT INTO budgets (tenant_id, currency, daily_limit_minor) VALUES (?, ?, ?)
+         ON CONFLICT (tenant_id, currency) DO UPDATE SET daily_limit_minor = excluded.daily_limit_minor",
+    )
+    .bind(tenant)
+    .bind(currency)
+    .bind(limit_minor as i64)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A user as the registry wants it to be.
+#[derive(Debug, Clone)]
+pub struct UserSpec {
+    pub tenant_id: String,
+    pub username: String,
+    /// An argon2id PHC string, never a plain password.
+    pub password_hash: String,
+    pub roles: Vec<Role>,
+    pub approval_limits_minor: BTreeMap<String, u64>,
+    pub slack_user_id: Option<String>,
+    /// The identity at an OpenID provider this user signs in as: `None`
+    /// keeps what is stored (the console's user form does not show it),
+    /// `Some(None)` unlinks, `Some(Some(..))` links.
+    pub oidc: Option<Option<OidcIdentity>>,
+}
+
+/// A person at an OpenID provider: the issuer exactly as its ID tokens say
+/// it and the subject, its stable id for them. Sign-in by single sign-on
+/// finds a user by this pair and by nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OidcIdentity {
+    pub issuer: String,
+    pub subject: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: String,
+    pub tenant_id: String,
+    pub username: String,
+    pub roles: Vec<Role>,
+    pub slack_user_id: Option<String>,
+    pub active: bool,
+    pub approval_limits_minor: BTreeMap<String, u64>,
+    pub oidc: Option<OidcIdentity>,
+}
+
+/// Creates the user, or updates the one with that username. Returns its id,
+/// or None when another tenant holds the username (usernames are global,
+/// they are what people sign in with).
+pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(String, Upsert)>> {
+    let roles = serde_json::to_string(&spec.roles).expect("roles serialize");
+    let existing = query("SELECT id, tenant_id FROM users WHERE username = ?")
+        .bind(&spec.username)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let (id, outcome) = match existing {
+        Some(row) => {
+            let (id, tenant) = (Cols::of(&row).text("id")?, Cols::of(&row).text("tenant_id")?);
+            if tenant != spec.tenant_id {
+                return Ok(None);
+            }
+            let changed = query(
+                "UPDATE users SET password_hash = ?, roles = ?, slack_user_id = ?
+                 WHERE id = ? AND (password_hash <> ? OR roles <> ? OR COALESCE(slack_user_id, '') <> COALESCE(?, ''))",
+            )
+            .bind(&spec.password_hash)
+            .bind(&roles)
+            .bind(&spec.slack_user_id)
+            .bind(&id)
+            .bind(&spec.password_hash)
+            .bind(&roles)
+            .bind(&spec.slack_user_id)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+            let relinked = match &spec.oidc {
+                None => 0,
+                Some(link) => set_oidc(&mut *conn, &id, link.as_ref()).await?,
+            };
+            (id, if changed + relinked > 0 { Upsert::Updated } else { Upsert::Unchanged })
+        }
+        None => {
+            let id = new_id("usr", crate::clock::system_now());
+            let link = spec.oidc.clone().flatten();
+            query(
+                "INSERT INTO users (id, tenant_id, username, password_hash, roles, slack_user_id, active, created_at,
+                                    oidc_issuer, oidc_subject)
+                 VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+            )
+            .bind(&id)
+            .bind(&spec.tenant_id)
+            .bind(&spec.username)
+            .bind(&spec.password_hash)
+            .bind(&roles)
+            .bind(&spec.slack_user_id)
+            .bind(ts(crate::clock::system_now()))
+            .bind(link.as_ref().map(|l| &l.issuer))
+            .bind(link.as_ref().map(|l| &l.subject))
+            .execute(&mut *conn)
+            .await?;
+            (id, Upsert::Created)
+        }
+    };
+    let before = limits_of(&mut *conn, &id).await?;
+    if before != spec.approval_limits_minor {
+        query("DELETE FROM approval_limits WHERE user_id = ?").bind(&id).execute(&mut *conn).await?;
+        for (currency, limit) in &spec.approval_limits_minor {
+            query("INSERT INTO approval_limits (user_id, currency, limit_minor) VALUES (?, ?, ?)")
+                .bind(&id)
+                .bind(currency)
+                .bind(*limit as i64)
+                .execute(&mut *conn)
+                .await?;
+        }
+        if outcome == Upsert::Unchanged {
+            return Ok(Some((id, Upsert::Updated)));
+        }
+    }
+    Ok(Some((id, outcome)))
+}
+
+/// Links the user to `link` (or unlinks them); the number of rows changed.
+/// An identity already linked to another user is a `Conflict`.
+async fn set_oidc(conn: &mut Conn, user_id: &str, link: Option<&OidcIdentity>) -> Result<u64> {
+    let (issuer, subject) = (link.map(|l| l.issuer.as_str()), link.map(|l| l.subject.as_str()));
+    Ok(query(
+        "UPDATE users SET oidc_issuer = ?, oidc_subject = ?
+         WHERE id = ? AND (COALESCE(oidc_issuer, '') <> COALESCE(?, '') OR COALESCE(oidc_subject, '') <> COALESCE(?, ''))",
+    )
+    .bind(issuer)
+    .bind(subject)
+    .bind(user_id)
+    .bind(issuer)
+    .bind(subject)
+    .execute(conn)
+    .await?
+    .rows_affected())
+}
+
+async fn limits_of(conn: &mut Conn, user_id: &str) -> Result<BTreeMap<String, u64>> {
+    let rows = query("SELECT currency, limit_minor FROM approval_limits WHERE user_id = ?")
+        .bind(user_id)
+        .fetch_all(conn)
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok((c.text("currency")?, c.unsigned("limit_minor")?))
+        })
+        .collect()
+}
+
+fn user_from_row(row: &Row, limits: BTreeMap<String, u64>) -> Result<User> {
+    let c = Cols::of(row);
+    let roles: Vec<String> = c.json("roles")?;
+    Ok(User {
+        id: c.text("id")?,
+        tenant_id: c.text("tenant_id")?,
+        username: c.text("username")?,
+        roles: roles
+            .iter()
+            .map(|r| Role::parse(r).ok_or_else(|| StoreError::corrupt("roles", "not a known role")))
+            .collect::<Result<_>>()?,
+        slack_user_id: c.opt_text("slack_user_id")?,
+        active: c.flag("active")?,
+        approval_limits_minor: limits,
+        oidc: match (c.opt_text("oidc_issuer")?, c.opt_text("oidc_subject")?) {
+            (Some(issuer), Some(subject)) => Some(OidcIdentity { issuer, subject }),
+            _ => None,
+        },
+    })
+}
+
+pub async fn user_by_username(conn: &mut Conn, username: &str) -> Result<Option<User>> {
+    let Some(row) = query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?
+    else {
+        return Ok(None);
+    };
+    let limits = limits_of(&mut *conn, &Cols::of(&row).text("id")?).await?;
+    user_from_row(&row, limits).map(Some)
+}
+
+/// The user linked to `issuer` + `subject` (exactly; never by any other
+/// claim such as an e-mail address).
+pub async fn user_by_oidc(conn: &mut Conn, issuer: &str, subject: &str) -> Result<Option<User>> {
+    let Some(row) = query("SELECT * FROM users WHERE oidc_issuer = ? AND oidc_subject = ?")
+        .bind(issuer)
+        .bind(subject)
+        .fetch_optional(&mut *conn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let limits = limits_of(&mut *conn, &Cols::of(&row).text("id")?).await?;
+    user_from_row(&row, limits).map(Some)
+}
+
+pub async fn user_by_id(conn: &mut Conn, id: &str) -> Result<Option<User>> {
+    let Some(row) = query("SELECT * FROM users WHERE id = ?").bind(id).fetch_optional(&mut *conn).await? else {
+        return Ok(None);
+    };
+    let limits = limits_of(&mut *conn, id).await?;
+    user_from_row(&row, limits).map(Some)
+}
+
+/// An agent as the registry wants it to be.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    pub tenant_id: String,
+    pub id: String,
+    /// Lowercase hex SHA-256 of the bearer key; the key itself is never stored.
+    pub key_sha256: String,
+    /// The user id of the human this agent acts for.
+    pub acts_for: String,
+    pub source_accounts: Vec<String>,
+    pub purposes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub tenant_id: String,
+    pub id: String,
+    pub acts_for: String,
+    pub source_accounts: Vec<String>,
+    pub purposes: Vec<String>,
+    pub active: bool,
+    /// The user its current key was shown to on the console (migration
+    /// 0018); `None` when the operator made it (CLI, provisioning file).
+    pub key_holder: Option<String>,
+}
+
+pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
+    let sources = serde_json::to_string(&spec.source_accounts).expect("serialize");
+    let purposes = serde_json::to_string(&spec.purposes).expect("serialize");
+    let exists: i64 = scalar("SELECT COUNT(*) FROM agents WHERE tenant_id = ? AND id = ?")
+        .bind(&spec.tenant_id)
+        .bind(&spec.id)
+        .fetch_one(&mut *conn)
+        .await?;
+    if exists == 0 {
+        query(
+            "INSERT INTO agents (tenant_id, id, key_sha256, acts_for, source_accounts, purposes, active, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, 1, ?)",
+        )
+        .bind(&spec.tenant_id)
+        .bind(&spec.id)
+        .bind(&spec.key_sha256)
+        .bind(&spec.acts_for)
+        .bind(&sources)
+        .bind(&purposes)
+        .bind(ts(crate::clock::system_now()))
+        .execute(&mut *conn)
+        .await?;
+        return Ok(Upsert::Created);
+    }
+    // A new key is no longer the key holder's: the operator (or the console
+    // change applying this, which names the new holder after) has it.
+    let changed = query(
+        "UPDATE agents SET key_holder = CASE WHEN key_sha256 = ? THEN key_holder END,
+             key_sha256 = ?, acts_for = ?, source_accounts = ?, purposes = ?
+         WHERE tenant_id = ? AND id = ?
+           AND (key_sha256 <> ? OR acts_for <> ? OR source_accounts <> ? OR purposes <> ?)",
+    )
+    .bind(&spec.key_sha256)
+    .bind(&spec.key_sha256)
+    .bind(&spec.acts_for)
+    .bind(&sources)
+    .bind(&purposes)
+    .bind(&spec.tenant_id)
+    .bind(&spec.id)
+    .bind(&spec.key_sha256)
+    .bind(&spec.acts_for)
+    .bind(&sources)
+    .bind(&purposes)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(if changed > 0 { Upsert::Updated } else { Upsert::Unchanged })
+}
+
+fn agent_from_row(row: &Row) -> Result<Agent> {
+    let c = Cols::of(row);
+    Ok(Agent {
+        tenant_id: c.text("tenant_id")?,
+        id: c.text("id")?,
+        acts_for: c.text("acts_for")?,
+        source_accounts: c.json("source_accounts")?,
+        purposes: c.json("purposes")?,
+        active: c.flag("active")?,
+        key_holder: c.opt_text("key_holder")?,
+    })
+}
+
+/// Names the user an agent's current key was shown to (a confirmed console
+/// change), in the caller's transaction.
+pub async fn set_key_holder(conn: &mut Conn, tenant: &str, agent: &str, user_id: &str) -> Result<()> {
+    query("UPDATE agents SET key_holder = ? WHERE tenant_id = ? AND id = ?")
+        .bind(user_id)
+        .bind(tenant)
+        .bind(agent)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The active agent whose key hashes to `key_sha256`.
+pub async fn agent_by_key_hash(pool: &Pool, key_sha256: &str) -> Result<Option<Agent>> {
+    let row =
+        query("SELECT * FROM agents WHERE key_sha256 = ? AND active = 1").bind(key_sha256).fetch_optional(pool).await?;
+    row.as_ref().map(agent_from_row).transpose()
+}
+
+pub async fn agent(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<Agent>> {
+    let row =
+        query("SELECT * FROM agents WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(conn).await?;
+    row.as_ref().map(agent_from_row).transpose()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payee {
+    pub tenant_id: String,
+    pub id: String,
+    pub legal_name: String,
+    pub trusted: bool,
+}
+
+pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
+    let existing = query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?")
+        .bind(&p.tenant_id)
+        .bind(&p.id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    match existing {
+        Some(row)
+            if payee_from_row(&row)?.legal_name == p.legal_name && Cols::of(&row).flag("trusted")? == p.trusted =>
+        {
+            Ok(Upsert::Unchanged)
+        }
+        Some(row) => {
+            // A new legal name is a change of the payee's details (a risk
+            // signal for a while: `risk::signals`); trust alone is not.
+            let renamed = payee_from_row(&row)?.legal_name != p.legal_name;
+            query(
+                "UPDATE payees SET legal_name = ?, trusted = ?,
+                     details_changed_at = CASE WHEN ? = 1 THEN ? ELSE details_changed_at END
+                 WHERE tenant_id = ? AND id = ?",
+            )
+            .bind(&p.legal_name)
+            .bind(p.trusted)
+            .bind(renamed)
+            .bind(ts(crate::clock::system_now()))
+            .bind(&p.tenant_id)
+            .bind(&p.id)
+            .execute(&mut *conn)
+            .await?;
+            Ok(Upsert::Updated)
+        }
+        None => {
+            query("INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES (?, ?, ?, ?, ?)")
+                .bind(&p.tenant_id)
+                .bind(&p.id)
+                .bind(&p.legal_name)
+                .bind(p.trusted)
+                .bind(ts(crate::clock::system_now()))
+                .execute(&mut *conn)
+                .await?;
+            Ok(Upsert::Created)
+        }
+    }
+}
+
+/// Marks every payee of `tenant` as added at `at` (the demo's tenant is an
+/// established one: its payees are not new).
+pub async fn set_payees_added_at(pool: &Pool, tenant: &str, at: DateTime<Utc>) -> Result<()> {
+    query("UPDATE payees SET created_at = ? WHERE tenant_id = ?").bind(ts(at)).bind(tenant).execute(pool).await?;
+    Ok(())
+}
+
+pub async fn payee<'e>(exec: impl Into<super::Exec<'e>>, tenant: &str, id: &str) -> Result<Option<Payee>> {
+    let row =
+        query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(exec).await?;
+    row.as_ref().map(payee_from_row).transpose()
+}
+
+fn payee_from_row(row: &Row) -> Result<Payee> {
+    let c = Cols::of(row);
+    Ok(Payee {
+        tenant_id: c.text("tenant_id")?,
+        id: c.text("id")?,
+        legal_name: c.text("legal_name")?,
+        trusted: c.flag("trusted")?,
+    })
+}
+
+/// The stored password hash of a user (only the sign-in path reads it).
+pub async fn password_hash(pool: &Pool, user_id: &str) -> Result<Option<String>> {
+    Ok(scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?)
+}
+
+/// Users of a tenant, by username; their limits in one more statement,
+/// not one per user (every console page reads them).
+pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
+    let rows =
+        query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username").bind(tenant).fetch_all(&mut *conn).await?;
+    let limit_rows = query(
+        "SELECT l.user_id, l.currency, l.limit_minor FROM approval_limits l JOIN users u ON u.id = l.user_id
+         WHERE u.tenant_id = ?",
+    )
+    .bind(tenant)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut limits: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for r in &limit_rows {
+        let c = Cols::of(r);
+        limits.entry(c.text("user_id")?).or_default().insert(c.text("currency")?, c.unsigned("limit_minor")?);
+    }
+    rows.iter()
+        .map(|row| {
+            let id = Cols::of(row).text("id")?;
+            user_from_row(row, limits.remove(&id).unwrap_or_default())
+        })
+        .collect()
+}
+
+/// Agents of a tenant, by id.
+pub async fn agents_of(pool: &Pool, tenant: &str) -> Result<Vec<Agent>> {
+    let rows = query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
+    rows.iter().map(agent_from_row).collect()
+}
+
+/// Payees of a tenant, by legal name.
+pub async fn payees_of(pool: &Pool, tenant: &str) -> Result<Vec<Payee>> {
+    let rows =
+        query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY legal_name").bind(tenant).fetch_all(pool).await?;
+    rows.iter().map(payee_from_row).collect()
+}
+
+/// The stored password hash of `username`, only if they belong to `tenant`
+/// (provisioning keeps it when asked to; another tenant's hash is never read).
+pub async fn password_hash_in_tenant(conn: &mut Conn, tenant: &str, username: &str) -> Result<Option<String>> {
+    Ok(scalar("SELECT password_hash FROM users WHERE tenant_id = ? AND username = ?")
+        .bind(tenant)
+        .bind(username)
+        .fetch_optional(conn)
+        .await?)
+}
+
+/// A tenant's daily budgets per currency.
+pub async fn budgets_of(conn: &mut Conn, tenant: &str) -> Result<BTreeMap<String, u64>> {
+    let rows = query("SELECT currency, daily_limit_minor FROM budgets WHERE tenant_id = ?")
+        .bind(tenant)
+        .fetch_all(conn)
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let c = Cols::of(r);
+            Ok((c.text("currency")?, c.unsigned("daily_limit_minor")?))
+        })
+        .collect()
+}
+
+/// The user a Slack user id is linked to, if any.
+pub async fn user_by_slack_id(pool: &Pool, slack_user_id: &str) -> Result<Option<User>> {
+    let mut conn = pool.acquire().await?;
+    let Some(row) =
+        query("SELECT * FROM users WHERE slack_user_id = ?").bind(slack_user_id).fetch_optional(&mut *conn).await?
+    else {
+        return Ok(None);
+    };
+    let limits = limits_of(&mut conn, &Cols::of(&row).text("id")?).await?;
+    user_from_row(&row, limits).map(Some)
+}
+
+/// Sets (or with `None` clears) a user's Slack user id. Returns whether the
+/// user exists in that tenant; a Slack id linked to someone else is a unique
+/// violation.
+/// Sets the agent's `active` flag; false when there is no such agent.
+/// An inactive agent's key authenticates nothing.
+pub async fn set_agent_active(conn: &mut Conn, tenant: &str, id: &str, active: bool) -> Result<bool> {
+    let done = query("UPDATE agents SET active = ? WHERE tenant_id = ? AND id = ?")
+        .bind(i64::from(active))
+        .bind(tenant)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn set_slack_user_id(
+    conn: &mut Conn,
+    tenant: &str,
+    username: &str,
+    slack_user_id: Option<&str>,
+) -> Result<bool> {
+    let done = query("UPDATE users SET slack_user_id = ? WHERE tenant_id = ? AND username = ?")
+        .bind(slack_user_id)
+        .bind(tenant)
+        .bind(username)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

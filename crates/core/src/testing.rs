@@ -1,0 +1,55 @@
+//! What the core's own tests run on: [`Services`] on a fresh SQLite file,
+//! with a rail and an outbound port that reach nothing (every call is an
+//! unknown outcome, as a rail that never answers would give).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::Settings;
+use crate::outbound::{Post, PostError, Poster};
+use crate::rail::{CreateOutcome, Rail, RailReversal, RailTransfer, ReversalOutcome, TransferOrder, UnknownCause};
+use crate::services::Services;
+use crate::shutdown::Trigger;
+
+/// A rail that never answers.
+pub struct Unreachable;
+
+#[async_trait::async_trait]
+impl Rail for Unreachable {
+    async fn create_transfer(&self, _: &TransferOrder<'_>) -> CreateOutcome {
+        CreateOutcome::Unknown(UnknownCause::Connection)
+    }
+    async fn find_by_group(&self, _: &str) -> Result<Vec<RailTransfer>, UnknownCause> {
+        Err(UnknownCause::Connection)
+    }
+    async fn get_transfer(&self, _: &str) -> Result<Option<RailTransfer>, UnknownCause> {
+        Err(UnknownCause::Connection)
+    }
+    async fn reversals_of(&self, _: &str) -> Result<Vec<RailReversal>, UnknownCause> {
+        Err(UnknownCause::Connection)
+    }
+    async fn reverse(&self, _: &str, _: &str, _: Option<u64>) -> ReversalOutcome {
+        ReversalOutcome::Unknown(UnknownCause::Connection)
+    }
+}
+
+#[async_trait::async_trait]
+impl Poster for Unreachable {
+    async fn post(&self, _: Post<'_>) -> Result<u16, PostError> {
+        Err(PostError::Connect)
+    }
+}
+
+/// Services with default settings on a fresh SQLite file in `dir`.
+pub async fn services(dir: &Path) -> (Arc<Services>, Trigger) {
+    services_with(Settings { data_dir: dir.to_owned(), ..Default::default() }).await
+}
+
+/// Services with `settings` (its `data_dir` holds the database and keys).
+pub async fn services_with(settings: Settings) -> (Arc<Services>, Trigger) {
+    let db = crate::store::Db::connect(&settings.backend().expect("backend")).await.expect("database");
+    let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir).expect("keys");
+    let (trigger, shutdown) = crate::shutdown::channel();
+    let ports: (Arc<dyn Rail>, Arc<dyn Poster>) = (Arc::new(Unreachable), Arc::new(Unreachable));
+    (Arc::new(Services::new(db, settings, keys, ports, shutdown)), trigger)
+}

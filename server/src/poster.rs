@@ -1,0 +1,36 @@
+//! The outbound port's implementation (`countersign_core::outbound`): one
+//! HTTP client for Slack messages and agent webhooks, never following a
+//! redirect, each post with its own timeout.
+
+use countersign_core::outbound::{Post, PostError, Poster};
+use std::sync::LazyLock;
+
+static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("an HTTP client with default TLS")
+});
+
+/// Posts with the process's HTTP client.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HttpPoster;
+
+#[async_trait::async_trait]
+impl Poster for HttpPoster {
+    async fn post(&self, post: Post<'_>) -> Result<u16, PostError> {
+        let mut request = CLIENT
+            .post(post.url.clone())
+            .timeout(post.timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8");
+        for (name, value) in post.headers {
+            request = request.header(*name, value);
+        }
+        match request.body(post.body).send().await {
+            Ok(response) => Ok(response.status().as_u16()),
+            Err(e) if e.is_timeout() => Err(PostError::Timeout),
+            Err(e) if e.is_connect() => Err(PostError::Connect),
+            Err(_) => Err(PostError::Transport),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The shape of the code, checked (issue 25; docs/ARCHITECTURE.md):
+//!
+//! - the core crate depends on no HTTP server, UI or `tower`;
+//! - no import cycle among the modules of `countersign-core` or `server`;
+//! - no use case reads the system clock: `Utc::now()` appears only in
+//!   `crates/core/src/clock.rs`;
+//! - no source file holds more than 600 lines of code (tests apart) without
+//!   saying at its top why.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every `.rs` file under `dir`, sorted.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The file's code without its unit tests (by convention, a `#[cfg(test)]`
+/// module at the end) and without comments.
+fn code_of(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|w| {
+            let item = w[1].trim_start().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            w[0].trim() == "#[cfg(test)]" && item.starts_with("mod ")
+        })
+        .unwrap_or(lines.len());
+    lines[..end].iter().filter(|l| !l.trim_start().starts_with("//")).copied().collect::<Vec<_>>().join("\n")
+}
+
+/// The crate-level module a source file belongs to (`store`, `http`, …).
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel.components().next()?.as_os_str().to_string_lossy().to_string();
+    let name = first.trim_end_matches(".rs").to_owned();
+    (name != "lib" && name != "main").then_some(name)
+}
+
+/// The crate-level modules a piece of code refers to (`crate::x`, and the
+/// names inside `use crate::{x, y::z}`).
+fn referenced(code: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let inner = &group[..group.find('}').unwrap_or(group.len())];
+            for item in inner.split(',') {
+                let name: String = item.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                found.insert(name);
+            }
+        } else {
+            found.insert(rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+        }
+    }
+    found.retain(|m| modules.contains(m));
+    found
+}
+
+/// The cycles (strongly connected components of more than one module) of a
+/// crate's module graph, each sorted.
+fn cycles(src: &Path) -> Vec<Vec<String>> {
+    let files = sources(src);
+    let modules: BTreeSet<String> = files.iter().filter_map(|f| top_module(src, f)).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let Some(module) = top_module(src, file) else { continue };
+        let refs = referenced(&code_of(file), &modules);
+        edges.entry(module.clone()).or_default().extend(refs.into_iter().filter(|r| *r != module));
+    }
+    // Tarjan's strongly connected components.
+    struct Walk<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<String, usize>,
+        low: BTreeMap<String, usize>,
+        stack: Vec<String>,
+        on_stack: BTreeSet<String>,
+        next: usize,
+        found: Vec<Vec<String>>,
+    }
+    fn visit(w: &mut Walk<'_>, v: &str) {
+        w.index.insert(v.to_owned(), w.next);
+        w.low.insert(v.to_owned(), w.next);
+        w.next += 1;
+        w.stack.push(v.to_owned());
+        w.on_stack.insert(v.to_owned());
+        for u in w.edges.get(v).cloned().unwrap_or_default() {
+            if !w.index.contains_key(&u) {
+                visit(w, &u);
+                let low = w.low[v].min(w.low[&u]);
+                w.low.insert(v.to_owned(), low);
+            } else if w.on_stack.contains(&u) {
+                let low = w.low[v].min(w.index[&u]);
+                w.low.insert(v.to_owned(), low);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut component = Vec::new();
+            while let Some(u) = w.stack.pop() {
+                w.on_stack.remove(&u);
+                let done = u == v;
+                component.push(u);
+                if done {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                w.found.push(component);
+            }
+        }
+    }
+    let mut walk = Walk {
+        edges: &edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        found: Vec::new(),
+    };
+    for v in modules {
+        if !walk.index.contains_key(&v) {
+            visit(&mut walk, &v);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn the_modules_of_each_crate_form_no_import_cycle() {
+    for krate in ["crates/core/src", "server/src"] {
+        let found = cycles(&repo().join(krate));
+        assert!(found.is_empty(), "{krate}: modules that import each other, directly or not: {found:?}");
+    }
+}
+
+#[test]
+fn only_the_clock_module_reads_the_system_clock() {
+    let clock = repo().join("crates/core/src/clock.rs");
+    let mut offenders = Vec::new();
+    for krate in ["crates/core/src", "server/src", "app/src"] {
+        for file in sources(&repo().join(krate)) {
+            if file == clock {
+                continue;
+            }
+            for (i, line) in code_of(&file).lines().enumerate() {
+                if line.contains("Utc::now()") || line.contains("SystemTime::now()") {
+                    offenders.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "take the time from the clock (deps::Clock, clock::system_now):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn no_file_holds_more_than_600_lines_of_code_without_a_reason_at_its_top() {
+    let mut long = Vec::new();
+    for krate in ["crates/core/src", "server/src", "app/src", "crates/domain/src"] {
+        for file in sources(&repo().join(krate)) {
+            let code = code_of(&file);
+            let lines = code.lines().filter(|l| !l.trim().is_empty()).count();
+            let head: String = std::fs::read_to_string(&file).unwrap().lines().take(30).collect::<Vec<_>>().join("\n");
+            if lines > 600 && !head.contains("Why this file is long:") {
+                long.push(format!("{} ({lines} lines of code)", file.display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "split these, or say at their top \"Why this file is long:\": {long:?}");
+}
+
+#[test]
+fn the_core_depends_on_no_http_server_ui_or_tower() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "-p", "countersign-core", "-e", "normal", "--prefix", "none", "--format", "{p}"])
+        .current_dir(repo())
+        .output()
+        .expect("cargo tree");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let names: BTreeSet<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(names.contains("sqlx"), "the tree was read: {names:?}");
+    for forbidden in
+        ["axum", "axum-core", "leptos", "leptos_axum", "tower", "tower-http", "tower-sessions", "reqwest", "hyper"]
+    {
+        assert!(!names.contains(forbidden), "countersign-core depends on {forbidden}");
+    }
+}
