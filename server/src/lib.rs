@@ -7,9 +7,9 @@
 //! meaning what they did. See `docs/ARCHITECTURE.md` for the map.
 
 pub use countersign_core::{
-    approval, approvals, cache, changes, client_ip, clock, commit, config, demo, deps, digest, domain, eligibility,
-    expiry, idempotency, intake, operations, outbound, passkeys, password, policy, proposals, provision, queue,
-    registry_changes, risk, services, shutdown, slack, store, throttle, webhooks,
+    actors, approval, approvals, cache, changes, client_ip, clock, commit, config, demo, deps, digest, domain,
+    eligibility, expiry, hooks, idempotency, operations, outbound, passkeys, password, policy, proposals, provision,
+    queue, registry_changes, risk, services, shutdown, slack, slack_press, store, throttle, webhooks,
 };
 
 pub mod cli;

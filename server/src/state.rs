@@ -16,7 +16,7 @@ use crate::services::Services;
 use crate::shutdown::Shutdown;
 use crate::store::Db;
 
-pub use crate::services::{InFlight, TestHooks};
+pub use crate::{hooks::TestHooks, rail::InFlight};
 
 pub struct AppState {
     pub core: Services,

@@ -7,13 +7,15 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-use crate::approval::token::MintRequest;
-use crate::deps::{Config, Keys, Notifier, Store};
+use crate::approval::keys::Keys;
+use crate::changes::Notifier;
+use crate::config::Config;
 use crate::domain::Role;
 use crate::domain::{Currency, ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
 use crate::passkeys::step_up::{self, Asker, Need, StepUp, StepUpError};
 use crate::policy::{self, Decision, Outcome, PolicyInput};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
+use crate::store::Store;
 use crate::store::{self, audit::AuditEntry, proposals::ApprovalRow};
 
 /// A human (or a policy rule) giving a decision, already authenticated.
@@ -109,11 +111,11 @@ fn check_reason(reason: &str) -> Result<String, DecideError> {
     Ok(reason.to_owned())
 }
 
-const DECIDABLE: [ProposalStatus; 2] = [ProposalStatus::PendingApproval, ProposalStatus::ApprovalExpired];
+const DECIDABLE: [ProposalStatus; 2] = ProposalStatus::AWAITING_DECISION;
 
 /// Whether a proposal in `status` waits for a human decision.
 pub fn awaits_decision(status: ProposalStatus) -> bool {
-    DECIDABLE.contains(&status)
+    status.awaits_decision()
 }
 
 /// Why a person cannot approve a proposal now. [`may_approve`] is the one
@@ -540,6 +542,12 @@ fn with_payment(
     kept
 }
 
+impl<'a> From<&'a Approver> for Asker<'a> {
+    fn from(approver: &'a Approver) -> Self {
+        Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles }
+    }
+}
+
 /// Segregation of duties, the approver's limit, and policy re-evaluated now
 /// (the agent's scope or the payee may have changed since it was proposed).
 async fn recheck(
@@ -585,68 +593,18 @@ pub fn evaluate_now(state: &impl Config, agent: &AgentPrincipal, row: &store::pr
     )
 }
 
-/// The last required approval was given: move to `approved` and mint the
-/// token bound to the proposal, its request hash and its agent. Runs inside
-/// the caller's write transaction.
-pub async fn grant(
-    state: &(impl Config + Keys),
-    tx: &mut crate::store::Conn,
-    row: &store::proposals::ProposalRow,
-    approvals: &[ApprovalRow],
-    now: DateTime<Utc>,
-) -> Result<(), DecideError> {
-    if !store::proposals::transition(tx, &row.id, &DECIDABLE, ProposalStatus::Approved, now).await? {
-        let latest = store::proposals::get_in(tx, &row.tenant_id, &row.id).await?.ok_or(DecideError::NotFound)?;
-        return Err(DecideError::InvalidState(latest.status));
+pub use crate::approval::grant::grant;
+
+impl From<crate::approval::grant::GrantError> for DecideError {
+    fn from(e: crate::approval::grant::GrantError) -> DecideError {
+        use crate::approval::grant::GrantError;
+        match e {
+            GrantError::NotFound => DecideError::NotFound,
+            GrantError::InvalidState(status) => DecideError::InvalidState(status),
+            GrantError::Token(why) => DecideError::Token(why),
+            GrantError::Store(e) => DecideError::Store(e),
+        }
     }
-    let approvers: Vec<String> = approvals.iter().map(|a| a.approver_id.clone()).collect();
-    let mut amr: Vec<String> = approvals.iter().map(|a| a.amr.clone()).collect();
-    amr.dedup();
-    let sub = approvers.last().cloned().unwrap_or_default();
-    let (token, claims) = state
-        .keys()
-        .mint(&MintRequest {
-            issuer: &state.settings().public_url,
-            sub: &sub,
-            approvers: &approvers,
-            tenant_id: &row.tenant_id,
-            proposal_id: &row.id,
-            request_hash: &row.request_hash,
-            agent_id: &row.agent_id,
-            amr: &amr,
-            now,
-            ttl_secs: state.settings().approval.token_ttl_secs,
-        })
-        .map_err(|e| DecideError::Token(e.to_string()))?;
-    let kid = state.keys().active_kid();
-    let at = |secs: i64| DateTime::from_timestamp(secs, 0).unwrap_or(now);
-    store::proposals::insert_token(
-        tx,
-        &store::proposals::TokenRow {
-            jti: claims.jti.clone(),
-            proposal_id: row.id.clone(),
-            round: row.approval_round,
-            token,
-            kid: kid.clone(),
-            issued_at: at(claims.iat),
-            expires_at: at(claims.exp),
-            used_at: None,
-        },
-    )
-    .await?;
-    let entry = AuditEntry {
-        tenant_id: Some(row.tenant_id.clone()),
-        actor: if sub.starts_with("policy:") { sub.clone() } else { format!("user:{sub}") },
-        action: "proposal.approved".into(),
-        proposal_id: Some(row.id.clone()),
-        request_hash: Some(row.request_hash.clone()),
-        data: json!({
-            "from": row.status, "to": ProposalStatus::Approved, "approvers": approvers,
-            "amr": amr, "jti": claims.jti, "kid": kid, "token_expires_at": at(claims.exp),
-        }),
-    };
-    store::audit::append(tx, &entry).await?;
-    Ok(())
 }
 
 /// Approved proposals whose token expired unredeemed go to

@@ -127,6 +127,16 @@ impl<V> Generations<V> {
     }
 }
 
+/// A proposal as its agent's status poll sends it: the serialized view and
+/// its `ETag`, with the owner to check every request against.
+#[derive(Debug)]
+pub struct PolledView {
+    pub tenant_id: String,
+    pub agent_id: String,
+    pub etag: String,
+    pub body: bytes::Bytes,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

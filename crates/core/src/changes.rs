@@ -21,11 +21,14 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+use crate::actors::AgentPrincipal;
+use crate::cache::PolledView;
 use crate::cache::ReadCache;
-use crate::deps::{Clock, Hooks, Notifier, Store};
-use crate::proposals::{AgentPrincipal, PolledView};
+use crate::clock::Clock;
+use crate::hooks::Hooks;
 use crate::shutdown::Shutdown;
 use crate::store::change_log::{self, Change};
+use crate::store::Store;
 
 /// How often the change log is read: the longest a change made by another
 /// process can go unseen by a cached status poll or agent credential.
@@ -323,6 +326,11 @@ async fn follow_once(
     gaps.0.clear();
     *seen = Some(latest);
     Ok(())
+}
+
+/// Change notifications: wakes long-polls and streams, drops cached views.
+pub trait Notifier {
+    fn changes(&self) -> &crate::changes::Changes;
 }
 
 #[cfg(test)]

@@ -27,3 +27,8 @@ impl SystemClock {
 pub fn system_now() -> DateTime<Utc> {
     Utc::now()
 }
+
+/// The time: the one clock (`crate::clock`).
+pub trait Clock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc>;
+}

@@ -22,14 +22,20 @@
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use crate::approval::keys::Keys;
 use crate::approval::token::{ApprovalClaims, Expected};
-use crate::deps::{Clock, Config, Hooks, Keys, Notifier, Payments, Store};
+use crate::changes::Notifier;
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::domain::Role;
 use crate::domain::{ProposalKind, ProposalStatus};
+use crate::hooks::Hooks;
 use crate::operations;
 use crate::policy::{Decision, Outcome};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
-use crate::services::InFlight;
+use crate::rail::InFlight;
+use crate::rail::Payments;
+use crate::store::Store;
 use crate::store::{self, audit::AuditEntry, operations::NewOperation, proposals::ProposalRow};
 
 /// Why a commit was refused. Nothing was recorded and the rail was not called.

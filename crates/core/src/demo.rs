@@ -7,9 +7,15 @@
 use serde_json::json;
 use std::fmt;
 
-use crate::deps::{Batching, Clock, Config, Keys, Notifier, Outbound, Store};
+use crate::approval::keys::Keys;
+use crate::changes::Notifier;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::outbound::Outbound;
+use crate::proposals::intake::Batching;
 use crate::proposals::{self, AgentPrincipal};
 use crate::store;
+use crate::store::Store;
 
 /// Every demo user signs in with this password (development only).
 pub const DEMO_PASSWORD: &str = "countersign-demo";

@@ -1,83 +1,19 @@
-//! The capabilities a use case can ask for. A use case's signature names
-//! exactly the ones it uses — `state: &(impl Store + Clock + Notifier)` —
-//! so what it can touch is read off its declaration, and tests can hand it
-//! anything that provides them. The server's state implements them all
-//! (`countersign::state::AppState`); nothing here knows the server.
+//! The capabilities a use case can ask for, in one place for the code
+//! outside the core. A use case's signature names exactly the ones it uses
+//! — `state: &(impl Store + Clock + Notifier)` — so what it can touch is read
+//! off its declaration, and anything that provides them can be handed in.
+//! Each is defined beside what it gives (`store::Store` beside the
+//! database…); `services::Services` provides them all, and so does the
+//! server's state, which holds one.
 
-use chrono::{DateTime, Utc};
-use std::collections::HashSet;
-use std::sync::Mutex;
-
-use crate::approval::keys::KeyStore;
-use crate::changes::Changes;
-use crate::config::Settings;
-use crate::domain::CurrencyRules;
-use crate::intake::Intake;
-use crate::outbound::Poster;
-use crate::password::PasswordGate;
-use crate::rail::Rail;
-use crate::shutdown::Shutdown;
-use crate::slack::Slack;
-use crate::store::Db;
-
-/// The database.
-pub trait Store {
-    fn db(&self) -> &Db;
-}
-
-/// The time: the one clock (`crate::clock`).
-pub trait Clock {
-    fn now(&self) -> DateTime<Utc>;
-}
-
-/// The settings, and the currency rules derived from them.
-pub trait Config {
-    fn settings(&self) -> &Settings;
-    fn currencies(&self) -> &CurrencyRules;
-}
-
-/// The approval-token signing keys.
-pub trait Keys {
-    fn keys(&self) -> &KeyStore;
-}
-
-/// Change notifications: wakes long-polls and streams, drops cached views.
-pub trait Notifier {
-    fn changes(&self) -> &Changes;
-}
-
-/// The payment rail, and the operations whose rail call runs in this
-/// process right now (reconciliation leaves them alone).
-pub trait Payments {
-    fn rail(&self) -> &dyn Rail;
-    fn in_flight(&self) -> &Mutex<HashSet<String>>;
-}
-
-/// Password hashing and checking, bounded (`password::PasswordGate`).
-pub trait Passwords {
-    fn passwords(&self) -> &PasswordGate;
-}
-
-/// Group commit of new proposals (`intake`).
-pub trait Batching {
-    fn intake(&self) -> &Intake;
-}
-
-/// Outbound posts (Slack messages, agent webhooks) and Slack's outbox.
-pub trait Outbound {
-    fn poster(&self) -> &dyn Poster;
-    fn slack(&self) -> &Slack;
-}
-
-/// When the process is stopping (long waits return early).
-pub trait Lifecycle {
-    fn shutdown(&self) -> &Shutdown;
-}
-
-/// Test-only hooks: a failpoint kills the process at a named step of the
-/// commit path, and the change log may be read at another pace (no-ops
-/// outside the tests' build, docs/CONFIG.md).
-pub trait Hooks {
-    fn failpoint(&self, step: &str);
-    fn follow_every(&self) -> Option<std::time::Duration>;
-}
+pub use crate::approval::keys::Keys;
+pub use crate::changes::Notifier;
+pub use crate::clock::Clock;
+pub use crate::config::Config;
+pub use crate::hooks::Hooks;
+pub use crate::outbound::Outbound;
+pub use crate::password::Passwords;
+pub use crate::proposals::intake::Batching;
+pub use crate::rail::Payments;
+pub use crate::shutdown::Lifecycle;
+pub use crate::store::Store;

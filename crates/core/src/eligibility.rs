@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::approvals::{may_approve, Approvable, Candidate, Duties, Ineligible};
-use crate::deps::Store;
+use crate::store::Store;
 use crate::store::{self, directory::User, StoreError};
 
 /// The people of a tenant and its agents: enough to tell, for any proposal,

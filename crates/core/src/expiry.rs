@@ -2,8 +2,11 @@
 //! `expired`; idempotency keys past their retention and expired console
 //! sessions and single sign-ons nobody came back from are purged.
 
-use crate::deps::{Clock, Config, Notifier, Store};
+use crate::changes::Notifier;
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::shutdown::Shutdown;
+use crate::store::Store;
 use chrono::Duration;
 use std::time::Duration as StdDuration;
 

@@ -18,9 +18,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::future::Future;
 
-use crate::deps::{Clock, Config, Store};
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::domain::{jcs, FieldError};
 use crate::proposals::AgentPrincipal;
+use crate::store::Store;
 use crate::store::{self, idempotency::Claim};
 
 /// A valid `Idempotency-Key`: 1–255 printable ASCII characters.

@@ -10,6 +10,7 @@
 
 pub use countersign_domain as domain;
 
+pub mod actors;
 pub mod approval;
 pub mod approvals;
 pub mod cache;
@@ -23,8 +24,8 @@ pub mod deps;
 pub mod digest;
 pub mod eligibility;
 pub mod expiry;
+pub mod hooks;
 pub mod idempotency;
-pub mod intake;
 pub mod metrics;
 pub mod operations;
 pub mod outbound;
@@ -32,6 +33,7 @@ pub mod passkeys;
 pub mod password;
 pub mod policy;
 pub mod proposals;
+pub use proposals::intake;
 pub mod provision;
 pub mod queue;
 pub mod rail;
@@ -40,6 +42,7 @@ pub mod risk;
 pub mod services;
 pub mod shutdown;
 pub mod slack;
+pub mod slack_press;
 pub mod store;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;

@@ -4,6 +4,7 @@
 //! (`slack::outbox`, `webhooks`) take it as a capability (`deps::Outbound`).
 
 use std::time::Duration;
+use url::Url;
 
 /// What to post.
 pub struct Post<'a> {
@@ -37,4 +38,92 @@ impl PostError {
 pub trait Poster: Send + Sync {
     /// Posts; the answer's HTTP status (its body is never read).
     async fn post(&self, post: Post<'_>) -> Result<u16, PostError>;
+}
+
+/// The hosts outbound requests may go to.
+#[derive(Debug, Clone)]
+pub struct Allowlist(Vec<String>);
+
+impl Allowlist {
+    pub fn new(hosts: &[String]) -> Allowlist {
+        Allowlist(hosts.iter().map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase()).collect())
+    }
+
+    /// The URL, if it may be called: https (plain http only to a loopback
+    /// address), no credentials in it, and its host on the list. The reason
+    /// for a refusal never repeats the URL (a webhook URL is a secret).
+    pub fn check(&self, url: &str) -> Result<Url, &'static str> {
+        let url = Url::parse(url).map_err(|_| "is not a valid URL")?;
+        let host = url.host_str().ok_or("has no host")?.trim_end_matches('.').to_ascii_lowercase();
+        let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        match url.scheme() {
+            "https" => {}
+            "http" if loopback => {}
+            _ => return Err("must be https (plain http only to a loopback address)"),
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("must not carry a user name or password");
+        }
+        if !self.0.contains(&host) {
+            return Err("names a host that is not in slack.allowed_hosts");
+        }
+        Ok(url)
+    }
+}
+
+/// Why an outbound request did not deliver. Carries a status code or an
+/// error kind, never a response body or the URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeliveryError {
+    #[error("refused before sending: the URL {0}")]
+    NotAllowed(&'static str),
+    #[error("redirect not followed (HTTP {0})")]
+    Redirect(u16),
+    #[error("HTTP {0}")]
+    Status(u16),
+    #[error("{0}")]
+    Transport(&'static str),
+}
+
+/// The outbound side: the allowlist every URL is checked against, the
+/// timeout, and the signal that wakes the delivery worker. The posting
+/// itself is the server's (`deps::Outbound::poster`: no redirects).
+pub struct Slack {
+    allow: Allowlist,
+    timeout: Duration,
+    /// Notified when a message is queued, so it goes out at once.
+    pub wake: tokio::sync::Notify,
+}
+
+impl Slack {
+    /// Posts only to `allowed_hosts`, each within `timeout_ms`.
+    pub fn new(allowed_hosts: &[String], timeout_ms: u64) -> Slack {
+        Slack {
+            allow: Allowlist::new(allowed_hosts),
+            timeout: Duration::from_millis(timeout_ms),
+            wake: tokio::sync::Notify::new(),
+        }
+    }
+
+    pub fn allowlist(&self) -> &Allowlist {
+        &self.allow
+    }
+
+    /// POSTs a JSON body to an allowed URL through `poster`; 2xx is delivered.
+    pub async fn post(&self, poster: &dyn Poster, url: &str, body: &str) -> Result<(), DeliveryError> {
+        let url = self.allow.check(url).map_err(DeliveryError::NotAllowed)?;
+        let post = Post { url: &url, headers: &[], body: body.as_bytes().to_vec(), timeout: self.timeout };
+        let status = poster.post(post).await.map_err(|e| DeliveryError::Transport(e.describe()))?;
+        match status {
+            200..=299 => Ok(()),
+            300..=399 => Err(DeliveryError::Redirect(status)),
+            code => Err(DeliveryError::Status(code)),
+        }
+    }
+}
+
+/// Outbound posts (Slack messages, agent webhooks) and Slack's outbox.
+pub trait Outbound {
+    fn poster(&self) -> &dyn crate::outbound::Poster;
+    fn slack(&self) -> &crate::outbound::Slack;
 }

@@ -178,6 +178,11 @@ pub fn is_argon2id_phc(s: &str) -> bool {
         && parsed.hash.is_some()
 }
 
+/// Password hashing and checking, bounded (`password::PasswordGate`).
+pub trait Passwords {
+    fn passwords(&self) -> &crate::password::PasswordGate;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

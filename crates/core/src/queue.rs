@@ -8,8 +8,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::deps::Store;
 use crate::domain::{Currency, FieldError, ProposalStatus};
+use crate::store::Store;
 use crate::store::{
     self,
     proposals::{ListFilters, ListOrder, ProposalRow},

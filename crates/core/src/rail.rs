@@ -7,6 +7,8 @@
 //! [`UnknownCause`], never a decline.
 
 use secrecy::SecretString;
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Where the rail is and how long to wait for it.
@@ -156,4 +158,35 @@ pub trait Rail: Send + Sync {
     async fn reversals_of(&self, transfer_id: &str) -> Result<Vec<RailReversal>, UnknownCause>;
     /// `POST /v1/transfers/{id}/reversals` (`amount` = the rest when `None`).
     async fn reverse(&self, transfer_id: &str, idempotency_key: &str, amount_minor: Option<u64>) -> ReversalOutcome;
+}
+
+/// The payment rail, and the operations whose rail call runs in this
+/// process right now (reconciliation leaves them alone).
+pub trait Payments {
+    fn rail(&self) -> &dyn crate::rail::Rail;
+    fn in_flight(&self) -> &std::sync::Mutex<std::collections::HashSet<String>>;
+}
+
+/// Marks an operation as having a rail call in flight in this process until dropped.
+pub struct InFlight<'a> {
+    set: &'a Mutex<HashSet<String>>,
+    id: String,
+}
+
+impl<'a> InFlight<'a> {
+    /// Claims the operation for this task; `None` when another task of this
+    /// process holds it (check and insert are one step under the lock).
+    pub fn claim(state: &'a impl Payments, id: &str) -> Option<InFlight<'a>> {
+        let set = state.in_flight();
+        let fresh = set.lock().expect("in-flight set").insert(id.to_owned());
+        fresh.then(|| InFlight { set, id: id.to_owned() })
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut set) = self.set.lock() {
+            set.remove(&self.id);
+        }
+    }
 }

@@ -18,11 +18,12 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::config::Config;
 use crate::config::RiskSettings;
-use crate::deps::{Config, Store};
 use crate::domain::{Currency, ProposalKind, ProposalStatus};
 use crate::policy::{Decision, Outcome, Reason};
 use crate::store::risk::{self as store_risk, Earlier};
+use crate::store::Store;
 use crate::store::{proposals::ProposalRow, Result};
 
 /// How many earlier proposals the amount and first-payment checks read.
@@ -219,20 +220,11 @@ fn judge(
 /// once decided), in order, in three statements for the whole page (the
 /// queue, the bulk page, the console API's queue).
 pub async fn signals_while_waiting(state: &(impl Store + Config), rows: &[ProposalRow]) -> Result<Vec<Vec<Signal>>> {
-    let waiting: Vec<Subject> =
-        rows.iter().filter(|r| crate::approvals::awaits_decision(r.status)).map(Subject::of).collect();
+    let waiting: Vec<Subject> = rows.iter().filter(|r| r.status.awaits_decision()).map(Subject::of).collect();
     let mut assessed = signals_all(state, &waiting).await?.into_iter();
     Ok(rows
         .iter()
-        .map(
-            |r| {
-                if crate::approvals::awaits_decision(r.status) {
-                    assessed.next().unwrap_or_default()
-                } else {
-                    Vec::new()
-                }
-            },
-        )
+        .map(|r| if r.status.awaits_decision() { assessed.next().unwrap_or_default() } else { Vec::new() })
         .collect())
 }
 

@@ -11,18 +11,29 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::approval::keys::KeyStore;
+use crate::approval::keys::Keys;
 use crate::changes::Changes;
+use crate::changes::Notifier;
+use crate::clock::Clock;
 use crate::clock::SystemClock;
+use crate::config::Config;
 use crate::config::Settings;
-use crate::deps::{Batching, Clock, Config, Hooks, Keys, Lifecycle, Notifier, Outbound, Passwords, Payments, Store};
 use crate::domain::CurrencyRules;
-use crate::intake::Intake;
+use crate::hooks::Hooks;
+use crate::hooks::TestHooks;
+use crate::outbound::Outbound;
 use crate::outbound::Poster;
+use crate::outbound::Slack;
 use crate::password::PasswordGate;
+use crate::password::Passwords;
+use crate::proposals::intake::Batching;
+use crate::proposals::intake::Intake;
+use crate::rail::Payments;
 use crate::rail::Rail;
+use crate::shutdown::Lifecycle;
 use crate::shutdown::Shutdown;
-use crate::slack::Slack;
 use crate::store::Db;
+use crate::store::Store;
 
 pub struct Services {
     pub db: Db,
@@ -61,7 +72,7 @@ impl Services {
         let hooks = TestHooks::from_env();
         Services {
             currencies: settings.currency_rules(),
-            slack: Slack::new(&settings.slack),
+            slack: Slack::new(&settings.slack.allowed_hosts, settings.slack.timeout_ms),
             clock: SystemClock::skewed(hooks.clock_skew_secs),
             db,
             settings,
@@ -168,84 +179,5 @@ impl<T: HasServices + ?Sized> Hooks for T {
     }
     fn follow_every(&self) -> Option<Duration> {
         self.services().hooks.follow_every
-    }
-}
-
-/// Hooks for crash and clock tests, compiled in only with the `test-hooks`
-/// feature (which the tests enable, and no other build does): they are read
-/// from `COUNTERSIGN_FAILPOINT` (a step name of the commit path, see
-/// docs/CONFIG.md), `COUNTERSIGN_CLOCK_SKEW_SECS` (seconds added to the
-/// process's clock) and `COUNTERSIGN_FOLLOW_EVERY_MS` (how often the change
-/// log is read without a notification), and a warning is logged at start
-/// when any is set. In any other build they are always empty.
-#[derive(Debug, Clone, Default)]
-pub struct TestHooks {
-    pub failpoint: Option<String>,
-    pub clock_skew_secs: i64,
-    pub follow_every: Option<Duration>,
-}
-
-impl TestHooks {
-    #[cfg(feature = "test-hooks")]
-    pub fn from_env() -> TestHooks {
-        let failpoint = std::env::var("COUNTERSIGN_FAILPOINT").ok().filter(|s| !s.is_empty());
-        let clock_skew_secs =
-            std::env::var("COUNTERSIGN_CLOCK_SKEW_SECS").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
-        let follow_every = std::env::var("COUNTERSIGN_FOLLOW_EVERY_MS")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .map(Duration::from_millis);
-        TestHooks { failpoint, clock_skew_secs, follow_every }
-    }
-
-    #[cfg(not(feature = "test-hooks"))]
-    pub fn from_env() -> TestHooks {
-        TestHooks::default()
-    }
-
-    pub fn any(&self) -> bool {
-        self.failpoint.is_some() || self.clock_skew_secs != 0 || self.follow_every.is_some()
-    }
-
-    /// Test-only: if the failpoint `step` is armed, the process kills itself
-    /// with SIGKILL right here (no destructor, no flush: like a power cut).
-    #[cfg(feature = "test-hooks")]
-    pub fn failpoint(&self, step: &str) {
-        if self.failpoint.as_deref() == Some(step) {
-            tracing::warn!(step, "failpoint reached: killing the process");
-            // SAFETY: kill(2) on our own pid has no memory-safety preconditions.
-            unsafe {
-                libc::kill(libc::getpid(), libc::SIGKILL);
-            }
-        }
-    }
-
-    /// Without the `test-hooks` feature there are no failpoints.
-    #[cfg(not(feature = "test-hooks"))]
-    #[inline(always)]
-    pub fn failpoint(&self, _step: &str) {}
-}
-
-/// Marks an operation as having a rail call in flight in this process until dropped.
-pub struct InFlight<'a> {
-    set: &'a Mutex<HashSet<String>>,
-    id: String,
-}
-
-impl<'a> InFlight<'a> {
-    /// Claims the operation for this task; `None` when another task of this
-    /// process holds it (check and insert are one step under the lock).
-    pub fn claim(state: &'a impl Payments, id: &str) -> Option<InFlight<'a>> {
-        let set = state.in_flight();
-        let fresh = set.lock().expect("in-flight set").insert(id.to_owned());
-        fresh.then(|| InFlight { set, id: id.to_owned() })
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut set) = self.set.lock() {
-            set.remove(&self.id);
-        }
     }
 }

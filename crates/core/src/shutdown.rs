@@ -48,3 +48,8 @@ where
         tick().await;
     }
 }
+
+/// When the process is stopping (long waits return early).
+pub trait Lifecycle {
+    fn shutdown(&self) -> &crate::shutdown::Shutdown;
+}

@@ -38,15 +38,19 @@ use serde_json::json;
 use sha2::Sha256;
 use std::time::Duration;
 
+use crate::changes::Notifier;
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::config::WebhookSettings;
-use crate::deps::{Clock, Config, Notifier, Outbound, Store};
 use crate::domain::Role;
+use crate::outbound::Outbound;
 use crate::outbound::{Post, PostError};
 use crate::proposals::{self, AgentPrincipal};
 use crate::registry_changes::Admin;
 use crate::shutdown::Shutdown;
 use crate::store::audit::{self, AuditEntry};
 use crate::store::webhooks::{self as store_webhooks, Attempt, Delivery, NewRedelivery, Redelivery, Webhook};
+use crate::store::Store;
 use crate::store::{self, Db, StoreError};
 
 /// How many webhooks one pass serves, and how many events per webhook.

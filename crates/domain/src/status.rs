@@ -82,6 +82,14 @@ impl ProposalStatus {
 }
 
 impl ProposalStatus {
+    /// The statuses in which a proposal waits for a human decision.
+    pub const AWAITING_DECISION: [ProposalStatus; 2] = [PendingApproval, ApprovalExpired];
+
+    /// Whether a proposal in this status waits for a human decision.
+    pub fn awaits_decision(self) -> bool {
+        Self::AWAITING_DECISION.contains(&self)
+    }
+
     /// What a person reads for this status (no internal codes on screen).
     pub fn label(&self) -> &'static str {
         match self {

@@ -1,6 +1,7 @@
 //! HTTP: the agent API, the console (pages, forms, JSON), health, and the
 //! layers every response goes through (request id, security headers).
 
+pub mod admin;
 pub mod agent;
 pub mod bulk;
 pub use countersign_core::client_ip;
@@ -13,6 +14,7 @@ pub mod mcp;
 pub mod observe;
 pub mod oidc;
 pub mod openapi;
+pub mod pages;
 pub mod passkeys;
 pub mod session;
 pub mod session_store;
@@ -99,16 +101,16 @@ pub fn router(state: Shared) -> Router {
         .route("/proposals/{id}/decision", post(console::decide_form))
         .route("/bulk/decision", post(bulk::bulk_form))
         .route("/operations/{id}/resolve", post(console::resolve_form))
-        .route("/admin/users", post(console::admin_add_user))
-        .route("/admin/agents", post(console::admin_add_agent))
-        .route("/admin/payees", post(console::admin_add_payee))
-        .route("/admin/slack-links", post(console::admin_link_slack))
-        .route("/admin/changes/{id}/confirm", post(console::admin_confirm_change))
-        .route("/admin/changes/{id}/reject", post(console::admin_reject_change))
-        .route("/admin/passkeys/{id}/confirm", post(console::admin_confirm_passkey))
-        .route("/admin/passkeys/{id}/remove", post(console::admin_remove_passkey))
-        .route("/admin/enrolment-codes", post(console::admin_propose_enrolment))
-        .route("/admin/webhook-deliveries/{id}/redeliver", post(console::admin_redeliver_webhook))
+        .route("/admin/users", post(admin::admin_add_user))
+        .route("/admin/agents", post(admin::admin_add_agent))
+        .route("/admin/payees", post(admin::admin_add_payee))
+        .route("/admin/slack-links", post(admin::admin_link_slack))
+        .route("/admin/changes/{id}/confirm", post(admin::admin_confirm_change))
+        .route("/admin/changes/{id}/reject", post(admin::admin_reject_change))
+        .route("/admin/passkeys/{id}/confirm", post(admin::admin_confirm_passkey))
+        .route("/admin/passkeys/{id}/remove", post(admin::admin_remove_passkey))
+        .route("/admin/enrolment-codes", post(admin::admin_propose_enrolment))
+        .route("/admin/webhook-deliveries/{id}/redeliver", post(admin::admin_redeliver_webhook))
         .with_state(state.clone());
     let console = forms
         .merge(pages)

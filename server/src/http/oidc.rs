@@ -19,7 +19,7 @@
 
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::json;
 use tower_sessions::Session;
@@ -75,7 +75,7 @@ pub async fn callback(
             });
             let next = signed_in.return_to.clone().unwrap_or_else(|| "/".to_owned());
             match session::start_session(&state, &session, signed_in.user, "sso", Some(signed_in.roles), audit).await {
-                Ok(_) => onwards_page(&next),
+                Ok(_) => super::pages::onwards(&next),
                 Err(e) => e.into_response(),
             }
         }
@@ -114,33 +114,6 @@ fn set_cookie(response: &mut Response, cookie: &str) {
     if let Ok(v) = HeaderValue::from_str(cookie) {
         response.headers_mut().append(header::SET_COOKIE, v);
     }
-}
-
-/// After a successful sign-in: a page that moves on to `next` by itself (a
-/// navigation started here, so the `Strict` session cookie goes with it),
-/// with a link for a browser that does not.
-fn onwards_page(next: &str) -> Response {
-    let next = html_escape(next);
-    let html = format!(
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="refresh" content="0;url={next}">
-<title>Signed in · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
-<body><main class="page"><section class="card narrow">
-<h1>Signed in</h1>
-<p><a id="continue" href="{next}">Continue to Countersign</a></p>
-</section></main></body></html>"#
-    );
-    let mut response = Html(html).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'"),
-    );
-    response
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 #[cfg(test)]

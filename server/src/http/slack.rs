@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use super::error::ApiError;
 use crate::domain::FieldError;
-use crate::slack::{interaction::Interaction, press, signature};
+use crate::slack::{interaction::Interaction, signature};
+use crate::slack_press as press;
 use crate::state::Shared;
 
 /// Slack's payloads are small; anything larger is refused unread.

@@ -282,7 +282,8 @@ async fn an_enrolment_code_takes_two_admins_and_the_one_shown_it_cannot_cut_the_
     let shown = abe.form(&format!("/admin/changes/{change}/confirm"), &[]).await;
     assert_eq!(shown.status, 200, "the code is shown once, to abe: {}", shown.text);
     assert_eq!(shown.header("cache-control"), Some("no-store"));
-    let start = shown.text.find("id=\"one-time-secret\">").expect("the code") + "id=\"one-time-secret\">".len();
+    let element = shown.text.find("id=\"one-time-secret\"").expect("the code");
+    let start = element + shown.text[element..].find('>').unwrap() + 1;
     let code: String = shown.text[start..].chars().take_while(|c| *c != '<').collect();
     let stored: Vec<String> =
         one("SELECT code_sha256 FROM passkey_enrolments").fetch_all(&server.db().await).await.unwrap();

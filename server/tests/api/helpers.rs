@@ -322,13 +322,13 @@ pub async fn scalar(db: &Db, sql: &str) -> i64 {
 
 /// A one-column statement read as `T` (text, an integer, bytes, or their
 /// `Option`), with `?` placeholders: `one::<String>("…").bind(x).fetch_one(&db)`.
-pub fn one<'q, T: countersign::store::sql::Scalar>(sql: &'q str) -> countersign::store::sql::ScalarQuery<'q, T> {
+pub fn one<'q, T: countersign::store::Scalar>(sql: &'q str) -> countersign::store::ScalarQuery<'q, T> {
     countersign::store::scalar(sql)
 }
 
 /// Reads a column of a [`Row`] of either backend, panicking with its name.
 pub trait Get {
-    fn get<'r, T: countersign::store::sql::Value<'r>>(&'r self, column: &str) -> T;
+    fn get<'r, T: countersign::store::Value<'r>>(&'r self, column: &str) -> T;
     /// An integer column (PostgreSQL's `INT4` and `BOOL` read as `i64` too).
     fn int(&self, column: &str) -> i64;
     /// Every text value of the row (columns of other types left out).
@@ -337,7 +337,7 @@ pub trait Get {
 
 impl Get for Row {
     #[track_caller]
-    fn get<'r, T: countersign::store::sql::Value<'r>>(&'r self, column: &str) -> T {
+    fn get<'r, T: countersign::store::Value<'r>>(&'r self, column: &str) -> T {
         self.try_get(column).unwrap_or_else(|e| panic!("column {column}: {e}"))
     }
 

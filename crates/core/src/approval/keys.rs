@@ -436,6 +436,11 @@ fn write_private_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), Key
     result.map_err(io_error(&target))
 }
 
+/// The approval-token signing keys.
+pub trait Keys {
+    fn keys(&self) -> &crate::approval::keys::KeyStore;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

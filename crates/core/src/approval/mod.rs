@@ -12,6 +12,7 @@
 //! limits and the proposal state are the commit handler's job, not this
 //! module's.
 
+pub mod grant;
 pub mod keys;
 pub mod token;
 

@@ -15,11 +15,11 @@ use rand::RngCore;
 use serde_json::json;
 
 use super::registry::{enrolment_sha256, key_fingerprint, notify, short};
-use crate::deps::Store;
+use crate::actors::Admin;
 use crate::domain::Role;
-use crate::registry_changes::Admin;
 use crate::store::audit::{self, AuditEntry};
 use crate::store::passkeys::{self as store_passkeys, NewEnrolment, PasskeyRow};
+use crate::store::Store;
 use crate::store::{new_id, Conn, StoreError};
 
 #[derive(Debug, thiserror::Error)]

@@ -33,10 +33,11 @@ use serde_json::json;
 use super::step_up::{self, Asker, StepUpAnswer, StepUpError};
 use super::webauthn::{self, PasskeyError, RelyingParty};
 use super::{add_challenge, fingerprint, remove_challenge};
-use crate::deps::{Config, Store};
+use crate::config::Config;
 use crate::domain::{DisplayText, Role};
 use crate::store::audit::{self, AuditEntry};
 use crate::store::passkeys::{self as store_passkeys, PasskeyRow};
+use crate::store::Store;
 use crate::store::{new_id, Conn, StoreError};
 
 /// How long a browser has to answer a challenge.

@@ -20,9 +20,10 @@ use super::registry::{relying_party, CHALLENGE_TTL_SECS};
 use super::webauthn::Verified;
 use super::webauthn::{self, Assertion, PasskeyError, RelyingParty};
 use super::{bulk_challenge, step_up_challenge};
-use crate::deps::{Config, Store};
+use crate::config::Config;
 use crate::domain::{Currency, Role};
 use crate::store::passkeys::{self as store_passkeys, AssertionRow, NewChallenge, PasskeyRow};
+use crate::store::Store;
 use crate::store::{new_id, Conn, StoreError};
 
 /// `passkey_challenges.purpose` of a one-proposal step-up.
@@ -209,12 +210,6 @@ pub struct Asker<'a> {
 impl<'a> From<&'a crate::store::directory::User> for Asker<'a> {
     fn from(user: &'a crate::store::directory::User) -> Self {
         Asker { tenant_id: &user.tenant_id, user_id: &user.id, roles: &user.roles }
-    }
-}
-
-impl<'a> From<&'a crate::approvals::Approver> for Asker<'a> {
-    fn from(approver: &'a crate::approvals::Approver) -> Self {
-        Asker { tenant_id: &approver.tenant_id, user_id: &approver.user_id, roles: &approver.roles }
     }
 }
 

@@ -10,11 +10,14 @@
 use chrono::{DateTime, Duration, Utc};
 use futures::StreamExt;
 
-use crate::deps::{Clock, Config, Outbound, Store};
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::domain::{CanonicalRequest, ProposalStatus};
+use crate::outbound::Outbound;
 use crate::shutdown::Shutdown;
 use crate::store;
 use crate::store::slack::{self as outbox, NewMessage, OutboxRow, Target};
+use crate::store::Store;
 
 use super::message::Card;
 use super::DeliveryError;

@@ -26,7 +26,12 @@ pub mod slack;
 pub mod webhooks;
 
 mod rows;
-pub mod sql;
+mod sql;
+
+/// The database.
+pub trait Store {
+    fn db(&self) -> &crate::store::Db;
+}
 
 #[cfg(test)]
 mod parity;
@@ -34,7 +39,13 @@ mod parity;
 pub(crate) mod test_pg;
 
 pub use rows::Cols;
-pub use sql::{query, scalar, Builder, Conn, Exec, Pool, Row};
+/// Raw SQL is the store's own: the use cases call the store's functions.
+/// The test suites (feature `test-hooks`) may read the database directly.
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) use sql::{query, scalar};
+#[cfg(feature = "test-hooks")]
+pub use sql::{query, scalar};
+pub use sql::{Builder, Conn, Exec, Pool, Query, Row, Scalar, ScalarQuery, Value};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use rand::Rng;

@@ -19,10 +19,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::deps::{Batching, Config, Keys, Store};
+use crate::approval::keys::Keys;
+use crate::config::Config;
 use crate::proposals::{NewProposalJob, ProposeError};
 use crate::shutdown::Shutdown;
 use crate::store::proposals::ProposalRow;
+use crate::store::Store;
 
 /// The most proposals written in one transaction.
 const MAX_BATCH: usize = 64;
@@ -149,6 +151,11 @@ async fn write_together(
     let stored = NewProposalJob::insert_all(&jobs, state, &mut tx).await?;
     tx.commit().await?;
     Ok(stored)
+}
+
+/// Group commit of new proposals (`intake`).
+pub trait Batching {
+    fn intake(&self) -> &crate::proposals::intake::Intake;
 }
 
 #[cfg(test)]

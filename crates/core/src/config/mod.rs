@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use crate::domain::{Currency, CurrencyRules};
 use crate::policy::PolicyConfig;
 
+mod validate;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
@@ -509,191 +511,6 @@ impl Settings {
         Ok(())
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
-        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
-        if !(self.public_url.starts_with("http://") || self.public_url.starts_with("https://")) {
-            return bad("public_url", "must start with http:// or https://");
-        }
-        self.backend()?;
-        if self.proposals.ttl_secs == 0 {
-            return bad("proposals.ttl_secs", "must be greater than zero");
-        }
-        if self.proposals.expiry_sweep_secs == 0 {
-            return bad("proposals.expiry_sweep_secs", "must be greater than zero");
-        }
-        if !(1..=900).contains(&self.approval.token_ttl_secs) {
-            return bad("approval.token_ttl_secs", "must be between 1 and 900 seconds");
-        }
-        if self.console.idle_timeout_secs == 0 || self.console.absolute_timeout_secs == 0 {
-            return bad("console", "session timeouts must be greater than zero");
-        }
-        if let Err(why) = crate::client_ip::TrustedProxies::parse(&self.console.trusted_proxies) {
-            return bad("console.trusted_proxies", &why);
-        }
-        if self.idempotency.retention_hours <= 24 {
-            return bad("idempotency.retention_hours", "must be more than 24 (the rail's key window)");
-        }
-        if self.currencies.is_empty() {
-            return bad("currencies", "must allow at least one currency");
-        }
-        for code in &self.currencies {
-            if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
-                return bad("currencies", &format!("`{code}` is not an upper-case ISO 4217 code"));
-            }
-            if !self.currency_caps_minor.contains_key(code) {
-                return bad(&format!("currency_caps_minor.{code}"), "is missing: every accepted currency needs a cap");
-            }
-        }
-        for (code, cap) in &self.currency_caps_minor {
-            if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
-                return bad(&format!("currency_caps_minor.{code}"), "is not an upper-case ISO 4217 code");
-            }
-            if *cap == 0 {
-                return bad(&format!("currency_caps_minor.{code}"), "must be greater than zero");
-            }
-        }
-        if self.rail.connect_timeout_ms == 0 || self.rail.total_timeout_ms == 0 {
-            return bad("rail", "timeouts must be greater than zero");
-        }
-        if self.rail.resubmit_window_secs >= 24 * 3600 {
-            return bad("rail.resubmit_window_secs", "must be below the rail's 24 h idempotency key window");
-        }
-        if self.rail.reconcile_interval_secs == 0 {
-            return bad("rail.reconcile_interval_secs", "must be greater than zero");
-        }
-        if !self.rail.simulator_listen.ip().is_loopback() {
-            return bad("rail.simulator_listen", "the bundled simulator listens on loopback only");
-        }
-        if !(self.risk.unusual_amount_factor.is_finite() && self.risk.unusual_amount_factor > 1.0) {
-            return bad("risk.unusual_amount_factor", "must be a number greater than 1");
-        }
-        if !(1..=65_536).contains(&self.mcp.max_in_flight) {
-            return bad("mcp.max_in_flight", "must be between 1 and 65536");
-        }
-        if self.risk.recent_payee_days > 3650 {
-            return bad("risk.recent_payee_days", "must be at most 3650");
-        }
-        for (account, label) in &self.console.source_account_labels {
-            if label.trim().is_empty() || label.chars().count() > 80 || label.chars().any(char::is_control) {
-                return bad(
-                    &format!("console.source_account_labels.{}", crate::domain::mask_account(account)),
-                    "a label is 1-80 characters, without control characters",
-                );
-            }
-        }
-        self.validate_slack()?;
-        self.validate_oidc()?;
-        self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
-    }
-
-    fn validate_slack(&self) -> Result<(), ConfigError> {
-        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
-        let slack = &self.slack;
-        if slack.timeout_ms == 0 || slack.max_backoff_secs == 0 {
-            return bad("slack", "timeout_ms and max_backoff_secs must be greater than zero");
-        }
-        if slack.allowed_hosts.iter().any(|h| h.trim().is_empty() || h.contains(['/', ':', '@'])) {
-            return bad("slack.allowed_hosts", "each entry is a bare host name such as hooks.slack.com");
-        }
-        let allow = crate::slack::Allowlist::new(&slack.allowed_hosts);
-        let urls = slack.webhook_url.iter().map(|u| ("slack.webhook_url".to_owned(), u));
-        let per_tenant = slack.webhook_urls.iter().map(|(t, u)| (format!("slack.webhook_urls.{t}"), u));
-        for (key, url) in urls.chain(per_tenant) {
-            // The reason names the rule, never the URL (it holds a secret).
-            if let Err(why) = allow.check(url.expose_secret()) {
-                return bad(&key, why);
-            }
-        }
-        for (code, cap) in &slack.max_direct_approve_minor {
-            if !self.currencies.contains(code) {
-                return bad(&format!("slack.max_direct_approve_minor.{code}"), "is not an accepted currency");
-            }
-            if *cap == 0 {
-                return bad(&format!("slack.max_direct_approve_minor.{code}"), "must be greater than zero");
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_oidc(&self) -> Result<(), ConfigError> {
-        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
-        let mut issuers = BTreeMap::new();
-        for (id, p) in &self.oidc.providers {
-            let key = |field: &str| format!("oidc.providers.{id}.{field}");
-            if id.is_empty()
-                || id.len() > 32
-                || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            {
-                return bad(&format!("oidc.providers.{id}"), "a provider id is 1-32 of a-z, 0-9 and -");
-            }
-            if p.name.trim().is_empty() || p.name.chars().count() > 40 || p.name.chars().any(char::is_control) {
-                return bad(&key("name"), "1-40 characters, without control characters");
-            }
-            if let Err(why) = check_url(&p.issuer, false) {
-                return bad(&key("issuer"), why);
-            }
-            if let Some(other) = issuers.insert(p.issuer.as_str(), id) {
-                return bad(&key("issuer"), &format!("provider `{other}` has the same issuer"));
-            }
-            if p.client_id.is_empty() || p.client_id.chars().any(char::is_control) {
-                return bad(&key("client_id"), "must be given, without control characters");
-            }
-            if p.client_secret.as_ref().is_none_or(|s| s.expose_secret().is_empty()) {
-                return bad(&key("client_secret"), "is missing (or give client_secret_file)");
-            }
-            let redirect = p.redirect_url(&self.public_url);
-            if let Err(why) = check_url(&redirect, true) {
-                return bad(&key("redirect_url"), why);
-            }
-            if url::Url::parse(&redirect).map(|u| u.path() != CALLBACK_PATH).unwrap_or(true) {
-                return bad(&key("redirect_url"), &format!("must end in {CALLBACK_PATH}"));
-            }
-            if p.scopes
-                .iter()
-                .any(|s| s.is_empty() || !s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\'))
-            {
-                return bad(&key("scopes"), "each scope is visible ASCII without quotes or backslashes");
-            }
-            if p.tenants.is_empty() {
-                return bad(&key("tenants"), "must list the tenants whose users sign in through this provider");
-            }
-            for tenant in p.tenants.iter().chain(p.tenant_values.values()) {
-                if crate::domain::RegistryId::parse(tenant).is_err() {
-                    return bad(&key("tenants"), &format!("`{tenant}` is not a tenant id"));
-                }
-            }
-            if let Some(unlisted) = p.tenant_values.values().find(|t| !p.tenants.contains(t)) {
-                return bad(&key("tenant_values"), &format!("`{unlisted}` is not in this provider's tenants"));
-            }
-            if !p.tenant_values.is_empty() && p.tenant_claim.is_none() {
-                return bad(&key("tenant_values"), "needs tenant_claim");
-            }
-            if let Some(role) = p.role_values.values().find(|r| crate::domain::Role::parse(r).is_none()) {
-                return bad(&key("role_values"), &format!("`{role}` is not a role: viewer, approver or admin"));
-            }
-            if !p.role_values.is_empty() && p.roles_claim.is_none() {
-                return bad(&key("role_values"), "needs roles_claim");
-            }
-            for (field, claim) in [("tenant_claim", &p.tenant_claim), ("roles_claim", &p.roles_claim)] {
-                if claim.as_ref().is_some_and(|c| c.is_empty() || c.chars().any(char::is_control)) {
-                    return bad(&key(field), "a claim name, without control characters");
-                }
-            }
-        }
-        for (tenant, t) in &self.tenants {
-            if crate::domain::RegistryId::parse(tenant).is_err() {
-                return bad(&format!("tenants.{tenant}"), "is not a tenant id");
-            }
-            if !t.local_passwords && !self.oidc.providers.values().any(|p| p.tenants.contains(tenant)) {
-                return bad(
-                    &format!("tenants.{tenant}.local_passwords"),
-                    "no provider in oidc.providers lists this tenant: nobody could sign in",
-                );
-            }
-        }
-        Ok(())
-    }
-
     /// Whether `tenant`'s users may sign in with a password.
     pub fn local_passwords(&self, tenant: &str) -> bool {
         self.tenants.get(tenant).is_none_or(|t| t.local_passwords)
@@ -741,30 +558,6 @@ impl Settings {
     }
 }
 
-/// An http(s) URL: https, or plain http only to a loopback host (local
-/// development and tests); no credentials, query or fragment for an issuer.
-fn check_url(raw: &str, may_have_query: bool) -> Result<(), &'static str> {
-    let url = url::Url::parse(raw).map_err(|_| "is not a URL")?;
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => return Err("must name a host"),
-    };
-    match url.scheme() {
-        "https" => {}
-        "http" if loopback => {}
-        _ => return Err("must be https (plain http only to a loopback host)"),
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("must not carry credentials");
-    }
-    if !may_have_query && (url.query().is_some() || url.fragment().is_some()) {
-        return Err("must have no query or fragment");
-    }
-    Ok(())
-}
-
 fn one_line(e: &figment::Error) -> String {
     // figment names the key path and the source; keep it on one line.
     let mut parts = Vec::new();
@@ -784,6 +577,12 @@ fn one_line(e: &figment::Error) -> String {
         parts.push(line);
     }
     parts.join("; ")
+}
+
+/// The settings, and the currency rules derived from them.
+pub trait Config {
+    fn settings(&self) -> &crate::config::Settings;
+    fn currencies(&self) -> &crate::domain::CurrencyRules;
 }
 
 #[cfg(test)]

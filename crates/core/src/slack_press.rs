@@ -9,14 +9,19 @@
 
 use serde_json::Value;
 
+use crate::approval::keys::Keys;
 use crate::approvals::{self, Approver, DecideError, Verdict};
-use crate::deps::{Clock, Config, Keys, Notifier, Outbound, Store};
+use crate::changes::Notifier;
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::domain::ProposalStatus;
+use crate::outbound::Outbound;
+use crate::store::Store;
 use crate::store::{self, slack::NewMessage, slack::Target};
 
-use super::interaction::{Action, Interaction};
-use super::message::notice;
-use super::outbox;
+use crate::slack::interaction::{Action, Interaction};
+use crate::slack::message::notice;
+use crate::slack::outbox;
 
 /// What a press came to (for the log and the tests' sake).
 #[derive(Debug, Clone, PartialEq, Eq)]

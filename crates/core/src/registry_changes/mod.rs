@@ -35,29 +35,25 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-use crate::deps::{Clock, Config, Passwords, Store};
+use crate::clock::Clock;
+use crate::config::Config;
 use crate::domain::Role;
 use crate::domain::{mask_account, Currency};
+use crate::password::Passwords;
 use crate::provision::{self, ApplyError, NewAgent, NewCredential, NewUser};
+use crate::store::Store;
 use crate::store::{self, audit::AuditEntry, registry_changes::ChangeRow, Conn};
 
 /// How long a proposed change may wait for its confirmation.
 pub const PENDING_FOR: Duration = Duration::days(7);
 
-/// The admin acting on the console.
-#[derive(Debug, Clone)]
-pub struct Admin {
-    pub user_id: String,
-    pub username: String,
-    pub tenant_id: String,
-    pub roles: Vec<Role>,
-}
+pub use crate::actors::Admin;
 
-impl Admin {
-    fn actor(&self) -> String {
-        format!("user:{}", self.user_id)
-    }
-}
+mod apply;
+mod grants;
+
+use apply::*;
+use grants::*;
 
 /// A user as the admin's form describes it (the whole desired state).
 #[derive(Debug, Clone)]
@@ -381,54 +377,6 @@ pub async fn submit(
     Ok(Submitted::Pending { id, message, agent_key })
 }
 
-/// A request that grants nothing (it only reduces authority, or changes
-/// nothing): applied now, and every change still pending for the same
-/// subject is withdrawn (`superseded`): it was proposed against a state
-/// that no longer holds.
-async fn apply_at_once(
-    state: &(impl Store + Config),
-    admin: &Admin,
-    stored: &Stored,
-    now: DateTime<Utc>,
-) -> Result<Submitted, ChangeError> {
-    let mut tx = state.db().begin().await?;
-    apply(&mut tx, state, admin, stored, now).await?;
-    let withdrawn = store::registry_changes::supersede_subject(
-        &mut tx,
-        &admin.tenant_id,
-        (stored.family(), stored.subject()),
-        &format!(
-            "withdrawn: a change reducing {}'s authority applied since",
-            shown_subject(stored.kind(), stored.subject())
-        ),
-        now,
-    )
-    .await?;
-    if !withdrawn.is_empty() {
-        append(
-            &mut tx,
-            admin,
-            "registry.change.superseded",
-            json!({"changes": withdrawn, "kind": stored.kind(), "subject": shown_subject(stored.kind(), stored.subject()),
-                   "why": "authority reduced"}),
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    let message = match stored {
-        Stored::User { username, .. } => format!("User {username} saved."),
-        Stored::Payee { legal_name, .. } => format!("Payee {legal_name} saved."),
-        Stored::SlackLink { username, .. } => format!("User {username} unlinked from Slack."),
-        other => format!("{} saved.", other.kind()),
-    };
-    let message = if withdrawn.is_empty() {
-        message
-    } else {
-        format!("{message} {} pending change(s) to the same subject were withdrawn.", withdrawn.len())
-    };
-    Ok(Submitted::Applied { message })
-}
-
 async fn submit_user(
     state: &(impl Store + Config + Passwords),
     admin: &Admin,
@@ -487,149 +435,6 @@ async fn submit_user(
     }
 }
 
-/// What applying `stored` would grant, line by line, against the registry
-/// as `conn` reads it now; `None` when it grants nothing (it only reduces
-/// authority, or changes nothing) and so may apply at once. The one rule
-/// for proposing, for the admin page, and for confirming.
-async fn grants(
-    conn: &mut Conn,
-    settings: &crate::config::Settings,
-    tenant: &str,
-    stored: &Stored,
-) -> Result<Option<Vec<String>>, ChangeError> {
-    let user_here = |user: Option<store::directory::User>| user.filter(|u| u.tenant_id == tenant);
-    Ok(match stored {
-        Stored::User { username, .. } => {
-            let existing = user_here(store::directory::user_by_username(conn, username).await?);
-            user_lines(existing.as_ref(), stored)
-        }
-        Stored::Agent { id, acts_for, source_accounts, purposes, key_holder, .. } => {
-            let existing = store::directory::agent(conn, tenant, id).await?;
-            let mut lines = vec![match &existing {
-                None => format!("Add agent {id}, acting for {acts_for}"),
-                Some(_) => format!("Change agent {id} (acting for {acts_for}) and replace its key"),
-            }];
-            lines.push(format!(
-                "Source accounts: {}",
-                source_accounts.iter().map(|a| mask_account(a)).collect::<Vec<_>>().join(", ")
-            ));
-            lines.push(format!("Purposes: {}", purposes.join(", ")));
-            if let Some((_, name)) = key_holder {
-                lines.push(format!("Its key was shown only to {name}, who may then not approve this agent's payments"));
-            }
-            Some(lines)
-        }
-        Stored::Payee { id, legal_name, trusted } => {
-            let existing = store::directory::payee(&mut *conn, tenant, id).await?;
-            let masked = mask_account(id);
-            let mut lines = Vec::new();
-            match &existing {
-                None if !trusted => {}
-                None => lines.push(format!("Add payee {legal_name} ({masked}) as trusted")),
-                Some(p) => {
-                    if p.legal_name != *legal_name {
-                        lines.push(format!("Rename payee {masked} from {} to {legal_name}", p.legal_name));
-                    }
-                    if *trusted && !p.trusted {
-                        lines.push(format!("Trust payee {legal_name} ({masked})"));
-                    }
-                }
-            }
-            if !lines.is_empty() && *trusted {
-                lines.push("Small payments to a trusted payee can be approved by policy alone.".into());
-            }
-            (!lines.is_empty()).then_some(lines)
-        }
-        Stored::SlackLink { username, slack_user_id } => {
-            let user = user_here(store::directory::user_by_username(conn, username).await?)
-                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
-            match slack_user_id {
-                None => None,
-                Some(slack) if user.slack_user_id.as_ref() == Some(slack) => None,
-                Some(slack) => Some(vec![format!(
-                    "Link user {username} to Slack user {slack}{}: presses of that Slack account approve as {username}",
-                    user.slack_user_id.as_deref().map(|old| format!(" (instead of {old})")).unwrap_or_default()
-                )]),
-            }
-        }
-        Stored::PasskeyEnrolment { username } => {
-            user_here(store::directory::user_by_username(conn, username).await?)
-                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
-            let cool_off = settings.passkeys.cool_off_secs / 3600;
-            Some(vec![format!(
-                "Issue a one-time code with which {username} can register a passkey without holding one; it is \
-                 shown once, to the admin who confirms, and the passkey then cools off for {cool_off} h unless \
-                 another admin confirms it"
-            )])
-        }
-        Stored::PasskeyRemoval { username, passkey_id } => {
-            let Some(passkey) = store::passkeys::get_in(&mut *conn, tenant, passkey_id).await? else {
-                return Err(ChangeError::Invalid("that passkey is no longer registered".into()));
-            };
-            let user = user_here(store::directory::user_by_id(conn, &passkey.user_id).await?)
-                .filter(|u| &u.username == username)
-                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
-            let held = store::passkeys::of_user_in(conn, tenant, &user.id).await?;
-            let print = crate::passkeys::registry::key_fingerprint(&passkey);
-            let mut lines = vec![format!(
-                "Remove {username}'s passkey “{}” ({})",
-                passkey.name,
-                crate::passkeys::registry::short(&print)
-            )];
-            if held <= 1 {
-                lines.push(format!(
-                    "It is {username}'s last passkey: approvals that need one wait until they register another"
-                ));
-            }
-            Some(lines)
-        }
-    })
-}
-
-/// What a user change grants, line by line; `None` when it only reduces
-/// authority (or changes nothing) and so may apply at once.
-fn user_lines(existing: Option<&store::directory::User>, stored: &Stored) -> Option<Vec<String>> {
-    let Stored::User { username, password_hash, roles, limits, slack_user_id } = stored else { return None };
-    let Some(old) = existing else {
-        let mut lines = vec![format!("Create user {username} with roles {}", role_names(roles))];
-        for (currency, limit) in limits {
-            lines.push(format!("Approval limit {}", money(currency, *limit)));
-        }
-        if let Some(slack) = slack_user_id {
-            lines.push(format!("Linked to Slack user {slack}"));
-        }
-        return Some(lines);
-    };
-    let mut lines = Vec::new();
-    let added: Vec<Role> = roles.iter().filter(|r| !old.roles.contains(r)).copied().collect();
-    if !added.is_empty() {
-        lines.push(format!(
-            "Give {username} the role{} {} (now {})",
-            if added.len() == 1 { "" } else { "s" },
-            role_names(&added),
-            role_names(&old.roles)
-        ));
-    }
-    for (currency, limit) in limits {
-        match old.approval_limits_minor.get(currency) {
-            Some(before) if before >= limit => {}
-            Some(before) => lines.push(format!(
-                "Raise {username}'s {currency} approval limit from {} to {}",
-                money(currency, *before),
-                money(currency, *limit)
-            )),
-            None => lines.push(format!("Give {username} an approval limit of {}", money(currency, *limit))),
-        }
-    }
-    if password_hash.is_some() {
-        lines.push(format!("Set a new password for {username} (their sessions end)"));
-    }
-    if slack_user_id.is_some() && *slack_user_id != old.slack_user_id {
-        lines.push(format!("Link {username} to Slack user {}", slack_user_id.as_deref().unwrap_or_default()));
-    }
-    (!lines.is_empty()).then_some(lines)
-}
-
 /// Stores a pending change and audits it; returns its id.
 async fn propose(
     state: &impl Store,
@@ -673,30 +478,6 @@ fn shown_subject(kind: &str, subject: &str) -> String {
         mask_account(subject)
     } else {
         subject.to_owned()
-    }
-}
-
-/// Whether the pending change `row` still does exactly what its proposer
-/// was shown: its lines computed again against the registry now. `Err`
-/// names what it would do now when that differs.
-async fn still_as_shown(
-    conn: &mut Conn,
-    settings: &crate::config::Settings,
-    row: &ChangeRow,
-    stored: &Stored,
-) -> Result<Result<(), String>, ChangeError> {
-    let shown = summary_lines(row);
-    let now = match grants(conn, settings, &row.tenant_id, stored).await {
-        Ok(lines) => lines.unwrap_or_default(),
-        Err(ChangeError::Invalid(why)) => return Ok(Err(why)),
-        Err(e) => return Err(e),
-    };
-    if now == shown {
-        Ok(Ok(()))
-    } else if now.is_empty() {
-        Ok(Err("it would grant nothing now".into()))
-    } else {
-        Ok(Err(format!("it would now: {}", now.join("; "))))
     }
 }
 
@@ -777,81 +558,6 @@ pub async fn reject(
     .await?;
     tx.commit().await?;
     Ok("Change rejected.".into())
-}
-
-/// Applies a stored change as `admin`, in the caller's transaction; a
-/// secret to show the admin once, if the change makes one.
-async fn apply(
-    conn: &mut Conn,
-    state: &impl Config,
-    admin: &Admin,
-    stored: &Stored,
-    now: DateTime<Utc>,
-) -> Result<Option<OneTimeSecret>, ChangeError> {
-    let (settings, tenant, actor) = (&state.settings(), admin.tenant_id.as_str(), admin.actor());
-    match stored.clone() {
-        Stored::User { username, password_hash, roles, limits, slack_user_id } => {
-            let sets_password = password_hash.is_some();
-            let user = NewUser {
-                tenant: tenant.to_owned(),
-                username,
-                credential: password_hash.map_or(NewCredential::Keep, NewCredential::Hash),
-                roles: roles.iter().map(|r| r.as_str().to_owned()).collect(),
-                limits,
-                slack_user_id,
-            };
-            let user_id = provision::add_user_in(&mut *conn, settings, user, &actor).await?;
-            if sets_password {
-                // Whoever is signed in with the old password is signed out.
-                store::sessions::delete_of_user(conn, &user_id).await?;
-            }
-        }
-        Stored::Agent { id, acts_for, source_accounts, purposes, key_sha256, key_holder } => {
-            let agent = NewAgent { tenant: tenant.to_owned(), id: id.clone(), acts_for, source_accounts, purposes };
-            provision::add_agent_in(conn, agent, key_sha256, &actor).await?;
-            if let Some((holder, _)) = key_holder {
-                store::directory::set_key_holder(conn, tenant, &id, &holder).await?;
-            }
-        }
-        Stored::Payee { id, legal_name, trusted } => {
-            provision::add_payee_in(conn, tenant, &id, &legal_name, trusted, &actor).await?;
-        }
-        Stored::SlackLink { username, slack_user_id } => {
-            provision::link_slack_in(conn, tenant, &username, slack_user_id.as_deref(), &actor)
-                .await
-                .map_err(ChangeError::Invalid)?;
-        }
-        Stored::PasskeyEnrolment { username } => {
-            let user = store::directory::user_by_username(conn, &username)
-                .await?
-                .filter(|u| u.tenant_id == tenant)
-                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
-            let issuer = crate::passkeys::admin::Issuer::Admins { confirmed_by: admin };
-            let code = crate::passkeys::admin::issue_code(conn, settings, (tenant, &user.id), issuer, now).await?;
-            return Ok(Some(OneTimeSecret {
-                title: format!("Passkey enrolment code for {username}"),
-                explanation: format!(
-                    "Give this code to {username} yourself (in person or on a call), never through the channel a \
-                     thief of their session could read. With it they can register one passkey on their account \
-                     page, within {} h. It is shown only this once. As you saw it, another admin must confirm \
-                     the passkey it enrols if it is to approve before its cool-off ends.",
-                    settings.passkeys.enrolment_code_ttl_secs / 3600
-                ),
-                value: code,
-            }));
-        }
-        Stored::PasskeyRemoval { passkey_id, .. } => {
-            let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)
-                .await?
-                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
-            let removed = store::passkeys::remove(conn, tenant, &passkey.user_id, &passkey_id)
-                .await?
-                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
-            crate::passkeys::registry::removed_in(conn, &removed, &actor, json!({"four_eyes": admin.user_id}), now)
-                .await?;
-        }
-    }
-    Ok(None)
 }
 
 fn summary_lines(row: &ChangeRow) -> Vec<String> {

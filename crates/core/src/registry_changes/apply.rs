@@ -1,0 +1,127 @@
+//! Applying a confirmed (or immediately applicable) change in the write
+//! transaction that records it.
+
+use super::*;
+
+/// A request that grants nothing (it only reduces authority, or changes
+/// nothing): applied now, and every change still pending for the same
+/// subject is withdrawn (`superseded`): it was proposed against a state
+/// that no longer holds.
+pub(super) async fn apply_at_once(
+    state: &(impl Store + Config),
+    admin: &Admin,
+    stored: &Stored,
+    now: DateTime<Utc>,
+) -> Result<Submitted, ChangeError> {
+    let mut tx = state.db().begin().await?;
+    apply(&mut tx, state, admin, stored, now).await?;
+    let withdrawn = store::registry_changes::supersede_subject(
+        &mut tx,
+        &admin.tenant_id,
+        (stored.family(), stored.subject()),
+        &format!(
+            "withdrawn: a change reducing {}'s authority applied since",
+            shown_subject(stored.kind(), stored.subject())
+        ),
+        now,
+    )
+    .await?;
+    if !withdrawn.is_empty() {
+        append(
+            &mut tx,
+            admin,
+            "registry.change.superseded",
+            json!({"changes": withdrawn, "kind": stored.kind(), "subject": shown_subject(stored.kind(), stored.subject()),
+                   "why": "authority reduced"}),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    let message = match stored {
+        Stored::User { username, .. } => format!("User {username} saved."),
+        Stored::Payee { legal_name, .. } => format!("Payee {legal_name} saved."),
+        Stored::SlackLink { username, .. } => format!("User {username} unlinked from Slack."),
+        other => format!("{} saved.", other.kind()),
+    };
+    let message = if withdrawn.is_empty() {
+        message
+    } else {
+        format!("{message} {} pending change(s) to the same subject were withdrawn.", withdrawn.len())
+    };
+    Ok(Submitted::Applied { message })
+}
+
+/// Applies a stored change as `admin`, in the caller's transaction; a
+/// secret to show the admin once, if the change makes one.
+pub(super) async fn apply(
+    conn: &mut Conn,
+    state: &impl Config,
+    admin: &Admin,
+    stored: &Stored,
+    now: DateTime<Utc>,
+) -> Result<Option<OneTimeSecret>, ChangeError> {
+    let (settings, tenant, actor) = (&state.settings(), admin.tenant_id.as_str(), admin.actor());
+    match stored.clone() {
+        Stored::User { username, password_hash, roles, limits, slack_user_id } => {
+            let sets_password = password_hash.is_some();
+            let user = NewUser {
+                tenant: tenant.to_owned(),
+                username,
+                credential: password_hash.map_or(NewCredential::Keep, NewCredential::Hash),
+                roles: roles.iter().map(|r| r.as_str().to_owned()).collect(),
+                limits,
+                slack_user_id,
+            };
+            let user_id = provision::add_user_in(&mut *conn, settings, user, &actor).await?;
+            if sets_password {
+                // Whoever is signed in with the old password is signed out.
+                store::sessions::delete_of_user(conn, &user_id).await?;
+            }
+        }
+        Stored::Agent { id, acts_for, source_accounts, purposes, key_sha256, key_holder } => {
+            let agent = NewAgent { tenant: tenant.to_owned(), id: id.clone(), acts_for, source_accounts, purposes };
+            provision::add_agent_in(conn, agent, key_sha256, &actor).await?;
+            if let Some((holder, _)) = key_holder {
+                store::directory::set_key_holder(conn, tenant, &id, &holder).await?;
+            }
+        }
+        Stored::Payee { id, legal_name, trusted } => {
+            provision::add_payee_in(conn, tenant, &id, &legal_name, trusted, &actor).await?;
+        }
+        Stored::SlackLink { username, slack_user_id } => {
+            provision::link_slack_in(conn, tenant, &username, slack_user_id.as_deref(), &actor)
+                .await
+                .map_err(ChangeError::Invalid)?;
+        }
+        Stored::PasskeyEnrolment { username } => {
+            let user = store::directory::user_by_username(conn, &username)
+                .await?
+                .filter(|u| u.tenant_id == tenant)
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no user {username} here")))?;
+            let issuer = crate::passkeys::admin::Issuer::Admins { confirmed_by: admin };
+            let code = crate::passkeys::admin::issue_code(conn, settings, (tenant, &user.id), issuer, now).await?;
+            return Ok(Some(OneTimeSecret {
+                title: format!("Passkey enrolment code for {username}"),
+                explanation: format!(
+                    "Give this code to {username} yourself (in person or on a call), never through the channel a \
+                     thief of their session could read. With it they can register one passkey on their account \
+                     page, within {} h. It is shown only this once. As you saw it, another admin must confirm \
+                     the passkey it enrols if it is to approve before its cool-off ends.",
+                    settings.passkeys.enrolment_code_ttl_secs / 3600
+                ),
+                value: code,
+            }));
+        }
+        Stored::PasskeyRemoval { passkey_id, .. } => {
+            let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
+            let removed = store::passkeys::remove(conn, tenant, &passkey.user_id, &passkey_id)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid("that passkey is no longer registered".into()))?;
+            crate::passkeys::registry::removed_in(conn, &removed, &actor, json!({"four_eyes": admin.user_id}), now)
+                .await?;
+        }
+    }
+    Ok(None)
+}
