@@ -3,23 +3,26 @@
 //! redirect, each post with its own timeout.
 
 use countersign_core::outbound::{Post, PostError, Poster};
-use std::sync::LazyLock;
 
-static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("an HTTP client with default TLS")
-});
+/// Posts with a client of its own (one per server: a client's pooled
+/// connections belong to the runtime that opened them).
+#[derive(Debug, Clone)]
+pub struct HttpPoster {
+    client: reqwest::Client,
+}
 
-/// Posts with the process's HTTP client.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct HttpPoster;
+impl HttpPoster {
+    pub fn new() -> anyhow::Result<HttpPoster> {
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
+        Ok(HttpPoster { client })
+    }
+}
 
 #[async_trait::async_trait]
 impl Poster for HttpPoster {
     async fn post(&self, post: Post<'_>) -> Result<u16, PostError> {
-        let mut request = CLIENT
+        let mut request = self
+            .client
             .post(post.url.clone())
             .timeout(post.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8");

@@ -47,7 +47,7 @@ pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate:
     let url = configured_rail_url(&settings).unwrap_or_else(|| "http://127.0.0.1:9".into());
     let rail = RailClient::new(settings.rail_config(&url))?;
     let (trigger, shutdown) = crate::shutdown::channel();
-    Ok((AppState::new(db, settings, keys, rail, shutdown), trigger))
+    Ok((AppState::new(db, settings, keys, rail, shutdown)?, trigger))
 }
 
 /// A server that listens and runs its background tasks, before it serves:
@@ -94,7 +94,7 @@ pub async fn bind(settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     let addr = listener.local_addr()?;
 
     let (trigger, shutdown) = crate::shutdown::channel();
-    let state = AppState::new(db.clone(), settings, keys, rail, shutdown.clone());
+    let state = AppState::new(db.clone(), settings, keys, rail, shutdown.clone())?;
     if state.hooks.any() {
         tracing::warn!(hooks = ?state.hooks, "TEST HOOKS ARE SET: never run a deployment like this");
     }

@@ -33,18 +33,24 @@ pub struct AppState {
 pub type Shared = Arc<AppState>;
 
 impl AppState {
-    pub fn new(db: Db, settings: Settings, keys: KeyStore, rail: RailClient, shutdown: Shutdown) -> Shared {
+    pub fn new(
+        db: Db,
+        settings: Settings,
+        keys: KeyStore,
+        rail: RailClient,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<Shared> {
         // Validated with the settings; an invalid list never gets this far.
         let proxies = TrustedProxies::parse(&settings.console.trusted_proxies).unwrap_or_default();
         let ports: (Arc<dyn crate::rail::Rail>, Arc<dyn crate::outbound::Poster>) =
-            (Arc::new(rail), Arc::new(crate::poster::HttpPoster));
-        Arc::new(AppState {
+            (Arc::new(rail), Arc::new(crate::poster::HttpPoster::new()?));
+        Ok(Arc::new(AppState {
             core: Services::new(db, settings, keys, ports, shutdown),
             throttle: Default::default(),
             proxies,
             metrics: crate::metrics::Metrics::shared(),
             sso: Default::default(),
-        })
+        }))
     }
 
     /// The server's clock (the system clock, plus a test-only skew).

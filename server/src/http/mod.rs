@@ -43,6 +43,20 @@ use error::ApiError;
 /// The console's session cookie.
 pub const SESSION_COOKIE: &str = "countersign_session";
 
+/// The console's page routes, walked out of the app once per process.
+///
+/// Walking them (`generate_route_list`) renders the app with resource
+/// loading suppressed, and that switch is one flag for the whole process
+/// (`leptos_server`'s `SuppressResourceLoad`): a page rendered by another
+/// router of this process meanwhile would wait for its data forever. Once
+/// per process, before the first router serves, nothing renders meanwhile;
+/// this matters wherever several servers share a process (the in-process
+/// test harness, docs/DECISIONS.md).
+fn console_routes() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(app::App)).clone()
+}
+
 /// Every route of the server.
 pub fn router(state: Shared) -> Router {
     let idle_secs = state.settings.console.idle_timeout_secs as i64;
@@ -73,7 +87,7 @@ pub fn router(state: Shared) -> Router {
     let pages = Router::new()
         .leptos_routes_with_context(
             &leptos_options,
-            generate_route_list(app::App),
+            console_routes(),
             move || {
                 // One per request: what its reads share lives as long as it.
                 provide_context(app::console::Port(Arc::new(crate::console::ConsoleService::new(

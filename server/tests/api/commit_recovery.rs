@@ -17,14 +17,17 @@ async fn crash_at(step: &str) {
     let rail = RailSim::start().await;
     let scratch = Scratch::new("");
     scratch.apply_fixture().await;
-    let server = scratch.serve(&env_for(&rail, &[("COUNTERSIGN_FAILPOINT", step)])).await;
+    // A short rail timeout: the crashed call's claim (the timeout and a
+    // margin, `operations::rail_call_lease`) lapses sooner for the retry.
+    let fast = [("COUNTERSIGN_RAIL__TOTAL_TIMEOUT_MS", "2000")];
+    let server = scratch.serve(&env_for(&rail, &[("COUNTERSIGN_FAILPOINT", step), fast[0]])).await;
     let (id, token) = auto_approved(&server, 5_000).await;
     let path = format!("/api/v1/proposals/{id}/commit");
     let died = server.post_json(&path, ACME_BOT_KEY, &json!({"approval_token": token})).send().await;
     assert!(died.is_err(), "the server died at {step} instead of answering: {died:?}");
     let (dir, config) = server.crashed().await;
 
-    let server = TestServer::spawn_env(dir, config, &env_for(&rail, &[])).await;
+    let server = TestServer::spawn_env(dir, config, &env_for(&rail, &fast)).await;
     // The agent lost its answer, so it retries with the token it has.
     let r = server.commit(&id, &token).await;
     assert_eq!(r.status, 200, "retry after a crash at {step}: {}", r.text);

@@ -4,34 +4,28 @@
 //! Two ways to run it, behind one `TestServer` API (url(), client, db(),
 //! cli(), propose helpers...):
 //!
-//! - **As a process** (the default; `start_process*`, `Scratch::serve`,
-//!   `spawn*` always): the `countersign` binary, started as `serve`, with
-//!   the fixture applied by `countersign apply`.
-//! - **In-process** (`start_in_process_with`, or every `start`/`start_with`
-//!   when `API_TESTS_IN_PROCESS=1`): the server library applies the fixture
-//!   (`provision::apply_toml`) and runs the real app (`startup::bind` +
-//!   `Bound::serve_until`: router, background workers, bundled rail
-//!   simulator) from the same config file, on a runtime and thread of its
-//!   own, so a test body that blocks cannot stall it. Dropping the server
-//!   stops it at once, like the SIGKILL a process gets. Only for tests that
-//!   speak HTTP (the CLI still runs as a process on the same data dir).
-//!   Tests that need a process ask for one with `start_process*`: crash and
-//!   kill (`stop`, `crashed`, failpoints), restarts, log files,
-//!   `COUNTERSIGN_*` variables (failpoints, clock skew, overrides: tests
-//!   share the environment, so none sets its own), the config loading of
-//!   `serve` itself, and resident memory (`resident_kib`).
+//! - **In-process** (the default: `start`, `start_with`): the server library
+//!   applies the fixture (`provision::apply_toml`) and runs the real app
+//!   (`startup::bind` + `Bound::serve_until`: router, background workers,
+//!   bundled rail simulator) from the same config file, on a runtime and
+//!   thread of its own, so a test body that blocks cannot stall it.
+//!   Dropping the server stops it at once, like the SIGKILL a process gets.
+//!   The CLI still runs as a process on the same data dir.
+//! - **As a process** (`start_process*`, `Scratch::serve`, `spawn*`): the
+//!   `countersign` binary, started as `serve`, with the fixture applied by
+//!   `countersign apply`. Only where a process matters: crash and kill
+//!   (`stop`, `crashed`, failpoints), restarts, log files, `COUNTERSIGN_*`
+//!   variables (failpoints, clock skew, overrides: tests share the
+//!   environment, so none sets its own), the config loading of `serve`
+//!   itself, resident memory (`resident_kib`), and `/metrics` (the metrics
+//!   recorder is global to a process). `API_TESTS_IN_PROCESS=0` runs every
+//!   test on processes.
 //!
-//! Why processes stay the default: measured on two cores at 8 threads,
-//! in-process saves about a third of the suite's system CPU time (a tenth
-//! of all its CPU; 40 rather than 50 ms per start, no exec of the debug
-//! binary twice per test) but no measurable wall time, which the tests' own
-//! waiting dominates; and in two of nine in-process runs of the suite one
-//! request never got an answer (90 s client timeout), both times the
-//! server-rendered queue page, `GET /` as a signed-in user, in
-//! `console_headers::html_pages_allow_their_scripts_by_a_fresh_nonce`
-//! (never in ten runs on processes, nor in six in-process runs of the
-//! console tests alone). Not explained yet: suspect state that Leptos keeps
-//! per process, shared by several servers and runtimes here.
+//! In-process servers once hung now and then on a server-rendered page: a
+//! server starting walks the console's routes with Leptos's resource
+//! loading switched off by a flag global to the process, and a page loading
+//! in another server meanwhile waited forever. The routes are walked once
+//! per process now (`http::console_routes`); `in_process.rs` keeps it so.
 //!
 //! Process-global state, checked for in-process servers sharing this test
 //! binary:
@@ -41,8 +35,11 @@
 //!   otherwise it reads the head first. Sharing costs an extra statement
 //!   now and then, never a fork (the same holds for a CLI process writing
 //!   beside a server);
-//! - metrics, throttles, caches, the password gate, change notifications:
-//!   per `AppState`, nothing global;
+//! - the console's route list: walked once per process (see above);
+//! - metrics: one recorder per process (the `metrics` facade), so a test
+//!   reading `/metrics` runs a process;
+//! - throttles, caches, the password gate, change notifications, HTTP
+//!   clients: per `AppState`, nothing global;
 //! - tracing: one subscriber for the whole test binary (`warn`, stderr, as
 //!   the processes get with `COUNTERSIGN_LOG=warn`); tests that read a log
 //!   run a process with its own log file;
@@ -264,8 +261,9 @@ pub fn on_postgres() -> bool {
     std::env::var("API_TESTS_DATABASE").is_ok_and(|v| v == "postgres")
 }
 
-/// On PostgreSQL runs, the URL of a new empty database for one test's
-/// servers (created with `psql`), unless `config` sets the database itself.
+/// On PostgreSQL runs, the URL of a new database for one test's servers,
+/// unless `config` sets the database itself: a copy of this run's template
+/// (see [`postgres_template`]), so each server finds its schema migrated.
 fn postgres_database(config: &str) -> Option<String> {
     if !on_postgres() || config.contains("[database]") {
         return None;
@@ -274,16 +272,48 @@ fn postgres_database(config: &str) -> Option<String> {
     static SERIAL: AtomicU32 = AtomicU32::new(0);
     let server = std::env::var("COUNTERSIGN_TEST_DATABASE_URL")
         .expect("API_TESTS_DATABASE=postgres needs COUNTERSIGN_TEST_DATABASE_URL (scripts/pg.sh start)");
+    let template = postgres_template(&server);
     let name = format!("cs_api_{}_{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed));
+    psql(&server, &format!("CREATE DATABASE {name} TEMPLATE {template}"));
+    Some(database_url(&server, &name))
+}
+
+/// This test binary's template database: created and migrated once, then
+/// copied by `CREATE DATABASE … TEMPLATE` for every test (a copy costs a
+/// fraction of running the migrations again; the servers find them applied).
+fn postgres_template(server: &str) -> &'static str {
+    static TEMPLATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let name = format!("cs_api_template_{}", std::process::id());
+        psql(server, &format!("CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C'"));
+        let backend = countersign::store::Backend::Postgres { url: database_url(server, &name).into() };
+        // On a runtime of its own: this may be called inside a test's.
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            runtime.block_on(async {
+                let db = countersign::store::Db::connect(&backend).await.expect("migrate the template database");
+                db.close().await;
+            })
+        })
+        .join()
+        .expect("the template is migrated");
+        name
+    })
+}
+
+fn psql(server: &str, sql: &str) {
     let out = std::process::Command::new("psql")
-        .arg(&server)
-        .args(["-v", "ON_ERROR_STOP=1", "-q", "-c"])
-        .arg(format!("CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C'"))
+        .arg(server)
+        .args(["-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
         .output()
         .expect("run psql");
-    assert!(out.status.success(), "CREATE DATABASE {name}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The URL of database `name` on the server `server` names.
+fn database_url(server: &str, name: &str) -> String {
     let (base, _) = server.rsplit_once('/').expect("a URL with a database");
-    Some(format!("{base}/{name}"))
+    format!("{base}/{name}")
 }
 
 /// The PostgreSQL URL the harness wrote into `config` (on PostgreSQL runs).
@@ -389,13 +419,43 @@ impl Drop for InProcess {
     }
 }
 
+type Ready = tokio::sync::oneshot::Sender<Result<std::net::SocketAddr, String>>;
+
+/// What `countersign apply` (the fixture) and `countersign serve` do, until
+/// `stop` resolves or is dropped (no drain: like the SIGKILL a process gets).
+async fn serve_in_process(
+    settings: countersign::config::Settings,
+    ready: Ready,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let bound = async {
+        let db = countersign::store::Db::connect(&settings.backend()?).await?;
+        countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE).await?;
+        db.close().await;
+        countersign::startup::bind(settings, false).await
+    }
+    .await;
+    let bound = match bound {
+        Ok(bound) => bound,
+        Err(e) => {
+            let _ = ready.send(Err(format!("{e:#}")));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(bound.addr()));
+    tokio::select! {
+        served = bound.serve_until(std::future::pending()) => served.expect("the server serves"),
+        _ = stop => {}
+    }
+}
+
 /// Server logs of in-process servers: `warn` and up, to stderr, like the
 /// processes (installed once for the whole test binary).
 fn log_warnings() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("warn,countersign::provision=error"))
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn,countersign_core::provision=error"))
             .with_writer(std::io::stderr)
             .try_init();
     });
@@ -411,10 +471,10 @@ impl TestServer {
     /// The fixture registry and `config` as the TOML config file: a process,
     /// or in-process with `API_TESTS_IN_PROCESS=1`.
     pub async fn start_with(config: &str) -> TestServer {
-        if std::env::var_os("API_TESTS_IN_PROCESS").is_some_and(|v| v == "1") {
-            return Self::start_in_process_with(config).await;
+        if std::env::var_os("API_TESTS_IN_PROCESS").is_some_and(|v| v == "0") {
+            return Self::start_process_with(config).await;
         }
-        Self::start_process_with(config).await
+        Self::start_in_process_with(config).await
     }
 
     /// The fixture registry and `config`, served in this process.
@@ -444,40 +504,21 @@ impl TestServer {
         let settings = Settings::load(Some(&scratch.config), &overrides).expect("settings");
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Result<std::net::SocketAddr, String>>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("countersign-in-process".into())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                    .expect("server runtime");
-                runtime.block_on(async move {
-                    let bound = async {
-                        let db = countersign::store::Db::connect(&settings.backend()?).await?;
-                        countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE).await?;
-                        db.close().await;
-                        countersign::startup::bind(settings, false).await
-                    }
-                    .await;
-                    let bound = match bound {
-                        Ok(bound) => bound,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(format!("{e:#}")));
-                            return;
-                        }
-                    };
-                    let _ = ready_tx.send(Ok(bound.addr()));
-                    // Stops at once when the test drops the server (no drain).
-                    tokio::select! {
-                        served = bound.serve_until(std::future::pending()) => served.expect("the server serves"),
-                        _ = stop_rx => {}
-                    }
-                });
-                runtime.shutdown_timeout(Duration::from_secs(2));
-            })
-            .expect("server thread");
-        let running = InProcess { stop: Some(stop_tx), thread: Some(thread) };
+        let running = {
+            let thread = std::thread::Builder::new()
+                .name("countersign-in-process".into())
+                .spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(2)
+                        .enable_all()
+                        .build()
+                        .expect("server runtime");
+                    runtime.block_on(serve_in_process(settings, ready_tx, stop_rx));
+                    runtime.shutdown_timeout(Duration::from_secs(2));
+                })
+                .expect("server thread");
+            InProcess { stop: Some(stop_tx), thread: Some(thread) }
+        };
         let addr = tokio::time::timeout(Duration::from_secs(30), ready_rx)
             .await
             .expect("the server listens within 30 s")

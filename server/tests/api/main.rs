@@ -29,6 +29,7 @@ mod decision_support;
 mod events;
 mod expiry;
 mod idempotency;
+mod in_process;
 mod listing;
 mod mcp;
 mod multi_instance;
@@ -43,5 +44,6 @@ mod read_cache;
 mod slack;
 mod status_poll;
 mod strict_schema;
+
 mod surface;
 mod webhooks;

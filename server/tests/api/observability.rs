@@ -74,7 +74,9 @@ async fn a_plain_incoming_request_id_is_kept_and_anything_else_replaced() {
 
 #[tokio::test]
 async fn metrics_count_requests_and_use_cases_for_a_scraper_with_the_token() {
-    let server = TestServer::start_with(METRICS).await;
+    // A process: the metrics recorder is global to a process (the `metrics`
+    // facade), and in-process servers share this test binary.
+    let server = TestServer::start_process_with(METRICS).await;
     let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
     assert_eq!(server.get_proposal(ACME_BOT_KEY, &id).await.status, 200);
     let scrape = |token: Option<&str>| {
