@@ -35,6 +35,21 @@ fn in_ci() -> bool {
 /// A new, empty database for `test`, or `None` (after printing why) when no
 /// test server is configured outside CI.
 pub async fn fresh(test: &str) -> Option<TestPg> {
+    fresh_from(test, None).await
+}
+
+/// A new database for `test` with the store's schema already migrated: a
+/// copy of this test binary's template (see [`template`]), or `None` as
+/// [`fresh`].
+pub async fn fresh_migrated(test: &str) -> Option<TestPg> {
+    let server = server_options(test)?;
+    let template = template(&server).await;
+    fresh_from(test, Some(template)).await
+}
+
+/// The test server's connection options, or `None` (after printing why)
+/// when none is configured outside CI.
+fn server_options(test: &str) -> Option<PgConnectOptions> {
     let url = match std::env::var(URL_VAR) {
         Ok(url) if !url.trim().is_empty() => url,
         _ if in_ci() => {
@@ -47,15 +62,49 @@ pub async fn fresh(test: &str) -> Option<TestPg> {
             return None;
         }
     };
-    let server = PgConnectOptions::from_str(&url)
-        .unwrap_or_else(|e| panic!("{URL_VAR} is not a PostgreSQL URL: {e}"))
-        .disable_statement_logging();
+    Some(
+        PgConnectOptions::from_str(&url)
+            .unwrap_or_else(|e| panic!("{URL_VAR} is not a PostgreSQL URL: {e}"))
+            .disable_statement_logging(),
+    )
+}
+
+/// This test binary's template: a database migrated once, which
+/// `CREATE DATABASE … TEMPLATE` copies for each test (far cheaper than
+/// running the migrations again). Nothing stays connected to it.
+async fn template(server: &PgConnectOptions) -> &'static str {
+    static TEMPLATE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    TEMPLATE
+        .get_or_init(|| async {
+            let name = format!("cs_template_{}_{}", std::process::id(), rand::random::<u32>());
+            create(server, &format!("CREATE DATABASE {name}")).await;
+            let pool = PgPoolOptions::new()
+                .max_connections(1)
+                .connect_with(server.clone().database(&name))
+                .await
+                .expect("connect to the template database");
+            let db = crate::store::Db::on_postgres(pool).await.expect("migrate the template database");
+            db.close().await;
+            name
+        })
+        .await
+}
+
+async fn create(server: &PgConnectOptions, statement: &str) {
+    let mut admin = server.connect().await.unwrap_or_else(|e| panic!("{URL_VAR}: cannot connect: {e}"));
+    sqlx::query(statement).execute(&mut admin).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
+    admin.close().await.ok();
+}
+
+async fn fresh_from(test: &str, template: Option<&str>) -> Option<TestPg> {
+    let server = server_options(test)?;
     static SERIAL: AtomicU32 = AtomicU32::new(0);
     let name =
         format!("cs_{}_{}_{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed), rand::random::<u32>());
-    let mut admin = server.connect().await.unwrap_or_else(|e| panic!("{URL_VAR}: cannot connect: {e}"));
-    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.expect("CREATE DATABASE");
-    admin.close().await.ok();
+    match template {
+        Some(template) => create(&server, &format!("CREATE DATABASE {name} TEMPLATE {template}")).await,
+        None => create(&server, &format!("CREATE DATABASE {name}")).await,
+    }
     let pool = PgPoolOptions::new()
         .max_connections(4)
         .connect_with(server.clone().database(&name))
@@ -113,7 +162,7 @@ pub async fn each_backend(test: &str) -> Vec<TestDb> {
     let tmp = tempfile::tempdir().unwrap();
     let sqlite = crate::store::Db::open(tmp.path()).await.unwrap();
     let mut dbs = vec![TestDb { db: sqlite, backend: "sqlite", guard: Guard::Sqlite(tmp) }];
-    if let Some(pg) = fresh(test).await {
+    if let Some(pg) = fresh_migrated(test).await {
         let db = crate::store::Db::on_postgres(pg.pool.clone()).await.expect("migrate the PostgreSQL store");
         dbs.push(TestDb { db, backend: "postgres", guard: Guard::Pg(Box::new(pg)) });
     }
