@@ -5,8 +5,10 @@ use chrono::{DateTime, Utc};
 
 use super::{new_id, query, ts, Cols, Exec, Pool, Result};
 
-/// Where a message goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a message goes; stored as its name in snake case (`webhook`,
+/// `response_url`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Target {
     /// The tenant's incoming webhook (its URL lives in the settings).
     Webhook,
@@ -16,14 +18,20 @@ pub enum Target {
 
 impl Target {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Target::Webhook => "webhook",
-            Target::ResponseUrl => "response_url",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Target> {
-        [Target::Webhook, Target::ResponseUrl].into_iter().find(|t| t.as_str() == s)
+        s.parse().ok()
+    }
+}
+
+/// A stored target (the outbox's rows read it).
+impl TryFrom<String> for Target {
+    type Error = strum::ParseError;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
     }
 }
 
@@ -161,4 +169,22 @@ pub async fn first_sighting<'e>(db: impl Into<Exec<'e>>, key: &str, now: DateTim
 pub async fn forget_requests_before<'e>(db: impl Into<Exec<'e>>, cutoff: DateTime<Utc>) -> Result<u64> {
     let done = query("DELETE FROM slack_requests WHERE seen_at < ?").bind(ts(cutoff)).execute(db).await?;
     Ok(done.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Target;
+    use strum::VariantArray;
+
+    /// The stored names, every target's (each variant once), read back.
+    #[test]
+    fn every_target_has_its_stored_name() {
+        let names: Vec<&str> = Target::VARIANTS.iter().map(|t| t.as_str()).collect();
+        assert_eq!(names, ["webhook", "response_url"]);
+        for t in Target::VARIANTS {
+            assert_eq!(Target::parse(t.as_str()), Some(*t));
+            assert_eq!(Target::try_from(t.as_str().to_owned()).ok(), Some(*t));
+        }
+        assert_eq!(Target::parse("Webhook"), None, "exact names only");
+    }
 }
