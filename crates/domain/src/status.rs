@@ -152,23 +152,6 @@ impl fmt::Display for OpStatus {
     }
 }
 
-/// A stored status (the store reads its text columns through these).
-impl TryFrom<String> for ProposalStatus {
-    type Error = strum::ParseError;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl TryFrom<String> for OpStatus {
-    type Error = strum::ParseError;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,14 +202,14 @@ mod tests {
             ]
         );
         for st in ProposalStatus::ALL {
-            assert_eq!(ProposalStatus::try_from(st.as_str().to_owned()).ok(), Some(*st));
+            assert_eq!(st.as_str().parse::<ProposalStatus>(), Ok(*st), "FromStr, as the store reads it");
         }
         let names: Vec<&str> = OpStatus::ALL.iter().map(OpStatus::as_str).collect();
         assert_eq!(names, ["pending", "accepted", "succeeded", "failed", "unknown", "needs_review", "too_late"]);
         for st in OpStatus::ALL {
-            assert_eq!(OpStatus::try_from(st.as_str().to_owned()).ok(), Some(st));
+            assert_eq!(st.as_str().parse::<OpStatus>(), Ok(st), "FromStr, as the store reads it");
         }
-        assert!(OpStatus::try_from("Pending".to_owned()).is_err(), "exact names only");
+        assert!("Pending".parse::<OpStatus>().is_err(), "exact names only");
         assert_eq!(ProposalStatus::parse("Approved"), None, "exact names only");
     }
 

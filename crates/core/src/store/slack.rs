@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{new_id, query, ts, Cols, Exec, Pool, Result};
+use super::{new_id, query, ts, Exec, Int, Known, Pool, Result, Row, Timestamp};
 
 /// Where a message goes; stored as its name in snake case (`webhook`,
 /// `response_url`).
@@ -26,15 +26,6 @@ impl Target {
     }
 }
 
-/// A stored target (the outbox's rows read it).
-impl TryFrom<String> for Target {
-    type Error = strum::ParseError;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct NewMessage<'a> {
     /// Both set for a webhook message; a reply may be about no proposal.
@@ -45,15 +36,18 @@ pub struct NewMessage<'a> {
     pub body: &'a serde_json::Value,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct OutboxRow {
     pub id: String,
     pub tenant_id: Option<String>,
     pub proposal_id: Option<String>,
+    #[sqlx(try_from = "Known<Target>")]
     pub target: Target,
     pub url: Option<String>,
     pub body: String,
+    #[sqlx(try_from = "Int")]
     pub attempts: i64,
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -98,22 +92,7 @@ pub async fn claim_due(
          RETURNING *"
     );
     let rows = query(&sql).bind(ts(lease_until)).bind(ts(now)).bind(i64::from(limit)).fetch_all(pool).await?;
-    let mut claimed = rows
-        .iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok(OutboxRow {
-                id: c.text("id")?,
-                tenant_id: c.opt_text("tenant_id")?,
-                proposal_id: c.opt_text("proposal_id")?,
-                target: c.parse("target", Target::parse)?,
-                url: c.opt_text("url")?,
-                body: c.text("body")?,
-                attempts: c.int("attempts")?,
-                created_at: c.at("created_at")?,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut claimed = rows.iter().map(Row::decode).collect::<Result<Vec<OutboxRow>>>()?;
     // RETURNING follows no ORDER BY: oldest first, as they were queued.
     claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     Ok(claimed)
@@ -183,7 +162,7 @@ mod tests {
         assert_eq!(names, ["webhook", "response_url"]);
         for t in Target::VARIANTS {
             assert_eq!(Target::parse(t.as_str()), Some(*t));
-            assert_eq!(Target::try_from(t.as_str().to_owned()).ok(), Some(*t));
+            assert_eq!(t.as_str().parse::<Target>(), Ok(*t), "FromStr, as the store reads it");
         }
         assert_eq!(Target::parse("Webhook"), None, "exact names only");
     }
