@@ -2,10 +2,29 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use strum::{EnumCount, EnumString, IntoStaticStr, VariantArray};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+// The names (`as_str`, `parse`, serde's) are the variants' in lowercase:
+// strum and serde each derive them by the same rule (tests pin every one).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EnumCount,
+    EnumString,
+    IntoStaticStr,
+    VariantArray,
+)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Role {
     /// Reads the queue and proposals.
     Viewer,
@@ -16,18 +35,15 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 3] = [Role::Viewer, Role::Approver, Role::Admin];
+    /// Every role, in declaration order.
+    pub const ALL: [Role; Role::COUNT] = *Role::VARIANTS.first_chunk().expect("COUNT variants");
 
     pub fn as_str(&self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Approver => "approver",
-            Role::Admin => "admin",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == s)
+        s.parse().ok()
     }
 }
 
@@ -79,6 +95,12 @@ mod tests {
         }
         assert_eq!(Role::parse("Admin"), None, "exact names only");
         assert_eq!(Role::parse("owner"), None);
+    }
+
+    /// The stored and wire names, every one, in `ALL`'s order (each variant once).
+    #[test]
+    fn every_role_has_its_name_and_all_lists_each_once() {
+        assert_eq!(Role::ALL.map(|r| r.as_str()), ["viewer", "approver", "admin"]);
     }
 
     #[cfg(feature = "miniserde")]

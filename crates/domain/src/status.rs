@@ -3,10 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use strum::{EnumCount, EnumString, IntoStaticStr, VariantArray};
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+// The names (`as_str`, `parse`, serde's) are the variants' in snake case:
+// strum and serde each derive them by the same rule (tests pin every one).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, EnumString, IntoStaticStr, VariantArray)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ProposalStatus {
     PendingApproval,
     Approved,
@@ -25,40 +29,15 @@ pub enum ProposalStatus {
 use ProposalStatus::*;
 
 impl ProposalStatus {
-    pub const ALL: &'static [ProposalStatus] = &[
-        PendingApproval,
-        Approved,
-        Rejected,
-        Cancelled,
-        Expired,
-        ApprovalExpired,
-        Executing,
-        Succeeded,
-        Failed,
-        Unknown,
-        NeedsReview,
-        Reversed,
-    ];
+    /// Every status, in declaration order.
+    pub const ALL: &'static [ProposalStatus] = <Self as VariantArray>::VARIANTS;
 
     pub fn as_str(&self) -> &'static str {
-        match self {
-            PendingApproval => "pending_approval",
-            Approved => "approved",
-            Rejected => "rejected",
-            Cancelled => "cancelled",
-            Expired => "expired",
-            ApprovalExpired => "approval_expired",
-            Executing => "executing",
-            Succeeded => "succeeded",
-            Failed => "failed",
-            Unknown => "unknown",
-            NeedsReview => "needs_review",
-            Reversed => "reversed",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|st| st.as_str() == s)
+        s.parse().ok()
     }
 
     pub fn is_terminal(&self) -> bool {
@@ -118,9 +97,12 @@ impl fmt::Display for ProposalStatus {
 /// Where an operation (the payment of a committed proposal) stands.
 /// `Pending`, `Accepted` and `Unknown` are open (reconciliation looks at
 /// them); the rest are settled or wait for a human.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, EnumCount, EnumString, IntoStaticStr, VariantArray,
+)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum OpStatus {
     /// Recorded; the rail has not answered yet (or the process died mid-call).
     Pending,
@@ -138,31 +120,16 @@ pub enum OpStatus {
 }
 
 impl OpStatus {
-    pub const ALL: [OpStatus; 7] = [
-        OpStatus::Pending,
-        OpStatus::Accepted,
-        OpStatus::Succeeded,
-        OpStatus::Failed,
-        OpStatus::Unknown,
-        OpStatus::NeedsReview,
-        OpStatus::TooLate,
-    ];
+    /// Every status, in declaration order.
+    pub const ALL: [OpStatus; OpStatus::COUNT] = *OpStatus::VARIANTS.first_chunk().expect("COUNT variants");
     pub const OPEN: [OpStatus; 3] = [OpStatus::Pending, OpStatus::Accepted, OpStatus::Unknown];
 
     pub fn as_str(&self) -> &'static str {
-        match self {
-            OpStatus::Pending => "pending",
-            OpStatus::Accepted => "accepted",
-            OpStatus::Succeeded => "succeeded",
-            OpStatus::Failed => "failed",
-            OpStatus::Unknown => "unknown",
-            OpStatus::NeedsReview => "needs_review",
-            OpStatus::TooLate => "too_late",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<OpStatus> {
-        OpStatus::ALL.into_iter().find(|st| st.as_str() == s)
+        s.parse().ok()
     }
 
     /// What a person reads for this status.
@@ -210,6 +177,40 @@ mod tests {
             assert!(!st.label().contains('_'), "{st}: no internal code on screen");
         }
         assert_eq!(OpStatus::parse("done"), None);
+    }
+
+    /// The stored and wire names, every one, in `ALL`'s order: `ALL` lists
+    /// each variant once, and each name reads back as its variant.
+    #[test]
+    fn every_status_has_its_name_and_all_lists_each_once() {
+        let names: Vec<&str> = ProposalStatus::ALL.iter().map(ProposalStatus::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "pending_approval",
+                "approved",
+                "rejected",
+                "cancelled",
+                "expired",
+                "approval_expired",
+                "executing",
+                "succeeded",
+                "failed",
+                "unknown",
+                "needs_review",
+                "reversed",
+            ]
+        );
+        for st in ProposalStatus::ALL {
+            assert_eq!(st.as_str().parse::<ProposalStatus>(), Ok(*st), "FromStr, as the store reads it");
+        }
+        let names: Vec<&str> = OpStatus::ALL.iter().map(OpStatus::as_str).collect();
+        assert_eq!(names, ["pending", "accepted", "succeeded", "failed", "unknown", "needs_review", "too_late"]);
+        for st in OpStatus::ALL {
+            assert_eq!(st.as_str().parse::<OpStatus>(), Ok(st), "FromStr, as the store reads it");
+        }
+        assert!("Pending".parse::<OpStatus>().is_err(), "exact names only");
+        assert_eq!(ProposalStatus::parse("Approved"), None, "exact names only");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
-use super::{query, ts, Builder, Cols, Conn, Pool, Result, Row};
+use super::{query, ts, Builder, Conn, Int, Json, Pool, Result, Row, Timestamp};
 use crate::domain::jcs;
 
 pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
@@ -104,7 +104,10 @@ pub async fn append_all(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
     }
     let last = query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetch_optional(&mut *conn).await?;
     let (seq, prev) = match last {
-        Some(row) => (Cols::of(&row).int("seq")? + 1, Cols::of(&row).text("hash")?),
+        Some(row) => {
+            let head: Link = row.decode()?;
+            (head.seq + 1, head.hash)
+        }
         None => (1, GENESIS.to_owned()),
     };
     insert(conn, seq, &prev, entries, false).await?;
@@ -143,12 +146,15 @@ async fn insert(conn: &mut Conn, seq: i64, prev: &str, entries: &[AuditEntry], g
     Ok(inserted)
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredEntry {
+    #[sqlx(try_from = "Int")]
     pub seq: i64,
+    #[sqlx(try_from = "Timestamp")]
     pub at: DateTime<Utc>,
     pub actor: String,
     pub action: String,
+    #[sqlx(try_from = "Json<Value>")]
     pub data: Value,
 }
 
@@ -158,18 +164,7 @@ pub async fn for_proposal(pool: &Pool, proposal_id: &str) -> Result<Vec<StoredEn
         .bind(proposal_id)
         .fetch_all(pool)
         .await?;
-    rows.iter().map(stored_entry).collect()
-}
-
-fn stored_entry(r: &Row) -> Result<StoredEntry> {
-    let c = Cols::of(r);
-    Ok(StoredEntry {
-        seq: c.int("seq")?,
-        at: c.at("at")?,
-        actor: c.text("actor")?,
-        action: c.text("action")?,
-        data: c.json("data")?,
-    })
+    rows.iter().map(Row::decode).collect()
 }
 
 /// Every entry with this `action`, oldest first (e.g. `passkey.registered`,
@@ -179,7 +174,7 @@ pub async fn with_action(pool: &Pool, action: &str) -> Result<Vec<StoredEntry>> 
         .bind(action)
         .fetch_all(pool)
         .await?;
-    rows.iter().map(stored_entry).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// The result of walking the whole chain.
@@ -202,7 +197,7 @@ pub async fn verify(pool: &Pool) -> Result<Verification> {
             .fetch_all(pool)
             .await?;
         let Some(last) = page.last() else { break };
-        after = Cols::of(last).int("seq")?;
+        after = last.decode::<Seq>()?.seq;
         let full = page.len() as i64 == PAGE;
         for row in &page {
             if let Some(broken) = check(row, &mut expected_seq, &mut expected_prev)? {
@@ -216,42 +211,57 @@ pub async fn verify(pool: &Pool) -> Result<Verification> {
     Ok(Verification::Intact { entries: expected_seq - 1 })
 }
 
+/// An entry's number.
+#[derive(sqlx::FromRow)]
+struct Seq {
+    #[sqlx(try_from = "Int")]
+    seq: i64,
+}
+
+/// An entry's place in the chain: its number and its hash.
+#[derive(sqlx::FromRow)]
+struct Link {
+    #[sqlx(try_from = "Int")]
+    seq: i64,
+    hash: String,
+}
+
+/// An entry as the chain hashed it: `at` as stored, not as parsed.
+#[derive(sqlx::FromRow)]
+struct Chained {
+    tenant_id: Option<String>,
+    actor: String,
+    action: String,
+    proposal_id: Option<String>,
+    request_hash: Option<String>,
+    #[sqlx(try_from = "Json<Value>")]
+    data: Value,
+    at: String,
+    prev_hash: String,
+    hash: String,
+}
+
 /// Checks one entry against the chain so far, advancing it.
 fn check(row: &Row, expected_seq: &mut i64, expected_prev: &mut String) -> Result<Option<Verification>> {
-    {
-        let c = Cols::of(row);
-        let seq = c.int("seq")?;
-        if seq != *expected_seq {
-            return Ok(Some(Verification::Broken { seq, problem: format!("entry {expected_seq} is missing") }));
-        }
-        // A value of the wrong type is tampering like any other edit.
-        let read = || -> Result<(AuditEntry, String, String, String)> {
-            let entry = AuditEntry {
-                tenant_id: c.opt_text("tenant_id")?,
-                actor: c.text("actor")?,
-                action: c.text("action")?,
-                proposal_id: c.opt_text("proposal_id")?,
-                request_hash: c.opt_text("request_hash")?,
-                data: c.json("data")?,
-            };
-            Ok((entry, c.text("at")?, c.text("prev_hash")?, c.text("hash")?))
-        };
-        let (entry, at, prev, stored) = match read() {
-            Ok(read) => read,
-            Err(e) => return Ok(Some(Verification::Broken { seq, problem: e.to_string() })),
-        };
-        if prev != *expected_prev {
-            return Ok(Some(Verification::Broken {
-                seq,
-                problem: "prev_hash does not match the previous entry".into(),
-            }));
-        }
-        if entry_hash(seq, &at, &entry, &prev) != stored {
-            return Ok(Some(Verification::Broken { seq, problem: "content does not match its hash".into() }));
-        }
-        *expected_prev = stored;
-        *expected_seq += 1;
+    let seq = row.decode::<Seq>()?.seq;
+    if seq != *expected_seq {
+        return Ok(Some(Verification::Broken { seq, problem: format!("entry {expected_seq} is missing") }));
     }
+    // A value of the wrong type is tampering like any other edit.
+    let stored: Chained = match row.decode() {
+        Ok(read) => read,
+        Err(e) => return Ok(Some(Verification::Broken { seq, problem: e.to_string() })),
+    };
+    let Chained { tenant_id, actor, action, proposal_id, request_hash, data, at, prev_hash: prev, hash } = stored;
+    let entry = AuditEntry { tenant_id, actor, action, proposal_id, request_hash, data };
+    if prev != *expected_prev {
+        return Ok(Some(Verification::Broken { seq, problem: "prev_hash does not match the previous entry".into() }));
+    }
+    if entry_hash(seq, &at, &entry, &prev) != hash {
+        return Ok(Some(Verification::Broken { seq, problem: "content does not match its hash".into() }));
+    }
+    *expected_prev = hash;
+    *expected_seq += 1;
     Ok(None)
 }
 

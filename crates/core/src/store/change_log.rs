@@ -1,7 +1,7 @@
 //! The change log that triggers fill (migration 0006) and the server follows
 //! to keep its read caches true (`crate::changes::follow`).
 
-use super::{query, scalar, Builder, Cols, Pool, Result, Row};
+use super::{query, scalar, Builder, Int, Pool, Result, Row};
 
 /// What one logged change invalidates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,17 +70,26 @@ pub async fn these(pool: &Pool, seqs: &[i64]) -> Result<Vec<(i64, Change)>> {
     read_changes(&q.build().fetch_all(pool).await?)
 }
 
+/// A logged change as stored.
+#[derive(sqlx::FromRow)]
+struct Logged {
+    #[sqlx(try_from = "Int")]
+    seq: i64,
+    kind: String,
+    proposal_id: Option<String>,
+}
+
 fn read_changes(rows: &[Row]) -> Result<Vec<(i64, Change)>> {
     rows.iter()
         .map(|r| {
-            let c = Cols::of(r);
-            let change = match (c.text("kind")?.as_str(), c.opt_text("proposal_id")?) {
+            let Logged { seq, kind, proposal_id } = r.decode()?;
+            let change = match (kind.as_str(), proposal_id) {
                 ("proposal", Some(id)) => Change::Proposal(id),
                 ("agents", _) => Change::Agents,
                 ("payees", _) => Change::Payees,
                 _ => Change::Unknown,
             };
-            Ok((c.int("seq")?, change))
+            Ok((seq, change))
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 use crate::domain::Role;
 use std::collections::BTreeMap;
 
-use super::{new_id, query, scalar, ts, Cols, Conn, Pool, Result, Row, StoreError};
+use super::{new_id, query, scalar, ts, Conn, Flag, Json, Pool, Result, Roles, Row, Unsigned};
 use chrono::{DateTime, Utc};
 
 /// Whether a row was created or changed by an upsert.
@@ -82,16 +82,53 @@ pub struct OidcIdentity {
     pub subject: String,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct User {
     pub id: String,
     pub tenant_id: String,
     pub username: String,
+    #[sqlx(try_from = "Roles")]
     pub roles: Vec<Role>,
     pub slack_user_id: Option<String>,
+    #[sqlx(try_from = "Flag")]
     pub active: bool,
+    /// Rows of their own (`approval_limits`): [`with_limits`] reads them.
+    #[sqlx(skip)]
     pub approval_limits_minor: BTreeMap<String, u64>,
+    #[sqlx(flatten, try_from = "OidcColumns")]
     pub oidc: Option<OidcIdentity>,
+}
+
+/// A user's link to an OpenID provider, as stored: both columns or neither.
+#[derive(sqlx::FromRow)]
+struct OidcColumns {
+    oidc_issuer: Option<String>,
+    oidc_subject: Option<String>,
+}
+
+impl From<OidcColumns> for Option<OidcIdentity> {
+    fn from(c: OidcColumns) -> Self {
+        match (c.oidc_issuer, c.oidc_subject) {
+            (Some(issuer), Some(subject)) => Some(OidcIdentity { issuer, subject }),
+            _ => None,
+        }
+    }
+}
+
+/// Who holds a username.
+#[derive(sqlx::FromRow)]
+struct Holder {
+    id: String,
+    tenant_id: String,
+}
+
+/// One approval limit of a user.
+#[derive(sqlx::FromRow)]
+struct Limit {
+    user_id: String,
+    currency: String,
+    #[sqlx(try_from = "Unsigned<u64>")]
+    limit_minor: u64,
 }
 
 /// Creates the user, or updates the one with that username. Returns its id,
@@ -105,7 +142,7 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
         .await?;
     let (id, outcome) = match existing {
         Some(row) => {
-            let (id, tenant) = (Cols::of(&row).text("id")?, Cols::of(&row).text("tenant_id")?);
+            let Holder { id, tenant_id: tenant } = row.decode()?;
             if tenant != spec.tenant_id {
                 return Ok(None);
             }
@@ -188,69 +225,40 @@ async fn set_oidc(conn: &mut Conn, user_id: &str, link: Option<&OidcIdentity>) -
 }
 
 async fn limits_of(conn: &mut Conn, user_id: &str) -> Result<BTreeMap<String, u64>> {
-    let rows = query("SELECT currency, limit_minor FROM approval_limits WHERE user_id = ?")
+    let rows = query("SELECT user_id, currency, limit_minor FROM approval_limits WHERE user_id = ?")
         .bind(user_id)
         .fetch_all(conn)
         .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok((c.text("currency")?, c.unsigned("limit_minor")?))
-        })
-        .collect()
+    rows.iter().map(|r| r.decode::<Limit>().map(|l| (l.currency, l.limit_minor))).collect()
 }
 
-fn user_from_row(row: &Row, limits: BTreeMap<String, u64>) -> Result<User> {
-    let c = Cols::of(row);
-    let roles: Vec<String> = c.json("roles")?;
-    Ok(User {
-        id: c.text("id")?,
-        tenant_id: c.text("tenant_id")?,
-        username: c.text("username")?,
-        roles: roles
-            .iter()
-            .map(|r| Role::parse(r).ok_or_else(|| StoreError::corrupt("roles", "not a known role")))
-            .collect::<Result<_>>()?,
-        slack_user_id: c.opt_text("slack_user_id")?,
-        active: c.flag("active")?,
-        approval_limits_minor: limits,
-        oidc: match (c.opt_text("oidc_issuer")?, c.opt_text("oidc_subject")?) {
-            (Some(issuer), Some(subject)) => Some(OidcIdentity { issuer, subject }),
-            _ => None,
-        },
-    })
+/// The user of `row` (if any) with their approval limits.
+async fn with_limits(conn: &mut Conn, row: Option<Row>) -> Result<Option<User>> {
+    let Some(row) = row else { return Ok(None) };
+    let mut user: User = row.decode()?;
+    user.approval_limits_minor = limits_of(conn, &user.id).await?;
+    Ok(Some(user))
 }
 
 pub async fn user_by_username(conn: &mut Conn, username: &str) -> Result<Option<User>> {
-    let Some(row) = query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?
-    else {
-        return Ok(None);
-    };
-    let limits = limits_of(&mut *conn, &Cols::of(&row).text("id")?).await?;
-    user_from_row(&row, limits).map(Some)
+    let row = query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?;
+    with_limits(conn, row).await
 }
 
 /// The user linked to `issuer` + `subject` (exactly; never by any other
 /// claim such as an e-mail address).
 pub async fn user_by_oidc(conn: &mut Conn, issuer: &str, subject: &str) -> Result<Option<User>> {
-    let Some(row) = query("SELECT * FROM users WHERE oidc_issuer = ? AND oidc_subject = ?")
+    let row = query("SELECT * FROM users WHERE oidc_issuer = ? AND oidc_subject = ?")
         .bind(issuer)
         .bind(subject)
         .fetch_optional(&mut *conn)
-        .await?
-    else {
-        return Ok(None);
-    };
-    let limits = limits_of(&mut *conn, &Cols::of(&row).text("id")?).await?;
-    user_from_row(&row, limits).map(Some)
+        .await?;
+    with_limits(conn, row).await
 }
 
 pub async fn user_by_id(conn: &mut Conn, id: &str) -> Result<Option<User>> {
-    let Some(row) = query("SELECT * FROM users WHERE id = ?").bind(id).fetch_optional(&mut *conn).await? else {
-        return Ok(None);
-    };
-    let limits = limits_of(&mut *conn, id).await?;
-    user_from_row(&row, limits).map(Some)
+    let row = query("SELECT * FROM users WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
+    with_limits(conn, row).await
 }
 
 /// An agent as the registry wants it to be.
@@ -266,13 +274,16 @@ pub struct AgentSpec {
     pub purposes: Vec<String>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Agent {
     pub tenant_id: String,
     pub id: String,
     pub acts_for: String,
+    #[sqlx(try_from = "Json<Vec<String>>")]
     pub source_accounts: Vec<String>,
+    #[sqlx(try_from = "Json<Vec<String>>")]
     pub purposes: Vec<String>,
+    #[sqlx(try_from = "Flag")]
     pub active: bool,
     /// The user its current key was shown to on the console (migration
     /// 0018); `None` when the operator made it (CLI, provisioning file).
@@ -328,19 +339,6 @@ pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
     Ok(if changed > 0 { Upsert::Updated } else { Upsert::Unchanged })
 }
 
-fn agent_from_row(row: &Row) -> Result<Agent> {
-    let c = Cols::of(row);
-    Ok(Agent {
-        tenant_id: c.text("tenant_id")?,
-        id: c.text("id")?,
-        acts_for: c.text("acts_for")?,
-        source_accounts: c.json("source_accounts")?,
-        purposes: c.json("purposes")?,
-        active: c.flag("active")?,
-        key_holder: c.opt_text("key_holder")?,
-    })
-}
-
 /// Names the user an agent's current key was shown to (a confirmed console
 /// change), in the caller's transaction.
 pub async fn set_key_holder(conn: &mut Conn, tenant: &str, agent: &str, user_id: &str) -> Result<()> {
@@ -357,39 +355,32 @@ pub async fn set_key_holder(conn: &mut Conn, tenant: &str, agent: &str, user_id:
 pub async fn agent_by_key_hash(pool: &Pool, key_sha256: &str) -> Result<Option<Agent>> {
     let row =
         query("SELECT * FROM agents WHERE key_sha256 = ? AND active = 1").bind(key_sha256).fetch_optional(pool).await?;
-    row.as_ref().map(agent_from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 pub async fn agent(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<Agent>> {
     let row =
         query("SELECT * FROM agents WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(conn).await?;
-    row.as_ref().map(agent_from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Payee {
     pub tenant_id: String,
     pub id: String,
     pub legal_name: String,
+    #[sqlx(try_from = "Flag")]
     pub trusted: bool,
 }
 
 pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
-    let existing = query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?")
-        .bind(&p.tenant_id)
-        .bind(&p.id)
-        .fetch_optional(&mut *conn)
-        .await?;
+    let existing: Option<Payee> = payee(&mut *conn, &p.tenant_id, &p.id).await?;
     match existing {
-        Some(row)
-            if payee_from_row(&row)?.legal_name == p.legal_name && Cols::of(&row).flag("trusted")? == p.trusted =>
-        {
-            Ok(Upsert::Unchanged)
-        }
-        Some(row) => {
+        Some(stored) if stored.legal_name == p.legal_name && stored.trusted == p.trusted => Ok(Upsert::Unchanged),
+        Some(stored) => {
             // A new legal name is a change of the payee's details (a risk
             // signal for a while: `risk::signals`); trust alone is not.
-            let renamed = payee_from_row(&row)?.legal_name != p.legal_name;
+            let renamed = stored.legal_name != p.legal_name;
             query(
                 "UPDATE payees SET legal_name = ?, trusted = ?,
                      details_changed_at = CASE WHEN ? = 1 THEN ? ELSE details_changed_at END
@@ -429,17 +420,7 @@ pub async fn set_payees_added_at(pool: &Pool, tenant: &str, at: DateTime<Utc>) -
 pub async fn payee<'e>(exec: impl Into<super::Exec<'e>>, tenant: &str, id: &str) -> Result<Option<Payee>> {
     let row =
         query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(exec).await?;
-    row.as_ref().map(payee_from_row).transpose()
-}
-
-fn payee_from_row(row: &Row) -> Result<Payee> {
-    let c = Cols::of(row);
-    Ok(Payee {
-        tenant_id: c.text("tenant_id")?,
-        id: c.text("id")?,
-        legal_name: c.text("legal_name")?,
-        trusted: c.flag("trusted")?,
-    })
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// The stored password hash of a user (only the sign-in path reads it).
@@ -461,13 +442,14 @@ pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
     .await?;
     let mut limits: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for r in &limit_rows {
-        let c = Cols::of(r);
-        limits.entry(c.text("user_id")?).or_default().insert(c.text("currency")?, c.unsigned("limit_minor")?);
+        let Limit { user_id, currency, limit_minor } = r.decode()?;
+        limits.entry(user_id).or_default().insert(currency, limit_minor);
     }
     rows.iter()
         .map(|row| {
-            let id = Cols::of(row).text("id")?;
-            user_from_row(row, limits.remove(&id).unwrap_or_default())
+            let mut user: User = row.decode()?;
+            user.approval_limits_minor = limits.remove(&user.id).unwrap_or_default();
+            Ok(user)
         })
         .collect()
 }
@@ -475,14 +457,14 @@ pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
 /// Agents of a tenant, by id.
 pub async fn agents_of(pool: &Pool, tenant: &str) -> Result<Vec<Agent>> {
     let rows = query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
-    rows.iter().map(agent_from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// Payees of a tenant, by legal name.
 pub async fn payees_of(pool: &Pool, tenant: &str) -> Result<Vec<Payee>> {
     let rows =
         query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY legal_name").bind(tenant).fetch_all(pool).await?;
-    rows.iter().map(payee_from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// The stored password hash of `username`, only if they belong to `tenant`
@@ -501,24 +483,23 @@ pub async fn budgets_of(conn: &mut Conn, tenant: &str) -> Result<BTreeMap<String
         .bind(tenant)
         .fetch_all(conn)
         .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok((c.text("currency")?, c.unsigned("daily_limit_minor")?))
-        })
-        .collect()
+    rows.iter().map(|r| r.decode::<Budget>().map(|b| (b.currency, b.daily_limit_minor))).collect()
+}
+
+/// A tenant's daily budget in one currency.
+#[derive(sqlx::FromRow)]
+struct Budget {
+    currency: String,
+    #[sqlx(try_from = "Unsigned<u64>")]
+    daily_limit_minor: u64,
 }
 
 /// The user a Slack user id is linked to, if any.
 pub async fn user_by_slack_id(pool: &Pool, slack_user_id: &str) -> Result<Option<User>> {
     let mut conn = pool.acquire().await?;
-    let Some(row) =
-        query("SELECT * FROM users WHERE slack_user_id = ?").bind(slack_user_id).fetch_optional(&mut *conn).await?
-    else {
-        return Ok(None);
-    };
-    let limits = limits_of(&mut conn, &Cols::of(&row).text("id")?).await?;
-    user_from_row(&row, limits).map(Some)
+    let row =
+        query("SELECT * FROM users WHERE slack_user_id = ?").bind(slack_user_id).fetch_optional(&mut *conn).await?;
+    with_limits(&mut conn, row).await
 }
 
 /// Sets (or with `None` clears) a user's Slack user id. Returns whether the

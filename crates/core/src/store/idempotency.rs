@@ -3,7 +3,7 @@
 //! request, everyone else replays, is told the key is in use, or that it was
 //! used with another body.
 
-use super::{query, ts, Cols, Pool, Result};
+use super::{query, ts, Pool, Result, Unsigned};
 use chrono::{DateTime, Duration, Utc};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,19 +72,33 @@ pub async fn claim(
         .bind(scope.key)
         .fetch_one(&mut *tx)
         .await?;
-        let c = Cols::of(&row);
-        if c.text("fingerprint")? != fingerprint {
+        let stored: Stored = row.decode()?;
+        if stored.fingerprint != fingerprint {
             Claim::Mismatch
-        } else if c.text("state")? != "done" {
+        } else if stored.state != "done" {
             Claim::InFlight
         } else {
-            let status = u16::try_from(c.int("response_status")?)
-                .map_err(|_| super::StoreError::corrupt("response_status", "not an HTTP status"))?;
-            Claim::Replay { status, body: c.text("response_body")? }
+            let Response { response_status: status, response_body: body } = row.decode()?;
+            Claim::Replay { status, body }
         }
     };
     tx.commit().await?;
     Ok(claim)
+}
+
+/// A claimed key as stored.
+#[derive(sqlx::FromRow)]
+struct Stored {
+    fingerprint: String,
+    state: String,
+}
+
+/// The response stored with a `done` key.
+#[derive(sqlx::FromRow)]
+struct Response {
+    #[sqlx(try_from = "Unsigned<u16>")]
+    response_status: u16,
+    response_body: String,
 }
 
 /// Stores the response of the request that claimed the key.

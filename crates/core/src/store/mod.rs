@@ -38,7 +38,8 @@ mod parity;
 #[cfg(test)]
 pub(crate) mod test_pg;
 
-pub use rows::Cols;
+pub use rows::Decoded;
+use rows::{Flag, Int, Json, Known, OptTimestamp, Roles, Timestamp, Unsigned};
 /// Raw SQL is the store's own: the use cases call the store's functions.
 /// The test suites (feature `test-hooks`) may read the database directly.
 #[cfg(not(feature = "test-hooks"))]
@@ -95,7 +96,10 @@ impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         match e {
             sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(db.message().to_owned()),
-            sqlx::Error::ColumnDecode { index, source } => StoreError::corrupt(&index, source),
+            // sqlx names a column by its index's `Debug`: a name comes quoted.
+            sqlx::Error::ColumnDecode { index, source } => {
+                StoreError::corrupt(index.strip_prefix('"').and_then(|i| i.strip_suffix('"')).unwrap_or(&index), source)
+            }
             sqlx::Error::ColumnNotFound(column) => StoreError::corrupt(&column, "no such column"),
             sqlx::Error::Decode(source) => StoreError::corrupt("?", source),
             e @ (sqlx::Error::PoolTimedOut

@@ -4,26 +4,17 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{query, scalar, ts, Cols, Conn, Pool, Result, Row};
+use super::{query, scalar, ts, Conn, OptTimestamp, Pool, Result, Row, Timestamp};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct NoticeRow {
     pub id: String,
     pub kind: String,
     pub message: String,
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
+    #[sqlx(try_from = "OptTimestamp")]
     pub read_at: Option<DateTime<Utc>>,
-}
-
-fn notice(r: &Row) -> Result<NoticeRow> {
-    let c = Cols::of(r);
-    Ok(NoticeRow {
-        id: c.text("id")?,
-        kind: c.text("kind")?,
-        message: c.text("message")?,
-        created_at: c.at("created_at")?,
-        read_at: c.opt_at("read_at")?,
-    })
 }
 
 /// Tells `user` something, in the caller's transaction.
@@ -54,7 +45,7 @@ pub async fn of_user(pool: &Pool, user: &str, limit: u32) -> Result<Vec<NoticeRo
         .bind(i64::from(limit))
         .fetch_all(pool)
         .await?;
-    rows.iter().map(notice).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// How many of the user's notices are unread.

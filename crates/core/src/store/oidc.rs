@@ -4,11 +4,11 @@
 //! (deleted and returned in one statement) by the first callback that
 //! presents it, so a state, a nonce and a PKCE verifier serve one callback.
 
-use super::{query, ts, Cols, Pool, Result};
+use super::{query, ts, Pool, Result, Timestamp};
 use chrono::{DateTime, Utc};
 
 /// A sign-in waiting for the browser to come back.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct PendingLogin {
     pub provider: String,
     pub state: String,
@@ -16,6 +16,7 @@ pub struct PendingLogin {
     pub pkce_verifier: String,
     /// A checked `ReturnPath`, or `None` for the queue.
     pub return_to: Option<String>,
+    #[sqlx(try_from = "Timestamp")]
     pub expires_at: DateTime<Utc>,
 }
 
@@ -49,15 +50,7 @@ pub async fn take(pool: &Pool, id_sha256: &str, now: DateTime<Utc>) -> Result<Op
     .fetch_optional(pool)
     .await?;
     let Some(row) = row else { return Ok(None) };
-    let c = Cols::of(&row);
-    let login = PendingLogin {
-        provider: c.text("provider")?,
-        state: c.text("state")?,
-        nonce: c.text("nonce")?,
-        pkce_verifier: c.text("pkce_verifier")?,
-        return_to: c.opt_text("return_to")?,
-        expires_at: c.at("expires_at")?,
-    };
+    let login: PendingLogin = row.decode()?;
     Ok((login.expires_at > now).then_some(login))
 }
 

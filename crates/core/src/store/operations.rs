@@ -3,11 +3,11 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{query, scalar, ts, Builder, Cols, Conn, Exec, Pool, Result, Row};
+use super::{query, scalar, ts, Builder, Conn, Exec, Int, Known, OptTimestamp, Pool, Result, Row, Timestamp, Unsigned};
 
 pub use crate::domain::OpStatus;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct OperationRow {
     pub id: String,
     pub proposal_id: String,
@@ -15,7 +15,9 @@ pub struct OperationRow {
     pub idempotency_key: String,
     pub tenant_id: String,
     pub kind: String,
+    #[sqlx(try_from = "Known<OpStatus>")]
     pub status: OpStatus,
+    #[sqlx(try_from = "Unsigned<u64>")]
     pub amount_minor: u64,
     pub currency: String,
     pub budget_day: Option<String>,
@@ -23,43 +25,18 @@ pub struct OperationRow {
     pub reverses: Option<String>,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
+    #[sqlx(try_from = "Int")]
     pub attempts: i64,
+    #[sqlx(try_from = "Timestamp")]
     pub next_check_at: DateTime<Utc>,
     /// While in the future, a process is calling the rail for it ([`claim`]).
+    #[sqlx(try_from = "OptTimestamp")]
     pub claimed_until: Option<DateTime<Utc>>,
     pub resolved_by: Option<String>,
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
+    #[sqlx(try_from = "Timestamp")]
     pub updated_at: DateTime<Utc>,
-}
-
-fn from_row(r: &Row) -> Result<OperationRow> {
-    from_cols(&Cols::of(r))
-}
-
-/// An operation from its columns (possibly the aliases of a join).
-pub(super) fn from_cols(c: &Cols<'_>) -> Result<OperationRow> {
-    Ok(OperationRow {
-        id: c.text("id")?,
-        proposal_id: c.text("proposal_id")?,
-        jti: c.text("jti")?,
-        idempotency_key: c.text("idempotency_key")?,
-        tenant_id: c.text("tenant_id")?,
-        kind: c.text("kind")?,
-        status: c.parse("status", OpStatus::parse)?,
-        amount_minor: c.unsigned("amount_minor")?,
-        currency: c.text("currency")?,
-        budget_day: c.opt_text("budget_day")?,
-        rail_reference: c.opt_text("rail_reference")?,
-        reverses: c.opt_text("reverses")?,
-        error_code: c.opt_text("error_code")?,
-        error_message: c.opt_text("error_message")?,
-        attempts: c.int("attempts")?,
-        next_check_at: c.at("next_check_at")?,
-        claimed_until: c.opt_at("claimed_until")?,
-        resolved_by: c.opt_text("resolved_by")?,
-        created_at: c.at("created_at")?,
-        updated_at: c.at("updated_at")?,
-    })
 }
 
 /// What `insert` needs; the operation starts `pending`.
@@ -110,7 +87,7 @@ pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<()> {
 /// The operation of a proposal, on a pool or inside a transaction.
 pub async fn for_proposal<'e>(db: impl Into<Exec<'e>>, proposal_id: &str) -> Result<Option<OperationRow>> {
     let row = query("SELECT * FROM operations WHERE proposal_id = ?").bind(proposal_id).fetch_optional(db).await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// The operations of the given proposals (any order).
@@ -121,7 +98,7 @@ pub async fn for_proposals(pool: &Pool, ids: &[&str]) -> Result<Vec<OperationRow
     let mut q = Builder::new("SELECT * FROM operations WHERE proposal_id IN (");
     q.push_list(ids.iter().copied());
     q.push(")");
-    q.build().fetch_all(pool).await?.iter().map(from_row).collect()
+    q.build().fetch_all(pool).await?.iter().map(Row::decode).collect()
 }
 
 /// The tenant's transfer operation that the rail knows as `rail_reference`.
@@ -135,12 +112,12 @@ pub async fn by_rail_reference<'e>(
         .bind(rail_reference)
         .fetch_optional(db)
         .await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 pub async fn get<'e>(db: impl Into<Exec<'e>>, id: &str) -> Result<Option<OperationRow>> {
     let row = query("SELECT * FROM operations WHERE id = ?").bind(id).fetch_optional(db).await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// Open operations whose next check is due by `check_by` and that no
@@ -156,7 +133,7 @@ pub async fn due(pool: &Pool, check_by: DateTime<Utc>, now: DateTime<Utc>, limit
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
-    rows.iter().map(from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// A tenant's operations in one status, newest first.
@@ -167,7 +144,7 @@ pub async fn of_tenant(pool: &Pool, tenant: &str, status: OpStatus, limit: u32) 
         .bind(i64::from(limit))
         .fetch_all(pool)
         .await?;
-    rows.iter().map(from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// The new state of an operation, written only if it is still in one of `from`.

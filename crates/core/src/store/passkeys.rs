@@ -4,25 +4,30 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{query, ts, Cols, Conn, Pool, Result, Row};
+use super::{query, ts, Conn, Int, OptTimestamp, Pool, Result, Row, Timestamp, Unsigned};
 
 /// A registered passkey. Key material is base64url text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct PasskeyRow {
     pub id: String,
     pub tenant_id: String,
     pub user_id: String,
     pub credential_id: String,
     pub public_key: String,
+    #[sqlx(try_from = "Unsigned<u32>")]
     pub sign_count: u32,
     pub name: String,
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
+    #[sqlx(try_from = "OptTimestamp")]
     pub last_used_at: Option<DateTime<Utc>>,
     /// From when it counts for approvals (its cool-off ends); `None`: it
     /// predates cool-offs (migration 0018) and always did.
+    #[sqlx(try_from = "OptTimestamp")]
     pub usable_from: Option<DateTime<Utc>>,
     /// The admin who confirmed it before its cool-off ended, and when.
     pub confirmed_by: Option<String>,
+    #[sqlx(try_from = "OptTimestamp")]
     pub confirmed_at: Option<DateTime<Utc>>,
     /// The enrolment code it was registered with, if any.
     pub enrolment_id: Option<String>,
@@ -34,26 +39,6 @@ impl PasskeyRow {
     pub fn usable_at(&self, now: DateTime<Utc>) -> bool {
         self.confirmed_at.is_some() || self.usable_from.is_none_or(|from| from <= now)
     }
-}
-
-fn passkey(r: &Row) -> Result<PasskeyRow> {
-    let c = Cols::of(r);
-    Ok(PasskeyRow {
-        id: c.text("id")?,
-        tenant_id: c.text("tenant_id")?,
-        user_id: c.text("user_id")?,
-        credential_id: c.text("credential_id")?,
-        public_key: c.text("public_key")?,
-        sign_count: u32::try_from(c.unsigned("sign_count")?)
-            .map_err(|e| super::StoreError::corrupt("sign_count", e))?,
-        name: c.text("name")?,
-        created_at: c.at("created_at")?,
-        last_used_at: c.opt_at("last_used_at")?,
-        usable_from: c.opt_at("usable_from")?,
-        confirmed_by: c.opt_text("confirmed_by")?,
-        confirmed_at: c.opt_at("confirmed_at")?,
-        enrolment_id: c.opt_text("enrolment_id")?,
-    })
 }
 
 /// Stores a new passkey; a credential id already registered (by anyone) is
@@ -86,7 +71,7 @@ pub async fn of_user(pool: &Pool, tenant: &str, user: &str) -> Result<Vec<Passke
         .bind(user)
         .fetch_all(pool)
         .await?;
-    rows.iter().map(passkey).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// How many passkeys the user holds, read in `conn` (a transaction).
@@ -105,7 +90,7 @@ pub async fn of_tenant(pool: &Pool, tenant: &str) -> Result<Vec<PasskeyRow>> {
         .bind(tenant)
         .fetch_all(pool)
         .await?;
-    rows.iter().map(passkey).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// Passkey `id` of `tenant`, whoever holds it.
@@ -120,7 +105,7 @@ pub async fn get_in<'e>(exec: impl Into<super::Exec<'e>>, tenant: &str, id: &str
         .bind(id)
         .fetch_optional(exec)
         .await?;
-    row.as_ref().map(passkey).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// An admin confirms a passkey before its cool-off ended; the row, or None
@@ -142,7 +127,7 @@ pub async fn confirm(
     .bind(id)
     .fetch_optional(conn)
     .await?;
-    row.as_ref().map(passkey).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// Removes the user's passkey `id`; the removed row, or None if the user has
@@ -154,7 +139,7 @@ pub async fn remove(conn: &mut Conn, tenant: &str, user: &str, id: &str) -> Resu
         .bind(id)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(passkey).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// A challenge handed to a browser: for whom, what for, about what.
@@ -196,6 +181,12 @@ pub async fn insert_challenge(pool: &Pool, c: &NewChallenge<'_>) -> Result<()> {
     Ok(())
 }
 
+/// A challenge taken.
+#[derive(sqlx::FromRow)]
+struct Challenge {
+    challenge: String,
+}
+
 /// Takes challenge `id` once: only for the user, purpose and subject (`""`:
 /// none) it was made for, unused and unexpired at `now`. Its value, or None.
 pub async fn take_challenge(
@@ -221,7 +212,7 @@ pub async fn take_challenge(
     .bind(ts(now))
     .fetch_optional(conn)
     .await?;
-    row.map(|r| Cols::of(&r).text("challenge")).transpose()
+    row.map(|r| r.decode::<Challenge>().map(|c| c.challenge)).transpose()
 }
 
 /// The user's passkey with this credential id (base64url), if they hold it.
@@ -237,7 +228,7 @@ pub async fn by_credential(
         .bind(credential_id)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(passkey).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// How many passkeys the user holds: `(usable at now, in their cool-off)`.
@@ -253,10 +244,19 @@ pub async fn held(conn: &mut Conn, tenant: &str, user: &str, now: DateTime<Utc>)
     .bind(user)
     .fetch_one(conn)
     .await?;
-    let c = Cols::of(&row);
-    let usable = u32::try_from(c.unsigned("usable")?).unwrap_or(u32::MAX);
-    let total = u32::try_from(c.unsigned("total")?).unwrap_or(u32::MAX);
+    let held: Held = row.decode()?;
+    let usable = u32::try_from(held.usable).unwrap_or(u32::MAX);
+    let total = u32::try_from(held.total).unwrap_or(u32::MAX);
     Ok((usable, total.saturating_sub(usable)))
+}
+
+/// How many passkeys a user holds, and how many are usable.
+#[derive(sqlx::FromRow)]
+struct Held {
+    #[sqlx(try_from = "Unsigned<u64>")]
+    usable: u64,
+    #[sqlx(try_from = "Unsigned<u64>")]
+    total: u64,
 }
 
 /// A one-time enrolment code (migration 0018): only its SHA-256 is kept.
@@ -293,7 +293,7 @@ pub async fn insert_enrolment(conn: &mut Conn, e: &NewEnrolment<'_>) -> Result<(
 }
 
 /// A spent enrolment code: its id and the admin it was shown to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Enrolment {
     pub id: String,
     pub revealed_to: Option<String>,
@@ -320,22 +320,14 @@ pub async fn take_enrolment(
     .bind(ts(now))
     .fetch_optional(conn)
     .await?;
-    row.map(|r| {
-        let c = Cols::of(&r);
-        Ok(Enrolment { id: c.text("id")?, revealed_to: c.opt_text("revealed_to")? })
-    })
-    .transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// The enrolment code `id` (the admin it was shown to), if it exists.
 pub async fn enrolment(pool: &Pool, id: &str) -> Result<Option<Enrolment>> {
     let row =
         query("SELECT id, revealed_to FROM passkey_enrolments WHERE id = ?").bind(id).fetch_optional(pool).await?;
-    row.map(|r| {
-        let c = Cols::of(&r);
-        Ok(Enrolment { id: c.text("id")?, revealed_to: c.opt_text("revealed_to")? })
-    })
-    .transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// Records a use of passkey `id`: its counter now, and when.
@@ -351,9 +343,10 @@ pub async fn mark_used(conn: &mut Conn, id: &str, sign_count: u32, now: DateTime
 
 /// The assertion an approval was given with, and everything needed to
 /// re-verify it offline (migration 0015). Binary values are base64url.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AssertionRow {
     pub proposal_id: String,
+    #[sqlx(try_from = "Int")]
     pub round: i64,
     pub approver_id: String,
     pub tenant_id: String,
@@ -371,30 +364,8 @@ pub struct AssertionRow {
     pub authenticator_data: String,
     pub client_data_json: String,
     pub signature: String,
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
-}
-
-fn assertion(r: &Row) -> Result<AssertionRow> {
-    let c = Cols::of(r);
-    Ok(AssertionRow {
-        proposal_id: c.text("proposal_id")?,
-        round: c.int("round")?,
-        approver_id: c.text("approver_id")?,
-        tenant_id: c.text("tenant_id")?,
-        kind: c.text("kind")?,
-        request_hash: c.text("request_hash")?,
-        listed: c.opt_text("listed")?,
-        nonce: c.text("nonce")?,
-        passkey_id: c.text("passkey_id")?,
-        public_key: c.text("public_key")?,
-        rp_id: c.text("rp_id")?,
-        origin: c.text("origin")?,
-        credential_id: c.text("credential_id")?,
-        authenticator_data: c.text("authenticator_data")?,
-        client_data_json: c.text("client_data_json")?,
-        signature: c.text("signature")?,
-        created_at: c.at("created_at")?,
-    })
 }
 
 /// Keeps the assertion an approval was given with.
@@ -439,12 +410,16 @@ pub async fn passkey_approvals_without_assertion(pool: &Pool) -> Result<Vec<(Str
     )
     .fetch_all(pool)
     .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok((c.text("proposal_id")?, c.int("round")?, c.text("approver_id")?))
-        })
-        .collect()
+    rows.iter().map(|r| r.decode::<Unasserted>().map(|a| (a.proposal_id, a.round, a.approver_id))).collect()
+}
+
+/// An approval given with a passkey.
+#[derive(sqlx::FromRow)]
+struct Unasserted {
+    proposal_id: String,
+    #[sqlx(try_from = "Int")]
+    round: i64,
+    approver_id: String,
 }
 
 /// Every stored assertion, oldest first (for `countersign audit verify-approvals`).
@@ -452,5 +427,5 @@ pub async fn all_assertions(pool: &Pool) -> Result<Vec<AssertionRow>> {
     let rows = query("SELECT * FROM approval_assertions ORDER BY created_at, proposal_id, round, approver_id")
         .fetch_all(pool)
         .await?;
-    rows.iter().map(assertion).collect()
+    rows.iter().map(Row::decode).collect()
 }

@@ -3,9 +3,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{query, scalar, ts, Cols, Conn, Pool, Result, Row};
+use super::{query, scalar, ts, Conn, OptTimestamp, Pool, Result, Row, Timestamp};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ChangeRow {
     pub id: String,
     pub tenant_id: String,
@@ -17,8 +17,10 @@ pub struct ChangeRow {
     pub summary: String,
     pub status: String,
     pub proposed_by: String,
+    #[sqlx(try_from = "Timestamp")]
     pub proposed_at: DateTime<Utc>,
     pub decided_by: Option<String>,
+    #[sqlx(try_from = "OptTimestamp")]
     pub decided_at: Option<DateTime<Utc>>,
     pub note: Option<String>,
 }
@@ -59,7 +61,7 @@ pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ChangeRow
         .bind(id)
         .fetch_optional(pool)
         .await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// The tenant's pending changes, oldest first.
@@ -68,7 +70,7 @@ pub async fn pending(pool: &Pool, tenant: &str) -> Result<Vec<ChangeRow>> {
         .bind(tenant)
         .fetch_all(pool)
         .await?;
-    rows.iter().map(from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// Moves a pending change to `to` (applied, rejected); false when it was
@@ -130,23 +132,10 @@ pub async fn supersede_subject(
         .push_list(kinds.iter().map(|k| k.to_string()))
         .push(") RETURNING id");
     let rows = q.build().fetch_all(conn).await?;
-    rows.iter().map(|r| Cols::of(r).text("id")).collect()
+    rows.iter().map(|r| r.decode::<Superseded>().map(|s| s.id)).collect()
 }
 
-fn from_row(r: &Row) -> Result<ChangeRow> {
-    let c = Cols::of(r);
-    Ok(ChangeRow {
-        id: c.text("id")?,
-        tenant_id: c.text("tenant_id")?,
-        kind: c.text("kind")?,
-        subject: c.text("subject")?,
-        change: c.text("change")?,
-        summary: c.text("summary")?,
-        status: c.text("status")?,
-        proposed_by: c.text("proposed_by")?,
-        proposed_at: c.at("proposed_at")?,
-        decided_by: c.opt_text("decided_by")?,
-        decided_at: c.opt_at("decided_at")?,
-        note: c.opt_text("note")?,
-    })
+#[derive(sqlx::FromRow)]
+struct Superseded {
+    id: String,
 }

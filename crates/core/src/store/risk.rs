@@ -10,13 +10,15 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{query, ts, Cols, Pool, Result, Row};
+use super::{query, ts, Flag, Known, OptTimestamp, Pool, Result, Row, Timestamp, Unsigned};
 use crate::domain::ProposalStatus;
 
 /// When a payee was added, and when its details last changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct PayeeDates {
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
+    #[sqlx(try_from = "OptTimestamp")]
     pub details_changed_at: Option<DateTime<Utc>>,
 }
 
@@ -33,6 +35,13 @@ fn union_of(part: &str, count: usize) -> String {
         .map(|k| format!("SELECT * FROM ({}) AS part{k}", part.replace("__k__", &k.to_string())))
         .collect::<Vec<_>>()
         .join(" UNION ALL ")
+}
+
+/// The index of the ask a row of [`per_ask`] answers, within its statement.
+#[derive(sqlx::FromRow)]
+struct Asked {
+    #[sqlx(try_from = "Unsigned<usize>")]
+    k: usize,
 }
 
 /// Runs `part` once per ask (each ask's binds from `binds`, all text) in as
@@ -52,7 +61,7 @@ async fn per_ask<A, T>(
             query = query.bind(value);
         }
         for r in query.fetch_all(pool).await? {
-            let k = offset * PARTS_PER_STATEMENT + Cols::of(&r).unsigned("k")? as usize;
+            let k = offset * PARTS_PER_STATEMENT + r.decode::<Asked>()?.k;
             found.push((k, read(&r)?));
         }
     }
@@ -81,17 +90,9 @@ fn distinct<A, K: PartialEq + Clone>(asks: &[A], key: impl Fn(&A) -> K) -> (Vec<
 pub async fn payee_dates(pool: &Pool, asks: &[(&str, &str)]) -> Result<Vec<Option<PayeeDates>>> {
     let (payees, of_ask) = distinct(asks, |ask| *ask);
     let part = "SELECT __k__ AS k, created_at, details_changed_at FROM payees WHERE tenant_id = ? AND id = ?";
-    let rows = per_ask(
-        pool,
-        part,
-        &payees,
-        |(tenant, payee)| vec![(*tenant).to_owned(), (*payee).to_owned()],
-        |r| {
-            let c = Cols::of(r);
-            Ok(PayeeDates { created_at: c.at("created_at")?, details_changed_at: c.opt_at("details_changed_at")? })
-        },
-    )
-    .await?;
+    let rows =
+        per_ask(pool, part, &payees, |(tenant, payee)| vec![(*tenant).to_owned(), (*payee).to_owned()], Row::decode)
+            .await?;
     let mut found = vec![None; payees.len()];
     for (k, dates) in rows {
         found[k] = Some(dates);
@@ -101,26 +102,17 @@ pub async fn payee_dates(pool: &Pool, asks: &[(&str, &str)]) -> Result<Vec<Optio
 
 /// Another proposal to the same payee, as the signals and the detail page
 /// show it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Earlier {
     pub id: String,
     pub agent_id: String,
+    #[sqlx(try_from = "Known<ProposalStatus>")]
     pub status: ProposalStatus,
+    #[sqlx(try_from = "Unsigned<u64>")]
     pub amount_minor: u64,
     pub currency: String,
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
-}
-
-fn earlier(r: &Row) -> Result<Earlier> {
-    let c = Cols::of(r);
-    Ok(Earlier {
-        id: c.text("id")?,
-        agent_id: c.text("agent_id")?,
-        status: c.parse("status", ProposalStatus::parse)?,
-        amount_minor: c.unsigned("amount_minor")?,
-        currency: c.text("currency")?,
-        created_at: c.at("created_at")?,
-    })
 }
 
 const EARLIER: &str = "id, agent_id, status, amount_minor, currency, created_at";
@@ -151,7 +143,7 @@ pub async fn same_invoice(pool: &Pool, asks: &[InvoiceAsk<'_>], limit: u32) -> R
         &part,
         &invoices,
         |(tenant, payee, invoice_id)| [*tenant, *payee, *invoice_id].map(str::to_owned).to_vec(),
-        earlier,
+        Row::decode,
     )
     .await?;
     let mut found: Vec<Vec<Earlier>> = invoices.iter().map(|_| Vec::new()).collect();
@@ -188,7 +180,7 @@ pub async fn payee_history(
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
-    rows.iter().map(earlier).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// One history question: the payee's last proposals before `before`, read
@@ -219,6 +211,12 @@ struct HistoryRow {
     /// As stored: compared with the asks' instants as text, as SQL does.
     created_at: String,
     id: String,
+}
+
+/// A payee's proposals in [`history_summaries`]' joined text (NULL: none).
+#[derive(sqlx::FromRow)]
+struct History {
+    history: Option<String>,
 }
 
 /// One payee's history read: whose, and its asks' earliest and latest
@@ -301,7 +299,7 @@ pub async fn history_summaries(
         &part,
         &asked,
         |p| [p.tenant, p.payee, p.latest, p.tenant, p.payee, p.earliest].map(str::to_owned).to_vec(),
-        |r| Cols::of(r).opt_text("history"),
+        |r| r.decode::<History>().map(|h| h.history),
     )
     .await?;
     let rows = parts.into_iter().flat_map(|(k, history)| {
@@ -348,6 +346,15 @@ pub async fn history_summaries(
     Ok(summaries)
 }
 
+/// One ask's window in [`summaries_per_ask`]: whether any is paid, and the
+/// succeeded amounts in the asked currency joined by `,` (NULL: none).
+#[derive(sqlx::FromRow)]
+struct Window {
+    #[sqlx(try_from = "Flag")]
+    any_paid: bool,
+    amounts: Option<String>,
+}
+
 /// [`history_summaries`] one ask at a time: one row per ask, summed up in
 /// SQL from the index alone (migration 0011). For the asks whose window the
 /// payee's rows read at once did not hold.
@@ -382,14 +389,14 @@ async fn summaries_per_ask(
         asks,
         |a| vec![a.currency.to_owned(), a.tenant.to_owned(), a.payee.to_owned(), ts(a.before)],
         |r| {
-            let c = Cols::of(r);
-            let amounts = c.opt_text("amounts")?.unwrap_or_default();
+            let Window { any_paid, amounts } = r.decode()?;
             let succeeded = amounts
+                .unwrap_or_default()
                 .split(',')
                 .filter(|a| !a.is_empty())
                 .map(|a| a.parse::<u64>().map_err(|e| super::StoreError::corrupt("amount_minor", e)))
                 .collect::<Result<Vec<u64>>>()?;
-            Ok(HistorySummary { any_paid: c.flag("any_paid")?, succeeded })
+            Ok(HistorySummary { any_paid, succeeded })
         },
     )
     .await?;

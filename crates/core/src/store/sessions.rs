@@ -2,7 +2,7 @@
 //! only updated in place: `save` never inserts, so a request that loaded a
 //! session before it was signed out cannot write it back afterwards.
 
-use super::{query, ts, Cols, Conn, Pool, Result};
+use super::{query, ts, Conn, Pool, Result, Timestamp};
 use chrono::{DateTime, Utc};
 
 pub struct SessionRow<'a> {
@@ -49,11 +49,14 @@ pub async fn load(pool: &Pool, id: &str, now: DateTime<Utc>) -> Result<Option<(S
         .bind(ts(now))
         .fetch_optional(pool)
         .await?;
-    row.map(|r| {
-        let c = Cols::of(&r);
-        Ok((c.text("data")?, c.at("expires_at")?))
-    })
-    .transpose()
+    row.map(|r| r.decode::<Loaded>().map(|l| (l.data, l.expires_at))).transpose()
+}
+
+#[derive(sqlx::FromRow)]
+struct Loaded {
+    data: String,
+    #[sqlx(try_from = "Timestamp")]
+    expires_at: DateTime<Utc>,
 }
 
 pub async fn delete(pool: &Pool, id: &str) -> Result<()> {

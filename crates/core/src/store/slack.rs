@@ -3,10 +3,12 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{new_id, query, ts, Cols, Exec, Pool, Result};
+use super::{new_id, query, ts, Exec, Int, Known, Pool, Result, Row, Timestamp};
 
-/// Where a message goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a message goes; stored as its name in snake case (`webhook`,
+/// `response_url`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Target {
     /// The tenant's incoming webhook (its URL lives in the settings).
     Webhook,
@@ -16,14 +18,11 @@ pub enum Target {
 
 impl Target {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Target::Webhook => "webhook",
-            Target::ResponseUrl => "response_url",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Target> {
-        [Target::Webhook, Target::ResponseUrl].into_iter().find(|t| t.as_str() == s)
+        s.parse().ok()
     }
 }
 
@@ -37,15 +36,18 @@ pub struct NewMessage<'a> {
     pub body: &'a serde_json::Value,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct OutboxRow {
     pub id: String,
     pub tenant_id: Option<String>,
     pub proposal_id: Option<String>,
+    #[sqlx(try_from = "Known<Target>")]
     pub target: Target,
     pub url: Option<String>,
     pub body: String,
+    #[sqlx(try_from = "Int")]
     pub attempts: i64,
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -90,22 +92,7 @@ pub async fn claim_due(
          RETURNING *"
     );
     let rows = query(&sql).bind(ts(lease_until)).bind(ts(now)).bind(i64::from(limit)).fetch_all(pool).await?;
-    let mut claimed = rows
-        .iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok(OutboxRow {
-                id: c.text("id")?,
-                tenant_id: c.opt_text("tenant_id")?,
-                proposal_id: c.opt_text("proposal_id")?,
-                target: c.parse("target", Target::parse)?,
-                url: c.opt_text("url")?,
-                body: c.text("body")?,
-                attempts: c.int("attempts")?,
-                created_at: c.at("created_at")?,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut claimed = rows.iter().map(Row::decode).collect::<Result<Vec<OutboxRow>>>()?;
     // RETURNING follows no ORDER BY: oldest first, as they were queued.
     claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     Ok(claimed)
@@ -161,4 +148,22 @@ pub async fn first_sighting<'e>(db: impl Into<Exec<'e>>, key: &str, now: DateTim
 pub async fn forget_requests_before<'e>(db: impl Into<Exec<'e>>, cutoff: DateTime<Utc>) -> Result<u64> {
     let done = query("DELETE FROM slack_requests WHERE seen_at < ?").bind(ts(cutoff)).execute(db).await?;
     Ok(done.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Target;
+    use strum::VariantArray;
+
+    /// The stored names, every target's (each variant once), read back.
+    #[test]
+    fn every_target_has_its_stored_name() {
+        let names: Vec<&str> = Target::VARIANTS.iter().map(|t| t.as_str()).collect();
+        assert_eq!(names, ["webhook", "response_url"]);
+        for t in Target::VARIANTS {
+            assert_eq!(Target::parse(t.as_str()), Some(*t));
+            assert_eq!(t.as_str().parse::<Target>(), Ok(*t), "FromStr, as the store reads it");
+        }
+        assert_eq!(Target::parse("Webhook"), None, "exact names only");
+    }
 }

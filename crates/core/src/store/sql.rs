@@ -209,7 +209,7 @@ pub fn pg_text(sql: &str) -> String {
     out
 }
 
-/// A row of either backend; read it with [`super::Cols`].
+/// A row of either backend; read it with [`Row::decode`].
 pub enum Row {
     Sqlite(SqliteRow),
     Pg(PgRow),
@@ -319,6 +319,17 @@ pub trait Value<'r>: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + 
 impl<'r, T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>> Value<'r> for T {}
 
 impl Row {
+    /// The row as `T` (a `#[derive(sqlx::FromRow)]` struct, its columns
+    /// read by name): a column missing or unreadable is a
+    /// [`super::StoreError::Corrupt`] naming it.
+    pub fn decode<T: super::rows::Decoded>(&self) -> super::Result<T> {
+        let read = match self {
+            Row::Sqlite(r) => T::from_row(r),
+            Row::Pg(r) => T::from_row(r),
+        };
+        Ok(read?)
+    }
+
     /// The column `name` (or at `index`), as `T`.
     pub fn try_get<'r, T: Value<'r>>(&'r self, column: &str) -> sqlx::Result<T> {
         match self {
@@ -334,29 +345,17 @@ impl Row {
         }
     }
 
-    /// An integer column. PostgreSQL types an integer literal (`0 AS x`)
-    /// `INT4` and a comparison `BOOL`, where SQLite has one integer type:
-    /// both read as `i64` here.
-    pub fn try_int<I: sqlx::ColumnIndex<PgRow> + sqlx::ColumnIndex<SqliteRow> + Copy>(
+    /// An integer column, as [`super::rows::Int`] reads one (PostgreSQL's
+    /// `INT4`, `INT2` and `BOOL` too).
+    pub fn try_int<I: sqlx::ColumnIndex<PgRow> + sqlx::ColumnIndex<SqliteRow>>(
         &self,
         column: I,
     ) -> sqlx::Result<Option<i64>> {
-        match self {
-            Row::Sqlite(r) => r.try_get(column),
-            Row::Pg(r) => {
-                use sqlx::{TypeInfo, ValueRef};
-                let raw = r.try_get_raw(column)?;
-                if raw.is_null() {
-                    return Ok(None);
-                }
-                match raw.type_info().name() {
-                    "INT4" => r.try_get::<i32, _>(column).map(|v| Some(i64::from(v))),
-                    "INT2" => r.try_get::<i16, _>(column).map(|v| Some(i64::from(v))),
-                    "BOOL" => r.try_get::<bool, _>(column).map(|v| Some(i64::from(v))),
-                    _ => r.try_get(column),
-                }
-            }
-        }
+        let int: Option<super::rows::Int> = match self {
+            Row::Sqlite(r) => r.try_get(column)?,
+            Row::Pg(r) => r.try_get(column)?,
+        };
+        Ok(int.map(i64::from))
     }
 }
 

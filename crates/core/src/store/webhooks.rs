@@ -4,33 +4,23 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{new_id, query, ts, Cols, Conn, Pool, Result, Row};
+use super::{new_id, query, ts, Conn, Int, Json, Pool, Result, Row, Timestamp};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Webhook {
     pub tenant_id: String,
     pub agent_id: String,
     pub url: String,
     /// Newest first.
+    #[sqlx(try_from = "Json<Vec<String>>")]
     pub secrets: Vec<String>,
+    #[sqlx(try_from = "Timestamp")]
     pub cursor_at: DateTime<Utc>,
     pub cursor_id: String,
+    #[sqlx(try_from = "Int")]
     pub attempts: i64,
+    #[sqlx(try_from = "Timestamp")]
     pub next_attempt_at: DateTime<Utc>,
-}
-
-fn from_row(r: &Row) -> Result<Webhook> {
-    let c = Cols::of(r);
-    Ok(Webhook {
-        tenant_id: c.text("tenant_id")?,
-        agent_id: c.text("agent_id")?,
-        url: c.text("url")?,
-        secrets: c.json("secrets")?,
-        cursor_at: c.at("cursor_at")?,
-        cursor_id: c.text("cursor_id")?,
-        attempts: c.int("attempts")?,
-        next_attempt_at: c.at("next_attempt_at")?,
-    })
 }
 
 /// Sets the agent's webhook URL and secrets; a new webhook starts with the
@@ -67,7 +57,7 @@ pub async fn get(conn: &mut Conn, tenant: &str, agent: &str) -> Result<Option<We
         .bind(agent)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// Removes the agent's webhook and its queued redeliveries; whether there was one.
@@ -92,7 +82,7 @@ pub async fn due(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Result<Vec<Webh
         .bind(i64::from(limit))
         .fetch_all(pool)
         .await?;
-    rows.iter().map(from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// Takes the agent's webhook for this instance's pass if it is still due at
@@ -117,7 +107,7 @@ pub async fn claim(
     .bind(ts(now))
     .fetch_optional(conn)
     .await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// Ends this instance's pass: the next attempt goes back to `due_at` (when
@@ -217,7 +207,7 @@ pub async fn log(conn: &mut Conn, a: &Attempt<'_>, now: DateTime<Utc>) -> Result
 }
 
 /// A logged attempt, newest first in [`deliveries`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Delivery {
     pub id: String,
     pub tenant_id: String,
@@ -227,26 +217,11 @@ pub struct Delivery {
     pub outcome: String,
     pub http_status: Option<i64>,
     pub error: Option<String>,
+    #[sqlx(try_from = "Int")]
     pub attempt: i64,
     pub redelivery_id: Option<String>,
+    #[sqlx(try_from = "Timestamp")]
     pub at: DateTime<Utc>,
-}
-
-fn delivery_from_row(r: &Row) -> Result<Delivery> {
-    let c = Cols::of(r);
-    Ok(Delivery {
-        id: c.text("id")?,
-        tenant_id: c.text("tenant_id")?,
-        agent_id: c.text("agent_id")?,
-        proposal_id: c.text("proposal_id")?,
-        event_id: c.text("event_id")?,
-        outcome: c.text("outcome")?,
-        http_status: c.get("http_status")?,
-        error: c.opt_text("error")?,
-        attempt: c.int("attempt")?,
-        redelivery_id: c.opt_text("redelivery_id")?,
-        at: c.at("at")?,
-    })
 }
 
 pub async fn deliveries(pool: &Pool, tenant: &str, agent: &str, limit: u32) -> Result<Vec<Delivery>> {
@@ -258,7 +233,7 @@ pub async fn deliveries(pool: &Pool, tenant: &str, agent: &str, limit: u32) -> R
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
-    rows.iter().map(delivery_from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// One logged attempt of the tenant's (another tenant's is `None`, as a missing one).
@@ -268,18 +243,21 @@ pub async fn delivery(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<
         .bind(id)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(delivery_from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// A tenant's webhook as the admin page shows it: no secrets are read.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Overview {
     pub agent_id: String,
     pub url: String,
     /// Failed attempts at the event after the cursor.
+    #[sqlx(try_from = "Int")]
     pub attempts: i64,
+    #[sqlx(try_from = "Timestamp")]
     pub next_attempt_at: DateTime<Utc>,
     /// Redeliveries not yet delivered or given up.
+    #[sqlx(rename = "queued", try_from = "Int")]
     pub queued_redeliveries: i64,
 }
 
@@ -294,18 +272,7 @@ pub async fn overview(pool: &Pool, tenant: &str) -> Result<Vec<Overview>> {
     .bind(tenant)
     .fetch_all(pool)
     .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok(Overview {
-                agent_id: c.text("agent_id")?,
-                url: c.text("url")?,
-                attempts: c.int("attempts")?,
-                next_attempt_at: c.at("next_attempt_at")?,
-                queued_redeliveries: c.int("queued")?,
-            })
-        })
-        .collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// A redelivery to queue.
@@ -340,16 +307,18 @@ pub async fn queue_redelivery(conn: &mut Conn, r: &NewRedelivery<'_>, now: DateT
 }
 
 /// A queued redelivery, with where it goes and the secrets that sign it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Redelivery {
     pub id: String,
     pub tenant_id: String,
     pub agent_id: String,
     pub proposal_id: String,
     pub event_id: String,
+    #[sqlx(try_from = "Int")]
     pub attempts: i64,
     pub url: String,
     /// Newest first.
+    #[sqlx(try_from = "Json<Vec<String>>")]
     pub secrets: Vec<String>,
 }
 
@@ -366,21 +335,7 @@ pub async fn due_redeliveries(pool: &Pool, now: DateTime<Utc>, limit: u32) -> Re
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok(Redelivery {
-                id: c.text("id")?,
-                tenant_id: c.text("tenant_id")?,
-                agent_id: c.text("agent_id")?,
-                proposal_id: c.text("proposal_id")?,
-                event_id: c.text("event_id")?,
-                attempts: c.int("attempts")?,
-                url: c.text("url")?,
-                secrets: c.json("secrets")?,
-            })
-        })
-        .collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// A redelivery delivered or given up: it leaves the queue.

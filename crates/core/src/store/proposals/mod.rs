@@ -3,62 +3,53 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{query, scalar, ts, Builder, Cols, Conn, Pool, Result, Row, StoreError};
+use super::{
+    query, scalar, ts, Builder, Conn, Flag, Int, Json, Known, OptTimestamp, Pool, Result, Row, StoreError, Timestamp,
+    Unsigned,
+};
 use crate::domain::{CanonicalRequest, Currency, ProposalStatus};
 use crate::policy::Decision;
 
-#[derive(Debug, Clone)]
+mod bundled;
+pub use bundled::{bundle, ProposalBundle};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ProposalRow {
     pub id: String,
     pub tenant_id: String,
     pub agent_id: String,
     pub run_id: String,
     pub kind: String,
+    #[sqlx(try_from = "Known<ProposalStatus>")]
     pub status: ProposalStatus,
+    #[sqlx(try_from = "Unsigned<u64>")]
     pub amount_minor: u64,
     pub currency: String,
     pub payee_id: String,
+    #[sqlx(try_from = "Flag")]
     pub payee_trusted: bool,
+    #[sqlx(rename = "canonical_request", try_from = "Json<CanonicalRequest>")]
     pub request: CanonicalRequest,
     pub request_hash: String,
+    #[sqlx(try_from = "Json<Decision>")]
     pub policy: Decision,
+    #[sqlx(try_from = "Unsigned<u8>")]
     pub required_approvals: u8,
+    #[sqlx(try_from = "Int")]
     pub version: i64,
     /// Approvals of this round count; a new round starts when an approval expires.
+    #[sqlx(try_from = "Int")]
     pub approval_round: i64,
+    #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
+    #[sqlx(try_from = "Timestamp")]
     pub updated_at: DateTime<Utc>,
+    #[sqlx(try_from = "Timestamp")]
     pub expires_at: DateTime<Utc>,
 }
 
 const SELECT: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted FROM proposals p
      LEFT JOIN payees py ON py.tenant_id = p.tenant_id AND py.id = p.payee_id";
-
-fn from_row(r: &Row) -> Result<ProposalRow> {
-    let c = Cols::of(r);
-    Ok(ProposalRow {
-        id: c.text("id")?,
-        tenant_id: c.text("tenant_id")?,
-        agent_id: c.text("agent_id")?,
-        run_id: c.text("run_id")?,
-        kind: c.text("kind")?,
-        status: c.parse("status", ProposalStatus::parse)?,
-        amount_minor: c.unsigned("amount_minor")?,
-        currency: c.text("currency")?,
-        payee_id: c.text("payee_id")?,
-        payee_trusted: c.flag("payee_trusted")?,
-        request: c.json("canonical_request")?,
-        request_hash: c.text("request_hash")?,
-        policy: c.json("policy")?,
-        required_approvals: u8::try_from(c.int("required_approvals")?)
-            .map_err(|_| StoreError::corrupt("required_approvals", "out of range"))?,
-        version: c.int("version")?,
-        approval_round: c.int("approval_round")?,
-        created_at: c.at("created_at")?,
-        updated_at: c.at("updated_at")?,
-        expires_at: c.at("expires_at")?,
-    })
-}
 
 /// What `insert` needs; the row's version starts at 1.
 #[derive(Debug, Clone)]
@@ -129,7 +120,7 @@ pub async fn insert_many(conn: &mut Conn, proposals: &[NewProposal<'_>]) -> Resu
         .fetch_all(conn)
         .await?
         .iter()
-        .map(|r| from_row(r).map(|row| (row.id.clone(), row)))
+        .map(|r| r.decode().map(|row: ProposalRow| (row.id.clone(), row)))
         .collect::<Result<_>>()?;
     Ok(proposals.iter().map(|p| stored.remove(p.id)).collect())
 }
@@ -152,7 +143,7 @@ pub async fn get(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalR
         .bind(id)
         .fetch_optional(pool)
         .await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// The proposals `ids` within `tenant` that exist, in the order given, in
@@ -165,7 +156,7 @@ pub async fn get_many(pool: &Pool, tenant: &str, ids: &[&str]) -> Result<Vec<Pro
     q.push_bind(tenant).push(" AND p.id IN (");
     q.push_list(ids.iter().copied());
     q.push(")");
-    let mut rows = q.build().fetch_all(pool).await?.iter().map(from_row).collect::<Result<Vec<_>>>()?;
+    let mut rows = q.build().fetch_all(pool).await?.iter().map(Row::decode).collect::<Result<Vec<ProposalRow>>>()?;
     rows.sort_by_key(|r| ids.iter().position(|id| *id == r.id));
     Ok(rows)
 }
@@ -177,64 +168,7 @@ pub async fn get_in(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<Pr
         .bind(id)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(from_row).transpose()
-}
-
-/// A proposal with everything its API view shows: the approvals and token
-/// of its current round and its operation.
-#[derive(Debug, Clone)]
-pub struct ProposalBundle {
-    pub row: ProposalRow,
-    pub approvals: Vec<ApprovalRow>,
-    pub operation: Option<super::operations::OperationRow>,
-    pub token: Option<TokenRow>,
-}
-
-/// One statement for a whole [`ProposalBundle`]: the operation and the
-/// token are at most one row each (unique per proposal, per round), the
-/// approvals make one row each. This is the status poll's read: with sqlx
-/// every statement is a round trip to the connection's worker thread, and
-/// the four separate reads it replaces cost more than the query itself
-/// (docs/BENCHMARKS.md).
-const BUNDLE: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted,
-        o.id AS o_id, o.proposal_id AS o_proposal_id, o.jti AS o_jti, o.idempotency_key AS o_idempotency_key,
-        o.tenant_id AS o_tenant_id, o.kind AS o_kind, o.status AS o_status, o.amount_minor AS o_amount_minor,
-        o.currency AS o_currency, o.budget_day AS o_budget_day, o.rail_reference AS o_rail_reference,
-        o.reverses AS o_reverses, o.error_code AS o_error_code, o.error_message AS o_error_message,
-        o.attempts AS o_attempts, o.next_check_at AS o_next_check_at, o.claimed_until AS o_claimed_until,
-        o.resolved_by AS o_resolved_by,
-        o.created_at AS o_created_at, o.updated_at AS o_updated_at,
-        t.jti AS t_jti, t.proposal_id AS t_proposal_id, t.round AS t_round, t.token AS t_token, t.kid AS t_kid,
-        t.issued_at AS t_issued_at, t.expires_at AS t_expires_at, t.used_at AS t_used_at,
-        a.proposal_id AS a_proposal_id, a.round AS a_round, a.approver_id AS a_approver_id,
-        a.decision AS a_decision, a.reason AS a_reason, a.via AS a_via, a.amr AS a_amr, a.at AS a_at
-     FROM proposals p
-     LEFT JOIN payees py ON py.tenant_id = p.tenant_id AND py.id = p.payee_id
-     LEFT JOIN operations o ON o.proposal_id = p.id
-     LEFT JOIN approval_tokens t ON t.proposal_id = p.id AND t.round = p.approval_round
-     LEFT JOIN approvals a ON a.proposal_id = p.id AND a.round = p.approval_round
-     WHERE p.tenant_id = ? AND p.id = ?
-     ORDER BY a.at, a.approver_id";
-
-/// The proposal `id` within `tenant` with its approvals, operation and token.
-pub async fn bundle(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalBundle>> {
-    let rows = query(BUNDLE).bind(tenant).bind(id).fetch_all(pool).await?;
-    let Some(first) = rows.first() else { return Ok(None) };
-    let operation = Cols::prefixed(first, "o_");
-    let token = Cols::prefixed(first, "t_");
-    let mut approvals = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let a = Cols::prefixed(r, "a_");
-        if a.present("approver_id")? {
-            approvals.push(approval_from(&a)?);
-        }
-    }
-    Ok(Some(ProposalBundle {
-        row: from_row(first)?,
-        operation: if operation.present("id")? { Some(super::operations::from_cols(&operation)?) } else { None },
-        token: if token.present("jti")? { Some(token_from(&token)?) } else { None },
-        approvals,
-    }))
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// Filters for a listing; `cursor` is the id of the last item of the previous page.
@@ -283,7 +217,7 @@ pub struct ListFilters {
 pub async fn list(pool: &Pool, l: &Listing<'_>) -> Result<(Vec<ProposalRow>, bool)> {
     let rows = listing_query("", l).build().fetch_all(pool).await?;
     let more = rows.len() > l.limit as usize;
-    Ok((rows.iter().take(l.limit as usize).map(from_row).collect::<Result<_>>()?, more))
+    Ok((rows.iter().take(l.limit as usize).map(Row::decode).collect::<Result<_>>()?, more))
 }
 
 /// A pending proposal as the count of those waiting for a reviewer reads
@@ -325,12 +259,19 @@ pub async fn pending_for(
         q.push(" AND p.id > ").push_bind(cursor);
     }
     q.push(" ORDER BY p.id LIMIT ").push_bind(i64::from(limit) + 1).push(") AS pending");
-    let page = Cols::of(&q.build().fetch_one(pool).await?).opt_text("page")?.unwrap_or_default();
+    let page: Page = q.build().fetch_one(pool).await?.decode()?;
+    let page = page.page.unwrap_or_default();
     let mut rows = page.split(';').filter(|item| !item.is_empty()).map(pending_row).collect::<Result<Vec<_>>>()?;
     rows.sort_unstable_by(|a, b| a.id.cmp(&b.id));
     let more = rows.len() > limit as usize;
     rows.truncate(limit as usize);
     Ok((rows, more))
+}
+
+/// [`pending_for`]'s joined page (NULL when it is empty).
+#[derive(sqlx::FromRow)]
+struct Page {
+    page: Option<String>,
 }
 
 /// One item of [`pending_for`]'s joined page.
@@ -445,12 +386,14 @@ pub async fn changed_since(
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok((c.text("id")?, c.at("updated_at")?))
-        })
-        .collect()
+    rows.iter().map(|r| r.decode::<Changed>().map(|c| (c.id, c.updated_at))).collect()
+}
+
+#[derive(sqlx::FromRow)]
+struct Changed {
+    id: String,
+    #[sqlx(try_from = "Timestamp")]
+    updated_at: DateTime<Utc>,
 }
 
 /// Moves `id` to `to` if it is currently in one of `from`; bumps its version.
@@ -475,6 +418,20 @@ pub async fn transition(
     Ok(q.build().execute(conn).await?.rows_affected() == 1)
 }
 
+/// A proposal something is due for: [`due_for_expiry`], [`approvals_expired_before`].
+#[derive(sqlx::FromRow)]
+struct Due {
+    id: String,
+    tenant_id: String,
+    request_hash: String,
+}
+
+impl Due {
+    fn into_tuple(self) -> (String, String, String) {
+        (self.id, self.tenant_id, self.request_hash)
+    }
+}
+
 /// Pending proposals past their deadline: (id, tenant, request hash).
 pub async fn due_for_expiry(conn: &mut Conn, now: DateTime<Utc>) -> Result<Vec<(String, String, String)>> {
     let rows = query(
@@ -484,41 +441,21 @@ pub async fn due_for_expiry(conn: &mut Conn, now: DateTime<Utc>) -> Result<Vec<(
     .bind(ts(now))
     .fetch_all(conn)
     .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok((c.text("id")?, c.text("tenant_id")?, c.text("request_hash")?))
-        })
-        .collect()
+    rows.iter().map(|r| r.decode::<Due>().map(Due::into_tuple)).collect()
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ApprovalRow {
     pub proposal_id: String,
+    #[sqlx(try_from = "Int")]
     pub round: i64,
     pub approver_id: String,
     pub decision: String,
     pub reason: Option<String>,
     pub via: String,
     pub amr: String,
+    #[sqlx(try_from = "Timestamp")]
     pub at: DateTime<Utc>,
-}
-
-fn approval_from(c: &Cols<'_>) -> Result<ApprovalRow> {
-    Ok(ApprovalRow {
-        proposal_id: c.text("proposal_id")?,
-        round: c.int("round")?,
-        approver_id: c.text("approver_id")?,
-        decision: c.text("decision")?,
-        reason: c.opt_text("reason")?,
-        via: c.text("via")?,
-        amr: c.text("amr")?,
-        at: c.at("at")?,
-    })
-}
-
-fn approval_from_row(r: &Row) -> Result<ApprovalRow> {
-    approval_from(&Cols::of(r))
 }
 
 /// Records a decision. A person counts once per round: a second approval by
@@ -559,7 +496,7 @@ pub async fn approvals_of(pool: &Pool, ids: &[&str]) -> Result<Vec<ApprovalRow>>
     q.push_list(ids.iter().copied());
     q.push(") ORDER BY a.at, a.approver_id");
     let rows = q.build().fetch_all(pool).await?;
-    rows.iter().map(approval_from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// Approvals (decision `approve`) of one round, in the order given.
@@ -571,7 +508,7 @@ pub async fn approvals_in_round(conn: &mut Conn, id: &str, round: i64) -> Result
     .bind(round)
     .fetch_all(conn)
     .await?;
-    rows.iter().map(approval_from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// Marks a change that is not a status change (an approval short of the
@@ -591,7 +528,7 @@ pub async fn approvals_all_rounds(pool: &Pool, id: &str) -> Result<Vec<ApprovalR
         .bind(id)
         .fetch_all(pool)
         .await?;
-    rows.iter().map(approval_from_row).collect()
+    rows.iter().map(Row::decode).collect()
 }
 
 /// Raises the approvals a proposal needs, storing the policy decision that
@@ -609,15 +546,19 @@ pub async fn raise_required_approvals(conn: &mut Conn, id: &str, policy: &Decisi
     Ok(())
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TokenRow {
     pub jti: String,
     pub proposal_id: String,
+    #[sqlx(try_from = "Int")]
     pub round: i64,
     pub token: String,
     pub kid: String,
+    #[sqlx(try_from = "Timestamp")]
     pub issued_at: DateTime<Utc>,
+    #[sqlx(try_from = "Timestamp")]
     pub expires_at: DateTime<Utc>,
+    #[sqlx(try_from = "OptTimestamp")]
     pub used_at: Option<DateTime<Utc>>,
 }
 
@@ -638,23 +579,10 @@ pub async fn insert_token(conn: &mut Conn, t: &TokenRow) -> Result<()> {
     Ok(())
 }
 
-fn token_from(c: &Cols<'_>) -> Result<TokenRow> {
-    Ok(TokenRow {
-        jti: c.text("jti")?,
-        proposal_id: c.text("proposal_id")?,
-        round: c.int("round")?,
-        token: c.text("token")?,
-        kid: c.text("kid")?,
-        issued_at: c.at("issued_at")?,
-        expires_at: c.at("expires_at")?,
-        used_at: c.opt_at("used_at")?,
-    })
-}
-
 /// The token this server minted with that `jti`, if any.
 pub async fn token(pool: &Pool, jti: &str) -> Result<Option<TokenRow>> {
     let row = query("SELECT * FROM approval_tokens WHERE jti = ?").bind(jti).fetch_optional(pool).await?;
-    row.as_ref().map(|r| token_from(&Cols::of(r))).transpose()
+    row.as_ref().map(Row::decode).transpose()
 }
 
 /// Approved proposals whose current token expired unredeemed before `cutoff`:
@@ -669,12 +597,7 @@ pub async fn approvals_expired_before(conn: &mut Conn, cutoff: DateTime<Utc>) ->
     .bind(ts(cutoff))
     .fetch_all(conn)
     .await?;
-    rows.iter()
-        .map(|r| {
-            let c = Cols::of(r);
-            Ok((c.text("id")?, c.text("tenant_id")?, c.text("request_hash")?))
-        })
-        .collect()
+    rows.iter().map(|r| r.decode::<Due>().map(Due::into_tuple)).collect()
 }
 
 /// Starts a new approval round (after an approval expired unredeemed).
