@@ -145,7 +145,7 @@ async fn every_transition_is_audited_with_actor_and_request_hash() {
 
 #[tokio::test]
 async fn logs_never_hold_full_account_numbers_or_keys() {
-    let scratch = Scratch::new("");
+    let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;
     let log_path = scratch.dir.path().join("server.log");
     let log = std::fs::File::create(&log_path).unwrap();

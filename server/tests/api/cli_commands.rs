@@ -114,7 +114,7 @@ async fn cli_adds_a_tenant_user_agent_and_payee_whose_key_then_works() {
 
 #[tokio::test]
 async fn an_agent_added_before_the_server_starts_can_authenticate() {
-    let scratch = Scratch::new("");
+    let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;
     let (code, out, err) = scratch
         .cli(

@@ -142,7 +142,7 @@ async fn every_forged_token_is_refused_and_nothing_is_paid() {
 #[tokio::test]
 async fn an_expired_token_is_refused_by_the_servers_clock() {
     let rail = RailSim::start().await;
-    let scratch = Scratch::new("[approval]\ntoken_ttl_secs = 60\n");
+    let scratch = Scratch::with_fixture("[approval]\ntoken_ttl_secs = 60\n");
     scratch.apply_fixture().await;
     let server = scratch.serve(&env_for(&rail, &[])).await;
     let (id, token) = auto_approved(&server, 5_000).await;

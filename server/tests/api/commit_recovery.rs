@@ -15,7 +15,7 @@ use crate::rail_harness::*;
 /// commit, restarts it, lets the agent retry: one transfer, `succeeded`.
 async fn crash_at(step: &str) {
     let rail = RailSim::start().await;
-    let scratch = Scratch::new("");
+    let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;
     // A short rail timeout: the crashed call's claim (the timeout and a
     // margin, `operations::rail_call_lease`) lapses sooner for the retry.

@@ -102,7 +102,7 @@ async fn migrate_creates_the_database_and_is_safe_to_repeat() {
 
 #[tokio::test]
 async fn an_environment_override_takes_effect() {
-    let scratch = Scratch::new("[proposals]\nttl_secs = 3600\n");
+    let scratch = Scratch::with_fixture("[proposals]\nttl_secs = 3600\n");
     scratch.apply_fixture().await;
     let server = scratch.serve(&[("COUNTERSIGN_PROPOSALS__TTL_SECS", "90")]).await;
     let p = server.create(&transfer()).await;

@@ -150,7 +150,7 @@ async fn html_pages_allow_their_scripts_by_a_fresh_nonce() {
 async fn asset_requests_never_touch_the_session() {
     // A signed-in browser sends its cookie with every script and wasm request;
     // those are served outside the session layers (no read, no refresh).
-    let scratch = Scratch::new("");
+    let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;
     let site = scratch.dir.path().join("site");
     std::fs::create_dir_all(site.join("pkg")).unwrap();
@@ -175,7 +175,7 @@ async fn assets_are_served_compressed_when_the_browser_accepts_it() {
     // Issue 13 item 9: the wasm, js and css go out gzip- or brotli-encoded;
     // decoded, they are the file byte for byte. Without Accept-Encoding, as is.
     use std::io::Read;
-    let scratch = Scratch::new("");
+    let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;
     let site = scratch.dir.path().join("site");
     std::fs::create_dir_all(site.join("pkg")).unwrap();
@@ -210,7 +210,7 @@ async fn assets_are_served_compressed_when_the_browser_accepts_it() {
 async fn pages_link_assets_by_a_content_version_cached_for_a_year() {
     // Issue 13 item 9: a new build is a new URL, so the old one can be
     // cached immutably; the plain names still answer, cached briefly.
-    let scratch = Scratch::new("");
+    let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;
     let site = scratch.dir.path().join("site");
     std::fs::create_dir_all(site.join("pkg")).unwrap();

@@ -54,7 +54,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tempfile::TempDir;
 use tokio::process::{Child, Command};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_countersign");
@@ -76,8 +75,12 @@ pub const GLOBEX_SOURCE: &str = "acct_fedcba9876543210";
 pub const GLOBEX_PAYEE: &str = "acct_globex000000001";
 
 /// Two tenants, so every test can check isolation. Every user's password is
-/// [`PASSWORD`], given as its argon2id hash (computed once, default
-/// parameters) so that applying the fixture hashes nothing.
+/// [`PASSWORD`], given as its argon2id hash so that applying the fixture
+/// hashes nothing. The hash is cheap (1 MiB, one pass; the server checks a
+/// hash with the parameters it carries): the suite signs in hundreds of
+/// times, and at the default parameters those checks were a fifth of its
+/// CPU time. Hashes the server makes itself use the defaults
+/// (`password::hash_password`, tested in the core).
 pub const FIXTURE: &str = r#"
 [[tenant]]
 id = "acme"
@@ -91,34 +94,34 @@ name = "Globex"
 [[user]]
 tenant = "acme"
 username = "ana"
-password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
+password_hash = "$argon2id$v=19$m=1024,t=1,p=1$Y291bnRlcnNpZ24tdGVzdA$WHUX6isDbqdp+FKe69b0ScVM4EWzjOFatTP2ynO/dWI"
 roles = ["approver"]
 approval_limit_minor = { USD = 500_000 }
 
 [[user]]
 tenant = "acme"
 username = "ben"
-password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
+password_hash = "$argon2id$v=19$m=1024,t=1,p=1$Y291bnRlcnNpZ24tdGVzdA$WHUX6isDbqdp+FKe69b0ScVM4EWzjOFatTP2ynO/dWI"
 roles = ["approver"]
 approval_limit_minor = { USD = 50_000_000 }
 
 [[user]]
 tenant = "acme"
 username = "maya"
-password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
+password_hash = "$argon2id$v=19$m=1024,t=1,p=1$Y291bnRlcnNpZ24tdGVzdA$WHUX6isDbqdp+FKe69b0ScVM4EWzjOFatTP2ynO/dWI"
 roles = ["approver"]
 approval_limit_minor = { USD = 50_000_000 }
 
 [[user]]
 tenant = "acme"
 username = "vic"
-password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
+password_hash = "$argon2id$v=19$m=1024,t=1,p=1$Y291bnRlcnNpZ24tdGVzdA$WHUX6isDbqdp+FKe69b0ScVM4EWzjOFatTP2ynO/dWI"
 roles = ["viewer"]
 
 [[user]]
 tenant = "globex"
 username = "gus"
-password_hash = "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw"
+password_hash = "$argon2id$v=19$m=1024,t=1,p=1$Y291bnRlcnNpZ24tdGVzdA$WHUX6isDbqdp+FKe69b0ScVM4EWzjOFatTP2ynO/dWI"
 roles = ["approver", "admin"]
 approval_limit_minor = { USD = 50_000_000 }
 
@@ -203,27 +206,77 @@ pub async fn cli_env(
     )
 }
 
+/// A test's directory (config file, data directory) and, on PostgreSQL
+/// runs, its database: both removed when dropped, i.e. when the last server
+/// that used them is gone (a restarted server takes them over).
+pub struct TestDir {
+    dir: tempfile::TempDir,
+    database: Option<String>,
+    /// The database came with the fixture applied (see `Scratch::with_fixture`).
+    fixture: bool,
+}
+
+impl TestDir {
+    /// A new empty directory (no database of its own).
+    pub fn new() -> TestDir {
+        TestDir { dir: tempfile::tempdir().expect("temp dir"), database: None, fixture: false }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if let Some(name) = &self.database {
+            let server = std::env::var("COUNTERSIGN_TEST_DATABASE_URL").expect("the test server");
+            // Not waited for: a leftover only costs disk in a throwaway cluster.
+            psql_send(&server, &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), false);
+        }
+    }
+}
+
 /// A directory with a config file and a (not yet created) data directory,
 /// for CLI tests that need no running server.
 pub struct Scratch {
-    pub dir: TempDir,
+    pub dir: TestDir,
     pub config: PathBuf,
 }
 
 impl Scratch {
     pub fn new(config: &str) -> Scratch {
+        Self::make(config, false)
+    }
+
+    /// [`Scratch::new`] for a server with the [`FIXTURE`]: on PostgreSQL
+    /// runs its database is a copy of a template that has it (so
+    /// [`Scratch::apply_fixture`] has nothing left to do).
+    pub fn with_fixture(config: &str) -> Scratch {
+        Self::make(config, true)
+    }
+
+    fn make(config: &str, with_fixture: bool) -> Scratch {
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("countersign.toml");
-        let config = match postgres_database(config) {
-            Some(url) => format!("{config}\n[database]\nurl = \"{url}\"\n"),
+        let database = postgres_database(config, with_fixture);
+        let config = match &database {
+            Some((_, url)) => format!("{config}\n[database]\nurl = \"{url}\"\n"),
             None => config.to_owned(),
         };
         std::fs::write(&config_path, config).expect("write config");
-        Scratch { dir, config: config_path }
+        let fixture = with_fixture && database.is_some();
+        Scratch { dir: TestDir { dir, database: database.map(|(name, _)| name), fixture }, config: config_path }
     }
 
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
+    }
+
+    /// Whether the database holds the fixture already: a PostgreSQL copy
+    /// of the run's fixture template.
+    fn has_fixture(&self) -> bool {
+        self.dir.fixture
     }
 
     /// Writes `text` to `name` inside the scratch directory; returns its path.
@@ -243,6 +296,9 @@ impl Scratch {
 
     /// Applies the two-tenant [`FIXTURE`] registry.
     pub async fn apply_fixture(&self) {
+        if self.has_fixture() {
+            return;
+        }
         let fixture = self.file("fixture.toml", FIXTURE);
         let (code, _, stderr) = self.cli(&["apply", fixture.to_str().unwrap()], None).await;
         assert_eq!(code, 0, "apply failed: {stderr}");
@@ -261,10 +317,10 @@ pub fn on_postgres() -> bool {
     std::env::var("API_TESTS_DATABASE").is_ok_and(|v| v == "postgres")
 }
 
-/// On PostgreSQL runs, the URL of a new database for one test's servers,
+/// On PostgreSQL runs, the name and URL of a new database for one test's servers,
 /// unless `config` sets the database itself: a copy of this run's template
 /// (see [`postgres_template`]), so each server finds its schema migrated.
-fn postgres_database(config: &str) -> Option<String> {
+fn postgres_database(config: &str, with_fixture: bool) -> Option<(String, String)> {
     if !on_postgres() || config.contains("[database]") {
         return None;
     }
@@ -272,19 +328,22 @@ fn postgres_database(config: &str) -> Option<String> {
     static SERIAL: AtomicU32 = AtomicU32::new(0);
     let server = std::env::var("COUNTERSIGN_TEST_DATABASE_URL")
         .expect("API_TESTS_DATABASE=postgres needs COUNTERSIGN_TEST_DATABASE_URL (scripts/pg.sh start)");
-    let template = postgres_template(&server);
+    let template = postgres_template(&server, with_fixture);
     let name = format!("cs_api_{}_{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed));
-    psql(&server, &format!("CREATE DATABASE {name} TEMPLATE {template}"));
-    Some(database_url(&server, &name))
+    // FILE_COPY: half the cost of the default WAL_LOG for a small database.
+    psql(&server, &format!("CREATE DATABASE {name} TEMPLATE {template} STRATEGY FILE_COPY"));
+    let url = database_url(&server, &name);
+    Some((name, url))
 }
 
-/// This test binary's template database: created and migrated once, then
-/// copied by `CREATE DATABASE … TEMPLATE` for every test (a copy costs a
-/// fraction of running the migrations again; the servers find them applied).
-fn postgres_template(server: &str) -> &'static str {
-    static TEMPLATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEMPLATE.get_or_init(|| {
-        let name = format!("cs_api_template_{}", std::process::id());
+/// This test binary's template databases, each made once and then copied
+/// by `CREATE DATABASE … TEMPLATE` for every test (a copy costs a fraction
+/// of migrating and applying again): migrated, and migrated with the
+/// [`FIXTURE`] applied.
+fn postgres_template(server: &str, with_fixture: bool) -> &'static str {
+    static TEMPLATES: [std::sync::OnceLock<String>; 2] = [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    TEMPLATES[usize::from(with_fixture)].get_or_init(|| {
+        let name = format!("cs_api_template_{}_{}", std::process::id(), if with_fixture { "fixture" } else { "empty" });
         psql(server, &format!("CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C'"));
         let backend = countersign::store::Backend::Postgres { url: database_url(server, &name).into() };
         // On a runtime of its own: this may be called inside a test's.
@@ -292,22 +351,67 @@ fn postgres_template(server: &str) -> &'static str {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
             runtime.block_on(async {
                 let db = countersign::store::Db::connect(&backend).await.expect("migrate the template database");
+                if with_fixture {
+                    let settings = countersign::config::Settings::default();
+                    countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE)
+                        .await
+                        .expect("apply the fixture to the template");
+                }
                 db.close().await;
             })
         })
         .join()
-        .expect("the template is migrated");
+        .expect("the template is made");
         name
     })
 }
 
+/// Runs one statement on the test server (`CREATE DATABASE`, `DROP
+/// DATABASE`) over a connection kept open for the whole test binary, on a
+/// thread of its own (the callers are not async: `Scratch::new`, `Drop`).
+/// Starting `psql` for each cost a sixth of the PostgreSQL run's CPU.
 fn psql(server: &str, sql: &str) {
-    let out = std::process::Command::new("psql")
-        .arg(server)
-        .args(["-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
-        .output()
-        .expect("run psql");
-    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+    psql_send(server, sql, true);
+}
+
+/// [`psql`], waiting for the answer only when `wait` (a drop need not).
+fn psql_send(server: &str, sql: &str, wait: bool) {
+    type Job = (String, std::sync::mpsc::Sender<Result<(), String>>);
+    static ADMIN: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Job>>> = std::sync::OnceLock::new();
+    let admin = ADMIN.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let url = server.to_owned();
+        std::thread::Builder::new()
+            .name("test-pg-admin".into())
+            .spawn(move || {
+                use sqlx::Connection;
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                let mut conn = None;
+                for (sql, reply) in rx {
+                    let done = runtime.block_on(async {
+                        if conn.is_none() {
+                            conn = Some(sqlx::PgConnection::connect(&url).await.map_err(|e| e.to_string())?);
+                        }
+                        let result = sqlx::raw_sql(&sql).execute(conn.as_mut().unwrap()).await;
+                        if result.is_err() {
+                            conn = None; // reconnect for the next one
+                        }
+                        result.map(|_| ()).map_err(|e| e.to_string())
+                    });
+                    let _ = reply.send(done);
+                }
+            })
+            .expect("the admin thread");
+        std::sync::Mutex::new(tx)
+    });
+    let (reply, answer) = std::sync::mpsc::channel();
+    admin.lock().unwrap().send((sql.to_owned(), reply)).expect("the admin thread runs");
+    if !wait {
+        return;
+    }
+    if let Err(e) = answer.recv().expect("the admin thread answers") {
+        panic!("{sql}: {e}");
+    }
 }
 
 /// The URL of database `name` on the server `server` names.
@@ -393,9 +497,11 @@ pub struct TestServer {
     // Declared (so dropped) first: the server stops before its directory goes.
     running: Running,
     pub base: String,
-    pub dir: TempDir,
+    pub dir: TestDir,
     pub config: PathBuf,
     pub client: reqwest::Client,
+    /// The pool `scalar` and `audit_actions` read through, opened once.
+    inspector: tokio::sync::OnceCell<Db>,
 }
 
 enum Running {
@@ -425,13 +531,16 @@ type Ready = tokio::sync::oneshot::Sender<Result<std::net::SocketAddr, String>>;
 /// `stop` resolves or is dropped (no drain: like the SIGKILL a process gets).
 async fn serve_in_process(
     settings: countersign::config::Settings,
+    apply_fixture: bool,
     ready: Ready,
     stop: tokio::sync::oneshot::Receiver<()>,
 ) {
     let bound = async {
-        let db = countersign::store::Db::connect(&settings.backend()?).await?;
-        countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE).await?;
-        db.close().await;
+        if apply_fixture {
+            let db = countersign::store::Db::connect(&settings.backend()?).await?;
+            countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE).await?;
+            db.close().await;
+        }
         countersign::startup::bind(settings, false).await
     }
     .await;
@@ -479,7 +588,7 @@ impl TestServer {
 
     /// The fixture registry and `config`, served in this process.
     pub async fn start_in_process_with(config: &str) -> TestServer {
-        Self::in_process(Scratch::new(config)).await
+        Self::in_process(Scratch::with_fixture(config)).await
     }
 
     /// The fixture registry and default settings, as a `countersign serve` process.
@@ -489,7 +598,7 @@ impl TestServer {
 
     /// The fixture registry and `config`, as a `countersign serve` process.
     pub async fn start_process_with(config: &str) -> TestServer {
-        let scratch = Scratch::new(config);
+        let scratch = Scratch::with_fixture(config);
         scratch.apply_fixture().await;
         scratch.serve(&[]).await
     }
@@ -502,6 +611,7 @@ impl TestServer {
         log_warnings();
         let overrides = Overrides { listen: Some("127.0.0.1:0".parse().unwrap()), data_dir: Some(scratch.data_dir()) };
         let settings = Settings::load(Some(&scratch.config), &overrides).expect("settings");
+        let apply_fixture = !scratch.has_fixture();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Result<std::net::SocketAddr, String>>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let running = {
@@ -513,7 +623,7 @@ impl TestServer {
                         .enable_all()
                         .build()
                         .expect("server runtime");
-                    runtime.block_on(serve_in_process(settings, ready_tx, stop_rx));
+                    runtime.block_on(serve_in_process(settings, apply_fixture, ready_tx, stop_rx));
                     runtime.shutdown_timeout(Duration::from_secs(2));
                 })
                 .expect("server thread");
@@ -530,6 +640,7 @@ impl TestServer {
             dir: scratch.dir,
             config: scratch.config,
             client: Self::client(),
+            inspector: Default::default(),
         }
     }
 
@@ -546,21 +657,21 @@ impl TestServer {
 
     /// Starts `countersign serve` on a random port and waits for its
     /// "listening on" line (no sleeping until ready).
-    pub async fn spawn(dir: TempDir, config: PathBuf) -> TestServer {
+    pub async fn spawn(dir: TestDir, config: PathBuf) -> TestServer {
         Self::spawn_env(dir, config, &[]).await
     }
 
     /// [`TestServer::spawn`] with extra environment variables for the server.
-    pub async fn spawn_env(dir: TempDir, config: PathBuf, env: &[(&str, &str)]) -> TestServer {
+    pub async fn spawn_env(dir: TestDir, config: PathBuf, env: &[(&str, &str)]) -> TestServer {
         Self::spawn_inner(dir, config, env, Stdio::inherit()).await
     }
 
     /// [`TestServer::spawn_env`], with the server's stderr (its logs) written to `log`.
-    pub async fn spawn_logging(dir: TempDir, config: PathBuf, env: &[(&str, &str)], log: std::fs::File) -> TestServer {
+    pub async fn spawn_logging(dir: TestDir, config: PathBuf, env: &[(&str, &str)], log: std::fs::File) -> TestServer {
         Self::spawn_inner(dir, config, env, Stdio::from(log)).await
     }
 
-    async fn spawn_inner(dir: TempDir, config: PathBuf, env: &[(&str, &str)], stderr: Stdio) -> TestServer {
+    async fn spawn_inner(dir: TestDir, config: PathBuf, env: &[(&str, &str)], stderr: Stdio) -> TestServer {
         let mut cmd = Command::new(BIN);
         cmd.arg("--config")
             .arg(&config)
@@ -574,7 +685,14 @@ impl TestServer {
             countersign_testkit::spawn_listening(cmd, "countersign listening on ", Duration::from_secs(30))
                 .await
                 .expect("server listens within 30 s");
-        TestServer { running: Running::Process(child), base, config, client: Self::client(), dir }
+        TestServer {
+            running: Running::Process(child),
+            base,
+            config,
+            client: Self::client(),
+            dir,
+            inspector: Default::default(),
+        }
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -601,7 +719,7 @@ impl TestServer {
     }
 
     /// Stops the server (SIGKILL) and returns its directory for a restart.
-    pub async fn stop(self) -> (TempDir, PathBuf) {
+    pub async fn stop(self) -> (TestDir, PathBuf) {
         let TestServer { running, dir, config, .. } = self;
         match running {
             Running::Process(mut child) => child.kill().await.expect("kill server"),
@@ -612,7 +730,7 @@ impl TestServer {
 
     /// Waits for the server to exit on its own (e.g. killed by a failpoint);
     /// returns its directory for a restart.
-    pub async fn crashed(self) -> (TempDir, PathBuf) {
+    pub async fn crashed(self) -> (TestDir, PathBuf) {
         let TestServer { running, dir, config, .. } = self;
         let Running::Process(mut child) = running else {
             panic!("only a process crashes: start it with start_process")
@@ -721,22 +839,22 @@ impl TestServer {
 
     /// One integer from the server's database.
     pub async fn scalar(&self, sql: &str) -> i64 {
-        let db = self.db().await;
-        let value = scalar(&db, sql).await;
-        db.close().await;
-        value
+        scalar(self.inspector().await, sql).await
+    }
+
+    /// A pool on the server's database kept for this server's lifetime
+    /// (a new connection per read costs a PostgreSQL backend each time).
+    async fn inspector(&self) -> &Db {
+        self.inspector.get_or_init(|| self.db()).await
     }
 
     /// The audit actions recorded for `proposal_id`, oldest first.
     pub async fn audit_actions(&self, proposal_id: &str) -> Vec<String> {
-        let db = self.db().await;
-        let actions = one("SELECT action FROM audit_log WHERE proposal_id = ? ORDER BY seq")
+        one("SELECT action FROM audit_log WHERE proposal_id = ? ORDER BY seq")
             .bind(proposal_id)
-            .fetch_all(&db)
+            .fetch_all(self.inspector().await)
             .await
-            .expect("audit rows");
-        db.close().await;
-        actions
+            .expect("audit rows")
     }
 }
 

@@ -27,9 +27,9 @@ async fn two_instances_env(test: &str, extra: &str, env: &[(&str, &str)]) -> Opt
         return None;
     }
     let rail = RailSim::start().await;
-    let scratch = Scratch::new(extra);
+    let scratch = Scratch::with_fixture(extra);
     scratch.apply_fixture().await;
-    let second = tempfile::tempdir().expect("temp dir");
+    let second = TestDir::new();
     std::os::unix::fs::symlink(scratch.data_dir(), second.path().join("data")).expect("share the data directory");
     let config = scratch.config.clone();
     // One after the other: the first creates the signing keys.

@@ -26,7 +26,7 @@ const METRICS: &str = "[metrics]\nbearer_token = \"scrape-me-0123456789\"\n";
 
 #[tokio::test]
 async fn every_request_is_one_structured_line_naming_its_route_and_principal() {
-    let scratch = Scratch::new("log_format = \"json\"\n");
+    let scratch = Scratch::with_fixture("log_format = \"json\"\n");
     scratch.apply_fixture().await;
     let log_path = scratch.dir.path().join("server.log");
     let log = std::fs::File::create(&log_path).unwrap();

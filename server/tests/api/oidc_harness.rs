@@ -203,7 +203,7 @@ pub fn with_param(url: &str, name: &str, value: Option<&str>) -> String {
 
 /// The password hash every fixture user has (helpers::FIXTURE).
 pub const FIXTURE_HASH: &str =
-    "$argon2id$v=19$m=19456,t=2,p=1$9r8+AcE/TunM+Ovu5K3tVQ$Sjs1RZaTbXQsFox9a7fSdUE8K9ALUzhTideS6prfsBw";
+    "$argon2id$v=19$m=1024,t=1,p=1$Y291bnRlcnNpZ24tdGVzdA$WHUX6isDbqdp+FKe69b0ScVM4EWzjOFatTP2ynO/dWI";
 
 /// Links fixture users to subjects at `issuer` with `countersign apply`.
 pub async fn link_users(server: &TestServer, issuer: &str) {

@@ -135,7 +135,7 @@ pub async fn with_rail(config: &str) -> (TestServer, RailSim) {
 /// [`with_rail`] with extra environment for the server.
 pub async fn with_rail_env(config: &str, extra: &[(&str, &str)]) -> (TestServer, RailSim) {
     let rail = RailSim::start().await;
-    let scratch = Scratch::new(config);
+    let scratch = Scratch::with_fixture(config);
     scratch.apply_fixture().await;
     let server = scratch.serve(&env_for(&rail, extra)).await;
     (server, rail)

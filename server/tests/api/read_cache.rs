@@ -193,7 +193,7 @@ async fn the_change_log_is_written_by_triggers_and_not_by_new_proposals() {
 /// as "needs review" or 1970; and the log names the column, not the value.
 #[tokio::test]
 async fn an_unreadable_stored_value_is_an_error_not_a_guess() {
-    let scratch = Scratch::new("");
+    let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;
     let log_path = scratch.dir.path().join("server.log");
     let log = std::fs::File::create(&log_path).unwrap();

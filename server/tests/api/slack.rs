@@ -372,7 +372,7 @@ async fn the_outbox_survives_a_crash_and_retries_until_slack_answers() {
 #[tokio::test]
 async fn response_urls_off_the_allowlist_are_ignored_and_redirects_are_not_followed() {
     let slack = FakeSlack::start().await;
-    let scratch = Scratch::new(&slack_config(&slack));
+    let scratch = Scratch::with_fixture(&slack_config(&slack));
     scratch.apply_fixture().await;
     let log_path = scratch.dir.path().join("server.log");
     let log = std::fs::File::create(&log_path).unwrap();
