@@ -571,14 +571,14 @@ fn log_warnings() {
 }
 
 impl TestServer {
-    /// The fixture registry and default settings: a process, or in-process
-    /// with `API_TESTS_IN_PROCESS=1` (see the top of this file).
+    /// The fixture registry and default settings, in-process (a process with
+    /// `API_TESTS_IN_PROCESS=0`; see the top of this file).
     pub async fn start() -> TestServer {
         Self::start_with("").await
     }
 
-    /// The fixture registry and `config` as the TOML config file: a process,
-    /// or in-process with `API_TESTS_IN_PROCESS=1`.
+    /// The fixture registry and `config` as the TOML config file,
+    /// in-process (a process with `API_TESTS_IN_PROCESS=0`).
     pub async fn start_with(config: &str) -> TestServer {
         if std::env::var_os("API_TESTS_IN_PROCESS").is_some_and(|v| v == "0") {
             return Self::start_process_with(config).await;

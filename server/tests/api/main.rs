@@ -1,7 +1,9 @@
-//! Black-box tests: each starts the real `countersign` binary on a random
-//! port with a fresh data directory and drives it over HTTP (or, with
-//! `API_TESTS_IN_PROCESS=1`, the server library in-process where a process
-//! is not needed: helpers.rs says which and why).
+//! Black-box tests: each starts a real server on a random port with a fresh
+//! data directory (or PostgreSQL database) and drives it over HTTP. The
+//! server runs in this process unless a process is the point (kill -9,
+//! signals, two instances, the CLI, a process's metrics), or
+//! `API_TESTS_IN_PROCESS=0` asks for processes everywhere: helpers.rs says
+//! which and why.
 
 mod console_client;
 mod helpers;
