@@ -69,6 +69,9 @@ pub enum Command {
         /// The simulator's own SQLite file (created if missing; survives restarts).
         #[arg(long, default_value = "data/rail-sim.db")]
         db: PathBuf,
+        /// How long a transfer stays `pending` before it is paid, in milliseconds.
+        #[arg(long, default_value_t = 2000)]
+        settle_after_ms: u64,
     },
     /// Settle `unknown` and `accepted` operations now by reading the rail's
     /// records (the server's worker does this continuously).
@@ -442,8 +445,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("{summary}");
         }
         Command::Reconcile { operation } => return reconcile(settings, operation.as_deref()).await,
-        Command::RailSim { listen, db } => {
-            crate::rail::sim::run(listen, &db, crate::rail::sim::SimOptions::default()).await?;
+        Command::RailSim { listen, db, settle_after_ms } => {
+            let options = crate::rail::sim::SimOptions {
+                settle_after: std::time::Duration::from_millis(settle_after_ms),
+                ..Default::default()
+            };
+            crate::rail::sim::run(listen, &db, options).await?;
         }
         Command::Keys { command: KeysCommand::Rotate } => {
             crate::store::ensure_private_dir(&settings.data_dir)?;

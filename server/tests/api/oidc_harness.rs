@@ -24,7 +24,8 @@ pub const CLIENT_SECRET: &str = "test-client-secret";
 pub const REDIRECT_URL: &str = "http://127.0.0.1:1/auth/oidc/callback";
 
 pub struct Idp {
-    child: Child,
+    /// The provider's process, unless it is the one the tests share.
+    child: Option<Child>,
     /// Where it listens, `http://127.0.0.1:<port>`.
     pub url: String,
     /// The issuer it names itself (`http://localhost:<port>` unless given).
@@ -38,9 +39,25 @@ pub fn node_available() -> bool {
 }
 
 impl Idp {
-    /// Starts the provider; `None` (after saying so) when node is missing.
+    /// The provider with its defaults, one for the whole test binary
+    /// (started by the first test that asks; it ends with the binary, whose
+    /// end closes its standard input); `None` (after saying so) when node is
+    /// missing. Each sign-in has its own cookies at the provider, so tests
+    /// sharing it do not see each other's sessions.
     pub async fn start() -> Option<Idp> {
-        Self::start_env(&[]).await
+        static SHARED: tokio::sync::OnceCell<Option<(String, String)>> = tokio::sync::OnceCell::const_new();
+        let (url, issuer) = SHARED
+            .get_or_init(|| async {
+                let mut idp = Self::start_env(&[]).await?;
+                // Kept running past this test: its stdin stays open until the
+                // binary exits, and nothing kills it on drop.
+                let child = idp.child.take().expect("its process");
+                std::mem::forget(child);
+                Some((idp.url.clone(), idp.issuer.clone()))
+            })
+            .await
+            .clone()?;
+        Some(Idp { child: None, url, issuer })
     }
 
     /// Starts the provider with extra environment (`OIDC_ISSUER`, …).
@@ -74,7 +91,7 @@ impl Idp {
         // `oidc provider listening on <url> issuer <issuer>`
         let words: Vec<&str> = line.split_whitespace().collect();
         assert!(line.starts_with("oidc provider listening on "), "unexpected first line: {line}");
-        Some(Idp { child, url: words[4].to_owned(), issuer: words[6].to_owned() })
+        Some(Idp { child: Some(child), url: words[4].to_owned(), issuer: words[6].to_owned() })
     }
 
     /// A server config with this provider as `testidp` for both tenants,
@@ -176,7 +193,9 @@ fn cookie_header(jar: &BTreeMap<String, String>) -> String {
 
 impl Drop for Idp {
     fn drop(&mut self) {
-        let _ = self.child.start_kill();
+        if let Some(child) = &mut self.child {
+            let _ = child.start_kill();
+        }
     }
 }
 

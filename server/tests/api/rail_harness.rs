@@ -22,7 +22,8 @@ impl RailSim {
     pub async fn start() -> RailSim {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut cmd = Command::new(BIN);
-        cmd.args(["rail-sim", "--listen", "127.0.0.1:0", "--db"])
+        // Transfers settle in 200 ms rather than 2 s: the tests wait for it.
+        cmd.args(["rail-sim", "--listen", "127.0.0.1:0", "--settle-after-ms", "200", "--db"])
             .arg(dir.path().join("rail.db"))
             .env("COUNTERSIGN_LOG", "warn");
         let (child, url) = countersign_testkit::spawn_listening(cmd, "rail-sim listening on ", Duration::from_secs(30))
@@ -132,13 +133,30 @@ pub async fn with_rail(config: &str) -> (TestServer, RailSim) {
     with_rail_env(config, &[]).await
 }
 
-/// [`with_rail`] with extra environment for the server.
+/// [`with_rail`] with extra environment for the server: a process then
+/// (the environment is the process's; failpoints, clock skew), else the
+/// server runs in-process with the rail in its config file.
 pub async fn with_rail_env(config: &str, extra: &[(&str, &str)]) -> (TestServer, RailSim) {
     let rail = RailSim::start().await;
+    if extra.is_empty() {
+        let server = TestServer::start_with(&rail_config(&rail, config)).await;
+        return (server, rail);
+    }
     let scratch = Scratch::with_fixture(config);
     scratch.apply_fixture().await;
     let server = scratch.serve(&env_for(&rail, extra)).await;
     (server, rail)
+}
+
+/// `config` with this rail as `rail.url` and reconciliation every second
+/// (each unless `config` sets it), for servers and the CLI alike.
+pub fn rail_config(rail: &RailSim, config: &str) -> String {
+    let mut table: toml::Table = config.parse().expect("a test config is TOML");
+    let section = table.entry("rail").or_insert_with(|| toml::Table::new().into());
+    let section = section.as_table_mut().expect("[rail] is a table");
+    section.entry("url").or_insert_with(|| rail.url.clone().into());
+    section.entry("reconcile_interval_secs").or_insert(1.into());
+    toml::to_string(&table).expect("the config serializes")
 }
 
 /// The rail environment plus `extra`, borrowed as the harness wants it.
