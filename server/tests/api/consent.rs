@@ -41,14 +41,7 @@ async fn add_user_from(
     usd_limit_minor: u64,
     origin: &str,
 ) -> Console {
-    let limit = format!("USD={usd_limit_minor}");
-    let mut args = vec!["user", "add", "--tenant", "acme", "--username", username, "--limit", &limit];
-    for role in roles {
-        args.extend(["--role", role]);
-    }
-    let (code, stdout, stderr) =
-        cli_env(&server.config, &server.data_dir(), &args, None, &[("COUNTERSIGN_USER_PASSWORD", PASSWORD)]).await;
-    assert_eq!(code, 0, "user add: {stdout}{stderr}");
+    apply_user(server, "acme", username, roles, usd_limit_minor).await;
     Console::sign_in_from(server, username, origin).await
 }
 

@@ -270,23 +270,16 @@ fn rand_suffix() -> String {
     format!("{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
-/// Adds an acme approver with a USD limit through `countersign user add`
-/// (password from COUNTERSIGN_USER_PASSWORD, set on the child only).
+/// Adds an acme approver with a USD limit, as `countersign apply` would
+/// (`apply_user`: in this process, the fixture's password).
 pub async fn add_acme_approver(server: &TestServer, username: &str, usd_limit_minor: u64) {
-    let limit = format!("USD={usd_limit_minor}");
-    let args = ["user", "add", "--tenant", "acme", "--username", username, "--role", "approver", "--limit", &limit];
-    let (code, stdout, stderr) =
-        cli_env(&server.config, &server.data_dir(), &args, None, &[("COUNTERSIGN_USER_PASSWORD", PASSWORD)]).await;
-    assert_eq!(code, 0, "user add: {stdout}{stderr}");
+    apply_user(server, "acme", username, &["approver"], usd_limit_minor).await;
 }
 
-/// Adds an admin `username` to `tenant` through `countersign user add`
-/// (the fixture's only admin is globex's gus) and signs them in.
+/// Adds an admin `username` to `tenant` (the fixture's only admin is
+/// globex's gus), as `countersign apply` would, and signs them in.
 pub async fn add_admin(server: &TestServer, tenant: &str, username: &str) -> Console {
-    let args = ["user", "add", "--tenant", tenant, "--username", username, "--role", "admin"];
-    let (code, stdout, stderr) =
-        cli_env(&server.config, &server.data_dir(), &args, None, &[("COUNTERSIGN_USER_PASSWORD", PASSWORD)]).await;
-    assert_eq!(code, 0, "user add: {stdout}{stderr}");
+    apply_user(server, tenant, username, &["admin"], 0).await;
     Console::sign_in(server, username).await
 }
 

@@ -81,6 +81,34 @@ pub const GLOBEX_PAYEE: &str = "acct_globex000000001";
 /// times, and at the default parameters those checks were a fifth of its
 /// CPU time. Hashes the server makes itself use the defaults
 /// (`password::hash_password`, tested in the core).
+/// The fixture's password hash ([`PASSWORD`] with cheap argon2id
+/// parameters: the tests sign in thousands of times; the server's own hashes
+/// keep the production parameters).
+pub const PASSWORD_HASH: &str =
+    "$argon2id$v=19$m=1024,t=1,p=1$Y291bnRlcnNpZ24tdGVzdA$WHUX6isDbqdp+FKe69b0ScVM4EWzjOFatTP2ynO/dWI";
+
+/// Adds (or updates) a user the way `countersign apply` does, in this
+/// process and with [`PASSWORD_HASH`]: `roles` and USD `usd_limit_minor`
+/// (none when 0).
+pub async fn apply_user(server: &TestServer, tenant: &str, username: &str, roles: &[&str], usd_limit_minor: u64) {
+    use countersign::config::{Overrides, Settings};
+    let roles: Vec<String> = roles.iter().map(|r| format!("{r:?}")).collect();
+    let limit = if usd_limit_minor > 0 {
+        format!("approval_limit_minor = {{ USD = {usd_limit_minor} }}\n")
+    } else {
+        String::new()
+    };
+    let toml = format!(
+        "[[user]]\ntenant = {tenant:?}\nusername = {username:?}\npassword_hash = {PASSWORD_HASH:?}\nroles = [{}]\n{limit}",
+        roles.join(", ")
+    );
+    let overrides = Overrides { listen: None, data_dir: Some(server.data_dir()) };
+    let settings = Settings::load(Some(&server.config), &overrides).expect("settings");
+    let db = countersign::store::Db::connect(&settings.backend().expect("backend")).await.expect("the database");
+    countersign::provision::apply_toml(&db, &settings, "user.toml", &toml).await.expect("the user is applied");
+    db.close().await;
+}
+
 pub const FIXTURE: &str = r#"
 [[tenant]]
 id = "acme"
@@ -260,7 +288,9 @@ impl Scratch {
         let config_path = dir.path().join("countersign.toml");
         let database = postgres_database(config, with_fixture);
         let config = match &database {
-            Some((_, url)) => format!("{config}\n[database]\nurl = \"{url}\"\n"),
+            // A small pool: every connection is a PostgreSQL backend to start
+            // (about 10 ms of CPU), and a test's server needs few at once.
+            Some((_, url)) => format!("{config}\n[database]\nurl = \"{url}\"\nmax_connections = 3\n"),
             None => config.to_owned(),
         };
         std::fs::write(&config_path, config).expect("write config");
@@ -463,7 +493,10 @@ fn postgres_template(server: &str, with_fixture: bool) -> &'static str {
         let name = format!("cs_api_template_{}_{}", std::process::id(), if with_fixture { "fixture" } else { "empty" });
         psql(server, &format!("CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C'"));
         let template_url = database_url(server, &name);
-        let backend = countersign::store::Backend::Postgres { url: template_url.clone().into() };
+        let backend = countersign::store::Backend::Postgres {
+            url: template_url.clone().into(),
+            max_connections: countersign::store::PG_CONNECTIONS,
+        };
         // On a runtime of its own: this may be called inside a test's.
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
@@ -896,10 +929,11 @@ impl TestServer {
         (status, r.json().await.unwrap_or(serde_json::Value::Null))
     }
 
-    /// A direct read-write connection to the server's database, for tests
-    /// that tamper with rows.
+    /// A direct read-write handle on the server's database, for tests that
+    /// read or tamper with rows: one pool per server, opened at the first
+    /// call (a new connection per read costs a PostgreSQL backend each time).
     pub async fn db(&self) -> Db {
-        open_db(&self.config, &self.data_dir()).await
+        self.inspector().await.clone()
     }
 
     /// The CLI with `stdin` (e.g. a password).
@@ -965,10 +999,9 @@ impl TestServer {
         scalar(self.inspector().await, sql).await
     }
 
-    /// A pool on the server's database kept for this server's lifetime
-    /// (a new connection per read costs a PostgreSQL backend each time).
+    /// The pool behind [`TestServer::db`], kept for this server's lifetime.
     async fn inspector(&self) -> &Db {
-        self.inspector.get_or_init(|| self.db()).await
+        self.inspector.get_or_init(|| async { open_db(&self.config, &self.data_dir()).await }).await
     }
 
     /// The audit actions recorded for `proposal_id`, oldest first.

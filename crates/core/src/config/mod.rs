@@ -76,7 +76,7 @@ impl Default for PasskeySettings {
 }
 
 /// `[database]`: where the data is kept.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseSettings {
     /// Unset: the embedded SQLite database, `countersign.db` in `data_dir`.
@@ -85,6 +85,16 @@ pub struct DatabaseSettings {
     /// hold a password.
     #[serde(skip_serializing)]
     pub url: Option<SecretString>,
+    /// PostgreSQL: how many connections this process keeps at most (its
+    /// pool; N instances keep up to N times this). SQLite ignores it: one
+    /// writer connection and its readers.
+    pub max_connections: u32,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        DatabaseSettings { url: None, max_connections: crate::store::PG_CONNECTIONS }
+    }
 }
 
 /// `/mcp`: the MCP tools over streamable HTTP (`http::mcp`).
@@ -534,8 +544,14 @@ impl Settings {
 
     /// The database `database.url` and `data_dir` name.
     pub fn backend(&self) -> Result<crate::store::Backend, ConfigError> {
-        crate::store::Backend::select(self.database.url.as_ref(), &self.data_dir)
-            .map_err(|why| ConfigError(format!("key `database.url`: {why}")))
+        use crate::store::Backend;
+        match Backend::select(self.database.url.as_ref(), &self.data_dir) {
+            Ok(Backend::Postgres { url, .. }) => {
+                Ok(Backend::Postgres { url, max_connections: self.database.max_connections })
+            }
+            Ok(backend) => Ok(backend),
+            Err(why) => Err(ConfigError(format!("key `database.url`: {why}"))),
+        }
     }
 
     /// The rail client these settings describe, pointed at `url`.
@@ -599,6 +615,21 @@ mod tests {
         let mut s = Settings::default();
         s.mcp.max_in_flight = 0;
         assert!(s.validate().unwrap_err().to_string().contains("mcp.max_in_flight"));
+    }
+
+    #[test]
+    fn the_postgres_pool_size_is_configured_and_bounded() {
+        let mut s = Settings::default();
+        s.database.url = Some(SecretString::from("postgres://db/cs".to_owned()));
+        assert!(matches!(s.backend().unwrap(), crate::store::Backend::Postgres { max_connections: 16, .. }));
+        s.database.max_connections = 4;
+        s.validate().unwrap();
+        assert!(matches!(s.backend().unwrap(), crate::store::Backend::Postgres { max_connections: 4, .. }));
+        for bad in [0, 1, 1001] {
+            s.database.max_connections = bad;
+            let err = s.validate().unwrap_err().to_string();
+            assert!(err.contains("database.max_connections"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -62,6 +62,9 @@ impl Settings {
         if !(self.risk.unusual_amount_factor.is_finite() && self.risk.unusual_amount_factor > 1.0) {
             return bad("risk.unusual_amount_factor", "must be a number greater than 1");
         }
+        if !(2..=1000).contains(&self.database.max_connections) {
+            return bad("database.max_connections", "must be between 2 and 1000");
+        }
         if !(1..=65_536).contains(&self.mcp.max_in_flight) {
             return bad("mcp.max_in_flight", "must be between 1 and 65536");
         }

@@ -178,8 +178,9 @@ pub static PG_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migratio
 pub enum Backend {
     /// The embedded default: `countersign.db` in the data directory.
     Sqlite { data_dir: PathBuf },
-    /// A PostgreSQL server, `postgres://` or `postgresql://`.
-    Postgres { url: SecretString },
+    /// A PostgreSQL server, `postgres://` or `postgresql://`, and how many
+    /// connections this process keeps to it at most (`database.max_connections`).
+    Postgres { url: SecretString, max_connections: u32 },
 }
 
 /// Why `database.url` names no database this build knows. The text names
@@ -200,7 +201,9 @@ impl Backend {
         let text = url.expose_secret();
         let scheme = text.split_once("://").map(|(scheme, _)| scheme.to_ascii_lowercase());
         match scheme.as_deref() {
-            Some("postgres" | "postgresql") => Ok(Backend::Postgres { url: url.clone() }),
+            Some("postgres" | "postgresql") => {
+                Ok(Backend::Postgres { url: url.clone(), max_connections: PG_CONNECTIONS })
+            }
             _ => Err(BackendError::UnknownScheme),
         }
     }
@@ -235,8 +238,9 @@ pub enum OpenError {
     Collation(String),
 }
 
-/// Connections each instance keeps to PostgreSQL.
-const PG_CONNECTIONS: u32 = 16;
+/// Connections each process keeps to PostgreSQL at most, unless
+/// `database.max_connections` says otherwise.
+pub const PG_CONNECTIONS: u32 = 16;
 
 /// Refuses a database that does not sort text byte by byte (libc `C` or
 /// `POSIX`; `datlocprovider` 'i' is ICU, PostgreSQL 15+).
@@ -271,7 +275,7 @@ impl Db {
     pub async fn connect(backend: &Backend) -> Result<Db, OpenError> {
         match backend {
             Backend::Sqlite { data_dir } => Db::open(data_dir).await,
-            Backend::Postgres { url } => Db::open_postgres(url, PG_CONNECTIONS).await,
+            Backend::Postgres { url, max_connections } => Db::open_postgres(url, *max_connections).await,
         }
     }
 
@@ -501,7 +505,9 @@ mod tests {
     async fn postgres_backend_connects_and_migrates() {
         let Some(pg) = test_pg::fresh("postgres_backend_connects_and_migrates").await else { return };
         let url = format!("{}/{}", test_pg::server_url().rsplit_once('/').unwrap().0, pg.name);
-        let db = Db::connect(&Backend::Postgres { url: SecretString::from(url) }).await.unwrap();
+        let db = Db::connect(&Backend::Postgres { url: SecretString::from(url), max_connections: PG_CONNECTIONS })
+            .await
+            .unwrap();
         db.ping().await.unwrap();
         assert!(db.is_postgres());
         let applied: i64 = scalar("SELECT COUNT(*) FROM _sqlx_migrations").fetch_one(&db.read).await.unwrap();
@@ -522,7 +528,9 @@ mod tests {
             return;
         }
         let url = format!("{}/{name}", test_pg::server_url().rsplit_once('/').unwrap().0);
-        let err = Db::connect(&Backend::Postgres { url: SecretString::from(url) }).await.unwrap_err();
+        let err = Db::connect(&Backend::Postgres { url: SecretString::from(url), max_connections: PG_CONNECTIONS })
+            .await
+            .unwrap_err();
         assert!(matches!(err, OpenError::Collation(ref c) if c == "C.utf8"), "{err}");
         assert!(err.to_string().contains("LOCALE 'C'"), "{err}");
         sqlx::query(&format!("DROP DATABASE {name}")).execute(&pg.pool).await.unwrap();
