@@ -88,7 +88,9 @@ step "the whole API suite again, on PostgreSQL (API_TESTS_DATABASE=postgres)"
 # (recycled from finished tests: docs/DECISIONS.md, "The core carved out of
 # the server"), and the tests read and tamper with it through the same
 # handle as on SQLite. Eight at a time: on PostgreSQL the suite is CPU-bound.
-API_TESTS_DATABASE=postgres RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test -p server --test api
+# `--workspace`: the features of the build above, so the binary is reused
+# (`-p server` alone unifies features differently and compiles it again).
+API_TESTS_DATABASE=postgres RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" cargo test --workspace --test api
 
 step "soak: a minute of mixed traffic with rail faults, two instances on one PostgreSQL database"
 # countersign-bench soak (docs/BENCHMARKS.md) on the debug binaries: every

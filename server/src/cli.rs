@@ -277,9 +277,13 @@ async fn webhook(settings: &Settings, command: WebhookCommand) -> anyhow::Result
     let db = Db::connect(&settings.backend()?).await?;
     let outcome = match &command {
         WebhookCommand::Set { agent, url } => {
-            crate::webhooks::set(&db, &settings.webhooks, &agent.tenant, &agent.id, url, "cli").await.map(Some)
+            let now = crate::clock::system_now();
+            crate::webhooks::set(&db, &settings.webhooks, &agent.tenant, &agent.id, url, "cli", now).await.map(Some)
         }
-        WebhookCommand::Rotate(agent) => crate::webhooks::rotate(&db, &agent.tenant, &agent.id, "cli").await.map(Some),
+        WebhookCommand::Rotate(agent) => {
+            let now = crate::clock::system_now();
+            crate::webhooks::rotate(&db, &agent.tenant, &agent.id, "cli", now).await.map(Some)
+        }
         WebhookCommand::Remove(agent) => {
             crate::webhooks::remove(&db, &agent.tenant, &agent.id, "cli").await.map(|()| None)
         }

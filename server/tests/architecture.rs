@@ -201,6 +201,33 @@ fn only_the_clock_module_reads_the_system_clock() {
     );
 }
 
+/// `clock::system_now` is the system's time for what is not a use case's
+/// decision: the store stamping when it wrote a row (audit entries, the
+/// registry's `created_at`, the change log), and the command line's edge.
+/// A use case takes the time from its `Clock` (or a `now` its caller read).
+#[test]
+fn only_the_store_and_the_command_line_read_the_system_time() {
+    let allowed = |file: &Path| {
+        file.starts_with(repo().join("crates/core/src/store"))
+            || file.ends_with("crates/core/src/clock.rs")
+            || file.ends_with("server/src/cli.rs")
+    };
+    let mut offenders = Vec::new();
+    for krate in ["crates/core/src", "server/src", "app/src"] {
+        for file in sources(&repo().join(krate)) {
+            if allowed(&file) {
+                continue;
+            }
+            for (i, line) in code_of(&file).lines().enumerate() {
+                if line.contains("system_now()") {
+                    offenders.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "a use case takes the time from its Clock:\n{}", offenders.join("\n"));
+}
+
 /// The files of a crate with more than 600 lines of code (blank lines,
 /// comments and tests apart) and no "Why this file is long:" at their top.
 fn long_files(src: &Path) -> Vec<String> {

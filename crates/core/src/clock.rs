@@ -22,8 +22,11 @@ impl SystemClock {
     }
 }
 
-/// The system's time: for what runs outside a use case (the command line's
-/// own messages, a log line's timestamp, tests). Use cases take a clock.
+/// The system's time, for what is not a use case's decision: the store
+/// stamping when it wrote a row (an audit entry's `at` is evidence of when
+/// it was written, which a test's clock skew must not move), the command
+/// line's edge, tests. Use cases take a clock (`server/tests/architecture.rs`
+/// keeps it so).
 pub fn system_now() -> DateTime<Utc> {
     Utc::now()
 }

@@ -32,7 +32,7 @@
 //! proposal as the owning agent's `GET /api/v1/proposals/{id}` shows it
 //! (with `approval_token` once approved).
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::Sha256;
@@ -144,6 +144,7 @@ pub async fn set(
     agent: &str,
     url: &str,
     actor: &str,
+    now: DateTime<Utc>,
 ) -> Result<String, WebhookError> {
     check_url(settings, url)?;
     let mut tx = db.begin().await?;
@@ -151,7 +152,7 @@ pub async fn set(
         return Err(WebhookError::NoSuchAgent { tenant: tenant.to_owned(), agent: agent.to_owned() });
     }
     let secret = new_secret();
-    store_webhooks::set(&mut tx, tenant, agent, url, std::slice::from_ref(&secret), crate::clock::system_now()).await?;
+    store_webhooks::set(&mut tx, tenant, agent, url, std::slice::from_ref(&secret), now).await?;
     tx.commit().await?;
     // The URL is not a secret; the signing secret never enters the trail.
     audited(db, tenant, actor, "registry.agent.webhook_set", json!({"agent_id": agent, "url": url})).await?;
@@ -160,14 +161,20 @@ pub async fn set(
 
 /// Adds a new secret; the previous one keeps signing too until the next
 /// rotation, so receivers can switch without missing a delivery.
-pub async fn rotate(db: &Db, tenant: &str, agent: &str, actor: &str) -> Result<String, WebhookError> {
+pub async fn rotate(
+    db: &Db,
+    tenant: &str,
+    agent: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<String, WebhookError> {
     let mut tx = db.begin().await?;
     let current =
         store_webhooks::get(&mut tx, tenant, agent).await?.ok_or(WebhookError::NoWebhook(agent.to_owned()))?;
     let secret = new_secret();
     let mut secrets = vec![secret.clone()];
     secrets.extend(current.secrets.into_iter().take(1));
-    store_webhooks::set(&mut tx, tenant, agent, &current.url, &secrets, crate::clock::system_now()).await?;
+    store_webhooks::set(&mut tx, tenant, agent, &current.url, &secrets, now).await?;
     tx.commit().await?;
     audited(db, tenant, actor, "registry.agent.webhook_secret_rotated", json!({"agent_id": agent})).await?;
     Ok(secret)

@@ -51,6 +51,18 @@ struct BundleKeys {
     a_approver_id: Option<String>,
 }
 
+/// `From<$from> for $to`, each named field moved across: the bundle's
+/// structs have their row's fields, under the aliases of [`BUNDLE`].
+macro_rules! same_fields {
+    ($from:ident => $to:ident { $($field:ident),* $(,)? }) => {
+        impl From<$from> for $to {
+            fn from(v: $from) -> Self {
+                $to { $($field: v.$field),* }
+            }
+        }
+    };
+}
+
 /// The operation's columns in [`BUNDLE`], under their `o_` aliases (a
 /// derive reads columns by the field's name or a `rename`, never a prefix).
 #[derive(sqlx::FromRow)]
@@ -97,54 +109,11 @@ struct BundledOperation {
     updated_at: DateTime<Utc>,
 }
 
-impl From<BundledOperation> for OperationRow {
-    fn from(o: BundledOperation) -> Self {
-        let BundledOperation {
-            id,
-            proposal_id,
-            jti,
-            idempotency_key,
-            tenant_id,
-            kind,
-            status,
-            amount_minor,
-            currency,
-            budget_day,
-            rail_reference,
-            reverses,
-            error_code,
-            error_message,
-            attempts,
-            next_check_at,
-            claimed_until,
-            resolved_by,
-            created_at,
-            updated_at,
-        } = o;
-        Self {
-            id,
-            proposal_id,
-            jti,
-            idempotency_key,
-            tenant_id,
-            kind,
-            status,
-            amount_minor,
-            currency,
-            budget_day,
-            rail_reference,
-            reverses,
-            error_code,
-            error_message,
-            attempts,
-            next_check_at,
-            claimed_until,
-            resolved_by,
-            created_at,
-            updated_at,
-        }
-    }
-}
+same_fields!(BundledOperation => OperationRow {
+    id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor, currency, budget_day,
+    rail_reference, reverses, error_code, error_message, attempts, next_check_at, claimed_until,
+    resolved_by, created_at, updated_at,
+});
 
 /// The token's columns in [`BUNDLE`], under their `t_` aliases.
 #[derive(sqlx::FromRow)]
@@ -167,12 +136,7 @@ struct BundledToken {
     used_at: Option<DateTime<Utc>>,
 }
 
-impl From<BundledToken> for TokenRow {
-    fn from(t: BundledToken) -> Self {
-        let BundledToken { jti, proposal_id, round, token, kid, issued_at, expires_at, used_at } = t;
-        Self { jti, proposal_id, round, token, kid, issued_at, expires_at, used_at }
-    }
-}
+same_fields!(BundledToken => TokenRow { jti, proposal_id, round, token, kid, issued_at, expires_at, used_at });
 
 /// An approval's columns in [`BUNDLE`], under their `a_` aliases.
 #[derive(sqlx::FromRow)]
@@ -195,12 +159,7 @@ struct BundledApproval {
     at: DateTime<Utc>,
 }
 
-impl From<BundledApproval> for ApprovalRow {
-    fn from(a: BundledApproval) -> Self {
-        let BundledApproval { proposal_id, round, approver_id, decision, reason, via, amr, at } = a;
-        Self { proposal_id, round, approver_id, decision, reason, via, amr, at }
-    }
-}
+same_fields!(BundledApproval => ApprovalRow { proposal_id, round, approver_id, decision, reason, via, amr, at });
 
 /// The proposal `id` within `tenant` with its approvals, operation and token.
 pub async fn bundle(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalBundle>> {
