@@ -16,7 +16,7 @@ scripts/setup.sh
 printf '\n==> building the console (release) and countersign-bench\n'
 scripts/site.sh --release
 # In one invocation, so the server crate is built once for both binaries.
-cargo build --release -p server --bin countersign -p countersign-bench
+cargo build --release -p server -p countersign-bench --bin countersign --bin countersign-bench
 
 [ $# -eq 0 ] && set -- suite
 if [ "$1" = pg ]; then
