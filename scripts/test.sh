@@ -81,7 +81,18 @@ step "cargo test (unit, property and integration tests)"
 # The integration tests partly wait (on timeouts, reconciliation ticks, the
 # rail's settlement), partly compute: sixteen at a time keep two cores busy
 # (docs/BENCHMARKS.md, "Test suite"). Override with RUST_TEST_THREADS.
-RUST_TEST_THREADS="${RUST_TEST_THREADS:-16}" cargo test --all-targets
+# The API tests also write what an outside verifier sees (the transparency
+# log, docs/EVIDENCE.md) for the independent Python check below.
+evidence_dir=$(mktemp -d)
+rm -f "$evidence_dir/log.json"
+COUNTERSIGN_EVIDENCE_FIXTURES="$evidence_dir" RUST_TEST_THREADS="${RUST_TEST_THREADS:-16}" cargo test --all-targets
+
+step "the transparency log checked by an independent verifier (examples/verify_evidence.py, cryptography)"
+# Written from docs/EVIDENCE.md alone: it must accept the log a real server
+# served (signatures, roots, inclusion and consistency proofs, the chain) and
+# refuse each tampered copy it makes of it.
+"$HOME/.cache/countersign/venv/bin/python" examples/verify_evidence.py log "$evidence_dir/log.json" --tampered
+rm -rf "$evidence_dir"
 
 step "the whole API suite again, on PostgreSQL (API_TESTS_DATABASE=postgres)"
 # Each test's servers get a database of their own on the throwaway cluster
@@ -109,8 +120,13 @@ step "browser tests (Playwright driving /usr/bin/chromium)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data_dir=$(mktemp -d)/data
 rm -rf e2e/artifacts && mkdir -p e2e/artifacts
-(cd e2e && COUNTERSIGN_BIN="$CARGO_TARGET_DIR/debug/countersign" E2E_PORT="$port" E2E_DATA_DIR="$data_dir" \
-  npx playwright test)
+if ! (cd e2e && COUNTERSIGN_BIN="$CARGO_TARGET_DIR/debug/countersign" E2E_PORT="$port" E2E_DATA_DIR="$data_dir" \
+  npx playwright test); then
+  # CI keeps only this log: print what each failed test saw (its error and
+  # the page's accessibility snapshot), so a rare failure can be read there.
+  find e2e/artifacts/test-results -name error-context.md -exec sh -c 'echo "==== $1"; head -c 6000 "$1"' _ {} \;
+  exit 1
+fi
 echo "screenshots: e2e/artifacts/"
 
 step "passkey ceremonies of the browser tests, verified again by py_webauthn"

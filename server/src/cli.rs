@@ -90,6 +90,11 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// The transparency log (docs/EVIDENCE.md).
+    Log {
+        #[command(subcommand)]
+        command: LogCommand,
+    },
     /// Serve the Model Context Protocol on stdin/stdout for one agent: its
     /// tools call this deployment's agent API with the agent's key. (`serve`
     /// offers the same tools over streamable HTTP at `/mcp`.)
@@ -265,6 +270,26 @@ pub enum AuditCommand {
     /// stored public key over the challenge recomputed from the stored
     /// request hash, proposal, approver and nonce. Exits 1 on any failure.
     VerifyApprovals,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LogCommand {
+    /// Check a deployment's log from outside: fetch its newest checkpoint,
+    /// prove it extends the one kept in --checkpoint, then keep it. Exits 2
+    /// on a fork, a shrink or a changed key (the kept file is left alone),
+    /// 1 when the log cannot be read. Run it from cron.
+    Monitor {
+        /// The deployment's base URL (default: the configured `public_url`).
+        #[arg(long)]
+        url: Option<String>,
+        /// Where the last accepted checkpoint is kept (created on first run).
+        #[arg(long)]
+        checkpoint: PathBuf,
+        /// Pin the log's note key (`GET /api/v1/log`'s `verifier_key`);
+        /// without it, the first run trusts the key it is shown.
+        #[arg(long)]
+        key: Option<String>,
+    },
 }
 
 fn to_map(pairs: &[(String, u64)]) -> BTreeMap<String, u64> {
@@ -470,6 +495,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 crate::store::audit::Verification::Broken { seq, problem } => {
                     eprintln!("audit trail BROKEN at entry {seq}: {problem}");
                     return Ok(1);
+                }
+            }
+        }
+        Command::Log { command: LogCommand::Monitor { url, checkpoint, key } } => {
+            let url = url.unwrap_or_else(|| settings.public_url.clone());
+            match crate::monitor::check(&url, &checkpoint, key.as_deref()).await {
+                Ok(crate::monitor::Seen::First { size }) => println!("log checkpoint kept: {size} leaves (first look)"),
+                Ok(crate::monitor::Seen::Same { size }) => println!("log unchanged: {size} leaves"),
+                Ok(crate::monitor::Seen::Grew { from, to }) => {
+                    println!("log consistent: grew from {from} to {to} leaves")
+                }
+                Err(e) => {
+                    eprintln!("countersign: {e}");
+                    return Ok(if e.is_alarm() { 2 } else { 1 });
                 }
             }
         }

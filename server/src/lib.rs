@@ -9,7 +9,7 @@
 pub use countersign_core::{
     actors, approval, approvals, cache, changes, client_ip, clock, commit, config, demo, deps, digest, domain,
     eligibility, expiry, hooks, idempotency, operations, outbound, passkeys, password, policy, proposals, provision,
-    queue, registry_changes, risk, services, shutdown, slack, slack_press, store, throttle, webhooks,
+    queue, registry_changes, risk, services, shutdown, slack, slack_press, store, throttle, tlog, webhooks,
 };
 
 pub mod cli;
@@ -18,6 +18,7 @@ pub mod flow;
 pub mod http;
 pub mod mcp;
 pub mod metrics;
+pub mod monitor;
 pub mod poster;
 pub mod rail;
 pub mod sso;

@@ -166,6 +166,7 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         tokio::spawn(crate::webhooks::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::changes::follow(state.clone(), shutdown.clone())),
         crate::proposals::intake::spawn(state.clone(), shutdown.clone()),
+        tokio::spawn(crate::tlog::run(state.clone(), shutdown.clone())),
     ]
 }
 

@@ -45,7 +45,7 @@ impl AppState {
         let ports: (Arc<dyn crate::rail::Rail>, Arc<dyn crate::outbound::Poster>) =
             (Arc::new(rail), Arc::new(crate::poster::HttpPoster::new()?));
         Ok(Arc::new(AppState {
-            core: Services::new(db, settings, keys, ports, shutdown),
+            core: Services::new(db, settings, keys, ports, shutdown)?,
             throttle: Default::default(),
             proxies,
             metrics: crate::metrics::Metrics::shared(),

@@ -47,4 +47,5 @@ pub mod store;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 pub mod throttle;
+pub mod tlog;
 pub mod webhooks;

@@ -59,6 +59,8 @@ pub struct Services {
     pub slack: Slack,
     /// Group commit of new proposals.
     pub intake: Intake,
+    /// The transparency log's note key.
+    pub log: crate::tlog::note::NoteSigner,
 }
 
 impl Services {
@@ -68,9 +70,13 @@ impl Services {
         keys: KeyStore,
         (rail, poster): (Arc<dyn Rail>, Arc<dyn Poster>),
         shutdown: Shutdown,
-    ) -> Services {
+    ) -> Result<Services, crate::approval::keys::KeyError> {
         let hooks = TestHooks::from_env();
-        Services {
+        let origin = url::Url::parse(&settings.public_url)
+            .map(|u| crate::tlog::note::origin_of(&u))
+            .unwrap_or_else(|_| "countersign/log".to_owned());
+        let log = crate::tlog::note::NoteSigner::open_or_create(keys.dir(), &origin)?;
+        Ok(Services {
             currencies: settings.currency_rules(),
             slack: Slack::new(&settings.slack.allowed_hosts, settings.slack.timeout_ms),
             clock: SystemClock::skewed(hooks.clock_skew_secs),
@@ -85,7 +91,8 @@ impl Services {
             hooks,
             poster,
             intake: Intake::default(),
-        }
+            log,
+        })
     }
 }
 
@@ -130,6 +137,11 @@ impl<T: HasServices + ?Sized> Config for T {
     }
     fn currencies(&self) -> &CurrencyRules {
         &self.services().currencies
+    }
+}
+impl<T: HasServices + ?Sized> crate::tlog::Log for T {
+    fn log_signer(&self) -> &crate::tlog::note::NoteSigner {
+        &self.services().log
     }
 }
 impl<T: HasServices + ?Sized> Keys for T {

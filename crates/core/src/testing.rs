@@ -51,5 +51,5 @@ pub async fn services_with(settings: Settings) -> (Arc<Services>, Trigger) {
     let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir).expect("keys");
     let (trigger, shutdown) = crate::shutdown::channel();
     let ports: (Arc<dyn Rail>, Arc<dyn Poster>) = (Arc::new(Unreachable), Arc::new(Unreachable));
-    (Arc::new(Services::new(db, settings, keys, ports, shutdown)), trigger)
+    (Arc::new(Services::new(db, settings, keys, ports, shutdown).expect("note key")), trigger)
 }

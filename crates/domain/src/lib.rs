@@ -9,6 +9,7 @@ pub mod fields;
 pub mod fixtures;
 pub mod ids;
 pub mod jcs;
+pub mod merkle;
 pub mod money;
 pub mod navigation;
 #[cfg(feature = "openapi")]

@@ -10,6 +10,7 @@ pub mod csrf;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod log;
 pub mod mcp;
 pub mod observe;
 pub mod oidc;
@@ -214,6 +215,10 @@ where
         .routes(routes!(openapi_json))
         .routes(routes!(openapi_json_v1))
         .routes(routes!(jwks))
+        .routes(routes!(log::info))
+        .routes(routes!(log::checkpoint))
+        .routes(routes!(log::inclusion))
+        .routes(routes!(log::consistency))
         .routes(routes!(healthz))
         .routes(routes!(readyz))
 }

@@ -65,8 +65,16 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that
 /// the document also describes.
-pub const PUBLIC_ROUTES: &[(&str, &str)] =
-    &[("GET", "/.well-known/jwks.json"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/api/v1/openapi.json")];
+pub const PUBLIC_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/.well-known/jwks.json"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/api/v1/openapi.json"),
+    ("GET", "/api/v1/log"),
+    ("GET", "/api/v1/log/checkpoint"),
+    ("GET", "/api/v1/log/proofs/inclusion"),
+    ("GET", "/api/v1/log/proofs/consistency"),
+];
 
 /// The security scheme of the agent API (`security(("agentKey" = []))`).
 pub const AGENT_KEY: &str = "agentKey";

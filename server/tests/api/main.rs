@@ -48,4 +48,5 @@ mod status_poll;
 mod strict_schema;
 
 mod surface;
+mod transparency_log;
 mod webhooks;

@@ -315,7 +315,7 @@ fn check_dir(dir: &Path) -> Result<(), KeyError> {
 
 /// Creates the keys directory (mode 0700) if missing; an existing one must
 /// already be private (it is not silently tightened: it may have leaked).
-fn prepare_dir(dir: &Path) -> Result<(), KeyError> {
+pub(crate) fn prepare_dir(dir: &Path) -> Result<(), KeyError> {
     match std::fs::metadata(dir) {
         Ok(_) => check_dir(dir),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -434,6 +434,46 @@ fn write_private_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), Key
         let _ = std::fs::remove_file(&tmp);
     }
     result.map_err(io_error(&target))
+}
+
+/// Writes `dir/name` with `contents` (mode 0600) unless it exists: of
+/// several processes writing at once, the first wins and the others keep
+/// theirs unwritten.
+pub(crate) fn write_private_file_once(dir: &Path, name: &str, contents: &[u8]) -> Result<(), KeyError> {
+    let target = dir.join(name);
+    let tmp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
+    let result = (|| -> std::io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        drop(file);
+        match std::fs::hard_link(&tmp, &target) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        std::fs::remove_file(&tmp)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io_error(&target))
+}
+
+/// Reads a small private file, refusing one others may read.
+pub(crate) fn read_private_file(path: &Path) -> Result<String, KeyError> {
+    let mut file = File::open(path).map_err(io_error(path))?;
+    let meta = file.metadata().map_err(io_error(path))?;
+    if !meta.is_file() {
+        return Err(KeyError::NotAFile { path: path.display().to_string() });
+    }
+    check_private(path, &meta)?;
+    if meta.len() > MAX_KEY_FILE_BYTES {
+        return Err(KeyError::InvalidKey { path: path.display().to_string() });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(|_| KeyError::InvalidKey { path: path.display().to_string() })?;
+    Ok(text)
 }
 
 /// The approval-token signing keys.

@@ -33,6 +33,13 @@ pub struct AuditEntry {
 }
 
 fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(body_bytes(seq, at, e, prev_hash))))
+}
+
+/// The bytes an entry's hash covers: the canonical JSON (RFC 8785) of its
+/// number, time, content and the previous entry's hash. They are also the
+/// entry's leaf in the transparency log (`tlog`).
+pub(crate) fn body_bytes(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> Vec<u8> {
     let body = json!({
         "seq": seq,
         "at": at,
@@ -44,8 +51,7 @@ fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
         "data": e.data,
         "prev_hash": prev_hash,
     });
-    let bytes = jcs::to_vec(&body).expect("audit entries hold only integers");
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    jcs::to_vec(&body).expect("audit entries hold only integers")
 }
 
 /// The PostgreSQL advisory lock key that serializes appends to the chain.
@@ -239,6 +245,51 @@ struct Chained {
     at: String,
     prev_hash: String,
     hash: String,
+}
+
+/// Entries `from..` (by number), at most `limit`, each as its leaf: its
+/// number, its body's bytes and its recorded hash and previous hash (for the
+/// transparency log's sequencer, which checks each before logging it).
+pub(crate) async fn leaves_from(conn: &mut Conn, from: i64, limit: i64) -> Result<Vec<Leaf>> {
+    let rows = query("SELECT * FROM audit_log WHERE seq >= ? ORDER BY seq LIMIT ?")
+        .bind(from)
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let seq = row.decode::<Seq>()?.seq;
+            let Chained { tenant_id, actor, action, proposal_id, request_hash, data, at, prev_hash, hash } =
+                row.decode()?;
+            let entry = AuditEntry { tenant_id, actor, action, proposal_id, request_hash, data };
+            Ok(Leaf { seq, bytes: body_bytes(seq, &at, &entry, &prev_hash), prev_hash, hash })
+        })
+        .collect()
+}
+
+/// An audit entry as a leaf of the transparency log.
+#[derive(Debug, Clone)]
+pub(crate) struct Leaf {
+    pub seq: i64,
+    pub bytes: Vec<u8>,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+impl Leaf {
+    /// Whether the recorded hash is the hash of the body (an edited entry's
+    /// is not).
+    pub fn is_intact(&self) -> bool {
+        format!("sha256:{}", hex::encode(Sha256::digest(&self.bytes))) == self.hash
+    }
+}
+
+/// The hash of entry `seq` (GENESIS for 0).
+pub(crate) async fn hash_of(conn: &mut Conn, seq: i64) -> Result<Option<String>> {
+    if seq == 0 {
+        return Ok(Some(GENESIS.to_owned()));
+    }
+    Ok(super::scalar("SELECT hash FROM audit_log WHERE seq = ?").bind(seq).fetch_optional(&mut *conn).await?)
 }
 
 /// Checks one entry against the chain so far, advancing it.

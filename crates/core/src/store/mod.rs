@@ -23,6 +23,7 @@ pub mod registry_changes;
 pub mod risk;
 pub mod sessions;
 pub mod slack;
+pub mod tlog;
 pub mod webhooks;
 
 mod rows;

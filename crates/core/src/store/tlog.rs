@@ -1,0 +1,377 @@
+//! The transparency log's tables: the perfect subtrees' hashes and the
+//! signed checkpoints (migration 0019). The sequencer ([`append`]) turns
+//! new audit entries into leaves, one transaction per batch, and signs the
+//! new size; readers compute roots and proofs from the stored nodes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::audit;
+use super::{query, Builder, Conn, Int, Pool, Result, Row, StoreError};
+use crate::domain::merkle::{self, Hash, NodeId};
+
+/// The PostgreSQL advisory lock that makes one instance at a time append.
+const TLOG_LOCK: i64 = 0x436f_756e_7465_7202;
+/// Nodes per INSERT statement (three values each).
+const INSERT_CHUNK: usize = 300;
+
+/// A checkpoint as stored: its size and its signed note.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StoredCheckpoint {
+    #[sqlx(try_from = "Int")]
+    pub size: i64,
+    pub note: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct NodeRow {
+    #[sqlx(try_from = "Int")]
+    height: i64,
+    #[sqlx(try_from = "Int")]
+    idx: i64,
+    hash: Vec<u8>,
+}
+
+/// What one append did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appended {
+    /// No audit entry waits to be logged.
+    Nothing,
+    /// Leaves were appended up to `size`, and a checkpoint of it signed.
+    Grew { size: u64 },
+    /// Entry `seq` does not hash to its recorded hash or does not follow its
+    /// predecessor: it and everything after it stay out of the log (what
+    /// was appended before it is signed).
+    Refused { seq: i64, size: u64, problem: String },
+}
+
+/// The newest checkpoint, if the log has one.
+pub async fn latest(pool: &Pool) -> Result<Option<StoredCheckpoint>> {
+    let row = query("SELECT size, note FROM tlog_checkpoints ORDER BY size DESC LIMIT 1").fetch_optional(pool).await?;
+    row.as_ref().map(Row::decode).transpose()
+}
+
+/// The checkpoint of exactly `size` leaves, if one was signed.
+pub async fn checkpoint(pool: &Pool, size: u64) -> Result<Option<StoredCheckpoint>> {
+    let row =
+        query("SELECT size, note FROM tlog_checkpoints WHERE size = ?").bind(size as i64).fetch_optional(pool).await?;
+    row.as_ref().map(Row::decode).transpose()
+}
+
+async fn size_in(conn: &mut Conn) -> Result<u64> {
+    let size: Option<i64> = super::scalar("SELECT MAX(size) FROM tlog_checkpoints").fetch_one(&mut *conn).await?;
+    Ok(size.unwrap_or(0) as u64)
+}
+
+/// Fetches the perfect nodes `ids` (all must exist).
+async fn nodes<'e>(exec: impl Into<super::Exec<'e>>, ids: &BTreeSet<NodeId>) -> Result<BTreeMap<NodeId, Hash>> {
+    let mut out = BTreeMap::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let mut q = Builder::new("SELECT height, idx, hash FROM tlog_nodes WHERE ");
+    for (i, id) in ids.iter().enumerate() {
+        q.push(if i == 0 { "(height = " } else { " OR (height = " });
+        q.push_bind(id.level as i64).push(" AND idx = ").push_bind(id.index as i64).push(")");
+    }
+    for row in q.build().fetch_all(exec).await? {
+        let NodeRow { height, idx, hash } = row.decode()?;
+        let hash: Hash = hash.try_into().map_err(|_| StoreError::corrupt("hash", "not 32 bytes"))?;
+        out.insert(NodeId { level: height as u32, index: idx as u64 }, hash);
+    }
+    if out.len() != ids.len() {
+        return Err(StoreError::corrupt("tlog_nodes", "a node of the tree is missing"));
+    }
+    Ok(out)
+}
+
+/// Appends up to `batch` audit entries that are not leaves yet and signs
+/// the new size (`sign(size, root)` gives the checkpoint's signed note), in
+/// one transaction (on PostgreSQL one instance at a time).
+pub async fn append(
+    pool: &Pool,
+    sign: &(dyn Fn(u64, Hash) -> String + Sync),
+    batch: u64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Appended> {
+    let mut tx = pool.begin().await?;
+    if tx.is_postgres() {
+        query("SELECT pg_advisory_xact_lock(?)").bind(TLOG_LOCK).execute(&mut tx).await?;
+    }
+    let size = size_in(&mut tx).await?;
+    let entries = audit::leaves_from(&mut tx, size as i64 + 1, batch as i64).await?;
+    if entries.is_empty() {
+        return Ok(Appended::Nothing);
+    }
+    let mut prev = audit::hash_of(&mut tx, size as i64).await?.unwrap_or_default();
+    let mut leaves = Vec::with_capacity(entries.len());
+    let mut refused = None;
+    for (i, entry) in entries.iter().enumerate() {
+        let problem = if entry.seq != size as i64 + 1 + i as i64 {
+            Some(format!("entry {} is missing", size + 1 + i as u64))
+        } else if entry.prev_hash != prev {
+            Some("prev_hash does not match the previous entry".to_owned())
+        } else if !entry.is_intact() {
+            Some("content does not match its hash".to_owned())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            refused = Some((size as i64 + 1 + i as i64, problem));
+            break;
+        }
+        leaves.push(merkle::leaf_hash(&entry.bytes));
+        prev = entry.hash.clone();
+    }
+    let new_size = size + leaves.len() as u64;
+    if !leaves.is_empty() {
+        let left: BTreeSet<NodeId> = merkle::left_siblings(size, leaves.len() as u64).into_iter().collect();
+        let stored = nodes(&mut tx, &left).await?;
+        let grown = merkle::grow(size, &leaves, |id| stored[&id]);
+        for chunk in grown.chunks(INSERT_CHUNK) {
+            let mut q = Builder::new("INSERT INTO tlog_nodes (height, idx, hash) VALUES ");
+            for (i, (id, hash)) in chunk.iter().enumerate() {
+                q.push(if i == 0 { "(" } else { ", (" });
+                q.push_bind(id.level as i64).push(", ").push_bind(id.index as i64).push(", ").push_bind(hash.to_vec());
+                q.push(")");
+            }
+            q.build().execute(&mut tx).await?;
+        }
+        let mut known: BTreeMap<NodeId, Hash> = grown.into_iter().collect();
+        let wanted: BTreeSet<NodeId> =
+            merkle::needed(|r| merkle::root(r, new_size)).into_iter().filter(|id| !known.contains_key(id)).collect();
+        known.extend(nodes(&mut tx, &wanted).await?);
+        let root = merkle::root(&known, new_size);
+        let note = sign(new_size, root);
+        query("INSERT INTO tlog_checkpoints (size, root, note, at) VALUES (?, ?, ?, ?)")
+            .bind(new_size as i64)
+            .bind(root.to_vec())
+            .bind(note)
+            .bind(super::ts(now))
+            .execute(&mut tx)
+            .await?;
+        tx.commit().await?;
+    }
+    Ok(match refused {
+        Some((seq, problem)) => Appended::Refused { seq, size: new_size, problem },
+        None => Appended::Grew { size: new_size },
+    })
+}
+
+/// The log's size now (its newest checkpoint's).
+pub async fn size(pool: &Pool) -> Result<u64> {
+    Ok(latest(pool).await?.map_or(0, |c| c.size as u64))
+}
+
+/// Reads what `compute` needs from the stored nodes and runs it, for a
+/// tree of at most `size` leaves (checked against the log's size first:
+/// `None` when the log is smaller).
+async fn computed<T>(pool: &Pool, size: u64, compute: impl Fn(&dyn merkle::Nodes) -> T) -> Result<Option<T>> {
+    if size > self::size(pool).await? {
+        return Ok(None);
+    }
+    let ids = merkle::needed(&compute);
+    let fetched = nodes(pool, &ids).await?;
+    Ok(Some(compute(&fetched)))
+}
+
+/// The root of the first `size` leaves (`None` past the log's size).
+pub async fn root(pool: &Pool, size: u64) -> Result<Option<Hash>> {
+    computed(pool, size, |n| merkle::root(n, size)).await
+}
+
+/// The inclusion proof of leaf `index` in the tree of `size` leaves
+/// (`None` when `index >= size` or the log is smaller than `size`).
+pub async fn inclusion(pool: &Pool, index: u64, size: u64) -> Result<Option<Vec<Hash>>> {
+    Ok(computed(pool, size, |n| merkle::inclusion_proof(n, index, size)).await?.flatten())
+}
+
+/// The consistency proof from `first` leaves to `second` (`None` when
+/// `first > second` or the log is smaller than `second`).
+pub async fn consistency(pool: &Pool, first: u64, second: u64) -> Result<Option<Vec<Hash>>> {
+    Ok(computed(pool, second, |n| merkle::consistency_proof(n, first, second)).await?.flatten())
+}
+
+/// Leaf `index`'s bytes (audit entry `index + 1`'s body), if it is logged.
+pub async fn leaf(pool: &Pool, index: u64) -> Result<Option<Vec<u8>>> {
+    if index >= size(pool).await? {
+        return Ok(None);
+    }
+    let mut conn = pool.acquire().await?;
+    Ok(audit::leaves_from(&mut conn, index as i64 + 1, 1).await?.into_iter().next().map(|l| l.bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::merkle::{leaf_hash, verify_consistency, verify_inclusion};
+    use crate::store::audit::{append as append_entry, AuditEntry};
+    use crate::store::Db;
+    use serde_json::json;
+
+    /// Stands in for the note key (signed notes are `tlog::note`'s, tested
+    /// there and end to end): the size and the root, in hex.
+    fn sign(size: u64, root: Hash) -> String {
+        format!("{size} {}", hex::encode(root))
+    }
+
+    fn entry(n: usize) -> AuditEntry {
+        AuditEntry {
+            tenant_id: Some("acme".into()),
+            actor: "cli".into(),
+            action: format!("test.{n}"),
+            proposal_id: None,
+            request_hash: None,
+            data: json!({"n": n}),
+        }
+    }
+
+    /// Audit entries `from..to`, each in its own transaction (as every
+    /// use case appends: the chain's lock lasts to the end of one).
+    async fn write(db: &Db, from: usize, to: usize) {
+        for n in from..to {
+            let mut tx = db.begin().await.unwrap();
+            append_entry(&mut tx, &entry(n)).await.unwrap();
+            tx.commit().await.unwrap();
+        }
+    }
+
+    /// The leaf hashes straight from the audit rows (the chain's bodies).
+    async fn reference_leaves(db: &Db) -> Vec<Hash> {
+        let mut conn = db.read.acquire().await.unwrap();
+        let all = audit::leaves_from(&mut conn, 1, 1_000_000).await.unwrap();
+        all.iter().map(|l| leaf_hash(&l.bytes)).collect()
+    }
+
+    fn reference_root(leaves: &[Hash]) -> Hash {
+        match leaves.len() {
+            0 => merkle::empty_root(),
+            1 => leaves[0],
+            n => {
+                let k = 1usize << (usize::BITS - 1 - (n - 1).leading_zeros());
+                merkle::node_hash(&reference_root(&leaves[..k]), &reference_root(&leaves[k..]))
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn audit_entries_become_leaves_under_checkpoints_of_each_size() {
+        for db in
+            crate::store::test_pg::each_backend("audit_entries_become_leaves_under_checkpoints_of_each_size").await
+        {
+            let now = crate::clock::system_now();
+            assert_eq!(append(&db.write, &sign, 10, now).await.unwrap(), Appended::Nothing, "{}", db.backend);
+            assert_eq!(latest(&db.read).await.unwrap(), None);
+            let mut sizes = Vec::new();
+            for (from, to) in [(0, 1), (1, 6), (6, 7), (7, 30)] {
+                write(&db, from, to).await;
+                // Batches of 10: a backlog is appended in several.
+                while let Appended::Grew { size } = append(&db.write, &sign, 10, now).await.unwrap() {
+                    sizes.push(size);
+                }
+            }
+            assert_eq!(sizes, [1, 6, 7, 17, 27, 30], "{}", db.backend);
+            let leaves = reference_leaves(&db).await;
+            assert_eq!(leaves.len(), 30);
+            for &size in &sizes {
+                let stored = checkpoint(&db.read, size).await.unwrap().unwrap();
+                assert_eq!(
+                    stored.note,
+                    sign(size, reference_root(&leaves[..size as usize])),
+                    "{} size {size}",
+                    db.backend
+                );
+            }
+            let root30 = root(&db.read, 30).await.unwrap().unwrap();
+            for i in 0..30 {
+                let path = inclusion(&db.read, i, 30).await.unwrap().unwrap();
+                assert!(verify_inclusion(&leaves[i as usize], i, 30, &path, &root30), "{} leaf {i}", db.backend);
+            }
+            for first in [0, 1, 6, 7, 17, 27, 30] {
+                let proof = consistency(&db.read, first, 30).await.unwrap().unwrap();
+                let old = reference_root(&leaves[..first as usize]);
+                assert!(verify_consistency(first, 30, &proof, &old, &root30), "{} {first} -> 30", db.backend);
+            }
+            assert_eq!(inclusion(&db.read, 3, 31).await.unwrap(), None, "past the log's size");
+            assert_eq!(consistency(&db.read, 3, 31).await.unwrap(), None);
+            assert_eq!(leaf(&db.read, 30).await.unwrap(), None);
+            assert_eq!(leaf_hash(&leaf(&db.read, 29).await.unwrap().unwrap()), leaves[29]);
+            db.finish().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn an_edited_or_missing_entry_is_never_logged() {
+        for db in crate::store::test_pg::each_backend("an_edited_or_missing_entry_is_never_logged").await {
+            let now = crate::clock::system_now();
+            write(&db, 0, 5).await;
+            assert_eq!(append(&db.write, &sign, 100, now).await.unwrap(), Appended::Grew { size: 5 });
+            write(&db, 5, 10).await;
+            // Entry 8 is edited before the sequencer sees it: 6 and 7 are
+            // logged, 8 on are not (and never will be while it is wrong).
+            query("UPDATE audit_log SET data = '{\"n\":80}' WHERE seq = 8").execute(&db.write).await.unwrap();
+            let refused = append(&db.write, &sign, 100, now).await.unwrap();
+            assert!(
+                matches!(&refused, Appended::Refused { seq: 8, size: 7, problem } if problem.contains("hash")),
+                "{}: {refused:?}",
+                db.backend
+            );
+            assert!(matches!(
+                append(&db.write, &sign, 100, now).await.unwrap(),
+                Appended::Refused { seq: 8, size: 7, .. }
+            ));
+            assert_eq!(super::size(&db.read).await.unwrap(), 7);
+            // A deleted entry: the one after it does not follow.
+            query("UPDATE audit_log SET data = '{\"n\":7}' WHERE seq = 8").execute(&db.write).await.unwrap();
+            query("DELETE FROM audit_log WHERE seq = 9").execute(&db.write).await.unwrap();
+            let refused = append(&db.write, &sign, 100, now).await.unwrap();
+            assert!(matches!(refused, Appended::Refused { seq: 9, size: 8, .. }), "{}: {refused:?}", db.backend);
+            db.finish().await;
+        }
+    }
+
+    /// Two instances (two pools on one PostgreSQL database) writing audit
+    /// entries and sequencing at once: one tree, every entry a leaf once,
+    /// every checkpoint a prefix of the last.
+    #[tokio::test]
+    async fn two_instances_append_to_one_tree() {
+        let Some(pg) = crate::store::test_pg::fresh_migrated("two_instances_append_to_one_tree").await else {
+            return;
+        };
+        let a = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        let second = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(4)
+            .connect_with(pg.pool.connect_options().as_ref().clone())
+            .await
+            .unwrap();
+        let b = Db::on_postgres(second).await.unwrap();
+        let mut tasks = Vec::new();
+        for (i, db) in [a.clone(), b.clone()].into_iter().enumerate() {
+            let writer = db.clone();
+            tasks.push(tokio::spawn(async move { write(&writer, i * 100, i * 100 + 60).await }));
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..40 {
+                    append(&db.write, &sign, 7, crate::clock::system_now()).await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        while append(&a.write, &sign, 1000, crate::clock::system_now()).await.unwrap() != Appended::Nothing {}
+        let leaves = reference_leaves(&a).await;
+        assert_eq!(leaves.len(), 120);
+        let last = root(&a.read, 120).await.unwrap().unwrap();
+        assert_eq!(last, reference_root(&leaves));
+        let sizes: Vec<i64> =
+            crate::store::scalar("SELECT size FROM tlog_checkpoints ORDER BY size").fetch_all(&a.read).await.unwrap();
+        assert!(sizes.len() > 2, "{sizes:?}");
+        for size in sizes {
+            let size = size as u64;
+            let proof = consistency(&b.read, size, 120).await.unwrap().unwrap();
+            assert!(verify_consistency(size, 120, &proof, &reference_root(&leaves[..size as usize]), &last));
+        }
+        b.close().await;
+        pg.drop().await;
+    }
+}

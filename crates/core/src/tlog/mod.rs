@@ -1,0 +1,63 @@
+//! The transparency log (issue 26, docs/EVIDENCE.md): every audit entry is
+//! a leaf of an append-only Merkle tree (RFC 9162 section 2.1), leaf `i`
+//! being audit entry `seq = i + 1` (its hashed body, the bytes its chain
+//! hash covers). A sequencer in every instance appends the entries written
+//! since its last pass and signs a checkpoint of the new size (C2SP
+//! `tlog-checkpoint` as a `signed-note`, Ed25519): at most one instance
+//! appends at a time, so several instances on PostgreSQL grow one tree.
+//!
+//! Writes stay out of the hot paths: an audit entry is written as before,
+//! and becomes a leaf within [`PASS_EVERY`] (a batch per transaction).
+
+pub use crate::domain::merkle;
+pub mod note;
+
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::shutdown::Shutdown;
+use crate::store::tlog::Appended;
+use crate::store::Store;
+use note::NoteSigner;
+
+/// How often the sequencer looks for new audit entries: a checkpoint at
+/// most this long after an entry is written, while entries keep coming.
+pub const PASS_EVERY: Duration = Duration::from_secs(1);
+/// Leaves appended per transaction: a backlog is logged in several.
+pub const BATCH: u64 = 4096;
+
+/// The log's signing side: its note key, named by its origin.
+pub trait Log {
+    fn log_signer(&self) -> &NoteSigner;
+}
+
+/// Appends every audit entry not yet logged, a batch per transaction, and
+/// signs each new size. Returns the log's size after the pass.
+pub async fn catch_up(state: &(impl Store + Clock + Log)) -> crate::store::Result<u64> {
+    loop {
+        let signer = state.log_signer();
+        let sign = |size: u64, root: merkle::Hash| {
+            signer.sign(&note::Checkpoint { origin: signer.name().to_owned(), size, root })
+        };
+        match crate::store::tlog::append(&state.db().write, &sign, BATCH, state.now()).await? {
+            Appended::Grew { .. } => continue,
+            Appended::Nothing => return crate::store::tlog::size(&state.db().read).await,
+            Appended::Refused { seq, size, problem } => {
+                // Never logged: the chain is broken there (`audit verify`
+                // names it too). Loud, once per pass, until an operator acts.
+                tracing::error!(seq, problem, "audit entry not logged: the audit chain is broken there");
+                return Ok(size);
+            }
+        }
+    }
+}
+
+/// The sequencer: a pass every [`PASS_EVERY`] until shutdown.
+pub async fn run(state: std::sync::Arc<impl Store + Clock + Log + Send + Sync + 'static>, shutdown: Shutdown) {
+    crate::shutdown::every(PASS_EVERY, &shutdown, || async {
+        if let Err(e) = catch_up(&*state).await {
+            tracing::warn!(error = %e, "transparency log pass failed; retrying");
+        }
+    })
+    .await;
+}
