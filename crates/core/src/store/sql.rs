@@ -40,9 +40,16 @@ pub enum Conn {
 
 impl Pool {
     /// Starts a transaction (on SQLite's writer pool, writes queue here).
+    ///
+    /// On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`): a
+    /// deferred transaction that has read and then writes after another
+    /// process (the CLI beside `serve`, the server's background workers
+    /// beside the CLI) committed fails at once with `SQLITE_BUSY`, where an
+    /// immediate one waits its turn (the busy timeout). In-process, the
+    /// single writer connection serializes them anyway.
     pub async fn begin(&self) -> sqlx::Result<super::Tx> {
         Ok(super::Tx(match self {
-            Pool::Sqlite(p) => Conn::SqliteTx(p.begin().await?),
+            Pool::Sqlite(p) => Conn::SqliteTx(p.begin_with("BEGIN IMMEDIATE").await?),
             Pool::Pg(p) => Conn::PgTx(p.begin().await?),
         }))
     }

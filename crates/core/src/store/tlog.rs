@@ -157,6 +157,13 @@ pub async fn append(
     })
 }
 
+/// Whether audit entries wait to be logged (read without a transaction, so
+/// an idle pass takes no write lock).
+pub async fn behind(pool: &Pool) -> Result<bool> {
+    let newest: Option<i64> = super::scalar("SELECT MAX(seq) FROM audit_log").fetch_one(pool).await?;
+    Ok(newest.unwrap_or(0) as u64 > size(pool).await?)
+}
+
 /// The log's size now (its newest checkpoint's).
 pub async fn size(pool: &Pool) -> Result<u64> {
     Ok(latest(pool).await?.map_or(0, |c| c.size as u64))
