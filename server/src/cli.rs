@@ -259,7 +259,12 @@ pub struct PayeeAdd {
 pub enum KeysCommand {
     /// Generate a new signing key and make it active. Tokens signed with older
     /// keys stay verifiable (the keys stay published in the JWKS).
-    Rotate,
+    Rotate {
+        /// Rotate the receipt key instead (docs/EVIDENCE.md): receipts
+        /// signed with older keys stay verifiable the same way.
+        #[arg(long)]
+        receipts: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -481,10 +486,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             crate::rail::sim::run(listen, &db, options).await?;
         }
-        Command::Keys { command: KeysCommand::Rotate } => {
+        Command::Keys { command: KeysCommand::Rotate { receipts } } => {
             crate::store::ensure_private_dir(&settings.data_dir)?;
-            let kid = crate::approval::keys::KeyStore::rotate(&settings.data_dir)?;
-            println!("new signing key {kid} is active; earlier keys remain published for verification");
+            if receipts {
+                let kid = crate::approval::keys::KeyStore::rotate_receipts(&settings.data_dir)?;
+                println!("new receipt key {kid} is active; earlier keys remain published for verification");
+            } else {
+                let kid = crate::approval::keys::KeyStore::rotate(&settings.data_dir)?;
+                println!("new signing key {kid} is active; earlier keys remain published for verification");
+            }
         }
         Command::Audit { command: AuditCommand::Verify } => {
             let db = Db::connect(&settings.backend()?).await?;

@@ -285,7 +285,7 @@ impl From<Ineligible> for DecideError {
 /// they have not approved already, and policy as it stands now.
 #[tracing::instrument(name = "decide", skip_all, fields(tenant = %approver.tenant_id, approver = %approver.user_id, proposal_id = %proposal_id, via = approver.via))]
 pub async fn decide(
-    state: &(impl Store + Config + Keys + Notifier),
+    state: &(impl Store + Config + Keys + Notifier + crate::approval::receipts::Receipts),
     approver: &Approver,
     proposal_id: &str,
     verdict: Verdict,
@@ -295,7 +295,7 @@ pub async fn decide(
 }
 
 async fn decide_inner(
-    state: &(impl Store + Config + Keys + Notifier),
+    state: &(impl Store + Config + Keys + Notifier + crate::approval::receipts::Receipts),
     approver: &Approver,
     proposal_id: &str,
     verdict: Verdict,
@@ -398,7 +398,7 @@ async fn decide_inner(
         request_hash: Some(current.request_hash.clone()),
         data,
     };
-    store::audit::append(&mut tx, &entry).await?;
+    crate::approval::receipts::append(state, &mut tx, &entry, now).await?;
     let approvals = store::proposals::approvals_in_round(&mut tx, proposal_id, current.approval_round).await?;
     let required = decision.required_approvals.max(current.required_approvals).max(1);
     if decision.required_approvals > current.required_approvals {
@@ -436,7 +436,7 @@ pub fn listed_ids(fields: &[(String, String)]) -> Vec<String> {
 /// risk and state checks), in the order given; one refusal stops nothing
 /// else. Each id is decided once even if listed twice.
 pub async fn decide_many(
-    state: &(impl Store + Config + Keys + Notifier),
+    state: &(impl Store + Config + Keys + Notifier + crate::approval::receipts::Receipts),
     approver: &Approver,
     ids: &[String],
     verdict: &Verdict,
@@ -457,7 +457,7 @@ async fn load(state: &(impl Store + Config), approver: &Approver, id: &str) -> R
 }
 
 async fn reject(
-    state: &(impl Store + Notifier),
+    state: &(impl Store + Notifier + crate::approval::receipts::Receipts),
     approver: &Approver,
     row: &store::proposals::ProposalRow,
     reason: String,
@@ -487,7 +487,7 @@ async fn reject(
         request_hash: Some(row.request_hash.clone()),
         data: json!({"from": row.status, "to": ProposalStatus::Rejected, "via": approver.via, "reason": reason}),
     };
-    store::audit::append(&mut tx, &entry).await?;
+    crate::approval::receipts::append(state, &mut tx, &entry, now).await?;
     tx.commit().await?;
     state.changes().publish(&row.id);
     Ok(())

@@ -77,7 +77,7 @@ pub fn budget_day(now: DateTime<Utc>) -> String {
 /// Commits an approved proposal for its agent; see the module doc.
 #[tracing::instrument(name = "commit", skip_all, fields(tenant = %agent.tenant_id, agent = %agent.agent_id, proposal_id = %proposal_id))]
 pub async fn commit(
-    state: &(impl Store + Clock + Config + Keys + Notifier + Payments + Hooks),
+    state: &(impl Store + Clock + Config + Keys + Notifier + Payments + Hooks + crate::approval::receipts::Receipts),
     agent: &AgentPrincipal,
     proposal_id: &str,
     token: &str,
@@ -86,7 +86,7 @@ pub async fn commit(
 }
 
 async fn commit_inner(
-    state: &(impl Store + Clock + Config + Keys + Notifier + Payments + Hooks),
+    state: &(impl Store + Clock + Config + Keys + Notifier + Payments + Hooks + crate::approval::receipts::Receipts),
     agent: &AgentPrincipal,
     proposal_id: &str,
     token: &str,
@@ -293,7 +293,7 @@ async fn reversed_transfer(state: &impl Store, row: &ProposalRow) -> Result<Stri
 /// Step 5, one transaction. Returns false when another commit of the same
 /// proposal recorded its operation first (nothing was changed here).
 async fn record(
-    state: &(impl Store + Config),
+    state: &(impl Store + Config + crate::approval::receipts::Receipts),
     row: &ProposalRow,
     claims: &ApprovalClaims,
     op_id: &str,
@@ -350,7 +350,8 @@ async fn record(
         let latest = store::proposals::get_in(&mut tx, &row.tenant_id, &row.id).await?.ok_or(CommitError::NotFound)?;
         return Err(CommitError::InvalidState(latest.status));
     }
-    store::audit::append(
+    crate::approval::receipts::append(
+        state,
         &mut tx,
         &AuditEntry {
             tenant_id: Some(row.tenant_id.clone()),
@@ -365,6 +366,7 @@ async fn record(
                 "budget_day": is_transfer.then_some(&day), "reverses": reverses,
             }),
         },
+        now,
     )
     .await?;
     tx.commit().await?;

@@ -42,7 +42,7 @@ impl fmt::Display for DemoSummary {
 }
 
 pub async fn load(
-    state: &(impl Store + Clock + Config + Keys + Notifier + Batching + Outbound),
+    state: &(impl Store + Clock + Config + Keys + Notifier + Batching + Outbound + crate::approval::receipts::Receipts),
 ) -> anyhow::Result<DemoSummary> {
     let (db, settings) = (&state.db(), &state.settings());
     crate::provision::apply_toml(db, settings, "demo.toml", DEMO_TOML).await?;

@@ -7,6 +7,7 @@
 //! server's state, which holds one.
 
 pub use crate::approval::keys::Keys;
+pub use crate::approval::receipts::Receipts;
 pub use crate::changes::Notifier;
 pub use crate::clock::Clock;
 pub use crate::config::Config;
@@ -17,3 +18,4 @@ pub use crate::proposals::intake::Batching;
 pub use crate::rail::Payments;
 pub use crate::shutdown::Lifecycle;
 pub use crate::store::Store;
+pub use crate::tlog::Log;

@@ -43,6 +43,8 @@ pub struct Services {
     pub changes: Changes,
     /// Approval-token signing keys.
     pub keys: KeyStore,
+    /// The receipt keys (`keys/receipts/`).
+    pub receipt_keys: KeyStore,
     /// Every password check and hash of the process runs through this gate.
     pub passwords: PasswordGate,
     /// Fires when the process starts shutting down (long-polls return early).
@@ -76,6 +78,8 @@ impl Services {
             .map(|u| crate::tlog::note::origin_of(&u))
             .unwrap_or_else(|_| "countersign/log".to_owned());
         let log = crate::tlog::note::NoteSigner::open_or_create(keys.dir(), &origin)?;
+        let data_dir = keys.dir().parent().unwrap_or(&settings.data_dir).to_owned();
+        let receipt_keys = KeyStore::open_or_create_receipts(&data_dir)?;
         Ok(Services {
             currencies: settings.currency_rules(),
             slack: Slack::new(&settings.slack.allowed_hosts, settings.slack.timeout_ms),
@@ -84,6 +88,7 @@ impl Services {
             settings,
             changes: Changes::default(),
             keys,
+            receipt_keys,
             passwords: PasswordGate::default(),
             shutdown,
             rail,
@@ -142,6 +147,14 @@ impl<T: HasServices + ?Sized> Config for T {
 impl<T: HasServices + ?Sized> crate::tlog::Log for T {
     fn log_signer(&self) -> &crate::tlog::note::NoteSigner {
         &self.services().log
+    }
+}
+impl<T: HasServices + ?Sized> crate::approval::receipts::Receipts for T {
+    fn receipt_keys(&self) -> &KeyStore {
+        &self.services().receipt_keys
+    }
+    fn receipt_issuer(&self) -> &str {
+        &self.services().settings.public_url
     }
 }
 impl<T: HasServices + ?Sized> Keys for T {

@@ -36,7 +36,7 @@ pub enum Outcome {
 
 /// Handles one verified, parsed press and queues the follow-up message.
 pub async fn handle(
-    state: &(impl Store + Clock + Config + Keys + Notifier + Outbound),
+    state: &(impl Store + Clock + Config + Keys + Notifier + Outbound + crate::approval::receipts::Receipts),
     press: Interaction,
 ) -> crate::store::Result<Outcome> {
     let Answer { outcome, reply, about } = answer(state, &press).await?;
@@ -76,7 +76,7 @@ fn refused(reason: &'static str, text: String, about: Option<(String, String)>) 
 }
 
 async fn answer(
-    state: &(impl Store + Clock + Config + Keys + Notifier),
+    state: &(impl Store + Clock + Config + Keys + Notifier + crate::approval::receipts::Receipts),
     press: &Interaction,
 ) -> crate::store::Result<Answer> {
     let (button, verdict) = match &press.action {

@@ -410,7 +410,13 @@ struct Jwk {
 )]
 async fn jwks(State(state): State<Shared>) -> Response {
     let _ = state.keys.reload();
-    let mut response = Json(state.keys.jwks()).into_response();
+    let _ = state.receipt_keys.reload();
+    // The token keys, then the receipt keys (docs/EVIDENCE.md): one set, by kid.
+    let mut set = state.keys.jwks();
+    if let (Some(keys), Some(receipts)) = (set["keys"].as_array_mut(), state.receipt_keys.jwks()["keys"].as_array()) {
+        keys.extend(receipts.iter().cloned());
+    }
+    let mut response = Json(set).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=60"));
     response
 }

@@ -43,6 +43,7 @@ mod policy;
 mod proposals_create;
 mod queue_search;
 mod read_cache;
+mod receipts;
 mod slack;
 mod status_poll;
 mod strict_schema;

@@ -28,7 +28,7 @@ pub enum GrantError {
 /// token bound to the proposal, its request hash and its agent. Runs inside
 /// the caller's write transaction.
 pub async fn grant(
-    state: &(impl Config + Keys),
+    state: &(impl Config + Keys + crate::approval::receipts::Receipts),
     tx: &mut crate::store::Conn,
     row: &store::proposals::ProposalRow,
     approvals: &[ApprovalRow],
@@ -86,6 +86,6 @@ pub async fn grant(
             "amr": amr, "jti": claims.jti, "kid": kid, "token_expires_at": at(claims.exp),
         }),
     };
-    store::audit::append(tx, &entry).await?;
+    crate::approval::receipts::append(state, tx, &entry, now).await?;
     Ok(())
 }

@@ -41,6 +41,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// The keys directory, relative to the data directory.
 pub const KEYS_DIR: &str = "keys";
+/// The receipt keys' directory, inside the keys directory (the same
+/// layout: `<kid>.pem` files and `active`; docs/EVIDENCE.md).
+pub const RECEIPT_KEYS_DIR: &str = "receipts";
 /// The file naming the active kid, inside the keys directory.
 pub const ACTIVE_FILE: &str = "active";
 /// Re-reading the keys directory because of an unknown `kid` (or to follow
@@ -173,8 +176,28 @@ impl KeyStore {
         Self::open_with_interval(data_dir, RELOAD_INTERVAL)
     }
 
+    /// Loads the receipt keys (`<data_dir>/keys/receipts/`), generating the
+    /// first one when there is none. Signed receipts name their `kid`; the
+    /// JWKS publishes these beside the token keys.
+    pub fn open_or_create_receipts(data_dir: &Path) -> Result<KeyStore, KeyError> {
+        prepare_dir(&data_dir.join(KEYS_DIR))?;
+        Self::open_dir(data_dir.join(KEYS_DIR).join(RECEIPT_KEYS_DIR), RELOAD_INTERVAL)
+    }
+
+    /// Generates a new receipt key and makes it active (the old ones stay
+    /// published, so receipts they signed still verify).
+    pub fn rotate_receipts(data_dir: &Path) -> Result<String, KeyError> {
+        prepare_dir(&data_dir.join(KEYS_DIR))?;
+        let dir = data_dir.join(KEYS_DIR).join(RECEIPT_KEYS_DIR);
+        prepare_dir(&dir)?;
+        generate_into(&dir)
+    }
+
     pub(super) fn open_with_interval(data_dir: &Path, reload_interval: Duration) -> Result<KeyStore, KeyError> {
-        let dir = data_dir.join(KEYS_DIR);
+        Self::open_dir(data_dir.join(KEYS_DIR), reload_interval)
+    }
+
+    fn open_dir(dir: PathBuf, reload_interval: Duration) -> Result<KeyStore, KeyError> {
         prepare_dir(&dir)?;
         if !has_key_files(&dir)? {
             let kid = generate_into(&dir)?;

@@ -14,6 +14,7 @@
 
 pub mod grant;
 pub mod keys;
+pub mod receipts;
 pub mod token;
 
 pub use keys::{KeyError, KeyStore};

@@ -216,6 +216,18 @@ impl KeyStore {
         Ok((with_low_s(token), claims))
     }
 
+    /// Signs `claims` as an ES256 compact JWS of type `typ` with the active
+    /// key (low-S, as the tokens): the receipts' signature.
+    pub fn sign_jws(&self, typ: &str, claims: &impl serde::Serialize) -> Result<String, TokenError> {
+        self.follow_rotation();
+        let key = self.active_key();
+        let mut header = Header::new(Algorithm::ES256);
+        header.typ = Some(typ.to_owned());
+        header.kid = Some(key.kid.clone());
+        let jws = jsonwebtoken::encode(&header, claims, &key.encoding).map_err(TokenError::Signing)?;
+        Ok(with_low_s(jws))
+    }
+
     /// SPEC §6 checks 1–3. The `rh` comparison, `jti` single use and the
     /// rest are the caller's.
     pub fn verify(&self, token: &str, expected: &Expected<'_>) -> Result<ApprovalClaims, TokenRejection> {

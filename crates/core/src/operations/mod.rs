@@ -135,7 +135,7 @@ fn next_check(state: &impl Config, op: &OperationRow, now: DateTime<Utc>) -> Dat
 /// read in), the proposal, the budget and the audit trail, in one transaction.
 /// Returns whether anything changed (false: someone else settled it first).
 pub async fn record(
-    state: &(impl Store + Config + Notifier),
+    state: &(impl Store + Config + Notifier + crate::approval::receipts::Receipts),
     op: &OperationRow,
     outcome: RailOutcome,
     now: DateTime<Utc>,
@@ -187,7 +187,7 @@ pub async fn record(
 /// proposal to `proposal_to`, in one transaction with the audit entry.
 #[allow(clippy::too_many_arguments)]
 async fn settle(
-    state: &(impl Store + Notifier),
+    state: &(impl Store + Notifier + crate::approval::receipts::Receipts),
     op: &OperationRow,
     to: OpStatus,
     update: &Update<'_>,
@@ -215,7 +215,7 @@ async fn settle(
     }
     let mut reversed_proposal = None;
     if to == OpStatus::Succeeded && op.kind == "reversal" {
-        reversed_proposal = mark_reversed(&mut tx, op, now).await?;
+        reversed_proposal = mark_reversed(state, &mut tx, op, now).await?;
     }
     if let Some(obj) = data.as_object_mut() {
         obj.insert("operation_id".into(), json!(op.id));
@@ -230,7 +230,8 @@ async fn settle(
             obj.insert("budget_released".into(), json!(op.amount_minor));
         }
     }
-    store::audit::append(
+    crate::approval::receipts::append(
+        state,
         &mut tx,
         &AuditEntry {
             tenant_id: Some(op.tenant_id.clone()),
@@ -240,6 +241,7 @@ async fn settle(
             request_hash: Some(proposal.request_hash.clone()),
             data,
         },
+        now,
     )
     .await?;
     tx.commit().await?;
@@ -253,6 +255,7 @@ async fn settle(
 /// A reversal succeeded: the transfer it reversed, when reversed in full,
 /// moves to `reversed`. Returns that proposal's id when it moved.
 async fn mark_reversed(
+    state: &impl crate::approval::receipts::Receipts,
     tx: &mut crate::store::Conn,
     op: &OperationRow,
     now: DateTime<Utc>,
@@ -278,7 +281,8 @@ async fn mark_reversed(
     let row = store::proposals::get_in(tx, &op.tenant_id, &original.proposal_id)
         .await?
         .ok_or_else(|| StoreError::corrupt("operations.proposal_id", "names no proposal"))?;
-    store::audit::append(
+    crate::approval::receipts::append(
+        state,
         tx,
         &AuditEntry {
             tenant_id: Some(op.tenant_id.clone()),
@@ -289,6 +293,7 @@ async fn mark_reversed(
             data: json!({"from": ProposalStatus::Succeeded, "to": ProposalStatus::Reversed,
                          "reversal_proposal_id": op.proposal_id, "reversal_operation_id": op.id}),
         },
+        now,
     )
     .await?;
     Ok(Some(original.proposal_id))
@@ -311,7 +316,7 @@ pub enum Reconciled {
 /// Reconciles one open operation; see the module doc.
 #[tracing::instrument(name = "reconcile", skip_all, fields(tenant = %op.tenant_id, operation_id = %op.id))]
 pub async fn reconcile_one(
-    state: &(impl Store + Config + Notifier + Payments),
+    state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
     op: &OperationRow,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Reconciled> {
@@ -319,7 +324,7 @@ pub async fn reconcile_one(
 }
 
 async fn reconcile_one_inner(
-    state: &(impl Store + Config + Notifier + Payments),
+    state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
     op: &OperationRow,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Reconciled> {
@@ -407,7 +412,7 @@ async fn reconcile_one_inner(
 
 /// Hands an operation to a human: `needs_review` with why.
 async fn review(
-    state: &(impl Store + Notifier),
+    state: &(impl Store + Notifier + crate::approval::receipts::Receipts),
     op: &OperationRow,
     why: &'static str,
     now: DateTime<Utc>,
@@ -437,7 +442,7 @@ async fn review(
 
 /// One pass over the open operations that are due. Returns (operation id, result).
 pub async fn reconcile_due(
-    state: &(impl Store + Config + Notifier + Payments),
+    state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
     now: DateTime<Utc>,
 ) -> anyhow::Result<Vec<(String, Reconciled)>> {
     let due = store::operations::due(&state.db().read, now, now, 100).await?;
@@ -454,7 +459,9 @@ pub async fn reconcile_due(
 
 /// The background worker: runs until shutdown, a pass every interval.
 pub async fn run(
-    state: std::sync::Arc<impl Store + Clock + Config + Notifier + Payments + Send + Sync + 'static>,
+    state: std::sync::Arc<
+        impl Store + Clock + Config + Notifier + Payments + crate::approval::receipts::Receipts + Send + Sync + 'static,
+    >,
     shutdown: crate::shutdown::Shutdown,
 ) {
     let every = std::time::Duration::from_secs(state.settings().rail.reconcile_interval_secs);

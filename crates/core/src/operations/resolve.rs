@@ -179,7 +179,7 @@ pub(super) async fn candidates_of(
 /// refused by the database. Failed needs the admin's reason, which becomes
 /// the operation's error message (code `marked_failed`).
 pub async fn resolve(
-    state: &(impl Store + Notifier + Payments),
+    state: &(impl Store + Notifier + Payments + crate::approval::receipts::Receipts),
     who: &Resolver,
     op_id: &str,
     resolution: Resolution,

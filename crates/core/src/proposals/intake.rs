@@ -54,7 +54,7 @@ impl Intake {
     /// run, nothing was written.
     pub async fn store(
         &self,
-        state: &(impl Store + Config + Keys),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
         job: NewProposalJob,
     ) -> Result<Option<ProposalRow>, ProposeError> {
         if !self.running.load(Ordering::Acquire) {
@@ -82,7 +82,9 @@ impl Intake {
 /// worker to be scheduled again behind the HTTP tasks, and the writer would
 /// sit idle in between (docs/BENCHMARKS.md, "Intake").
 pub fn spawn(
-    state: std::sync::Arc<impl Store + Config + Keys + Batching + Send + Sync + 'static>,
+    state: std::sync::Arc<
+        impl Store + Config + Keys + Batching + crate::approval::receipts::Receipts + Send + Sync + 'static,
+    >,
     shutdown: Shutdown,
 ) -> tokio::task::JoinHandle<()> {
     tokio::task::spawn_blocking(move || {
@@ -96,7 +98,9 @@ pub fn spawn(
 
 /// The batch writer; runs until `shutdown` fires, then writes what is queued.
 pub async fn run(
-    state: std::sync::Arc<impl Store + Config + Keys + Batching + Send + Sync + 'static>,
+    state: std::sync::Arc<
+        impl Store + Config + Keys + Batching + crate::approval::receipts::Receipts + Send + Sync + 'static,
+    >,
     shutdown: Shutdown,
 ) {
     let Some(mut rx) = state.intake().rx.lock().expect("intake lock").take() else {
@@ -120,7 +124,10 @@ pub async fn run(
     }
 }
 
-async fn write(state: &(impl Store + Config + Keys + Batching), batch: Vec<(NewProposalJob, Reply)>) {
+async fn write(
+    state: &(impl Store + Config + Keys + Batching + crate::approval::receipts::Receipts),
+    batch: Vec<(NewProposalJob, Reply)>,
+) {
     state.intake().largest_batch.fetch_max(batch.len(), Ordering::Relaxed);
     match write_together(state, &batch).await {
         Ok(stored) => {
@@ -143,7 +150,7 @@ async fn write(state: &(impl Store + Config + Keys + Batching), batch: Vec<(NewP
 }
 
 async fn write_together(
-    state: &(impl Store + Config + Keys),
+    state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
     batch: &[(NewProposalJob, Reply)],
 ) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
     let mut tx = state.db().begin().await?;

@@ -62,7 +62,7 @@ pub enum Proposed {
 /// (or returns the identical one already in this run).
 #[tracing::instrument(name = "propose", skip_all, fields(tenant = %agent.tenant_id, agent = %agent.agent_id))]
 pub async fn propose(
-    state: &(impl Store + Config + Keys + Notifier + Batching + Outbound),
+    state: &(impl Store + Config + Keys + Notifier + Batching + Outbound + crate::approval::receipts::Receipts),
     agent: &AgentPrincipal,
     body: &Value,
     now: DateTime<Utc>,
@@ -71,7 +71,7 @@ pub async fn propose(
 }
 
 async fn propose_inner(
-    state: &(impl Store + Config + Keys + Notifier + Batching + Outbound),
+    state: &(impl Store + Config + Keys + Notifier + Batching + Outbound + crate::approval::receipts::Receipts),
     agent: &AgentPrincipal,
     body: &Value,
     now: DateTime<Utc>,
@@ -205,7 +205,10 @@ impl NewProposalJob {
     }
 
     /// In a transaction of its own.
-    pub async fn store_alone(&self, state: &(impl Store + Config + Keys)) -> Result<Option<ProposalRow>, ProposeError> {
+    pub async fn store_alone(
+        &self,
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
+    ) -> Result<Option<ProposalRow>, ProposeError> {
         let mut tx = state.db().begin().await?;
         let stored = self.insert(state, &mut tx).await?;
         tx.commit().await?;
@@ -218,7 +221,7 @@ impl NewProposalJob {
     /// written nothing, when the identical request is already in this run.
     pub async fn insert(
         &self,
-        state: &(impl Store + Config + Keys),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
         tx: &mut crate::store::Conn,
     ) -> Result<Option<ProposalRow>, ProposeError> {
         Ok(NewProposalJob::insert_all(&[self], state, tx).await?.pop().flatten())
@@ -230,7 +233,7 @@ impl NewProposalJob {
     /// each one's policy approval or announcement.
     pub async fn insert_all(
         jobs: &[&NewProposalJob],
-        state: &(impl Store + Config + Keys),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
         tx: &mut crate::store::Conn,
     ) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
         let texts: Vec<(String, String)> = jobs
@@ -300,7 +303,7 @@ impl NewProposalJob {
     /// approves it alone, else the announcement to the approvers.
     async fn after_insert(
         &self,
-        state: &(impl Store + Config + Keys),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
         tx: &mut crate::store::Conn,
         mut row: ProposalRow,
     ) -> Result<ProposalRow, ProposeError> {

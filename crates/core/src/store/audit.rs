@@ -164,6 +164,25 @@ pub struct StoredEntry {
     pub data: Value,
 }
 
+/// The newest receipt among the entries about `proposal_id` (their
+/// `data.receipt`), read inside the appending transaction. On PostgreSQL
+/// the chain's lock is taken first (held to the end of the transaction, as
+/// the append that follows takes it), so two transactions never name the
+/// same receipt as their previous one.
+pub async fn last_receipt(conn: &mut Conn, proposal_id: &str) -> Result<Option<String>> {
+    if conn.is_postgres() {
+        query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
+    }
+    let rows: Vec<String> = super::scalar("SELECT data FROM audit_log WHERE proposal_id = ? ORDER BY seq DESC")
+        .bind(proposal_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(rows.iter().find_map(|data| {
+        let value: Value = serde_json::from_str(data).ok()?;
+        value.get("receipt")?.as_str().map(str::to_owned)
+    }))
+}
+
 /// The entries about one proposal, oldest first (its timeline).
 pub async fn for_proposal(pool: &Pool, proposal_id: &str) -> Result<Vec<StoredEntry>> {
     let rows = query("SELECT seq, at, actor, action, data FROM audit_log WHERE proposal_id = ? ORDER BY seq")
