@@ -387,8 +387,15 @@ async fn decide_inner(
     }
     let mut data = json!({"via": approver.via, "amr": given.amr, "round": current.approval_round});
     if let Some(kept) = &kept {
-        // Which passkey signed (its id, never key material).
+        // Which passkey signed (its id, never key material), and a digest of
+        // the assertion it gave (kept whole in approval_assertions): the
+        // approval's receipt binds it.
         data["passkey_id"] = json!(kept.passkey_id);
+        data["assertion_sha256"] = json!(crate::approval::receipts::assertion_digest(
+            &kept.authenticator_data,
+            &kept.client_data_json,
+            &kept.signature
+        ));
     }
     let entry = AuditEntry {
         tenant_id: Some(approver.tenant_id.clone()),

@@ -148,3 +148,41 @@ async fn a_rotated_receipt_key_signs_new_receipts_and_the_old_one_stays_publishe
     verified(&server, &first).await;
     verified(&server, &second).await;
 }
+
+#[tokio::test]
+async fn an_approval_with_a_passkey_names_the_assertion_in_its_receipt() {
+    use crate::passkeys_step_up::{approve_with, serve, sign, sign_in, step_up, with_passkey};
+    let server = serve("[policy]\nstep_up_at_minor = { USD = 20_000 }\n").await;
+    let ana = sign_in(&server, "ana").await;
+    let (mut key, passkey_id) = with_passkey(&server, &ana).await;
+    let id = pending(&server).await;
+    let options = step_up(&ana, &id).await;
+    let assertion = sign(&mut key, &options);
+    let approved = approve_with(&ana, &id, &assertion).await;
+    assert_eq!(approved.status, 200, "{}", approved.text);
+
+    let claims = verified(&server, &id).await;
+    assert_eq!(kinds(&claims), ["approval", "approval_token"]);
+    let data = &claims[0]["data"];
+    assert_eq!(data["amr"], "passkey");
+    assert_eq!(data["passkey_id"], passkey_id.as_str());
+    // The digest of what the browser sent, recomputed here from the kept row.
+    let row =
+        query("SELECT authenticator_data, client_data_json, signature FROM approval_assertions WHERE proposal_id = ?")
+            .bind(&id)
+            .fetch_one(&server.db().await)
+            .await
+            .unwrap();
+    let joined = format!(
+        "{}.{}.{}",
+        row.get::<String>("authenticator_data"),
+        row.get::<String>("client_data_json"),
+        row.get::<String>("signature")
+    );
+    assert_eq!(data["assertion_sha256"], sha256_prefixed(joined.as_bytes()));
+    assert_eq!(
+        row.get::<String>("signature"),
+        assertion["signature"].as_str().unwrap(),
+        "the assertion sent is the one kept"
+    );
+}

@@ -62,6 +62,13 @@ struct Claims<'a> {
     data: &'a Value,
 }
 
+/// The digest of a passkey assertion as an approval's receipt names it:
+/// `sha256:` + hex of SHA-256 over its authenticator data, client data
+/// JSON and signature as sent (base64url), joined by `.`.
+pub fn assertion_digest(authenticator_data: &str, client_data_json: &str, signature: &str) -> String {
+    digest(&format!("{authenticator_data}.{client_data_json}.{signature}"))
+}
+
 /// `sha256:` + lowercase hex of a receipt's compact serialization.
 pub fn digest(receipt: &str) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(receipt.as_bytes())))
