@@ -13,25 +13,30 @@ use crate::helpers::*;
 use countersign::domain::merkle::{verify_consistency, verify_inclusion, Hash};
 use countersign::tlog::note::{Checkpoint, NoteSigner, NoteVerifier};
 
-/// Leaf i's bytes as the contract defines them, built here from audit
-/// entry i + 1's row: the canonical JSON of its number, time, content and
-/// the previous entry's hash (the bytes its own `hash` covers).
+/// An audit row's leaf bytes as the contract defines them: the canonical
+/// JSON of its number, time, content and the previous entry's hash.
+fn body_of(row: &countersign::store::Row) -> Vec<u8> {
+    let body = json!({
+        "seq": row.get::<i64>("seq"),
+        "at": row.get::<String>("at"),
+        "tenant_id": row.get::<Option<String>>("tenant_id"),
+        "actor": row.get::<String>("actor"),
+        "action": row.get::<String>("action"),
+        "proposal_id": row.get::<Option<String>>("proposal_id"),
+        "request_hash": row.get::<Option<String>>("request_hash"),
+        "data": serde_json::from_str::<Value>(&row.get::<String>("data")).unwrap(),
+        "prev_hash": row.get::<String>("prev_hash"),
+    });
+    jcs(&body).into_bytes()
+}
+
+/// Leaf i's bytes, built here from audit entry i + 1's row, each checked
+/// to be what the chain hashed.
 async fn leaves(server: &TestServer) -> Vec<Vec<u8>> {
     let rows = query("SELECT * FROM audit_log ORDER BY seq").fetch_all(&server.db().await).await.unwrap();
     rows.iter()
         .map(|row| {
-            let body = json!({
-                "seq": row.get::<i64>("seq"),
-                "at": row.get::<String>("at"),
-                "tenant_id": row.get::<Option<String>>("tenant_id"),
-                "actor": row.get::<String>("actor"),
-                "action": row.get::<String>("action"),
-                "proposal_id": row.get::<Option<String>>("proposal_id"),
-                "request_hash": row.get::<Option<String>>("request_hash"),
-                "data": serde_json::from_str::<Value>(&row.get::<String>("data")).unwrap(),
-                "prev_hash": row.get::<String>("prev_hash"),
-            });
-            let bytes = jcs(&body).into_bytes();
+            let bytes = body_of(row);
             assert_eq!(sha256_prefixed(&bytes), row.get::<String>("hash"), "the leaf is what the chain hashed");
             bytes
         })
@@ -196,18 +201,7 @@ async fn write_fixture(server: &TestServer, info: &Value, checkpoints: Vec<Strin
 /// Entry `seq`'s leaf bytes as stored now (not checked against its hash).
 async fn leaves_unchecked(server: &TestServer, seq: i64) -> Vec<u8> {
     let row = query("SELECT * FROM audit_log WHERE seq = ?").bind(seq).fetch_one(&server.db().await).await.unwrap();
-    let body = json!({
-        "seq": seq,
-        "at": row.get::<String>("at"),
-        "tenant_id": row.get::<Option<String>>("tenant_id"),
-        "actor": row.get::<String>("actor"),
-        "action": row.get::<String>("action"),
-        "proposal_id": row.get::<Option<String>>("proposal_id"),
-        "request_hash": row.get::<Option<String>>("request_hash"),
-        "data": serde_json::from_str::<Value>(&row.get::<String>("data")).unwrap(),
-        "prev_hash": row.get::<String>("prev_hash"),
-    });
-    jcs(&body).into_bytes()
+    body_of(&row)
 }
 
 #[tokio::test]

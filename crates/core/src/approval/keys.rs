@@ -442,6 +442,31 @@ fn generate_into(dir: &Path) -> Result<String, KeyError> {
 
 /// Atomically replaces `dir/name` with `contents`, mode 0600 from the start.
 fn write_private_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), KeyError> {
+    write_then(dir, name, contents, |tmp, target| std::fs::rename(tmp, target))
+}
+
+/// Writes `dir/name` with `contents` (mode 0600) unless it exists: of
+/// several processes writing at once, the first wins and the others keep
+/// theirs unwritten.
+pub(crate) fn write_private_file_once(dir: &Path, name: &str, contents: &[u8]) -> Result<(), KeyError> {
+    write_then(dir, name, contents, |tmp, target| {
+        match std::fs::hard_link(tmp, target) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        std::fs::remove_file(tmp)
+    })
+}
+
+/// Writes `contents` to a 0600 temporary file in `dir`, synced, then hands
+/// it to `place` (which puts it at `dir/name`) and syncs the directory; the
+/// temporary file is removed on any failure.
+fn write_then(
+    dir: &Path,
+    name: &str,
+    contents: &[u8],
+    place: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
+) -> Result<(), KeyError> {
     let target = dir.join(name);
     let tmp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
     let result = (|| -> std::io::Result<()> {
@@ -450,31 +475,7 @@ fn write_private_file(dir: &Path, name: &str, contents: &[u8]) -> Result<(), Key
         file.write_all(contents)?;
         file.sync_all()?;
         drop(file);
-        std::fs::rename(&tmp, &target)?;
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io_error(&target))
-}
-
-/// Writes `dir/name` with `contents` (mode 0600) unless it exists: of
-/// several processes writing at once, the first wins and the others keep
-/// theirs unwritten.
-pub(crate) fn write_private_file_once(dir: &Path, name: &str, contents: &[u8]) -> Result<(), KeyError> {
-    let target = dir.join(name);
-    let tmp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
-    let result = (|| -> std::io::Result<()> {
-        let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        drop(file);
-        match std::fs::hard_link(&tmp, &target) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-            _ => {}
-        }
-        std::fs::remove_file(&tmp)?;
+        place(&tmp, &target)?;
         File::open(dir)?.sync_all()
     })();
     if result.is_err() {
@@ -549,6 +550,21 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.join(ACTIVE_FILE)).unwrap(), format!("{rotated}\n"));
         let pem = std::fs::read_to_string(key_path(&data, &kid)).unwrap();
         assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"), "PKCS#8 PEM");
+    }
+
+    #[test]
+    fn a_file_written_once_keeps_the_first_contents_and_is_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("k");
+        prepare_dir(&dir).unwrap();
+        write_private_file_once(&dir, "f", b"first").unwrap();
+        write_private_file_once(&dir, "f", b"second").unwrap();
+        assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"first");
+        assert_eq!(mode(&dir.join("f")), 0o600);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left behind");
+        assert_eq!(read_private_file(&dir.join("f")).unwrap(), "first");
+        chmod(&dir.join("f"), 0o644);
+        assert!(matches!(read_private_file(&dir.join("f")), Err(KeyError::InsecurePermissions { .. })));
     }
 
     #[test]

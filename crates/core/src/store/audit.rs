@@ -407,13 +407,7 @@ mod tests {
         else {
             return;
         };
-        let a = Db::on_postgres(pg.pool.clone()).await.unwrap();
-        let second = sqlx::postgres::PgPoolOptions::new()
-            .max_connections(4)
-            .connect_with(pg.pool.connect_options().as_ref().clone())
-            .await
-            .unwrap();
-        let b = Db::on_postgres(second).await.unwrap();
+        let (a, b) = pg.two_instances().await;
         let mut tasks = Vec::new();
         for i in 0..40 {
             let db = if i % 2 == 0 { a.clone() } else { b.clone() };

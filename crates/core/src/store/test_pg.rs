@@ -114,6 +114,18 @@ async fn fresh_from(test: &str, template: Option<&str>) -> Option<TestPg> {
 }
 
 impl TestPg {
+    /// Two stores on this database, as two instances would have: this
+    /// test's pool and a second pool of its own (the schema must be there).
+    pub async fn two_instances(&self) -> (crate::store::Db, crate::store::Db) {
+        let a = crate::store::Db::on_postgres(self.pool.clone()).await.expect("the first instance");
+        let second = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(4)
+            .connect_with(self.pool.connect_options().as_ref().clone())
+            .await
+            .expect("a second pool");
+        (a, crate::store::Db::on_postgres(second).await.expect("the second instance"))
+    }
+
     /// Closes the pool and drops the database.
     pub async fn drop(self) {
         self.pool.close().await;

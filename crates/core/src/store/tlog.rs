@@ -344,13 +344,7 @@ mod tests {
         let Some(pg) = crate::store::test_pg::fresh_migrated("two_instances_append_to_one_tree").await else {
             return;
         };
-        let a = Db::on_postgres(pg.pool.clone()).await.unwrap();
-        let second = sqlx::postgres::PgPoolOptions::new()
-            .max_connections(4)
-            .connect_with(pg.pool.connect_options().as_ref().clone())
-            .await
-            .unwrap();
-        let b = Db::on_postgres(second).await.unwrap();
+        let (a, b) = pg.two_instances().await;
         let mut tasks = Vec::new();
         for (i, db) in [a.clone(), b.clone()].into_iter().enumerate() {
             let writer = db.clone();
