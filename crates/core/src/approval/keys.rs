@@ -401,18 +401,7 @@ fn load_dir(dir: &Path) -> Result<State, KeyError> {
 
 fn read_key_file(path: &Path) -> Result<(SigningKey, SystemTime), KeyError> {
     let invalid = || KeyError::InvalidKey { path: path.display().to_string() };
-    let mut file = File::open(path).map_err(io_error(path))?;
-    // Checked on the open file, so it cannot be swapped in between.
-    let meta = file.metadata().map_err(io_error(path))?;
-    if !meta.is_file() {
-        return Err(KeyError::NotAFile { path: path.display().to_string() });
-    }
-    check_private(path, &meta)?;
-    if meta.len() > MAX_KEY_FILE_BYTES {
-        return Err(invalid());
-    }
-    let mut pem = Zeroizing::new(String::with_capacity(meta.len() as usize + 64));
-    file.read_to_string(&mut pem).map_err(|_| invalid())?;
+    let (pem, meta) = read_private_file(path)?;
     let secret = SecretKey::from_pkcs8_pem(&pem).map_err(|_| invalid())?;
     let key = SigningKey::from_secret(&secret).ok_or_else(invalid)?;
     Ok((key, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
@@ -484,20 +473,23 @@ fn write_then(
     result.map_err(io_error(&target))
 }
 
-/// Reads a small private file, refusing one others may read.
-pub(crate) fn read_private_file(path: &Path) -> Result<String, KeyError> {
+/// Reads a small private file (a key), refusing one others may read or
+/// that is not a regular file; its text is wiped when dropped.
+pub(crate) fn read_private_file(path: &Path) -> Result<(Zeroizing<String>, std::fs::Metadata), KeyError> {
+    let invalid = || KeyError::InvalidKey { path: path.display().to_string() };
     let mut file = File::open(path).map_err(io_error(path))?;
+    // Checked on the open file, so it cannot be swapped in between.
     let meta = file.metadata().map_err(io_error(path))?;
     if !meta.is_file() {
         return Err(KeyError::NotAFile { path: path.display().to_string() });
     }
     check_private(path, &meta)?;
     if meta.len() > MAX_KEY_FILE_BYTES {
-        return Err(KeyError::InvalidKey { path: path.display().to_string() });
+        return Err(invalid());
     }
-    let mut text = String::new();
-    file.read_to_string(&mut text).map_err(|_| KeyError::InvalidKey { path: path.display().to_string() })?;
-    Ok(text)
+    let mut text = Zeroizing::new(String::with_capacity(meta.len() as usize + 64));
+    file.read_to_string(&mut text).map_err(|_| invalid())?;
+    Ok((text, meta))
 }
 
 /// The approval-token signing keys.
@@ -562,7 +554,7 @@ mod tests {
         assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"first");
         assert_eq!(mode(&dir.join("f")), 0o600);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left behind");
-        assert_eq!(read_private_file(&dir.join("f")).unwrap(), "first");
+        assert_eq!(read_private_file(&dir.join("f")).unwrap().0.as_str(), "first");
         chmod(&dir.join("f"), 0o644);
         assert!(matches!(read_private_file(&dir.join("f")), Err(KeyError::InsecurePermissions { .. })));
     }

@@ -173,10 +173,15 @@ pub async fn last_receipt(conn: &mut Conn, proposal_id: &str) -> Result<Option<S
     if conn.is_postgres() {
         query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
     }
-    let rows: Vec<String> = super::scalar("SELECT data FROM audit_log WHERE proposal_id = ? ORDER BY seq DESC")
-        .bind(proposal_id)
-        .fetch_all(&mut *conn)
-        .await?;
+    // Only the entries that may hold one are read (a receipt is a member of
+    // `data`, and a `"` inside a JSON string is escaped, so the pattern is
+    // found only where there is such a member).
+    let rows: Vec<String> = super::scalar(
+        "SELECT data FROM audit_log WHERE proposal_id = ? AND data LIKE '%\"receipt\":\"%' ORDER BY seq DESC",
+    )
+    .bind(proposal_id)
+    .fetch_all(&mut *conn)
+    .await?;
     Ok(rows.iter().find_map(|data| {
         let value: Value = serde_json::from_str(data).ok()?;
         value.get("receipt")?.as_str().map(str::to_owned)

@@ -38,6 +38,9 @@ pub enum Appended {
     Nothing,
     /// Leaves were appended up to `size`, and a checkpoint of it signed.
     Grew { size: u64 },
+    /// Another instance appended between this one's read and its write:
+    /// nothing was written (the next pass goes on from there).
+    Raced,
     /// Entry `seq` does not hash to its recorded hash or does not follow its
     /// predecessor: it and everything after it stay out of the log (what
     /// was appended before it is signed).
@@ -85,24 +88,28 @@ async fn nodes<'e>(exec: impl Into<super::Exec<'e>>, ids: &BTreeSet<NodeId>) -> 
 }
 
 /// Appends up to `batch` audit entries that are not leaves yet and signs
-/// the new size (`sign(size, root)` gives the checkpoint's signed note), in
-/// one transaction (on PostgreSQL one instance at a time).
+/// the new size (`sign(size, root)` gives the checkpoint's signed note).
+///
+/// The entries are read and hashed first, outside any transaction (on
+/// SQLite the write transaction holds the one writer connection every
+/// request waits for); then one short transaction (on PostgreSQL one
+/// instance at a time) checks that the log has not grown meanwhile and
+/// writes the nodes and the checkpoint.
 pub async fn append(
-    pool: &Pool,
+    db: &super::Db,
     sign: &(dyn Fn(u64, Hash) -> String + Sync),
     batch: u64,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Appended> {
-    let mut tx = pool.begin().await?;
-    if tx.is_postgres() {
-        query("SELECT pg_advisory_xact_lock(?)").bind(TLOG_LOCK).execute(&mut tx).await?;
-    }
-    let size = size_in(&mut tx).await?;
-    let entries = audit::leaves_from(&mut tx, size as i64 + 1, batch as i64).await?;
+    let size = size(&db.read).await?;
+    let (entries, mut prev) = {
+        let mut conn = db.read.acquire().await?;
+        let entries = audit::leaves_from(&mut conn, size as i64 + 1, batch as i64).await?;
+        (entries, audit::hash_of(&mut conn, size as i64).await?.unwrap_or_default())
+    };
     if entries.is_empty() {
         return Ok(Appended::Nothing);
     }
-    let mut prev = audit::hash_of(&mut tx, size as i64).await?.unwrap_or_default();
     let mut leaves = Vec::with_capacity(entries.len());
     let mut refused = None;
     for (i, entry) in entries.iter().enumerate() {
@@ -124,6 +131,15 @@ pub async fn append(
     }
     let new_size = size + leaves.len() as u64;
     if !leaves.is_empty() {
+        let mut tx = db.begin().await?;
+        if tx.is_postgres() {
+            query("SELECT pg_advisory_xact_lock(?)").bind(TLOG_LOCK).execute(&mut tx).await?;
+        }
+        if size_in(&mut tx).await? != size {
+            // Another instance appended since the read: its leaves stand;
+            // the next pass starts from them.
+            return Ok(Appended::Raced);
+        }
         let left: BTreeSet<NodeId> = merkle::left_siblings(size, leaves.len() as u64).into_iter().collect();
         let stored = nodes(&mut tx, &left).await?;
         let grown = merkle::grow(size, &leaves, |id| stored[&id]);
@@ -266,13 +282,13 @@ mod tests {
             crate::store::test_pg::each_backend("audit_entries_become_leaves_under_checkpoints_of_each_size").await
         {
             let now = crate::clock::system_now();
-            assert_eq!(append(&db.write, &sign, 10, now).await.unwrap(), Appended::Nothing, "{}", db.backend);
+            assert_eq!(append(&db, &sign, 10, now).await.unwrap(), Appended::Nothing, "{}", db.backend);
             assert_eq!(latest(&db.read).await.unwrap(), None);
             let mut sizes = Vec::new();
             for (from, to) in [(0, 1), (1, 6), (6, 7), (7, 30)] {
                 write(&db, from, to).await;
                 // Batches of 10: a backlog is appended in several.
-                while let Appended::Grew { size } = append(&db.write, &sign, 10, now).await.unwrap() {
+                while let Appended::Grew { size } = append(&db, &sign, 10, now).await.unwrap() {
                     sizes.push(size);
                 }
             }
@@ -311,26 +327,23 @@ mod tests {
         for db in crate::store::test_pg::each_backend("an_edited_or_missing_entry_is_never_logged").await {
             let now = crate::clock::system_now();
             write(&db, 0, 5).await;
-            assert_eq!(append(&db.write, &sign, 100, now).await.unwrap(), Appended::Grew { size: 5 });
+            assert_eq!(append(&db, &sign, 100, now).await.unwrap(), Appended::Grew { size: 5 });
             write(&db, 5, 10).await;
             // Entry 8 is edited before the sequencer sees it: 6 and 7 are
             // logged, 8 on are not (and never will be while it is wrong).
             query("UPDATE audit_log SET data = '{\"n\":80}' WHERE seq = 8").execute(&db.write).await.unwrap();
-            let refused = append(&db.write, &sign, 100, now).await.unwrap();
+            let refused = append(&db, &sign, 100, now).await.unwrap();
             assert!(
                 matches!(&refused, Appended::Refused { seq: 8, size: 7, problem } if problem.contains("hash")),
                 "{}: {refused:?}",
                 db.backend
             );
-            assert!(matches!(
-                append(&db.write, &sign, 100, now).await.unwrap(),
-                Appended::Refused { seq: 8, size: 7, .. }
-            ));
+            assert!(matches!(append(&db, &sign, 100, now).await.unwrap(), Appended::Refused { seq: 8, size: 7, .. }));
             assert_eq!(super::size(&db.read).await.unwrap(), 7);
             // A deleted entry: the one after it does not follow.
             query("UPDATE audit_log SET data = '{\"n\":7}' WHERE seq = 8").execute(&db.write).await.unwrap();
             query("DELETE FROM audit_log WHERE seq = 9").execute(&db.write).await.unwrap();
-            let refused = append(&db.write, &sign, 100, now).await.unwrap();
+            let refused = append(&db, &sign, 100, now).await.unwrap();
             assert!(matches!(refused, Appended::Refused { seq: 9, size: 8, .. }), "{}: {refused:?}", db.backend);
             db.finish().await;
         }
@@ -351,7 +364,7 @@ mod tests {
             tasks.push(tokio::spawn(async move { write(&writer, i * 100, i * 100 + 60).await }));
             tasks.push(tokio::spawn(async move {
                 for _ in 0..40 {
-                    append(&db.write, &sign, 7, crate::clock::system_now()).await.unwrap();
+                    append(&db, &sign, 7, crate::clock::system_now()).await.unwrap();
                     tokio::task::yield_now().await;
                 }
             }));
@@ -359,7 +372,7 @@ mod tests {
         for t in tasks {
             t.await.unwrap();
         }
-        while append(&a.write, &sign, 1000, crate::clock::system_now()).await.unwrap() != Appended::Nothing {}
+        while append(&a, &sign, 1000, crate::clock::system_now()).await.unwrap() != Appended::Nothing {}
         let leaves = reference_leaves(&a).await;
         assert_eq!(leaves.len(), 120);
         let last = root(&a.read, 120).await.unwrap().unwrap();

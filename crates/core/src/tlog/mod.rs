@@ -42,9 +42,9 @@ pub async fn catch_up(state: &(impl Store + Clock + Log)) -> crate::store::Resul
         let sign = |size: u64, root: merkle::Hash| {
             signer.sign(&note::Checkpoint { origin: signer.name().to_owned(), size, root })
         };
-        match crate::store::tlog::append(&state.db().write, &sign, BATCH, state.now()).await? {
+        match crate::store::tlog::append(state.db(), &sign, BATCH, state.now()).await? {
             Appended::Grew { .. } => continue,
-            Appended::Nothing => return crate::store::tlog::size(&state.db().read).await,
+            Appended::Nothing | Appended::Raced => return crate::store::tlog::size(&state.db().read).await,
             Appended::Refused { seq, size, problem } => {
                 // Never logged: the chain is broken there (`audit verify`
                 // names it too). Loud, once per pass, until an operator acts.

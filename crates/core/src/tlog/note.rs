@@ -194,7 +194,7 @@ impl NoteSigner {
                 format!("{}\n", hex::encode(seed)).as_bytes(),
             )?;
         }
-        let text = crate::approval::keys::read_private_file(&path)?;
+        let (text, _) = crate::approval::keys::read_private_file(&path)?;
         let seed: [u8; 32] = hex::decode(text.trim())
             .ok()
             .and_then(|s| s.try_into().ok())
