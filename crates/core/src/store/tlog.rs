@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::audit;
-use super::{query, Builder, Conn, Int, Pool, Result, Row, StoreError};
+use super::{query, Builder, Int, Pool, Result, Row, StoreError};
 use crate::domain::merkle::{self, Hash, NodeId};
 
 /// The PostgreSQL advisory lock that makes one instance at a time append.
@@ -60,8 +60,9 @@ pub async fn checkpoint(pool: &Pool, size: u64) -> Result<Option<StoredCheckpoin
     row.as_ref().map(Row::decode).transpose()
 }
 
-async fn size_in(conn: &mut Conn) -> Result<u64> {
-    let size: Option<i64> = super::scalar("SELECT MAX(size) FROM tlog_checkpoints").fetch_one(&mut *conn).await?;
+/// The log's size now (its newest checkpoint's; 0 before the first).
+pub async fn size<'e>(exec: impl Into<super::Exec<'e>>) -> Result<u64> {
+    let size: Option<i64> = super::scalar("SELECT MAX(size) FROM tlog_checkpoints").fetch_one(exec).await?;
     Ok(size.unwrap_or(0) as u64)
 }
 
@@ -135,7 +136,7 @@ pub async fn append(
         if tx.is_postgres() {
             query("SELECT pg_advisory_xact_lock(?)").bind(TLOG_LOCK).execute(&mut tx).await?;
         }
-        if size_in(&mut tx).await? != size {
+        if self::size(&mut tx).await? != size {
             // Another instance appended since the read: its leaves stand;
             // the next pass starts from them.
             return Ok(Appended::Raced);
@@ -178,11 +179,6 @@ pub async fn append(
 pub async fn behind(pool: &Pool) -> Result<bool> {
     let newest: Option<i64> = super::scalar("SELECT MAX(seq) FROM audit_log").fetch_one(pool).await?;
     Ok(newest.unwrap_or(0) as u64 > size(pool).await?)
-}
-
-/// The log's size now (its newest checkpoint's).
-pub async fn size(pool: &Pool) -> Result<u64> {
-    Ok(latest(pool).await?.map_or(0, |c| c.size as u64))
 }
 
 /// Reads what `compute` needs from the stored nodes and runs it, for a
