@@ -82,16 +82,22 @@ step "cargo test (unit, property and integration tests)"
 # rail's settlement), partly compute: sixteen at a time keep two cores busy
 # (docs/BENCHMARKS.md, "Test suite"). Override with RUST_TEST_THREADS.
 # The API tests also write what an outside verifier sees (the transparency
-# log, docs/EVIDENCE.md) for the independent Python check below.
+# log and proof bundles, docs/EVIDENCE.md) for the independent Python check
+# below.
 evidence_dir=$(mktemp -d)
-rm -f "$evidence_dir/log.json"
 COUNTERSIGN_EVIDENCE_FIXTURES="$evidence_dir" RUST_TEST_THREADS="${RUST_TEST_THREADS:-16}" cargo test --all-targets
 
-step "the transparency log checked by an independent verifier (examples/verify_evidence.py, cryptography)"
+step "the transparency log and proof bundles checked by an independent verifier (examples/verify_evidence.py, cryptography)"
 # Written from docs/EVIDENCE.md alone: it must accept the log a real server
-# served (signatures, roots, inclusion and consistency proofs, the chain) and
-# refuse each tampered copy it makes of it.
-"$HOME/.cache/countersign/venv/bin/python" examples/verify_evidence.py log "$evidence_dir/log.json" --tampered
+# served (signatures, roots, inclusion and consistency proofs, the chain)
+# and each payment's proof bundle (a passkey approval paid on the rail,
+# with and without its accounts disclosed; a rejection; a policy's
+# approval), and refuse each tampered copy it makes of them.
+python="$HOME/.cache/countersign/venv/bin/python"
+"$python" examples/verify_evidence.py log "$evidence_dir/log.json" --tampered
+for bundle in bundle bundle-disclosed bundle-rejected bundle-auto; do
+  "$python" examples/verify_evidence.py bundle "$evidence_dir/$bundle.json" --tampered
+done
 rm -rf "$evidence_dir"
 
 step "the whole API suite again, on PostgreSQL (API_TESTS_DATABASE=postgres)"

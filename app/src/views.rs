@@ -25,6 +25,9 @@ impl Viewer {
     pub fn is_admin(&self) -> bool {
         self.roles.contains(&Role::Admin)
     }
+    pub fn exports_evidence(&self) -> bool {
+        Role::exports_evidence(&self.roles)
+    }
 }
 
 /// The sign-in page's other ways in: the single sign-on providers

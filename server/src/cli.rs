@@ -95,6 +95,11 @@ pub enum Command {
         #[command(subcommand)]
         command: LogCommand,
     },
+    /// Proof bundles (docs/EVIDENCE.md).
+    Evidence {
+        #[command(subcommand)]
+        command: EvidenceCommand,
+    },
     /// Serve the Model Context Protocol on stdin/stdout for one agent: its
     /// tools call this deployment's agent API with the agent's key. (`serve`
     /// offers the same tools over streamable HTTP at `/mcp`.)
@@ -295,6 +300,51 @@ pub enum LogCommand {
         #[arg(long)]
         key: Option<String>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EvidenceCommand {
+    /// Check a proof bundle offline (`GET /api/v1/proposals/{id}/evidence`
+    /// or the console's "Download evidence"): every signature, link and
+    /// inclusion proof, with nothing but the file. Prints one line per
+    /// check; exits 1 naming the first that fails.
+    Verify {
+        /// The bundle (JSON).
+        file: PathBuf,
+        /// A signed checkpoint you trust (e.g. the file `log monitor`
+        /// keeps): the bundle must be proven against exactly it.
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// Pin the log's note key (`GET /api/v1/log`'s `verifier_key`).
+        #[arg(long)]
+        key: Option<String>,
+    },
+}
+
+/// `countersign evidence verify`: reads no database and no key file.
+fn verify_evidence(
+    file: &std::path::Path,
+    checkpoint: Option<&std::path::Path>,
+    key: Option<String>,
+) -> anyhow::Result<i32> {
+    let read =
+        |path: &std::path::Path| std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()));
+    let bundle: crate::evidence::Bundle =
+        serde_json::from_str(&read(file)?).with_context(|| format!("{} is not a proof bundle", file.display()))?;
+    let pinned = crate::evidence::verify::Pinned { key, checkpoint: checkpoint.map(read).transpose()? };
+    match crate::evidence::verify::verify(&bundle, &pinned) {
+        Ok(passed) => {
+            for line in passed {
+                println!("{line}");
+            }
+            println!("evidence verified: proposal {} of tenant {}", bundle.proposal_id, bundle.tenant_id);
+            Ok(0)
+        }
+        Err(failure) => {
+            eprintln!("FAIL: {failure}");
+            Ok(1)
+        }
+    }
 }
 
 fn to_map(pairs: &[(String, u64)]) -> BTreeMap<String, u64> {
@@ -507,6 +557,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                     return Ok(1);
                 }
             }
+        }
+        Command::Evidence { command: EvidenceCommand::Verify { file, checkpoint, key } } => {
+            return verify_evidence(&file, checkpoint.as_deref(), key);
         }
         Command::Log { command: LogCommand::Monitor { url, checkpoint, key } } => {
             let url = url.unwrap_or_else(|| settings.public_url.clone());

@@ -87,6 +87,7 @@ fn Admin(admin: AdminData) -> impl IntoView {
                 <label><input type="checkbox" name="role_viewer" value="on"/>" viewer"</label>
                 <label><input type="checkbox" name="role_approver" value="on"/>" approver"</label>
                 <label><input type="checkbox" name="role_admin" value="on"/>" admin"</label>
+                <label><input type="checkbox" name="role_auditor" value="on"/>" auditor"</label>
                 {limit_inputs}
                 <input name="slack_user_id" placeholder="Slack user id" aria-label="Slack user id"/>
                 <button type="submit">"Save user"</button>

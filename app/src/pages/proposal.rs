@@ -109,6 +109,16 @@ pub fn ProposalPage() -> impl IntoView {
 fn Detail(detail: ProposalDetail) -> impl IntoView {
     let viewer = use_context::<Viewer>();
     let csrf = viewer.as_ref().map(|v| v.csrf_token.clone()).unwrap_or_default();
+    // The proof bundle (docs/EVIDENCE.md): admins and auditors.
+    let evidence = viewer.as_ref().is_some_and(Viewer::exports_evidence).then(|| {
+        let href = format!("/api/v1/console/proposals/{}/evidence", detail.id);
+        view! {
+            <p class="evidence-link">
+                <a id="download-evidence" href=href download=format!("evidence-{}.json", detail.id)>"Download evidence"</a>
+                " "<span class="muted small">"Signed receipts and log proofs anyone can check offline."</span>
+            </p>
+        }
+    });
     let reasons =
         detail.reasons.iter().map(|r| view! { <li data-rule=r.rule.clone()>{r.message.clone()}</li> }).collect_view();
     let now = detail.now.clone();
@@ -259,6 +269,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         <div class="card">
             <h2>"Timeline"</h2>
             <ol class="timeline">{timeline}</ol>
+            {evidence}
         </div>
     }
 }

@@ -350,6 +350,9 @@ async fn record(
         let latest = store::proposals::get_in(&mut tx, &row.tenant_id, &row.id).await?.ok_or(CommitError::NotFound)?;
         return Err(CommitError::InvalidState(latest.status));
     }
+    // The authorization names the accounts by salted commitment only
+    // (docs/EVIDENCE.md "Commitments").
+    let committed = crate::evidence::Committed::of(&mut tx, &row.id, &row.request).await?.commitments();
     crate::approval::receipts::append(
         state,
         &mut tx,
@@ -364,6 +367,8 @@ async fn record(
                 "operation_id": op_id, "idempotency_key": key, "jti": claims.jti,
                 "amount_minor": row.amount_minor, "currency": row.currency,
                 "budget_day": is_transfer.then_some(&day), "reverses": reverses,
+                "source_account_commitment": committed.source_account,
+                "destination_commitment": committed.destination,
             }),
         },
         now,

@@ -23,6 +23,7 @@ pub mod demo;
 pub mod deps;
 pub mod digest;
 pub mod eligibility;
+pub mod evidence;
 pub mod expiry;
 pub mod hooks;
 pub mod idempotency;

@@ -32,6 +32,9 @@ pub enum Role {
     Approver,
     /// Proposes and confirms registry changes; resolves operations.
     Admin,
+    /// Reads the queue and proposals and exports their proof bundles
+    /// (docs/EVIDENCE.md); decides nothing.
+    Auditor,
 }
 
 impl Role {
@@ -44,6 +47,12 @@ impl Role {
 
     pub fn parse(s: &str) -> Option<Role> {
         s.parse().ok()
+    }
+
+    /// Whether someone with `roles` may export a proposal's proof bundle
+    /// from the console: admins and auditors.
+    pub fn exports_evidence(roles: &[Role]) -> bool {
+        roles.iter().any(|r| matches!(r, Role::Admin | Role::Auditor))
     }
 }
 
@@ -100,7 +109,7 @@ mod tests {
     /// The stored and wire names, every one, in `ALL`'s order (each variant once).
     #[test]
     fn every_role_has_its_name_and_all_lists_each_once() {
-        assert_eq!(Role::ALL.map(|r| r.as_str()), ["viewer", "approver", "admin"]);
+        assert_eq!(Role::ALL.map(|r| r.as_str()), ["viewer", "approver", "admin", "auditor"]);
     }
 
     #[cfg(feature = "miniserde")]

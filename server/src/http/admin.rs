@@ -99,6 +99,7 @@ pub struct UserFields {
     role_viewer: Option<String>,
     role_approver: Option<String>,
     role_admin: Option<String>,
+    role_auditor: Option<String>,
     slack_user_id: Option<String>,
     /// `limit_<CUR>`: an approval limit in major units per accepted currency
     /// (blank: none in that currency); other names are ignored.
@@ -108,11 +109,16 @@ pub struct UserFields {
 
 impl UserFields {
     fn roles(&self) -> Vec<Role> {
-        [(Role::Viewer, &self.role_viewer), (Role::Approver, &self.role_approver), (Role::Admin, &self.role_admin)]
-            .into_iter()
-            .filter(|(_, ticked)| ticked.is_some())
-            .map(|(role, _)| role)
-            .collect()
+        [
+            (Role::Viewer, &self.role_viewer),
+            (Role::Approver, &self.role_approver),
+            (Role::Admin, &self.role_admin),
+            (Role::Auditor, &self.role_auditor),
+        ]
+        .into_iter()
+        .filter(|(_, ticked)| ticked.is_some())
+        .map(|(role, _)| role)
+        .collect()
     }
 
     /// The limits, typed in major units, per accepted currency.

@@ -9,6 +9,7 @@ pub mod console;
 pub mod csrf;
 pub mod error;
 pub mod events;
+pub mod evidence;
 pub mod extract;
 pub mod log;
 pub mod mcp;
@@ -199,6 +200,7 @@ where
         .routes(routes!(bulk::step_up_json))
         .routes(routes!(console::resolve_json))
         .routes(routes!(console::rail_records_json))
+        .routes(routes!(evidence::console))
         .routes(routes!(passkeys::start))
         .routes(routes!(passkeys::register, passkeys::list))
         .routes(routes!(passkeys::remove))
@@ -231,6 +233,7 @@ pub(crate) fn agent_api() -> OpenApiRouter<Shared> {
         .routes(routes!(agent::get))
         .routes(routes!(agent::cancel))
         .routes(routes!(agent::commit))
+        .routes(routes!(evidence::agent))
         .routes(routes!(events::agent))
         .routes(routes!(events::proposal))
 }

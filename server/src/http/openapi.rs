@@ -38,6 +38,7 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/proposals/{id}"),
     ("POST", "/api/v1/proposals/{id}/cancel"),
     ("POST", "/api/v1/proposals/{id}/commit"),
+    ("GET", "/api/v1/proposals/{id}/evidence"),
     ("GET", "/api/v1/events"),
     ("GET", "/api/v1/proposals/{id}/events"),
     ("GET", "/openapi.json"),
@@ -54,6 +55,7 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/bulk/step-up"),
     ("POST", "/api/v1/operations/{id}/resolution"),
     ("GET", "/api/v1/operations/{id}/rail-records"),
+    ("GET", "/api/v1/console/proposals/{id}/evidence"),
     ("POST", "/api/v1/me/passkeys/challenges"),
     ("POST", "/api/v1/me/passkeys"),
     ("GET", "/api/v1/me/passkeys"),
@@ -548,7 +550,7 @@ mod tests {
         assert_eq!(property(&d, "Payee", "id")["pattern"], crate::domain::fields::PAYEE_ID_PATTERN);
         assert_eq!(property(&d, "Proposal", "request_hash")["pattern"], "^sha256:[0-9a-f]{64}$");
         let roles = &deref(&d, &property(&d, "SessionUser", "roles")["items"])["enum"];
-        assert_eq!(roles, &json!(["viewer", "approver", "admin"]));
+        assert_eq!(roles, &json!(["viewer", "approver", "admin", "auditor"]));
     }
 
     #[test]

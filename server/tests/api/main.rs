@@ -29,6 +29,7 @@ mod console_session;
 mod controls;
 mod decision_support;
 mod events;
+mod evidence;
 mod expiry;
 mod idempotency;
 mod in_process;

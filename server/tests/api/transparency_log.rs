@@ -64,14 +64,14 @@ fn mth(leaves: &[Hash]) -> Hash {
     }
 }
 
-async fn log_info(server: &TestServer) -> Value {
+pub async fn log_info(server: &TestServer) -> Value {
     let r = send(server.client.get(server.url("/api/v1/log"))).await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body
 }
 
 /// Waits until every audit entry is a leaf; returns the log's size.
-async fn caught_up(server: &TestServer) -> u64 {
+pub async fn caught_up(server: &TestServer) -> u64 {
     for _ in 0..100 {
         let entries = server.scalar("SELECT COUNT(*) FROM audit_log").await as u64;
         let size = log_info(server).await["size"].as_u64().unwrap();

@@ -422,6 +422,15 @@ struct Unasserted {
     approver_id: String,
 }
 
+/// The assertions kept for one proposal's approvals, oldest first.
+pub async fn assertions_of(pool: &Pool, proposal_id: &str) -> Result<Vec<AssertionRow>> {
+    let rows = query("SELECT * FROM approval_assertions WHERE proposal_id = ? ORDER BY created_at, round, approver_id")
+        .bind(proposal_id)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(Row::decode).collect()
+}
+
 /// Every stored assertion, oldest first (for `countersign audit verify-approvals`).
 pub async fn all_assertions(pool: &Pool) -> Result<Vec<AssertionRow>> {
     let rows = query("SELECT * FROM approval_assertions ORDER BY created_at, proposal_id, round, approver_id")

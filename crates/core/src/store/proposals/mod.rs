@@ -585,6 +585,15 @@ pub async fn token(pool: &Pool, jti: &str) -> Result<Option<TokenRow>> {
     row.as_ref().map(Row::decode).transpose()
 }
 
+/// The newest token minted for `proposal_id`, if any.
+pub async fn newest_token(pool: &Pool, proposal_id: &str) -> Result<Option<TokenRow>> {
+    let row = query("SELECT * FROM approval_tokens WHERE proposal_id = ? ORDER BY round DESC, issued_at DESC LIMIT 1")
+        .bind(proposal_id)
+        .fetch_optional(pool)
+        .await?;
+    row.as_ref().map(Row::decode).transpose()
+}
+
 /// Approved proposals whose current token expired unredeemed before `cutoff`:
 /// (id, tenant, request hash).
 pub async fn approvals_expired_before(conn: &mut Conn, cutoff: DateTime<Utc>) -> Result<Vec<(String, String, String)>> {
