@@ -139,7 +139,7 @@ async fn resolve(console: &Console, op: &str, body: Value) -> Reply {
 }
 
 /// A proposal whose operation reconciliation handed to a human.
-async fn needing_review(server: &TestServer, rail: &RailSim) -> (String, String) {
+pub async fn needing_review(server: &TestServer, rail: &RailSim) -> (String, String) {
     rail.fault("error_500", 1).await;
     let (id, token) = auto_approved(server, 5_000).await;
     let r = server.commit(&id, &token).await;

@@ -186,3 +186,22 @@ async fn an_approval_with_a_passkey_names_the_assertion_in_its_receipt() {
         "the assertion sent is the one kept"
     );
 }
+
+#[tokio::test]
+async fn a_call_the_rail_never_recorded_is_receipted_as_withheld() {
+    let (server, rail) = with_rail("[rail]\nresubmit_window_secs = 0\n").await;
+    let (id, _) = crate::commit_recovery::needing_review(&server, &rail).await;
+    assert!(rail.transfers().await.is_empty(), "nothing reached the rail");
+    let claims = verified(&server, &id).await;
+    let last = claims.last().unwrap();
+    assert_eq!(last["kind"], "reconciliation", "{claims:#?}");
+    assert_eq!(last["data"]["rail_record"], "withheld", "{last:#}");
+    assert_eq!(last["data"]["operation_to"], "needs_review");
+    // A reconciliation that found the rail's record says which, not withheld.
+    let (paid, token) = auto_approved(&server, 6_000).await;
+    assert_eq!(server.commit(&paid, &token).await.status, 200);
+    server.wait_status(&paid, "succeeded", 20).await;
+    let claims = verified(&server, &paid).await;
+    assert!(claims.iter().all(|c| c["data"].get("rail_record").is_none()), "{claims:#?}");
+    assert!(claims.last().unwrap()["data"]["rail_reference"].as_str().is_some_and(|r| r.starts_with("tr_")));
+}

@@ -426,17 +426,16 @@ async fn review(
         _ => "The rail's record is missing: a human must decide.",
     };
     let update = Update { error: Some((why, message)), ..Default::default() };
-    let moved = settle(
-        state,
-        op,
-        OpStatus::NeedsReview,
-        &update,
-        ProposalStatus::NeedsReview,
-        "system:reconcile",
-        json!({"why": why}),
-        now,
-    )
-    .await?;
+    let mut read = json!({"why": why});
+    if why == "no_rail_record" {
+        // The rail, idempotent by key, holds nothing under this one after
+        // the window: the call never reached it and no money moved. The
+        // receipt says so (docs/EVIDENCE.md, "withheld").
+        read["rail_record"] = json!("withheld");
+    }
+    let moved =
+        settle(state, op, OpStatus::NeedsReview, &update, ProposalStatus::NeedsReview, "system:reconcile", read, now)
+            .await?;
     Ok(if moved { Reconciled::Moved(OpStatus::NeedsReview) } else { Reconciled::Raced })
 }
 
