@@ -157,7 +157,7 @@ error_responses!(SignInErrors: InvalidJson, Unauthenticated, Forbidden, PayloadT
 /// Sign in to the console
 ///
 /// `{"username", "password"}` → the user and the CSRF token. Starts a
-/// session (a fresh session id; HttpOnly, SameSite=Strict, Secure over
+/// session (a fresh session id; HttpOnly, SameSite=Lax, Secure over
 /// HTTPS) and returns the CSRF token to send back as `X-CSRF-Token`. A wrong
 /// username and a wrong password give the same 401. Repeated failures are
 /// throttled (429). The right password of a user whose tenant signs in
@@ -171,7 +171,7 @@ error_responses!(SignInErrors: InvalidJson, Unauthenticated, Forbidden, PayloadT
     request_body(content = SignInBody, content_type = "application/json"),
     responses(
         (status = 200, body = SessionBody, description = "Signed in.",
-            headers(("Set-Cookie" = String, description = "The session cookie (HttpOnly; SameSite=Strict; Secure over HTTPS)."))),
+            headers(("Set-Cookie" = String, description = "The session cookie (HttpOnly; SameSite=Lax; Secure over HTTPS)."))),
         SignInErrors,
     ),
 )]

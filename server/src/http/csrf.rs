@@ -3,8 +3,10 @@
 //! is not GET/HEAD/OPTIONS must come from our own origin (fetch metadata,
 //! `Origin`, or `Referer`; see `same_origin`) and carry the session's CSRF token,
 //! in `X-CSRF-Token` or the `csrf_token` form field. Sign-in has no session
-//! yet, so it gets the origin check only. SameSite=Strict cookies are a
-//! third, independent layer.
+//! yet, so it gets the origin check only. The session cookie is
+//! SameSite=Lax: a cross-site POST does not carry it, a third layer
+//! (cross-site top-level GETs do, so links from Slack or email arrive
+//! signed in; no GET changes anything).
 //!
 //! One exception to the origin check ([`scripted_json`]): a request with
 //! `Content-Type: application/json` and none of `Origin`, `Referer` or

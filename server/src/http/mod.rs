@@ -70,7 +70,11 @@ pub fn router(state: Shared) -> Router {
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
-        .with_same_site(SameSite::Strict)
+        // Lax: a link from Slack, email or a chat (a cross-site top-level
+        // GET) arrives signed in. Writes stay guarded by the CSRF token and
+        // the origin check (csrf.rs), and a cross-site POST carries no Lax
+        // cookie anyway (docs/DECISIONS.md, "The session cookie is Lax").
+        .with_same_site(SameSite::Lax)
         .with_secure(state.settings.secure_cookies())
         // Save on every request, so the idle timeout counts from the last
         // request rather than from sign-in (the store skips a save that

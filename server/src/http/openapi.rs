@@ -154,7 +154,7 @@ fn describe(doc: &mut OpenApi) {
         CONSOLE_SESSION,
         SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
             super::SESSION_COOKIE,
-            "The console session cookie set by `POST /api/v1/session` (HttpOnly, SameSite=Strict, Secure over \
+            "The console session cookie set by `POST /api/v1/session` (HttpOnly, SameSite=Lax, Secure over \
              HTTPS; idle and absolute timeouts). Every state-changing request must also send the `csrf_token` \
              returned at sign-in in the `X-CSRF-Token` header, or it is refused with 403 `forbidden`.",
         ))),
