@@ -382,8 +382,25 @@ pub struct AdminData {
     pub passkeys: Vec<PasskeyAdminRow>,
     /// The accepted currencies, for approval limits typed in major units.
     pub currencies: Vec<String>,
+    /// The kill switch: what is frozen now (the operator's global freeze
+    /// too), widest first.
+    pub freezes: Vec<FreezeRow>,
     /// The outcome of the last admin form, shown once.
     pub flash: Option<String>,
+}
+
+/// A freeze the kill switch holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct FreezeRow {
+    /// "every commit", "every commit of tenant acme", "agent bot's commits".
+    pub what: String,
+    /// The agent, for a freeze of one agent (its Lift form names it).
+    pub agent: Option<String>,
+    /// Whether an admin may lift it here (not the operator's global one).
+    pub liftable: bool,
+    pub frozen_by: String,
+    pub reason: String,
+    pub at: String,
 }
 
 /// One record the rail holds that might settle an operation.

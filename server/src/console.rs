@@ -470,6 +470,7 @@ impl ConsoleService {
         let agents = store::directory::agents_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let payees = store::directory::payees_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let webhooks = crate::webhooks::overview(&state.db, &viewer.tenant_id).await.map_err(unavailable)?;
+        let freezes = store::freezes::of_tenant(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let flash = match session {
             Some(s) => s.remove::<String>(ADMIN_FLASH).await.ok().flatten(),
             None => None,
@@ -559,6 +560,24 @@ impl ConsoleService {
             pending_changes,
             passkeys,
             currencies: state.currencies.allowed().map(|c| c.code().to_owned()).collect(),
+            freezes: freezes
+                .into_iter()
+                .map(|f| {
+                    let scope = f.scope();
+                    app::views::FreezeRow {
+                        what: scope.describe(),
+                        agent: (f.scope == "agent").then(|| f.agent_id.clone()),
+                        liftable: scope != store::freezes::Scope::All,
+                        frozen_by: f
+                            .frozen_by
+                            .strip_prefix("user:")
+                            .map(|id| names.get(id).cloned().unwrap_or_else(|| id.to_owned()))
+                            .unwrap_or(f.frozen_by),
+                        reason: f.reason,
+                        at: store::ts(f.at),
+                    }
+                })
+                .collect(),
             flash,
         })
     }

@@ -3,7 +3,7 @@ use leptos_meta::Title;
 
 use crate::api::{console_error, load_admin};
 use crate::components::{CsrfField, LoadError, When};
-use crate::views::{AdminData, DeliveryRow, PasskeyAdminRow, PendingChangeRow, Viewer, WebhookRow};
+use crate::views::{AdminData, DeliveryRow, FreezeRow, PasskeyAdminRow, PendingChangeRow, Viewer, WebhookRow};
 
 /// Admin: users, agents (and their webhooks' delivery logs) and payees of
 /// the admin's tenant; create each.
@@ -39,6 +39,7 @@ fn Admin(admin: AdminData) -> impl IntoView {
             }
         })
         .collect_view();
+    let agent_ids: Vec<String> = admin.agents.iter().map(|a| a.id.clone()).collect();
     let agents = admin
         .agents
         .into_iter()
@@ -70,6 +71,7 @@ fn Admin(admin: AdminData) -> impl IntoView {
         .collect_view();
     view! {
         {admin.flash.map(|f| view! { <p class="notice" role="status" id="admin-flash">{f}</p> })}
+        <KillSwitch freezes=admin.freezes agents=agent_ids csrf=csrf.clone()/>
         <PendingChanges changes=admin.pending_changes csrf=csrf.clone()/>
         <div class="card">
             <h2>"Users"</h2>
@@ -177,6 +179,55 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
         </section>
     }
     .into_any()
+}
+
+/// The kill switch: freeze the tenant's commits or one agent's at once;
+/// lifting a freeze waits for a second admin (docs/SECURITY.md).
+#[component]
+fn KillSwitch(freezes: Vec<FreezeRow>, agents: Vec<String>, csrf: String) -> impl IntoView {
+    let frozen = !freezes.is_empty();
+    let rows = freezes
+        .into_iter()
+        .map(|f| {
+            let lift = f.liftable.then(|| {
+                view! {
+                    <form method="post" action="/admin/freezes/lift" class="inline">
+                        <CsrfField token=csrf.clone()/>
+                        <input type="hidden" name="agent" value=f.agent.clone().unwrap_or_default()/>
+                        <button type="submit" aria-label=format!("Lift the freeze of {}", f.what)>"Lift…"</button>
+                    </form>
+                }
+            });
+            view! {
+                <li class="freeze">
+                    <strong>{format!("Frozen: {}", f.what)}</strong>
+                    " "<span class="muted small">{format!("by {} at {}: {}", f.frozen_by, f.at, f.reason)}</span>
+                    " "{lift}
+                </li>
+            }
+        })
+        .collect_view();
+    let options =
+        agents.into_iter().map(|id| view! { <option value=id.clone()>{format!("agent {id}")}</option> }).collect_view();
+    view! {
+        <div class="card" id="kill-switch" class:frozen=frozen>
+            <h2>"Kill switch"</h2>
+            <ul class="plain">{rows}</ul>
+            <p class="muted small">
+                "Freezing refuses commits before the rail is called, on every instance, at once. "
+                "Lifting a freeze waits for a second admin."
+            </p>
+            <form method="post" action="/admin/freezes" class="inline-form" aria-label="Freeze commits">
+                <CsrfField token=csrf/>
+                <select name="agent" aria-label="What to freeze">
+                    <option value="">"every commit of this tenant"</option>
+                    {options}
+                </select>
+                <input name="reason" placeholder="why" required maxlength="500" aria-label="Reason"/>
+                <button type="submit" class="danger" id="freeze">"Freeze commits"</button>
+            </form>
+        </div>
+    }
 }
 
 /// The tenant's passkeys: confirm a new one early (not your own, not one

@@ -307,6 +307,12 @@ async fn record(
     if store::operations::for_proposal(&mut *tx, &row.id).await?.is_some() {
         return Ok(false);
     }
+    // The kill switch, read in the transaction that would record the
+    // operation: a freeze any instance wrote stops this commit before the
+    // rail is called, and the token stays unused.
+    if let Some(freeze) = crate::freeze::blocking(&mut tx, &row.tenant_id, &row.agent_id).await? {
+        return Err(denied("kill_switch", crate::freeze::refusal(&freeze)));
+    }
     if !store::operations::use_token(&mut tx, &claims.jti, &row.id, now).await? {
         // On PostgreSQL commits run concurrently: this one may have waited
         // on the token's row for another commit of the same proposal,

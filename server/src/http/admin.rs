@@ -208,6 +208,37 @@ pub async fn admin_add_agent(
     }
 }
 
+/// `POST /admin/freezes` and `/admin/freezes/lift`: `agent` blank for the
+/// whole tenant.
+#[derive(Debug, Deserialize)]
+pub struct FreezeFields {
+    agent: Option<String>,
+    reason: Option<String>,
+}
+
+/// `POST /admin/freezes` (form): the kill switch, at once, audited.
+pub async fn admin_freeze(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Form(form): Form<FreezeFields>,
+) -> Response {
+    let request = Request::Freeze { agent: given(&form.agent), reason: trimmed(&form.reason) };
+    submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
+}
+
+/// `POST /admin/freezes/lift` (form): proposes lifting a freeze; a second
+/// admin confirms it like any change that grants.
+pub async fn admin_lift_freeze(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Form(form): Form<FreezeFields>,
+) -> Response {
+    let request = Request::Unfreeze { agent: given(&form.agent) };
+    submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
+}
+
 /// `POST /admin/payees`: `trusted` is a checkbox.
 #[derive(Debug, Deserialize)]
 pub struct PayeeFields {

@@ -124,6 +124,8 @@ pub fn router(state: Shared) -> Router {
         .route("/admin/users", post(admin::admin_add_user))
         .route("/admin/agents", post(admin::admin_add_agent))
         .route("/admin/payees", post(admin::admin_add_payee))
+        .route("/admin/freezes", post(admin::admin_freeze))
+        .route("/admin/freezes/lift", post(admin::admin_lift_freeze))
         .route("/admin/slack-links", post(admin::admin_link_slack))
         .route("/admin/changes/{id}/confirm", post(admin::admin_confirm_change))
         .route("/admin/changes/{id}/reject", post(admin::admin_reject_change))

@@ -1012,6 +1012,21 @@ impl TestServer {
             .await
             .expect("audit rows")
     }
+
+    /// The audit entries with `action`, oldest first: `{actor, data}` each.
+    pub async fn audit_actions_where(&self, action: &str) -> Vec<Value> {
+        let rows = query("SELECT actor, data FROM audit_log WHERE action = ? ORDER BY seq")
+            .bind(action)
+            .fetch_all(self.inspector().await)
+            .await
+            .expect("audit rows");
+        rows.iter()
+            .map(|r| {
+                let data: Value = serde_json::from_str(&r.get::<String>("data")).expect("audit data is JSON");
+                serde_json::json!({"actor": r.get::<String>("actor"), "data": data})
+            })
+            .collect()
+    }
 }
 
 /// A response, fully read: status, headers, raw text and parsed JSON

@@ -33,6 +33,7 @@ mod evidence;
 mod expiry;
 mod idempotency;
 mod in_process;
+mod kill_switch;
 mod listing;
 mod mcp;
 mod multi_instance;

@@ -41,6 +41,14 @@ pub(super) async fn apply_at_once(
         Stored::User { username, .. } => format!("User {username} saved."),
         Stored::Payee { legal_name, .. } => format!("Payee {legal_name} saved."),
         Stored::SlackLink { username, .. } => format!("User {username} unlinked from Slack."),
+        Stored::Freeze { agent, frozen: true, .. } => format!(
+            "Frozen: {}. Each is refused before the rail is called, on every instance, until another admin \
+             confirms lifting the freeze.",
+            freeze_scope(&admin.tenant_id, agent.as_deref()).describe()
+        ),
+        Stored::Freeze { agent, frozen: false, .. } => {
+            format!("{} was not frozen.", freeze_scope(&admin.tenant_id, agent.as_deref()).describe())
+        }
         other => format!("{} saved.", other.kind()),
     };
     let message = if withdrawn.is_empty() {
@@ -111,6 +119,10 @@ pub(super) async fn apply(
                 ),
                 value: code,
             }));
+        }
+        Stored::Freeze { agent, frozen, reason } => {
+            let scope = freeze_scope(tenant, agent.as_deref());
+            crate::freeze::set(conn, &scope, frozen, &actor, &reason, Some(&admin.user_id), now).await?;
         }
         Stored::PasskeyRemoval { passkey_id, .. } => {
             let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)

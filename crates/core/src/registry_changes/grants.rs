@@ -79,6 +79,22 @@ pub(super) async fn grants(
                  another admin confirms it"
             )])
         }
+        Stored::Freeze { agent, frozen, .. } => {
+            let scope = freeze_scope(tenant, agent.as_deref());
+            match store::freezes::get(conn, &scope).await? {
+                // Freezing only ever takes authority away; lifting a freeze
+                // that is not there changes nothing.
+                _ if *frozen => None,
+                None => None,
+                Some(f) => Some(vec![format!(
+                    "Lift the freeze of {} (frozen by {} at {}: {})",
+                    scope.describe(),
+                    f.frozen_by,
+                    store::ts(f.at),
+                    f.reason
+                )]),
+            }
+        }
         Stored::PasskeyRemoval { username, passkey_id } => {
             let Some(passkey) = store::passkeys::get_in(&mut *conn, tenant, passkey_id).await? else {
                 return Err(ChangeError::Invalid("that passkey is no longer registered".into()));

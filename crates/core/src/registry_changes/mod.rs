@@ -102,6 +102,16 @@ pub enum Request {
     PasskeyRemoval {
         passkey_id: String,
     },
+    /// The kill switch: stop every commit of the tenant (`agent` `None`) or
+    /// of one agent, before any rail call. Applies at once.
+    Freeze {
+        agent: Option<String>,
+        reason: String,
+    },
+    /// Lift a freeze: waits for a second admin.
+    Unfreeze {
+        agent: Option<String>,
+    },
 }
 
 /// Exactly what a change applies (stored as JSON; secrets as hashes).
@@ -142,6 +152,13 @@ enum Stored {
         username: String,
         passkey_id: String,
     },
+    /// The kill switch, on (`frozen`) or off, for the tenant (`agent`
+    /// `None`) or one agent.
+    Freeze {
+        agent: Option<String>,
+        frozen: bool,
+        reason: String,
+    },
 }
 
 impl Stored {
@@ -153,6 +170,7 @@ impl Stored {
             Stored::SlackLink { .. } => "slack_link",
             Stored::PasskeyEnrolment { .. } => "passkey_enrolment",
             Stored::PasskeyRemoval { .. } => "passkey_removal",
+            Stored::Freeze { .. } => "freeze",
         }
     }
 
@@ -165,6 +183,7 @@ impl Stored {
             | Stored::PasskeyEnrolment { username }
             | Stored::PasskeyRemoval { username, .. } => username,
             Stored::Agent { id, .. } | Stored::Payee { id, .. } => id,
+            Stored::Freeze { agent, .. } => agent.as_deref().unwrap_or(TENANT_SUBJECT),
         }
     }
 
@@ -174,6 +193,7 @@ impl Stored {
         match self {
             Stored::Agent { .. } => &["agent"],
             Stored::Payee { .. } => &["payee"],
+            Stored::Freeze { .. } => &["freeze"],
             _ => &["user", "slack_link", "passkey_enrolment", "passkey_removal"],
         }
     }
@@ -186,6 +206,17 @@ impl Stored {
             | Stored::PasskeyRemoval { username, .. } => Some(username),
             _ => None,
         }
+    }
+}
+
+/// A freeze's subject when it covers the whole tenant.
+const TENANT_SUBJECT: &str = "*";
+
+/// What a freeze of `tenant` (or of its `agent`) covers.
+fn freeze_scope(tenant: &str, agent: Option<&str>) -> store::freezes::Scope {
+    match agent {
+        None => store::freezes::Scope::Tenant(tenant.to_owned()),
+        Some(agent) => store::freezes::Scope::Agent { tenant: tenant.to_owned(), agent: agent.to_owned() },
     }
 }
 
@@ -351,6 +382,20 @@ pub async fn submit(
                 .ok_or_else(|| ChangeError::Invalid("there is no such passkey here".into()))?;
             (Stored::PasskeyRemoval { username: holder.username, passkey_id }, None)
         }
+        Request::Freeze { agent, reason } => {
+            if let Some(agent) = &agent {
+                let mut conn = state.db().reader().await?;
+                store::directory::agent(&mut conn, &tenant, agent)
+                    .await?
+                    .ok_or_else(|| ChangeError::Invalid(format!("there is no agent {agent} here")))?;
+            }
+            let reason = reason.trim().to_owned();
+            if reason.is_empty() || reason.chars().count() > 500 {
+                return Err(ChangeError::Invalid("reason: say why, in at most 500 characters".into()));
+            }
+            (Stored::Freeze { agent, frozen: true, reason }, None)
+        }
+        Request::Unfreeze { agent } => (Stored::Freeze { agent, frozen: false, reason: String::new() }, None),
     };
     let lines = {
         let mut conn = state.db().reader().await?;
@@ -373,6 +418,10 @@ pub async fn submit(
             format!("Another admin must confirm the removal of {username}'s passkey.")
         }
         Stored::User { username, .. } => format!("Another admin must confirm the change to user {username}."),
+        Stored::Freeze { agent, .. } => format!(
+            "Another admin must confirm lifting the freeze of {}.",
+            freeze_scope(&tenant, agent.as_deref()).describe()
+        ),
     };
     Ok(Submitted::Pending { id, message, agent_key })
 }
