@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
-    AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, DeliveryRow, HistoryLine, OperationItem,
-    OperationsPage, PasskeyAdminRow, PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord,
-    ReasonLine, ResolvePage, SignalLine, TimelineLine, UserRow, Viewer, WebhookRow,
+    AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, HistoryLine, OperationItem, OperationsPage,
+    PasskeyAdminRow, PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine,
+    ResolvePage, SignalLine, TimelineLine, UserRow, Viewer,
 };
 
 use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
@@ -547,7 +547,7 @@ impl ConsoleService {
                     purposes: a.purposes,
                 })
                 .collect(),
-            webhooks: webhooks.into_iter().map(webhook_row).collect(),
+            webhooks: webhooks.into_iter().map(crate::admin_view::webhook_row).collect(),
             payees: payees
                 .into_iter()
                 .map(|p| PayeeRow {
@@ -560,52 +560,9 @@ impl ConsoleService {
             pending_changes,
             passkeys,
             currencies: state.currencies.allowed().map(|c| c.code().to_owned()).collect(),
-            freezes: freezes
-                .into_iter()
-                .map(|f| {
-                    let scope = f.scope();
-                    app::views::FreezeRow {
-                        what: scope.describe(),
-                        agent: (f.scope == "agent").then(|| f.agent_id.clone()),
-                        liftable: scope != store::freezes::Scope::All,
-                        frozen_by: f
-                            .frozen_by
-                            .strip_prefix("user:")
-                            .map(|id| names.get(id).cloned().unwrap_or_else(|| id.to_owned()))
-                            .unwrap_or(f.frozen_by),
-                        reason: f.reason,
-                        at: store::ts(f.at),
-                    }
-                })
-                .collect(),
+            freezes: freezes.into_iter().map(|f| crate::admin_view::freeze_row(f, &names)).collect(),
             flash,
         })
-    }
-}
-
-/// A webhook and its log as the admin page shows them.
-fn webhook_row(w: crate::webhooks::Overview) -> WebhookRow {
-    WebhookRow {
-        agent_id: w.agent_id,
-        target: w.target,
-        failed_attempts: w.failed_attempts,
-        next_attempt_at: w.next_attempt_at.map(store::ts),
-        queued_redeliveries: w.queued_redeliveries,
-        deliveries: w
-            .log
-            .into_iter()
-            .map(|d| DeliveryRow {
-                at: store::ts(d.at),
-                id: d.id,
-                proposal_id: d.proposal_id,
-                event_id: d.event_id,
-                outcome: d.outcome,
-                http_status: d.http_status,
-                error: d.error,
-                attempt: d.attempt,
-                redelivery: d.redelivery_id.is_some(),
-            })
-            .collect(),
     }
 }
 

@@ -13,6 +13,7 @@ pub use countersign_core::{
     webhooks,
 };
 
+pub mod admin_view;
 pub mod cli;
 pub mod console;
 pub mod flow;
