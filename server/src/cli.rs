@@ -277,8 +277,17 @@ pub struct PayeeAdd {
 
 #[derive(Subcommand, Debug)]
 pub enum KeysCommand {
+    /// Mark a token signing key compromised: it stops verifying at once
+    /// (a running server follows within a second), leaves the JWKS, and
+    /// tokens it signed are refused at commit (`key_compromised`). If it is
+    /// the active key, a new one is made active first.
+    Compromised {
+        /// The key's kid (as in the JWKS and the tokens' header).
+        kid: String,
+    },
     /// Generate a new signing key and make it active. Tokens signed with older
-    /// keys stay verifiable (the keys stay published in the JWKS).
+    /// keys stay verifiable until they expire (the keys stay published in
+    /// the JWKS that long; receipt keys stay published).
     Rotate {
         /// Rotate the receipt key instead (docs/EVIDENCE.md): receipts
         /// signed with older keys stay verifiable the same way.
@@ -594,6 +603,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 ..Default::default()
             };
             crate::rail::sim::run(listen, &db, options).await?;
+        }
+        Command::Keys { command: KeysCommand::Compromised { kid } } => {
+            match crate::approval::keys::KeyStore::mark_compromised(&settings.data_dir, &kid)? {
+                Some(new) => println!("key {kid} marked compromised; it was active: new signing key {new} is active"),
+                None => println!("key {kid} marked compromised; tokens it signed are refused from now on"),
+            }
         }
         Command::Keys { command: KeysCommand::Rotate { receipts } } => {
             crate::store::ensure_private_dir(&settings.data_dir)?;

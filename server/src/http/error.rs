@@ -237,7 +237,7 @@ impl ErrorCode {
             }
             ApprovalTokenInvalid => {
                 "The approval token does not authorize this commit; `reason` names the check that failed: \
-                 signature, unknown `kid`, `alg` or `typ`, `iss`/`aud`, outside `nbf`/`exp`, a token for another \
+                 signature, unknown `kid` or one marked compromised, `alg` or `typ`, `iss`/`aud`, outside `nbf`/`exp`, a token for another \
                  proposal, tenant or agent, a request hash mismatch, or already used for another operation."
             }
             Forbidden => {

@@ -308,3 +308,35 @@ async fn rotating_keys_while_running_signs_new_tokens_with_the_new_key() {
     let pem = server.data_dir().join("keys").join(format!("{new_kid}.pem"));
     assert_eq!(std::fs::metadata(&pem).unwrap().permissions().mode() & 0o777, 0o600, "{}", pem.display());
 }
+
+#[tokio::test]
+async fn a_key_marked_compromised_stops_verifying_at_once_and_its_tokens_are_refused_at_commit() {
+    let (server, _rail) = crate::rail_harness::with_rail("").await;
+    let (server, ana, id) = approved_by_ana_on(server).await;
+    let (token, _) = token_of(&server, &id).await;
+    let kid = decode_jws(&token).header["kid"].as_str().unwrap().to_owned();
+    assert!(jwk(&server, &kid).await.is_some(), "published while trusted");
+
+    let (code, out, err) = server.cli(&["keys", "compromised", &kid]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("key {kid} marked compromised; it was active: new signing key")), "{out}");
+    // The running server follows another process's mark within a second.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let r = server.commit(&id, &token).await;
+    r.assert_error(401, "approval_token_invalid");
+    assert_eq!(r.body["error"]["reason"], "key_compromised", "{}", r.text);
+    assert!(jwk(&server, &kid).await.is_none(), "a compromised key leaves the JWKS at once");
+
+    // New approvals are signed with the new key and commit.
+    let next = pending(&server).await;
+    assert_eq!(ana.approve(&next).await.body["status"], "approved");
+    let (fresh, _) = token_of(&server, &next).await;
+    let fresh_kid = decode_jws(&fresh).header["kid"].as_str().unwrap().to_owned();
+    assert_ne!(fresh_kid, kid);
+    let r = server.commit(&next, &fresh).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let (code, _, err) = server.cli(&["keys", "compromised", "nope"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("there is no key nope"), "{err}");
+}

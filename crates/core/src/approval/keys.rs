@@ -4,7 +4,15 @@
 //!
 //! - `<kid>.pem`: one P-256 private key, PKCS#8 PEM, mode 0600, one file per
 //!   key ever generated and not yet removed by the operator;
-//! - `active`: the kid new tokens are signed with.
+//! - `active`: the kid new tokens are signed with;
+//! - `compromised`: kids marked compromised (`countersign keys compromised`),
+//!   one per line: never loaded, so they sign nothing, verify nothing and
+//!   leave the JWKS; a token naming one is refused as `key_compromised`.
+//!
+//! A token key that is no longer active leaves the JWKS once every token it
+//! can have signed has expired ([`TOKEN_KEY_PUBLISHED_FOR`] after the key
+//! that replaced it was made). Receipt keys stay published: receipts are
+//! evidence for years.
 //!
 //! `kid` is the RFC 7638 JWK thumbprint of the public key, so anyone holding
 //! the JWKS can check it. Files are written atomically (a 0600 temporary file
@@ -46,6 +54,11 @@ pub const KEYS_DIR: &str = "keys";
 pub const RECEIPT_KEYS_DIR: &str = "receipts";
 /// The file naming the active kid, inside the keys directory.
 pub const ACTIVE_FILE: &str = "active";
+/// The file listing the kids marked compromised, inside the keys directory.
+pub const COMPROMISED_FILE: &str = "compromised";
+/// How long a replaced token key stays published: the longest token
+/// lifetime (900 s, SPEC §5) plus the verification leeway (30 s).
+pub const TOKEN_KEY_PUBLISHED_FOR: Duration = Duration::from_secs(900 + 30);
 /// Re-reading the keys directory because of an unknown `kid` (or to follow
 /// a rotation when minting) happens at most this often, so a flood of tokens
 /// with made-up kids cannot turn into a flood of directory scans.
@@ -82,6 +95,8 @@ pub enum KeyError {
     NoKeys { path: String },
     #[error("cannot generate a signing key: {0}")]
     Generate(String),
+    #[error("there is no key {kid} in {path}")]
+    NoSuchKey { path: String, kid: String },
 }
 
 /// One key pair. Its `Debug` shows the kid only.
@@ -142,6 +157,13 @@ pub fn jwk_thumbprint(x: &str, y: &str) -> String {
 struct State {
     keys: BTreeMap<String, Arc<SigningKey>>,
     active: String,
+    /// The kids marked compromised (not in `keys`).
+    compromised: std::collections::BTreeSet<String>,
+    /// The compromised file as last read (modified time, length), to
+    /// notice another process's mark.
+    compromised_stamp: Option<(SystemTime, u64)>,
+    /// When each key stopped being the newest: the next key's file time.
+    replaced_at: BTreeMap<String, SystemTime>,
 }
 
 struct Inner {
@@ -150,6 +172,10 @@ struct Inner {
     reload_interval: Duration,
     last_unknown_kid_reload: Mutex<Option<Instant>>,
     last_active_check: Mutex<Option<Instant>>,
+    last_compromise_check: Mutex<Option<Instant>>,
+    /// Token keys: how long a replaced key stays in the JWKS (`None`:
+    /// forever, the receipt keys).
+    published_for: Option<Duration>,
 }
 
 /// The signing keys, shared cheaply (`Clone` is an `Arc` clone).
@@ -176,6 +202,25 @@ impl KeyStore {
         Self::open_with_interval(data_dir, RELOAD_INTERVAL)
     }
 
+    /// Marks token key `kid` compromised (`countersign keys compromised`):
+    /// when it is the active key a new one is made active first; then it is
+    /// listed in `compromised`. A running server stops trusting it within
+    /// [`RELOAD_INTERVAL`]. Returns the new active kid when one was made.
+    pub fn mark_compromised(data_dir: &Path, kid: &str) -> Result<Option<String>, KeyError> {
+        let dir = data_dir.join(KEYS_DIR);
+        check_dir(&dir)?;
+        let state = load_dir(&dir)?;
+        if !state.keys.contains_key(kid) && !state.compromised.contains(kid) {
+            return Err(KeyError::NoSuchKey { path: dir.display().to_string(), kid: kid.to_owned() });
+        }
+        let rotated = if state.active == kid { Some(generate_into(&dir)?) } else { None };
+        let mut listed = state.compromised;
+        listed.insert(kid.to_owned());
+        let text: String = listed.iter().map(|k| format!("{k}\n")).collect();
+        write_private_file(&dir, COMPROMISED_FILE, text.as_bytes())?;
+        Ok(rotated)
+    }
+
     /// Loads the receipt keys (`<data_dir>/keys/receipts/`), generating the
     /// first one when there is none. Signed receipts name their `kid`; the
     /// JWKS publishes these beside the token keys.
@@ -194,7 +239,9 @@ impl KeyStore {
     }
 
     pub(super) fn open_with_interval(data_dir: &Path, reload_interval: Duration) -> Result<KeyStore, KeyError> {
-        Self::open_dir(data_dir.join(KEYS_DIR), reload_interval)
+        let mut store = Self::open_dir(data_dir.join(KEYS_DIR), reload_interval)?;
+        Arc::get_mut(&mut store.inner).expect("just made").published_for = Some(TOKEN_KEY_PUBLISHED_FOR);
+        Ok(store)
     }
 
     fn open_dir(dir: PathBuf, reload_interval: Duration) -> Result<KeyStore, KeyError> {
@@ -211,6 +258,8 @@ impl KeyStore {
                 reload_interval,
                 last_unknown_kid_reload: Mutex::new(None),
                 last_active_check: Mutex::new(None),
+                last_compromise_check: Mutex::new(None),
+                published_for: None,
             }),
         })
     }
@@ -250,8 +299,36 @@ impl KeyStore {
     /// The public JWK Set (`GET /.well-known/jwks.json`): every loaded key,
     /// public members only.
     pub fn jwks(&self) -> serde_json::Value {
+        self.follow_compromise();
         let state = self.read_state();
-        serde_json::json!({ "keys": state.keys.values().map(|k| k.jwk()).collect::<Vec<_>>() })
+        let now = SystemTime::now();
+        let published = |kid: &String| match (self.inner.published_for, state.replaced_at.get(kid)) {
+            (Some(for_), Some(replaced)) if *kid != state.active => *replaced + for_ > now,
+            _ => true,
+        };
+        let keys: Vec<_> = state.keys.iter().filter(|(kid, _)| published(kid)).map(|(_, k)| k.jwk()).collect();
+        serde_json::json!({ "keys": keys })
+    }
+
+    /// Whether `kid` is marked compromised (re-reading the mark at most once
+    /// per interval, so another process's mark is followed).
+    pub fn is_compromised(&self, kid: &str) -> bool {
+        self.follow_compromise();
+        self.read_state().compromised.contains(kid)
+    }
+
+    /// At most once per interval: if the `compromised` file changed since it
+    /// was read, reload.
+    fn follow_compromise(&self) {
+        if !self.take_slot(&self.inner.last_compromise_check) {
+            return;
+        }
+        let stamp = compromised_stamp(&self.inner.dir.join(COMPROMISED_FILE));
+        if stamp != self.read_state().compromised_stamp {
+            if let Err(error) = self.reload() {
+                tracing::warn!(%error, "reloading the signing keys after a compromise mark failed");
+            }
+        }
     }
 
     pub(super) fn active_key(&self) -> Arc<SigningKey> {
@@ -365,9 +442,23 @@ fn has_key_files(dir: &Path) -> Result<bool, KeyError> {
     Ok(false)
 }
 
+/// The compromised file's (modified time, length), `None` when absent.
+fn compromised_stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len()))
+}
+
 fn load_dir(dir: &Path) -> Result<State, KeyError> {
     check_dir(dir)?;
+    let compromised_path = dir.join(COMPROMISED_FILE);
+    let compromised_stamp = compromised_stamp(&compromised_path);
+    let compromised: std::collections::BTreeSet<String> = match std::fs::read_to_string(&compromised_path) {
+        Ok(text) => text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),
+        Err(e) => return Err(io_error(&compromised_path)(e)),
+    };
     let mut keys = BTreeMap::new();
+    let mut times: Vec<(SystemTime, String)> = Vec::new();
     let mut newest: Option<(SystemTime, String)> = None;
     for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
         let entry = entry.map_err(io_error(dir))?;
@@ -378,11 +469,17 @@ fn load_dir(dir: &Path) -> Result<State, KeyError> {
         if key.kid != stem {
             return Err(KeyError::KidMismatch { path: path.display().to_string(), kid: key.kid });
         }
+        times.push((modified, key.kid.clone()));
+        if compromised.contains(&key.kid) {
+            continue;
+        }
         if newest.as_ref().is_none_or(|(t, kid)| (modified, &key.kid) > (*t, kid)) {
             newest = Some((modified, key.kid.clone()));
         }
         keys.insert(key.kid.clone(), Arc::new(key));
     }
+    times.sort();
+    let replaced_at = times.windows(2).map(|w| (w[0].1.clone(), w[1].0)).collect();
     let Some((_, newest)) = newest else {
         return Err(KeyError::NoKeys { path: dir.display().to_string() });
     };
@@ -396,7 +493,7 @@ fn load_dir(dir: &Path) -> Result<State, KeyError> {
             newest
         }
     };
-    Ok(State { keys, active })
+    Ok(State { keys, active, compromised, compromised_stamp, replaced_at })
 }
 
 fn read_key_file(path: &Path) -> Result<(SigningKey, SystemTime), KeyError> {
@@ -557,6 +654,68 @@ mod tests {
         assert_eq!(read_private_file(&dir.join("f")).unwrap().0.as_str(), "first");
         chmod(&dir.join("f"), 0o644);
         assert!(matches!(read_private_file(&dir.join("f")), Err(KeyError::InsecurePermissions { .. })));
+    }
+
+    /// Sets `kid`'s key file time `ago` in the past.
+    fn made_ago(data: &Path, kid: &str, ago: Duration) {
+        let file = File::options().write(true).open(key_path(data, kid)).unwrap();
+        file.set_modified(SystemTime::now() - ago).unwrap();
+    }
+
+    fn published(store: &KeyStore) -> Vec<String> {
+        store.jwks()["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_owned()).collect()
+    }
+
+    #[test]
+    fn a_replaced_token_key_leaves_the_jwks_once_its_tokens_have_expired_and_receipt_keys_never_do() {
+        let (_tmp, data, store) = open();
+        let old = store.active_kid();
+        made_ago(&data, &old, Duration::from_secs(3_600));
+        let new = KeyStore::rotate(&data).unwrap();
+        store.reload().unwrap();
+        assert_eq!(published(&store).len(), 2, "replaced just now: its tokens may still be valid");
+        made_ago(&data, &new, TOKEN_KEY_PUBLISHED_FOR + Duration::from_secs(5));
+        store.reload().unwrap();
+        assert_eq!(published(&store), vec![new.clone()], "every token of the old key has expired");
+
+        let receipts = KeyStore::open_or_create_receipts(&data).unwrap();
+        let first = receipts.active_kid();
+        KeyStore::rotate_receipts(&data).unwrap();
+        let dir = data.join(KEYS_DIR).join(RECEIPT_KEYS_DIR);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "pem") {
+                File::options()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_modified(SystemTime::now() - Duration::from_secs(86_400))
+                    .unwrap();
+            }
+        }
+        receipts.reload().unwrap();
+        assert!(published(&receipts).contains(&first), "receipts are evidence: their keys stay published");
+    }
+
+    #[test]
+    fn a_key_marked_compromised_is_dropped_and_an_active_one_replaced_first() {
+        let (_tmp, data, store) = open();
+        let first = store.active_kid();
+        let second = KeyStore::mark_compromised(&data, &first).unwrap().expect("the active key was replaced");
+        assert!(store.is_compromised(&first), "followed at once (first check)");
+        assert_eq!(store.active_kid(), second);
+        assert_eq!(published(&store), vec![second.clone()]);
+        assert!(store.key(&first).is_none(), "it verifies nothing");
+        let third = KeyStore::rotate(&data).unwrap();
+        store.reload().unwrap();
+        assert_eq!(KeyStore::mark_compromised(&data, &second).unwrap(), None, "not active: nothing to replace");
+        store.reload().unwrap();
+        assert!(store.is_compromised(&second) && store.is_compromised(&first));
+        assert_eq!(store.active_kid(), third);
+        assert!(matches!(KeyStore::mark_compromised(&data, "nope"), Err(KeyError::NoSuchKey { .. })));
+        // A store opened later never loads them.
+        let again = KeyStore::open_or_create(&data).unwrap();
+        assert_eq!(again.kids(), vec![third]);
     }
 
     #[test]

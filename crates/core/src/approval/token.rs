@@ -110,6 +110,8 @@ pub enum TokenRejection {
     WrongTyp,
     #[error("the approval token's signing key is unknown")]
     UnknownKid,
+    #[error("the approval token was signed with a key marked compromised")]
+    KeyCompromised,
     #[error("the approval token's signature is invalid")]
     BadSignature,
     #[error("the approval token was issued by another console")]
@@ -136,6 +138,7 @@ impl TokenRejection {
             TokenRejection::WrongAlg => "wrong_alg",
             TokenRejection::WrongTyp => "wrong_typ",
             TokenRejection::UnknownKid => "unknown_kid",
+            TokenRejection::KeyCompromised => "key_compromised",
             TokenRejection::BadSignature => "bad_signature",
             TokenRejection::WrongIssuer => "wrong_issuer",
             TokenRejection::WrongAudience => "wrong_audience",
@@ -254,6 +257,9 @@ impl KeyStore {
             return Err(R::WrongTyp);
         }
         let kid = header.get("kid").and_then(Value::as_str).ok_or(R::UnknownKid)?;
+        if self.is_compromised(kid) {
+            return Err(R::KeyCompromised);
+        }
         let key = match self.key(kid) {
             Some(key) => key,
             None if self.reload_for_unknown_kid() => self.key(kid).ok_or(R::UnknownKid)?,
