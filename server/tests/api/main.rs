@@ -49,6 +49,7 @@ mod receipts;
 mod slack;
 mod status_poll;
 mod strict_schema;
+mod upgrade;
 
 mod surface;
 mod transparency_log;

@@ -229,7 +229,15 @@ pub enum OpenError {
     #[error("cannot open database {path}: {source}")]
     Open { path: String, source: sqlx::Error },
     #[error("cannot migrate database: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    Migrate(sqlx::migrate::MigrateError),
+    /// The database was migrated by a newer Countersign: a downgrade, never
+    /// attempted (docs/DEPLOY.md "Upgrades").
+    #[error(
+        "the database was migrated by a newer Countersign (it has migration {newer}; this binary knows up to \
+         {known}): downgrading is not supported. Run the newer version again, or restore the backup taken \
+         before the upgrade"
+    )]
+    Newer { newer: i64, known: i64 },
     /// The PostgreSQL server refused the connection or the URL is invalid
     /// (sqlx's text names neither the password nor the URL).
     #[error("cannot connect to PostgreSQL (`database.url`): {0}")]
@@ -239,6 +247,19 @@ pub enum OpenError {
          byte by byte and needs C: create the database with `CREATE DATABASE … TEMPLATE template0 LOCALE 'C'`"
     )]
     Collation(String),
+}
+
+impl OpenError {
+    /// A failed migration; a database ahead of this binary is [`OpenError::Newer`].
+    fn migrating(migrator: &sqlx::migrate::Migrator, error: sqlx::migrate::MigrateError) -> OpenError {
+        match error {
+            sqlx::migrate::MigrateError::VersionMissing(newer) => {
+                let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+                OpenError::Newer { newer, known }
+            }
+            other => OpenError::Migrate(other),
+        }
+    }
 }
 
 /// Connections each process keeps to PostgreSQL at most, unless
@@ -294,7 +315,7 @@ impl Db {
             PgConnectOptions::from_str(url.expose_secret()).map_err(OpenError::Postgres)?.disable_statement_logging();
         let mut first = sqlx::PgConnection::connect_with(&options).await.map_err(OpenError::Postgres)?;
         check_collation(&mut first).await?;
-        PG_MIGRATOR.run(&mut first).await?;
+        PG_MIGRATOR.run(&mut first).await.map_err(|e| OpenError::migrating(&PG_MIGRATOR, e))?;
         first.close().await.ok();
         let pool = PgPoolOptions::new()
             .max_connections(connections)
@@ -308,7 +329,7 @@ impl Db {
     pub async fn on_postgres(pool: sqlx::PgPool) -> Result<Db, OpenError> {
         let mut conn = pool.acquire().await.map_err(OpenError::Postgres)?;
         check_collation(&mut conn).await?;
-        PG_MIGRATOR.run(&mut *conn).await?;
+        PG_MIGRATOR.run(&mut *conn).await.map_err(|e| OpenError::migrating(&PG_MIGRATOR, e))?;
         drop(conn);
         let pool = Pool::Pg(pool);
         Ok(Db { write: pool.clone(), read: pool })
@@ -325,7 +346,7 @@ impl Db {
         let path = data_dir.join("countersign.db");
         let open_err = |source| OpenError::Open { path: path.display().to_string(), source };
         let write = writer_pool(&path).await.map_err(open_err)?;
-        MIGRATOR.run(&write).await?;
+        MIGRATOR.run(&write).await.map_err(|e| OpenError::migrating(&MIGRATOR, e))?;
         let read = reader_pool(&path, 8).await.map_err(open_err)?;
         Ok(Db { write: Pool::Sqlite(write), read: Pool::Sqlite(read) })
     }
