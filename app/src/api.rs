@@ -17,8 +17,20 @@ fn context() -> Result<(crate::console::Port, crate::views::Viewer), ServerFnErr
 }
 
 /// Errors carry only a fixed code; the page turns it into a fixed message.
+/// The HTTP status says the same (a server function's answer, or the page
+/// rendered around it): 401 signed out, 403, 404, 503 — never a 500 for a
+/// session that ended, never a 200 for a proposal that does not exist.
 #[cfg(feature = "ssr")]
 fn failure(e: ConsoleError) -> ServerFnError {
+    use http::StatusCode;
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(match e {
+            ConsoleError::SignInRequired => StatusCode::UNAUTHORIZED,
+            ConsoleError::Forbidden => StatusCode::FORBIDDEN,
+            ConsoleError::NotFound => StatusCode::NOT_FOUND,
+            ConsoleError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        });
+    }
     ServerFnError::new(e.code())
 }
 

@@ -421,8 +421,10 @@ async fn jwks(State(state): State<Shared>) -> Response {
     let _ = state.keys.reload();
     let _ = state.receipt_keys.reload();
     // The token keys, then the receipt keys (docs/EVIDENCE.md): one set, by kid.
-    let mut set = state.keys.jwks();
-    if let (Some(keys), Some(receipts)) = (set["keys"].as_array_mut(), state.receipt_keys.jwks()["keys"].as_array()) {
+    let now = state.now();
+    let mut set = state.keys.published_jwks(now);
+    let receipts = state.receipt_keys.published_jwks(now);
+    if let (Some(keys), Some(receipts)) = (set["keys"].as_array_mut(), receipts["keys"].as_array()) {
         keys.extend(receipts.iter().cloned());
     }
     let mut response = Json(set).into_response();

@@ -372,3 +372,19 @@ async fn the_favicon_is_served_and_linked() {
     let html = send(c.get(server.url("/login"))).await.text;
     assert!(html.contains(r#"<link rel="icon" type="image/svg+xml" href="/favicon.svg""#), "{html}");
 }
+
+#[tokio::test]
+async fn a_missing_proposal_is_a_404_page_and_a_signed_out_long_poll_a_401() {
+    let server = TestServer::start().await;
+    let ana = Console::sign_in(&server, "ana").await;
+    let missing = send(ana.bare(reqwest::Method::GET, "/proposals/prop_0nosuchproposal0")).await;
+    assert_eq!(missing.status, 404, "{}", missing.text);
+    assert!(missing.text.contains("No such proposal."), "{}", missing.text);
+    // The console's long-poll for changes, from a browser whose session
+    // ended: 401 (it was a 500), so the page can send its reader to sign in.
+    let signed_out = send(server.client.get(server.url("/console/changes?seen=0"))).await;
+    assert_eq!(signed_out.status, 401, "{}", signed_out.text);
+    pending(&server).await; // a change, so the signed-in poll answers at once
+    let signed_in = send(ana.bare(reqwest::Method::GET, "/console/changes?seen=0")).await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.text);
+}

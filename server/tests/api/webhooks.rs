@@ -234,6 +234,7 @@ async fn the_admin_page_shows_each_webhooks_state_and_latest_attempts_but_no_sec
     assert!(!other_tenant.contains(&id) && !other_tenant.contains(&host), "{other_tenant}");
     for user in ["ana", "vic"] {
         let denied = send(Console::sign_in(&server, user).await.bare(Method::GET, "/admin")).await;
+        assert_eq!(denied.status, 403, "{user}: the page says so with its status too");
         assert!(denied.text.contains("Your role does not allow this page"), "{user}: {}", denied.text);
         assert!(!denied.text.contains(&id) && !denied.text.contains(&host), "{user}: {}", denied.text);
     }

@@ -301,7 +301,16 @@ impl KeyStore {
     pub fn jwks(&self) -> serde_json::Value {
         self.follow_compromise();
         let state = self.read_state();
-        let now = SystemTime::now();
+        serde_json::json!({ "keys": state.keys.values().map(|k| k.jwk()).collect::<Vec<_>>() })
+    }
+
+    /// The JWK Set as published at `now`: a replaced token key only while a
+    /// token it signed can still be valid ([`TOKEN_KEY_PUBLISHED_FOR`] after
+    /// its successor was made); receipt keys always.
+    pub fn published_jwks(&self, now: chrono::DateTime<chrono::Utc>) -> serde_json::Value {
+        self.follow_compromise();
+        let state = self.read_state();
+        let now = SystemTime::from(now);
         let published = |kid: &String| match (self.inner.published_for, state.replaced_at.get(kid)) {
             (Some(for_), Some(replaced)) if *kid != state.active => *replaced + for_ > now,
             _ => true,
@@ -663,7 +672,12 @@ mod tests {
     }
 
     fn published(store: &KeyStore) -> Vec<String> {
-        store.jwks()["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_owned()).collect()
+        store.published_jwks(chrono::Utc::now())["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect()
     }
 
     #[test]

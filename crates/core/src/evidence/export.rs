@@ -135,6 +135,8 @@ pub async fn bundle(
         operation,
         log: LogEvidence { checkpoint: checkpoint.note, tree_size: size, leaves },
         keys: KeysEvidence {
+            // Every key still held, retired ones too: an old payment's token
+            // was signed by a key long replaced (compromised keys are not held).
             receipts: state.receipt_keys().jwks(),
             tokens: state.keys().jwks(),
             log: state.log_signer().verifier().encoded(),
