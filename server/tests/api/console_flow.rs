@@ -388,3 +388,22 @@ async fn a_missing_proposal_is_a_404_page_and_a_signed_out_long_poll_a_401() {
     let signed_in = send(ana.bare(reqwest::Method::GET, "/console/changes?seen=0")).await;
     assert_eq!(signed_in.status, 200, "{}", signed_in.text);
 }
+
+#[tokio::test]
+async fn a_filtered_queue_opened_signed_out_keeps_its_filters_through_sign_in() {
+    let server = TestServer::start().await;
+    let welcome = send(server.client.get(server.url("/?status=rejected&order=oldest"))).await;
+    assert_eq!(welcome.status, 200);
+    let href = "/login?next=/%3Fstatus%3Drejected%26order%3Doldest";
+    assert!(welcome.text.contains(&format!("id=\"home-sign-in\" href=\"{href}\"")), "{}", welcome.text);
+    let plain = send(server.client.get(server.url("/"))).await.text;
+    assert!(plain.contains("id=\"home-sign-in\" href=\"/login\""), "{plain}");
+    // Signing in from that link lands on the filtered queue.
+    let r = sign_in_form(
+        &server,
+        &[("username", "ana"), ("password", PASSWORD), ("next", "/?status=rejected&order=oldest")],
+    )
+    .await;
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert_eq!(r.header("location"), Some("/?status=rejected&order=oldest"));
+}
