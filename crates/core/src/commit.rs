@@ -310,7 +310,7 @@ async fn record(
     // The kill switch, read in the transaction that would record the
     // operation: a freeze any instance wrote stops this commit before the
     // rail is called, and the token stays unused.
-    if let Some(freeze) = crate::freeze::blocking(&mut tx, &row.tenant_id, &row.agent_id).await? {
+    if let Some(freeze) = store::freezes::blocking(&mut tx, &row.tenant_id, &row.agent_id).await? {
         return Err(denied("kill_switch", crate::freeze::refusal(&freeze)));
     }
     if !store::operations::use_token(&mut tx, &claims.jti, &row.id, now).await? {

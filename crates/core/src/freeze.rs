@@ -59,11 +59,6 @@ pub async fn set(
     Ok(changed)
 }
 
-/// The freeze that stops this agent's commits now, if any.
-pub async fn blocking(conn: &mut Conn, tenant: &str, agent: &str) -> crate::store::Result<Option<FreezeRow>> {
-    freezes::blocking(conn, tenant, agent).await
-}
-
 /// What the refused agent reads: which freeze, since when, and why.
 pub fn refusal(freeze: &FreezeRow) -> String {
     format!(

@@ -226,7 +226,7 @@ impl KeyStore {
     /// JWKS publishes these beside the token keys.
     pub fn open_or_create_receipts(data_dir: &Path) -> Result<KeyStore, KeyError> {
         prepare_dir(&data_dir.join(KEYS_DIR))?;
-        Self::open_dir(data_dir.join(KEYS_DIR).join(RECEIPT_KEYS_DIR), RELOAD_INTERVAL)
+        Self::open_dir(data_dir.join(KEYS_DIR).join(RECEIPT_KEYS_DIR), RELOAD_INTERVAL, None)
     }
 
     /// Generates a new receipt key and makes it active (the old ones stay
@@ -239,12 +239,16 @@ impl KeyStore {
     }
 
     pub(super) fn open_with_interval(data_dir: &Path, reload_interval: Duration) -> Result<KeyStore, KeyError> {
-        let mut store = Self::open_dir(data_dir.join(KEYS_DIR), reload_interval)?;
-        Arc::get_mut(&mut store.inner).expect("just made").published_for = Some(TOKEN_KEY_PUBLISHED_FOR);
-        Ok(store)
+        Self::open_dir(data_dir.join(KEYS_DIR), reload_interval, Some(TOKEN_KEY_PUBLISHED_FOR))
     }
 
-    fn open_dir(dir: PathBuf, reload_interval: Duration) -> Result<KeyStore, KeyError> {
+    /// `published_for`: how long a replaced key stays in the JWKS (`None`:
+    /// for good).
+    fn open_dir(
+        dir: PathBuf,
+        reload_interval: Duration,
+        published_for: Option<Duration>,
+    ) -> Result<KeyStore, KeyError> {
         prepare_dir(&dir)?;
         if !has_key_files(&dir)? {
             let kid = generate_into(&dir)?;
@@ -259,7 +263,7 @@ impl KeyStore {
                 last_unknown_kid_reload: Mutex::new(None),
                 last_active_check: Mutex::new(None),
                 last_compromise_check: Mutex::new(None),
-                published_for: None,
+                published_for,
             }),
         })
     }
@@ -296,26 +300,30 @@ impl KeyStore {
         &self.inner.dir
     }
 
-    /// The public JWK Set (`GET /.well-known/jwks.json`): every loaded key,
-    /// public members only.
+    /// Every key held, as a public JWK Set: replaced keys too, compromised
+    /// ones never (they are not loaded). What a proof bundle carries, so an
+    /// old payment's token still verifies.
     pub fn jwks(&self) -> serde_json::Value {
-        self.follow_compromise();
-        let state = self.read_state();
-        serde_json::json!({ "keys": state.keys.values().map(|k| k.jwk()).collect::<Vec<_>>() })
+        self.jwk_set(|_, _| true)
     }
 
-    /// The JWK Set as published at `now`: a replaced token key only while a
-    /// token it signed can still be valid ([`TOKEN_KEY_PUBLISHED_FOR`] after
-    /// its successor was made); receipt keys always.
+    /// The JWK Set as published at `now` (`GET /.well-known/jwks.json`): a
+    /// replaced token key only while a token it signed can still be valid
+    /// ([`TOKEN_KEY_PUBLISHED_FOR`] after its successor was made); receipt
+    /// keys always.
     pub fn published_jwks(&self, now: chrono::DateTime<chrono::Utc>) -> serde_json::Value {
+        let now = SystemTime::from(now);
+        self.jwk_set(|state, kid| match (self.inner.published_for, state.replaced_at.get(kid)) {
+            (Some(for_), Some(replaced)) if kid != state.active => *replaced + for_ > now,
+            _ => true,
+        })
+    }
+
+    /// The held keys `keep` keeps, public members only.
+    fn jwk_set(&self, keep: impl Fn(&State, &str) -> bool) -> serde_json::Value {
         self.follow_compromise();
         let state = self.read_state();
-        let now = SystemTime::from(now);
-        let published = |kid: &String| match (self.inner.published_for, state.replaced_at.get(kid)) {
-            (Some(for_), Some(replaced)) if *kid != state.active => *replaced + for_ > now,
-            _ => true,
-        };
-        let keys: Vec<_> = state.keys.iter().filter(|(kid, _)| published(kid)).map(|(_, k)| k.jwk()).collect();
+        let keys: Vec<_> = state.keys.iter().filter(|(kid, _)| keep(&state, kid)).map(|(_, k)| k.jwk()).collect();
         serde_json::json!({ "keys": keys })
     }
 

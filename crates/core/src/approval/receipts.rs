@@ -13,7 +13,6 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::approval::keys::KeyStore;
 use crate::store::audit::AuditEntry;
@@ -71,7 +70,7 @@ pub fn assertion_digest(authenticator_data: &str, client_data_json: &str, signat
 
 /// `sha256:` + lowercase hex of a receipt's compact serialization.
 pub fn digest(receipt: &str) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(receipt.as_bytes())))
+    crate::digest::sha256_prefixed(receipt)
 }
 
 /// Appends `entry` to the audit trail inside the caller's transaction,

@@ -162,7 +162,8 @@ fn new_jti() -> String {
     jti
 }
 
-fn decode_json_object(part: &str) -> Option<Map<String, Value>> {
+/// One part of a compact JWS: base64url (no padding) of a JSON object.
+pub(crate) fn decode_json_object(part: &str) -> Option<Map<String, Value>> {
     let bytes = URL_SAFE_NO_PAD.decode(part).ok()?;
     match serde_json::from_slice(&bytes).ok()? {
         Value::Object(map) => Some(map),

@@ -9,8 +9,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
 use super::{
-    ApprovalEvidence, Bundle, Committed, Disclose, KeysEvidence, LeafEvidence, LogEvidence, OperationEvidence,
-    PasskeyEvidence, FORMAT,
+    ApprovalEvidence, Bundle, Committed, Disclose, KeysEvidence, LeafEvidence, LogEvidence, PasskeyEvidence, FORMAT,
 };
 use crate::approval::keys::Keys;
 use crate::approval::receipts::Receipts;
@@ -103,7 +102,8 @@ pub async fn bundle(
     let commitments = committed.commitments();
     let request = super::committed_request(&row.request, &commitments);
 
-    let operation = operation_of(&bodies);
+    let logged: Vec<(&str, &Value)> = bodies.iter().map(|b| (b["action"].as_str().unwrap_or(""), &b["data"])).collect();
+    let operation = super::logged_operation(&logged);
     let token = match bodies.iter().find(|b| b["action"] == "operation.created") {
         Some(created) => match created.pointer("/data/jti").and_then(Value::as_str) {
             Some(jti) => store::proposals::token(&db.read, jti).await?,
@@ -152,16 +152,18 @@ async fn leaves(
     size: u64,
 ) -> Result<(Vec<LeafEvidence>, Vec<Value>), EvidenceError> {
     let db = state.db();
+    let indexes: Vec<u64> = seqs.iter().map(|&seq| seq as u64 - 1).collect();
+    let proofs = store::tlog::inclusions(&db.read, &indexes, size).await?.ok_or(EvidenceError::NotLogged)?;
     let mut conn = db.read.acquire().await.map_err(StoreError::from)?;
     let (mut leaves, mut bodies) = (Vec::new(), Vec::new());
-    for &seq in seqs {
-        let index = seq as u64 - 1;
+    for (&index, proof) in indexes.iter().zip(proofs) {
+        let seq = index as i64 + 1;
         let leaf = store::audit::leaves_from(&mut conn, seq, 1)
             .await?
             .into_iter()
             .next()
             .ok_or_else(|| StoreError::corrupt("audit_log", format!("entry {seq} is missing")))?;
-        let proof = store::tlog::inclusion(&db.read, index, size).await?.ok_or(EvidenceError::NotLogged)?;
+        let proof = proof.ok_or(EvidenceError::NotLogged)?;
         bodies.push(serde_json::from_slice(&leaf.bytes).map_err(|e| StoreError::corrupt("audit_log", e))?);
         leaves.push(LeafEvidence {
             index,
@@ -172,27 +174,6 @@ async fn leaves(
     Ok((leaves, bodies))
 }
 
-/// The operation as the logged entries tell it: created, then its last
-/// move.
-fn operation_of(bodies: &[Value]) -> Option<OperationEvidence> {
-    let created = bodies.iter().position(|b| b["action"] == "operation.created")?;
-    let id = bodies[created].pointer("/data/operation_id")?.as_str()?.to_owned();
-    let last = bodies[created + 1..].iter().rev().find(|b| b["action"].as_str().is_some_and(is_operation_move));
-    Some(match last {
-        Some(b) => OperationEvidence {
-            id,
-            status: b.pointer("/data/operation_to").and_then(Value::as_str).unwrap_or("pending").to_owned(),
-            rail_reference: b.pointer("/data/rail_reference").and_then(Value::as_str).map(str::to_owned),
-        },
-        None => OperationEvidence { id, status: "pending".into(), rail_reference: None },
-    })
-}
-
-/// An `operation.<status>` action other than the creation.
-pub(super) fn is_operation_move(action: &str) -> bool {
-    action.starts_with("operation.") && action != "operation.created"
-}
-
 /// Every decision with the receipt of the entry that recorded it and, for
 /// a passkey approval, its kept assertion; in the order of those entries.
 fn approvals(rows: Vec<ApprovalRow>, assertions: &[AssertionRow], bodies: &[Value]) -> Vec<ApprovalEvidence> {
@@ -200,11 +181,7 @@ fn approvals(rows: Vec<ApprovalRow>, assertions: &[AssertionRow], bodies: &[Valu
     let mut listed: Vec<(Option<usize>, ApprovalEvidence)> = rows
         .into_iter()
         .map(|a| {
-            let (action, actor) = match (a.decision.as_str(), a.via.as_str()) {
-                (_, "policy") => ("proposal.approved", a.approver_id.clone()),
-                ("reject", _) => ("proposal.rejected", format!("user:{}", a.approver_id)),
-                _ => ("proposal.approval_given", format!("user:{}", a.approver_id)),
-            };
+            let (action, actor) = super::decision_entry(&a.decision, &a.via, &a.approver_id);
             let found = bodies.iter().enumerate().position(|(i, b)| {
                 !used[i] && b["action"] == action && b["actor"] == actor.as_str() && b["data"].get("receipt").is_some()
             });

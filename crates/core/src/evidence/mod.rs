@@ -157,6 +157,35 @@ impl Disclose {
     }
 }
 
+/// The audit entry that records a decision: its action and actor. A
+/// person's approval or rejection is theirs (`user:<id>`); a policy's
+/// approval is the grant, whose actor is the policy (`policy:<rule>`, also
+/// its approver id). The one rule for building a bundle and checking one.
+pub fn decision_entry(decision: &str, via: &str, approver_id: &str) -> (&'static str, String) {
+    match (decision, via) {
+        (_, "policy") => ("proposal.approved", approver_id.to_owned()),
+        ("approve", _) => ("proposal.approval_given", format!("user:{approver_id}")),
+        _ => ("proposal.rejected", format!("user:{approver_id}")),
+    }
+}
+
+/// The operation as the logged entries (action, data) tell it: the
+/// `operation.created` one's id, then the last `operation.<status>` after
+/// it (`pending` with no rail reference until there is one). The one rule
+/// for building a bundle and checking one.
+pub fn logged_operation<'a>(entries: &[(&'a str, &'a Value)]) -> Option<OperationEvidence> {
+    let created = entries.iter().position(|(action, _)| *action == "operation.created")?;
+    let id = entries[created].1.get("operation_id")?.as_str()?.to_owned();
+    let moved = |action: &str| action.starts_with("operation.") && action != "operation.created";
+    let last = entries[created + 1..].iter().rev().find(|(action, _)| moved(action));
+    let text = |data: &Value, member: &str| data.get(member).and_then(Value::as_str).map(str::to_owned);
+    Some(OperationEvidence {
+        id,
+        status: last.and_then(|(_, data)| text(data, "operation_to")).unwrap_or_else(|| "pending".into()),
+        rail_reference: last.and_then(|(_, data)| text(data, "rail_reference")),
+    })
+}
+
 /// `sha256:` + hex of SHA-256(salt ‖ value).
 pub fn commitment(salt: &[u8], value: &str) -> String {
     let mut h = Sha256::new();

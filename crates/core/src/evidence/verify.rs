@@ -9,7 +9,6 @@ use base64::Engine;
 use p256::ecdsa::signature::Verifier;
 use p256::ecdsa::{Signature, VerifyingKey};
 use serde_json::{Map, Value};
-use sha2::Digest as _;
 
 use super::{commitment, Bundle, FORMAT};
 use crate::approval::receipts::{self, RECEIPT_TYP};
@@ -198,7 +197,7 @@ fn leaves(bundle: &Bundle, checkpoint: &Checkpoint) -> Result<Vec<Leaf>, Failure
         }
         // Neighbours in the log chain as the audit trail does.
         if let Some(prev) = out.last().filter(|prev| prev.index + 1 == leaf.index) {
-            let expected = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&prev.bytes)));
+            let expected = crate::digest::sha256_prefixed(&prev.bytes);
             if body.get("prev_hash").and_then(Value::as_str) != Some(expected.as_str()) {
                 return Err(at("its prev_hash is not the hash of the leaf before it".into()));
             }
@@ -278,8 +277,7 @@ pub fn jws_payload(compact: &str) -> Option<Value> {
 }
 
 fn decode_part(part: &str) -> Option<Value> {
-    let value: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).ok()?).ok()?;
-    value.is_object().then_some(value)
+    crate::approval::token::decode_json_object(part).map(Value::Object)
 }
 
 fn check_receipts(bundle: &Bundle, own: &[&Leaf]) -> Result<usize, Failure> {
@@ -368,7 +366,7 @@ fn check_request(bundle: &Bundle, created: &Leaf, own: &[&Leaf]) -> Result<(), F
     }
     if bundle.disclosed.len() == 2 {
         let bytes = crate::domain::jcs::to_vec(&full).map_err(|e| fail(7, format!("the request: {e}")))?;
-        let hash = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes)));
+        let hash = crate::digest::sha256_prefixed(&bytes);
         if hash != bundle.request_hash {
             return Err(fail(7, "the disclosed request does not hash to the request hash"));
         }
@@ -396,11 +394,7 @@ fn is_decision(leaf: &Leaf) -> bool {
 /// The approval says what its receipt's entry says.
 fn same_decision(a: &super::ApprovalEvidence, leaf: &Leaf) -> Result<(), String> {
     let data = leaf.data();
-    let (action, actor) = match (a.decision.as_str(), a.via.as_str()) {
-        (_, "policy") => ("proposal.approved", a.approver_id.clone()),
-        ("approve", _) => ("proposal.approval_given", format!("user:{}", a.approver_id)),
-        _ => ("proposal.rejected", format!("user:{}", a.approver_id)),
-    };
+    let (action, actor) = super::decision_entry(&a.decision, &a.via, &a.approver_id);
     if leaf.action() != action || leaf.text("actor") != Some(actor.as_str()) {
         return Err(format!("its receipt records {} by {:?}", leaf.action(), leaf.body["actor"]));
     }
@@ -508,25 +502,22 @@ fn check_token(bundle: &Bundle, own: &[&Leaf]) -> Result<Option<Value>, Failure>
 }
 
 fn check_operation(bundle: &Bundle, own: &[&Leaf]) -> Result<(), Failure> {
-    let created = own.iter().position(|l| l.action() == "operation.created");
-    let (op, created) = match (&bundle.operation, created) {
-        (None, None) => return Ok(()),
-        (Some(op), Some(i)) => (op, i),
+    let entries: Vec<(&str, &Value)> = own.iter().map(|l| (l.action(), l.data())).collect();
+    let authorized = entries.iter().any(|(action, _)| *action == "operation.created");
+    let (op, logged) = match (&bundle.operation, super::logged_operation(&entries)) {
+        (None, None) if !authorized => return Ok(()),
+        (None, None) => return Err(fail(11, "an operation was authorized, but names no operation id")),
+        (Some(op), Some(logged)) => (op, logged),
         (None, Some(_)) => return Err(fail(11, "an operation was authorized, but the bundle names none")),
         (Some(_), None) => return Err(fail(11, "the bundle names an operation no entry authorized")),
     };
-    if own[created].data()["operation_id"] != op.id.as_str() {
+    if op.id != logged.id {
         return Err(fail(11, "the operation is not the one authorized"));
     }
-    let last = own[created + 1..].iter().rev().find(|l| super::export::is_operation_move(l.action()));
-    let (status, reference) = match last {
-        Some(l) => (l.data()["operation_to"].as_str().unwrap_or(""), l.data()["rail_reference"].as_str()),
-        None => ("pending", None),
-    };
-    if op.status != status || op.rail_reference.as_deref() != reference {
+    if *op != logged {
         return Err(fail(
             11,
-            format!("the operation's status or rail reference is not the last one logged ({status})"),
+            format!("the operation's status or rail reference is not the last one logged ({})", logged.status),
         ));
     }
     Ok(())

@@ -97,7 +97,7 @@ pub fn remove_challenge(user_id: &str, passkey_id: &str, nonce: &[u8]) -> [u8; 3
 /// A passkey's public-key fingerprint as the audit trail records it:
 /// `sha256:` and the hex SHA-256 of the key (SEC1, uncompressed).
 pub fn fingerprint(public_key_sec1: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(public_key_sec1)))
+    crate::digest::sha256_prefixed(public_key_sec1)
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@ use chrono::DateTime;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
 use super::{query, ts, Builder, Conn, Int, Json, Pool, Result, Row, Timestamp};
@@ -33,7 +32,7 @@ pub struct AuditEntry {
 }
 
 fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(body_bytes(seq, at, e, prev_hash))))
+    crate::digest::sha256_prefixed(body_bytes(seq, at, e, prev_hash))
 }
 
 /// The bytes an entry's hash covers: the canonical JSON (RFC 8785) of its
@@ -304,7 +303,7 @@ impl Leaf {
     /// Whether the recorded hash is the hash of the body (an edited entry's
     /// is not).
     pub fn is_intact(&self) -> bool {
-        format!("sha256:{}", hex::encode(Sha256::digest(&self.bytes))) == self.hash
+        crate::digest::sha256_prefixed(&self.bytes) == self.hash
     }
 }
 

@@ -204,6 +204,13 @@ pub async fn inclusion(pool: &Pool, index: u64, size: u64) -> Result<Option<Vec<
     Ok(computed(pool, size, |n| merkle::inclusion_proof(n, index, size)).await?.flatten())
 }
 
+/// The inclusion proofs of several leaves in the tree of `size` leaves, in
+/// the order of `indexes`, from one read of the nodes they need (`None`
+/// when the log is smaller than `size`; an index `>= size` gets `None`).
+pub async fn inclusions(pool: &Pool, indexes: &[u64], size: u64) -> Result<Option<Vec<Option<Vec<Hash>>>>> {
+    computed(pool, size, |n| indexes.iter().map(|&i| merkle::inclusion_proof(n, i, size)).collect()).await
+}
+
 /// The consistency proof from `first` leaves to `second` (`None` when
 /// `first > second` or the log is smaller than `second`).
 pub async fn consistency(pool: &Pool, first: u64, second: u64) -> Result<Option<Vec<Hash>>> {
