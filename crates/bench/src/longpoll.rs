@@ -5,8 +5,8 @@
 //! VmHWM are read from /proc; then the proposals are cancelled and the time
 //! until every poll has its 200 is measured (the wake-up storm).
 //!
-//! Agent requests are not rate-limited by the server (`throttle.rs` limits
-//! failed sign-ins only), so nothing needs configuring for this.
+//! The per-agent request limit is off in every benchmark's config
+//! (`Env::provision`): one agent key holds all the polls.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

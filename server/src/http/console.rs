@@ -198,13 +198,7 @@ pub async fn sign_in_json(
             remember_device(&state, &mut response, signed_in.new_device.as_deref());
             Ok(response)
         }
-        Err(SignInError::Throttled(wait)) => {
-            let mut response = ApiError::RateLimited.into_response();
-            if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            Ok(response)
-        }
+        Err(SignInError::Throttled(wait)) => Err(ApiError::RetryAfter(wait)),
         Err(e) => Err(e.into()),
     }
 }

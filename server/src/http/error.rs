@@ -65,6 +65,9 @@ pub enum ApiError {
     PasskeyRefused(&'static str, String),
     #[error("too many requests")]
     RateLimited,
+    /// 429 with `Retry-After`: this many seconds (at least 1, rounded up).
+    #[error("too many requests")]
+    RetryAfter(std::time::Duration),
     #[error("the payment rail could not be reached; try again")]
     RailUnavailable,
     #[error("internal error")]
@@ -105,7 +108,7 @@ impl ApiError {
             ApprovalTokenInvalid(_) => ErrorCode::ApprovalTokenInvalid,
             StepUpRequired(..) => ErrorCode::StepUpRequired,
             PasskeyRefused(..) => ErrorCode::PasskeyRefused,
-            RateLimited => ErrorCode::RateLimited,
+            RateLimited | RetryAfter(_) => ErrorCode::RateLimited,
             RailUnavailable => ErrorCode::RailUnavailable,
             Internal(_) => ErrorCode::InternalError,
         }
@@ -339,6 +342,10 @@ impl IntoResponse for ApiError {
         }
         if matches!(self, ApiError::Unauthenticated) {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let ApiError::RetryAfter(wait) = self {
+            let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

@@ -29,6 +29,7 @@ impl FromRequestParts<Shared> for AgentAuth {
             store::directory::agent_by_key_hash(&state.db.read, &digest).await?.ok_or(ApiError::Unauthenticated)?;
         let agent = AgentPrincipal::from(agent);
         super::observe::record_principal(&parts.extensions, &agent.tenant_id, &agent.actor());
+        state.agent_limits.take(&agent.tenant_id, &agent.agent_id).map_err(ApiError::RetryAfter)?;
         Ok(AgentAuth(agent))
     }
 }
@@ -83,6 +84,7 @@ impl FromRequestParts<Shared> for ReadOnlyAgentAuth {
         };
         let agent = crate::cache::read_through(caches.as_ref().map(|c| c.agents), &digest, load).await?;
         super::observe::record_principal(&parts.extensions, &agent.tenant_id, &agent.actor());
+        state.agent_limits.take(&agent.tenant_id, &agent.agent_id).map_err(ApiError::RetryAfter)?;
         Ok(ReadOnlyAgentAuth(agent, KeyDigest(digest)))
     }
 }

@@ -91,9 +91,7 @@ async fn serve(State(endpoint): State<Endpoint>, request: Request) -> Response {
         return ApiError::Unauthenticated.into_response();
     };
     let Ok(permit) = endpoint.in_flight.clone().try_acquire_owned() else {
-        let mut response = ApiError::RateLimited.into_response();
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
+        return ApiError::RetryAfter(std::time::Duration::from_secs(1)).into_response();
     };
     let request_id = parts.extensions.get::<tower_http::request_id::RequestId>().cloned();
     parts.extensions.insert(Caller::new(authorization, request_id, tracing::Span::current()));

@@ -33,6 +33,12 @@ async fn a_bad_environment_override_is_one_line_naming_the_key() {
 }
 
 #[tokio::test]
+async fn a_per_agent_limit_must_name_tenant_and_agent() {
+    let stderr = serve_fails("[agent_api.agents.\"payout-bot\"]\nrequests_per_second = 1\nburst = 1\n", &[]).await;
+    assert!(stderr.contains("agent_api.agents.\"payout-bot\""), "{stderr}");
+}
+
+#[tokio::test]
 async fn an_unknown_config_key_is_one_line_naming_it() {
     let stderr = serve_fails("[proposals]\nttl_sec = 60\n", &[]).await;
     assert!(stderr.contains("ttl_sec"), "{stderr}");

@@ -12,6 +12,7 @@ mod rail_harness;
 mod slack_harness;
 
 mod admin_forms;
+mod agent_limits;
 mod agent_example;
 mod approval_tokens;
 mod audit;

@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 use crate::domain::{Currency, CurrencyRules};
 use crate::policy::PolicyConfig;
 
+mod operations;
 mod validate;
+
+pub use operations::{AgentApiSettings, AgentLimit, ReportSettings, TracingSettings};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +56,12 @@ pub struct Settings {
     pub passkeys: PasskeySettings,
     /// Per-tenant settings (`[tenants.<id>]`).
     pub tenants: BTreeMap<String, TenantSettings>,
+    /// Per-agent request limits on the agent API.
+    pub agent_api: AgentApiSettings,
+    /// Traces out over OTLP (off by default).
+    pub tracing: TracingSettings,
+    /// The nightly reconciliation report.
+    pub reports: ReportSettings,
 }
 
 /// `[passkeys]`: who must hold a passkey, and when a new one counts.
@@ -432,6 +441,9 @@ impl Default for Settings {
             oidc: OidcSettings::default(),
             passkeys: PasskeySettings::default(),
             tenants: BTreeMap::new(),
+            agent_api: AgentApiSettings::default(),
+            tracing: TracingSettings::default(),
+            reports: ReportSettings::default(),
         }
     }
 }
@@ -459,6 +471,9 @@ const SETTINGS_KEYS: &[&str] = &[
     "mcp",
     "oidc",
     "tenants",
+    "agent_api",
+    "tracing",
+    "reports",
 ];
 
 /// Command-line values that override every other source.
@@ -540,6 +555,11 @@ impl Settings {
 
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("countersign.db")
+    }
+
+    /// Where reports are written: `reports.dir`, else `reports/` in `data_dir`.
+    pub fn reports_dir(&self) -> PathBuf {
+        self.reports.dir.clone().unwrap_or_else(|| self.data_dir.join("reports"))
     }
 
     /// The database `database.url` and `data_dir` name.

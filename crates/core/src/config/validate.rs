@@ -65,6 +65,11 @@ impl Settings {
         if !(2..=1000).contains(&self.database.max_connections) {
             return bad("database.max_connections", "must be between 2 and 1000");
         }
+        for check in [self.agent_api.check(), self.tracing.check(), self.reports.check()] {
+            if let Err((key, why)) = check {
+                return bad(&key, why);
+            }
+        }
         if !(1..=65_536).contains(&self.mcp.max_in_flight) {
             return bad("mcp.max_in_flight", "must be between 1 and 65536");
         }
