@@ -110,6 +110,16 @@ pub enum Command {
         #[command(subcommand)]
         command: LogCommand,
     },
+    /// Exports for finance (docs/DEPLOY.md "Exports for finance").
+    Export {
+        #[command(subcommand)]
+        command: crate::operator::ExportCommand,
+    },
+    /// Reports for operations and finance.
+    Report {
+        #[command(subcommand)]
+        command: crate::operator::ReportCommand,
+    },
     /// Proof bundles (docs/EVIDENCE.md).
     Evidence {
         #[command(subcommand)]
@@ -595,6 +605,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("{summary}");
         }
         Command::Reconcile { operation } => return reconcile(settings, operation.as_deref()).await,
+        Command::Export { command } => return crate::operator::export(&settings, command).await,
+        Command::Report { command } => return crate::operator::report(&settings, command).await,
         Command::Freeze { scope, reason } => return set_freeze(settings, &scope, true, &reason).await,
         Command::Unfreeze { scope } => return set_freeze(settings, &scope, false, "").await,
         Command::RailSim { listen, db, settle_after_ms } => {

@@ -8,7 +8,7 @@
 
 pub use countersign_core::{
     actors, approval, approvals, cache, changes, client_ip, clock, commit, config, demo, deps, digest, domain,
-    eligibility, evidence, expiry, freeze, hooks, idempotency, operations, outbound, passkeys, password, policy,
+    eligibility, evidence, expiry, exports, freeze, hooks, idempotency, operations, outbound, passkeys, password, policy,
     proposals, provision, queue, registry_changes, risk, services, shutdown, slack, slack_press, store, throttle, tlog,
     webhooks,
 };
@@ -21,6 +21,7 @@ pub mod http;
 pub mod mcp;
 pub mod metrics;
 pub mod monitor;
+pub mod operator;
 pub mod poster;
 pub mod rail;
 pub mod sso;

@@ -167,6 +167,7 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         tokio::spawn(crate::changes::follow(state.clone(), shutdown.clone())),
         crate::proposals::intake::spawn(state.clone(), shutdown.clone()),
         tokio::spawn(crate::tlog::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::exports::run(state.clone(), shutdown.clone())),
     ]
 }
 

@@ -25,6 +25,7 @@ pub mod digest;
 pub mod eligibility;
 pub mod evidence;
 pub mod expiry;
+pub mod exports;
 pub mod freeze;
 pub mod hooks;
 pub mod idempotency;

@@ -11,6 +11,7 @@ pub mod csrf;
 pub mod error;
 pub mod events;
 pub mod evidence;
+pub mod exports;
 pub mod extract;
 pub mod log;
 pub mod mcp;
@@ -208,6 +209,7 @@ where
         .routes(routes!(console::resolve_json))
         .routes(routes!(console::rail_records_json))
         .routes(routes!(evidence::console))
+        .routes(routes!(exports::payments))
         .routes(routes!(passkeys::start))
         .routes(routes!(passkeys::register, passkeys::list))
         .routes(routes!(passkeys::remove))

@@ -56,6 +56,7 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/operations/{id}/resolution"),
     ("GET", "/api/v1/operations/{id}/rail-records"),
     ("GET", "/api/v1/console/proposals/{id}/evidence"),
+    ("GET", "/api/v1/console/exports/payments"),
     ("POST", "/api/v1/me/passkeys/challenges"),
     ("POST", "/api/v1/me/passkeys"),
     ("GET", "/api/v1/me/passkeys"),

@@ -32,6 +32,7 @@ mod decision_support;
 mod events;
 mod evidence;
 mod expiry;
+mod exports;
 mod idempotency;
 mod in_process;
 mod kill_switch;

@@ -43,7 +43,7 @@ pub fn claims(issuer: &str, proposal_id: &str, token: &Value, request: &Value) -
 }
 
 /// `minor` written with `exponent` decimals: 25000, 2 → `250.00`.
-fn decimal(minor: u64, exponent: u8) -> String {
+pub(crate) fn decimal(minor: u64, exponent: u8) -> String {
     if exponent == 0 {
         return minor.to_string();
     }

@@ -14,6 +14,7 @@ pub mod change_log;
 pub mod devices;
 pub mod directory;
 pub mod evidence;
+pub mod exports;
 pub mod freezes;
 pub mod idempotency;
 pub mod notices;
