@@ -110,6 +110,12 @@ pub enum Command {
         #[command(subcommand)]
         command: LogCommand,
     },
+    /// An encrypted backup of the database (SQLite: a consistent copy taken
+    /// while the server runs) and the keys (docs/DEPLOY.md "Backup and restore").
+    Backup(crate::operator::BackupArgs),
+    /// Restore a backup into an empty data directory, after checking its
+    /// files, its audit chain and its transparency log.
+    Restore(crate::operator::RestoreArgs),
     /// Exports for finance (docs/DEPLOY.md "Exports for finance").
     Export {
         #[command(subcommand)]
@@ -606,6 +612,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Reconcile { operation } => return reconcile(settings, operation.as_deref()).await,
         Command::Export { command } => return crate::operator::export(&settings, command).await,
+        Command::Backup(args) => return crate::operator::backup(&settings, args).await,
+        Command::Restore(args) => return crate::operator::restore(&settings, args).await,
         Command::Report { command } => return crate::operator::report(&settings, command).await,
         Command::Freeze { scope, reason } => return set_freeze(settings, &scope, true, &reason).await,
         Command::Unfreeze { scope } => return set_freeze(settings, &scope, false, "").await,

@@ -1,11 +1,12 @@
 //! The operator's commands for finance and for keeping the data: payment
 //! exports and the reconciliation report (docs/DEPLOY.md "Exports for
-//! finance").
+//! finance"), backups and restores ("Backup and restore").
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::Settings;
 use crate::exports::{Format, Payments, Range, Writer};
@@ -43,6 +44,112 @@ pub enum ReportCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+}
+
+/// The environment variable a backup passphrase may come from.
+pub const PASSPHRASE_ENV: &str = "COUNTERSIGN_BACKUP_PASSPHRASE";
+
+#[derive(Args, Debug)]
+pub struct BackupArgs {
+    /// The backup file to write (an age file; it must not exist).
+    #[arg(long)]
+    pub to: PathBuf,
+    /// Encrypt to this age X25519 recipient, `age1…` (repeatable; e.g. from
+    /// `age-keygen`). Without one, a passphrase: --passphrase-file or
+    /// COUNTERSIGN_BACKUP_PASSPHRASE.
+    #[arg(long = "recipient")]
+    pub recipients: Vec<String>,
+    /// A file whose first line is the passphrase (at least 12 characters).
+    #[arg(long, conflicts_with = "recipients")]
+    pub passphrase_file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RestoreArgs {
+    /// The backup file.
+    #[arg(long)]
+    pub from: PathBuf,
+    /// An age identity file (`AGE-SECRET-KEY-1…`) of one of the recipients.
+    /// Without one, the passphrase: --passphrase-file or COUNTERSIGN_BACKUP_PASSPHRASE.
+    #[arg(long)]
+    pub identity: Option<PathBuf>,
+    #[arg(long, conflicts_with = "identity")]
+    pub passphrase_file: Option<PathBuf>,
+}
+
+/// The passphrase of --passphrase-file, else of the environment.
+fn passphrase(file: Option<&PathBuf>) -> anyhow::Result<SecretString> {
+    let text = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("cannot read the passphrase file {}: {}", path.display(), e.kind()))?;
+            text.lines().next().unwrap_or_default().to_owned()
+        }
+        None => std::env::var(PASSPHRASE_ENV).map_err(|_| {
+            anyhow::anyhow!("give --recipient, --passphrase-file or {PASSPHRASE_ENV} (the backup is always encrypted)")
+        })?,
+    };
+    let passphrase = SecretString::from(text);
+    if passphrase.expose_secret().chars().count() < 12 {
+        anyhow::bail!("the passphrase is shorter than 12 characters");
+    }
+    Ok(passphrase)
+}
+
+pub async fn backup(settings: &Settings, args: BackupArgs) -> anyhow::Result<i32> {
+    use crate::backup::Protection;
+    if args.to.exists() {
+        anyhow::bail!("{} exists: name a new file", args.to.display());
+    }
+    let protection = if args.recipients.is_empty() {
+        Protection::Passphrase(passphrase(args.passphrase_file.as_ref())?)
+    } else {
+        Protection::Recipients(args.recipients)
+    };
+    let now = crate::store::ts(crate::clock::system_now());
+    eprintln!("backing up {} …", settings.data_dir.display());
+    let manifest = crate::backup::backup(settings, &args.to, &protection, &now).await?;
+    let size = std::fs::metadata(&args.to).map(|m| m.len()).unwrap_or(0);
+    if manifest.backend == "postgres" {
+        println!(
+            "keys backed up to {} ({size} bytes). The database is PostgreSQL: back it up with pg_dump (docs/DEPLOY.md)",
+            args.to.display()
+        );
+    } else {
+        println!(
+            "backup written to {} ({size} bytes): {} audit entries, transparency log of {} leaves, {} key file(s)",
+            args.to.display(),
+            manifest.audit_entries,
+            manifest.log_size,
+            manifest.files.keys().filter(|f| f.starts_with("keys/")).count()
+        );
+    }
+    Ok(0)
+}
+
+pub async fn restore(settings: &Settings, args: RestoreArgs) -> anyhow::Result<i32> {
+    use crate::backup::Unlock;
+    let unlock = match args.identity {
+        Some(path) => Unlock::IdentityFile(path),
+        None => Unlock::Passphrase(passphrase(args.passphrase_file.as_ref())?),
+    };
+    eprintln!("checking {} …", args.from.display());
+    match crate::backup::restore(settings, &args.from, &unlock).await {
+        Ok(r) => {
+            println!(
+                "restored into {}: audit trail intact ({} entries), transparency log verified ({} leaves), backup of {}",
+                settings.data_dir.display(),
+                r.audit_entries,
+                r.log_size,
+                r.manifest.created_at
+            );
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("countersign: restore refused, nothing was changed: {e}");
+            Ok(1)
+        }
+    }
 }
 
 pub async fn export(settings: &Settings, command: ExportCommand) -> anyhow::Result<i32> {

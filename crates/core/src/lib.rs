@@ -13,6 +13,7 @@ pub use countersign_domain as domain;
 pub mod actors;
 pub mod approval;
 pub mod approvals;
+pub mod backup;
 pub mod cache;
 pub mod changes;
 pub mod client_ip;

@@ -16,6 +16,7 @@ mod agent_limits;
 mod agent_example;
 mod approval_tokens;
 mod audit;
+mod backup;
 mod cancel;
 mod cli_commands;
 mod commit;

@@ -410,6 +410,16 @@ pub async fn writer_pool(path: &Path) -> sqlx::Result<SqlitePool> {
 }
 
 /// Read-only connections beside the writer (WAL lets them run concurrently).
+/// A consistent copy of the SQLite database `db` written to `dest`
+/// (`VACUUM INTO`, one read transaction): safe while servers write to it.
+pub async fn snapshot_sqlite(db: &Path, dest: &Path) -> sqlx::Result<()> {
+    let pool = reader_pool(db, 1).await?;
+    let dest = dest.to_str().ok_or_else(|| sqlx::Error::Protocol("the backup path is not UTF-8".into()))?;
+    sqlx::query(&format!("VACUUM INTO '{}'", dest.replace('\'', "''"))).execute(&pool).await?;
+    pool.close().await;
+    Ok(())
+}
+
 pub async fn reader_pool(path: &Path, connections: u32) -> sqlx::Result<SqlitePool> {
     pool_options(connections).connect_with(sqlite_options(path).read_only(true)).await
 }

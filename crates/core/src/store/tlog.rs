@@ -226,6 +226,71 @@ pub async fn leaf(pool: &Pool, index: u64) -> Result<Option<Vec<u8>>> {
     Ok(audit::leaves_from(&mut conn, index as i64 + 1, 1).await?.into_iter().next().map(|l| l.bytes))
 }
 
+/// What [`verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogCheck {
+    /// No checkpoint yet.
+    Empty,
+    /// The newest checkpoint is signed by the note key, its root is the
+    /// root of the audit entries it covers (hashed afresh, each checked
+    /// against its chain), and the stored tree gives the same root.
+    Intact { size: u64 },
+    Broken { problem: String },
+}
+
+/// Opens a signed checkpoint with the note key: its size and root, or why not.
+pub type OpenNote<'a> = dyn Fn(&str) -> std::result::Result<(u64, Hash), String> + 'a;
+
+/// Checks the log against the audit trail and the note key, from scratch:
+/// for a restore, which trusts nothing it was handed.
+pub async fn verify(pool: &Pool, open: &OpenNote<'_>) -> Result<LogCheck> {
+    const PAGE: i64 = 4096;
+    let Some(latest) = latest(pool).await? else { return Ok(LogCheck::Empty) };
+    let broken = |problem: String| Ok(LogCheck::Broken { problem });
+    let (size, signed_root) = match open(&latest.note) {
+        Ok(opened) => opened,
+        Err(why) => return broken(format!("the newest checkpoint does not verify: {why}")),
+    };
+    if size != latest.size as u64 {
+        return broken(format!("the checkpoint stored as size {} says {size}", latest.size));
+    }
+    let mut leaves = Vec::with_capacity(size as usize);
+    let mut prev = audit::GENESIS.to_owned();
+    let mut conn = pool.acquire().await?;
+    while (leaves.len() as u64) < size {
+        let want = PAGE.min((size - leaves.len() as u64) as i64);
+        let page = audit::leaves_from(&mut conn, leaves.len() as i64 + 1, want).await?;
+        if page.is_empty() {
+            return broken(format!("the checkpoint covers {size} entries; the audit trail has {}", leaves.len()));
+        }
+        for leaf in page {
+            let expected = leaves.len() as i64 + 1;
+            if leaf.seq != expected || leaf.prev_hash != prev || !leaf.is_intact() {
+                return broken(format!("audit entry {expected} is not the entry the log holds"));
+            }
+            prev = leaf.hash.clone();
+            leaves.push(merkle::leaf_hash(&leaf.bytes));
+        }
+    }
+    drop(conn);
+    let tree: BTreeMap<NodeId, Hash> = merkle::grow(0, &leaves, |_| unreachable!("a tree grown from 0")).into_iter().collect();
+    if merkle::root(&tree, size) != signed_root {
+        return broken("the signed root is not the root of the audit entries".into());
+    }
+    // Every stored node (what inclusion and consistency proofs are made
+    // from) is the node the entries give, and there is no other.
+    let mut stored = BTreeMap::new();
+    for row in query("SELECT height, idx, hash FROM tlog_nodes").fetch_all(pool).await? {
+        let NodeRow { height, idx, hash } = row.decode()?;
+        stored.insert(NodeId { level: height as u32, index: idx as u64 }, hash);
+    }
+    let differs = stored.len() != tree.len() || tree.iter().any(|(id, hash)| stored.get(id) != Some(&hash.to_vec()));
+    if differs {
+        return broken("the stored tree does not match the audit entries".into());
+    }
+    Ok(LogCheck::Intact { size })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
