@@ -482,7 +482,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     let overrides = Overrides { listen, data_dir: cli.data_dir.clone() };
     let settings = Settings::load(cli.config.as_deref(), &overrides)?;
-    crate::telemetry::init(settings.log_format);
+    let _telemetry = crate::telemetry::init(settings.log_format, &settings.tracing);
 
     match cli.command {
         Command::Serve { demo, .. } => {

@@ -283,7 +283,10 @@ impl From<Ineligible> for DecideError {
 /// the approver's tenant, they hold the approver role, it is waiting for a
 /// decision; for an approval also segregation of duties, their limit, that
 /// they have not approved already, and policy as it stands now.
-#[tracing::instrument(name = "decide", skip_all, fields(tenant = %approver.tenant_id, approver = %approver.user_id, proposal_id = %proposal_id, via = approver.via))]
+#[tracing::instrument(name = "decide", skip_all, fields(
+    tenant = %approver.tenant_id, approver = %approver.user_id, proposal_id = %proposal_id, via = approver.via,
+    outcome = tracing::field::Empty, otel.status_code = tracing::field::Empty,
+))]
 pub async fn decide(
     state: &(impl Store + Config + Keys + Notifier + crate::approval::receipts::Receipts),
     approver: &Approver,

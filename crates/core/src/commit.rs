@@ -75,14 +75,26 @@ pub fn budget_day(now: DateTime<Utc>) -> String {
 }
 
 /// Commits an approved proposal for its agent; see the module doc.
-#[tracing::instrument(name = "commit", skip_all, fields(tenant = %agent.tenant_id, agent = %agent.agent_id, proposal_id = %proposal_id))]
+#[tracing::instrument(name = "commit", skip_all, fields(
+    tenant = %agent.tenant_id, agent = %agent.agent_id, proposal_id = %proposal_id,
+    operation_id = tracing::field::Empty, payment_status = tracing::field::Empty,
+    outcome = tracing::field::Empty, otel.status_code = tracing::field::Empty,
+))]
 pub async fn commit(
     state: &(impl Store + Clock + Config + Keys + Notifier + Payments + Hooks + crate::approval::receipts::Receipts),
     agent: &AgentPrincipal,
     proposal_id: &str,
     token: &str,
 ) -> Result<ProposalView, CommitError> {
-    crate::metrics::use_case("commit", commit_inner(state, agent, proposal_id, token)).await
+    let result = crate::metrics::use_case("commit", commit_inner(state, agent, proposal_id, token)).await;
+    if let Ok(view) = &result {
+        let span = tracing::Span::current();
+        span.record("payment_status", view.status.as_str());
+        if let Some(op) = &view.operation {
+            span.record("operation_id", op.id.as_str());
+        }
+    }
+    result
 }
 
 async fn commit_inner(

@@ -41,6 +41,7 @@ mod listing;
 mod mcp;
 mod multi_instance;
 mod observability;
+mod otlp;
 mod oidc;
 mod passkeys;
 mod passkeys_step_up;

@@ -314,13 +314,26 @@ pub enum Reconciled {
 }
 
 /// Reconciles one open operation; see the module doc.
-#[tracing::instrument(name = "reconcile", skip_all, fields(tenant = %op.tenant_id, operation_id = %op.id))]
+#[tracing::instrument(name = "reconcile", skip_all, fields(
+    tenant = %op.tenant_id, operation_id = %op.id, proposal_id = %op.proposal_id, reconciliation = true,
+    operation_status = tracing::field::Empty,
+    outcome = tracing::field::Empty, otel.status_code = tracing::field::Empty,
+))]
 pub async fn reconcile_one(
     state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
     op: &OperationRow,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Reconciled> {
-    crate::metrics::use_case("reconcile", reconcile_one_inner(state, op, now)).await
+    let result = crate::metrics::use_case("reconcile", reconcile_one_inner(state, op, now)).await;
+    let status = match &result {
+        Ok(Reconciled::Moved(to)) => to.as_str(),
+        Ok(_) => op.status.as_str(),
+        Err(_) => "",
+    };
+    if !status.is_empty() {
+        tracing::Span::current().record("operation_status", status);
+    }
+    result
 }
 
 async fn reconcile_one_inner(

@@ -60,14 +60,21 @@ pub enum Proposed {
 
 /// Parses, canonicalizes, hashes and evaluates a proposal, then stores it
 /// (or returns the identical one already in this run).
-#[tracing::instrument(name = "propose", skip_all, fields(tenant = %agent.tenant_id, agent = %agent.agent_id))]
+#[tracing::instrument(name = "propose", skip_all, fields(
+    tenant = %agent.tenant_id, agent = %agent.agent_id, proposal_id = tracing::field::Empty,
+    outcome = tracing::field::Empty, otel.status_code = tracing::field::Empty,
+))]
 pub async fn propose(
     state: &(impl Store + Config + Keys + Notifier + Batching + Outbound + crate::approval::receipts::Receipts),
     agent: &AgentPrincipal,
     body: &Value,
     now: DateTime<Utc>,
 ) -> Result<Proposed, ProposeError> {
-    crate::metrics::use_case("propose", propose_inner(state, agent, body, now)).await
+    let result = crate::metrics::use_case("propose", propose_inner(state, agent, body, now)).await;
+    if let Ok(Proposed::Created(view) | Proposed::Existing(view)) = &result {
+        tracing::Span::current().record("proposal_id", view.id.as_str());
+    }
+    result
 }
 
 async fn propose_inner(
