@@ -14,6 +14,7 @@ pub use countersign_core::{
 };
 
 pub mod admin_view;
+pub mod agent_limits;
 pub mod cli;
 pub mod console;
 pub mod flow;

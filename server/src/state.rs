@@ -29,7 +29,7 @@ pub struct AppState {
     /// Single sign-on: the providers' client and cached discovery.
     pub sso: crate::sso::Sso,
     /// Per-agent request limits on the agent API.
-    pub agent_limits: crate::http::agent_limits::AgentLimits,
+    pub agent_limits: crate::agent_limits::AgentLimits,
 }
 
 pub type Shared = Arc<AppState>;
@@ -44,7 +44,7 @@ impl AppState {
     ) -> anyhow::Result<Shared> {
         // Validated with the settings; an invalid list never gets this far.
         let proxies = TrustedProxies::parse(&settings.console.trusted_proxies).unwrap_or_default();
-        let agent_limits = crate::http::agent_limits::AgentLimits::new(&settings.agent_api);
+        let agent_limits = crate::agent_limits::AgentLimits::new(&settings.agent_api);
         let ports: (Arc<dyn crate::rail::Rail>, Arc<dyn crate::outbound::Poster>) =
             (Arc::new(rail), Arc::new(crate::poster::HttpPoster::new()?));
         Ok(Arc::new(AppState {

@@ -3,7 +3,6 @@
 
 pub mod admin;
 pub mod agent;
-pub mod agent_limits;
 pub mod bulk;
 pub use countersign_core::client_ip;
 pub mod console;
