@@ -20,11 +20,11 @@ use serde_json::Value;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::{mask_account, Currency};
-use crate::shutdown::Shutdown;
-use crate::store::Store;
 use crate::evidence::mandate::decimal;
 use crate::policy::{Decision, Outcome};
+use crate::shutdown::Shutdown;
 use crate::store::exports::{DecisionRow, PaymentRow};
+use crate::store::Store;
 use crate::store::{self, parse_ts, Pool, StoreError};
 
 /// Proposals read per page.

@@ -62,7 +62,8 @@ pub async fn payments(
     let Query(params) = params.map_err(query_error)?;
     let invalid = |field: &str, why: &str| ApiError::Validation(vec![FieldError::new(field, "invalid_value", why)]);
     let range = Range::parse(params.from.as_deref(), params.to.as_deref()).map_err(|e| invalid(e.field, &e.reason))?;
-    let format = Format::parse(params.format.as_deref().unwrap_or("csv")).ok_or_else(|| invalid("format", "is csv or json"))?;
+    let format =
+        Format::parse(params.format.as_deref().unwrap_or("csv")).ok_or_else(|| invalid("format", "is csv or json"))?;
     let tenant = user.user.tenant_id.clone();
     crate::exports::audit(&state.db.write, &tenant, &user.actor(), range, format).await?;
 
@@ -92,27 +93,30 @@ fn stream(
         Pages,
         Done,
     }
-    futures::stream::unfold((state, payments, writer, Step::Start), |(state, mut payments, mut writer, step)| async move {
-        match step {
-            Step::Start => {
-                let head = Bytes::from(writer.start());
-                Some((Ok(head), (state, payments, writer, Step::Pages)))
+    futures::stream::unfold(
+        (state, payments, writer, Step::Start),
+        |(state, mut payments, mut writer, step)| async move {
+            match step {
+                Step::Start => {
+                    let head = Bytes::from(writer.start());
+                    Some((Ok(head), (state, payments, writer, Step::Pages)))
+                }
+                Step::Pages => match payments.next_page(&state.db.read).await {
+                    Ok(Some(page)) => {
+                        let chunk = Bytes::from(writer.page(&page));
+                        Some((Ok(chunk), (state, payments, writer, Step::Pages)))
+                    }
+                    Ok(None) => {
+                        let tail = Bytes::from(writer.finish());
+                        Some((Ok(tail), (state, payments, writer, Step::Done)))
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "payments export failed midway");
+                        Some((Err(std::io::Error::other("export failed")), (state, payments, writer, Step::Done)))
+                    }
+                },
+                Step::Done => None,
             }
-            Step::Pages => match payments.next_page(&state.db.read).await {
-                Ok(Some(page)) => {
-                    let chunk = Bytes::from(writer.page(&page));
-                    Some((Ok(chunk), (state, payments, writer, Step::Pages)))
-                }
-                Ok(None) => {
-                    let tail = Bytes::from(writer.finish());
-                    Some((Ok(tail), (state, payments, writer, Step::Done)))
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "payments export failed midway");
-                    Some((Err(std::io::Error::other("export failed")), (state, payments, writer, Step::Done)))
-                }
-            },
-            Step::Done => None,
-        }
-    })
+        },
+    )
 }

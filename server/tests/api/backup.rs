@@ -35,13 +35,12 @@ async fn paid(server: &TestServer, n: usize) -> Vec<String> {
 
 /// `(proposal, operation, status, rail reference)` of each committed payment.
 async fn operations(db: &Db) -> Vec<(String, String, String, String)> {
-    let lines: Vec<String> = one(
-        "SELECT proposal_id || ' ' || id || ' ' || status || ' ' || COALESCE(rail_reference, '-')
-           FROM operations ORDER BY proposal_id",
-    )
-    .fetch_all(db)
-    .await
-    .unwrap();
+    let lines: Vec<String> =
+        one("SELECT proposal_id || ' ' || id || ' ' || status || ' ' || COALESCE(rail_reference, '-')
+           FROM operations ORDER BY proposal_id")
+        .fetch_all(db)
+        .await
+        .unwrap();
     lines
         .iter()
         .map(|l| {
@@ -205,11 +204,7 @@ async fn a_restore_refuses_altered_files_broken_chains_and_logs_that_do_not_matc
     let good = open_db(&config, &restored).await;
     let actor: String = one("SELECT actor FROM audit_log WHERE seq = 3").fetch_one(&good).await.unwrap();
     good.close().await;
-    countersign::store::query("UPDATE audit_log SET actor = ? WHERE seq = 3")
-        .bind(actor)
-        .execute(&db)
-        .await
-        .unwrap();
+    countersign::store::query("UPDATE audit_log SET actor = ? WHERE seq = 3").bind(actor).execute(&db).await.unwrap();
     countersign::store::query("UPDATE tlog_nodes SET hash = ? WHERE height = 0 AND idx = 1")
         .bind(vec![7u8; 32])
         .execute(&db)
@@ -253,7 +248,9 @@ async fn a_backup_to_an_age_recipient_restores_with_its_identity_only() {
     };
     let (mine, theirs) = (write_identity("mine.txt", &identity), write_identity("theirs.txt", &other));
     let target = scratch.dir.path().join("restored");
-    let args = |id: &Path| ["restore", "--from", file.to_str().unwrap(), "--identity", id.to_str().unwrap()].map(str::to_owned);
+    let args = |id: &Path| {
+        ["restore", "--from", file.to_str().unwrap(), "--identity", id.to_str().unwrap()].map(str::to_owned)
+    };
     let run = |id: PathBuf| {
         let (config, target, args) = (config.clone(), target.clone(), args(&id));
         async move { cli(&config, &target, &args.iter().map(String::as_str).collect::<Vec<_>>(), None).await }

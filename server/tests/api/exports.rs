@@ -18,10 +18,8 @@ fn today() -> String {
 fn csv_rows(text: &str) -> (Vec<String>, Vec<std::collections::BTreeMap<String, String>>) {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_owned).collect();
-    let rows = reader
-        .records()
-        .map(|r| header.iter().cloned().zip(r.unwrap().iter().map(str::to_owned)).collect())
-        .collect();
+    let rows =
+        reader.records().map(|r| header.iter().cloned().zip(r.unwrap().iter().map(str::to_owned)).collect()).collect();
     (header, rows)
 }
 
@@ -98,7 +96,8 @@ async fn payments_export_as_csv_and_json_with_approvers_operations_and_no_accoun
     send(ana.bare(Method::GET, &path)).await.assert_error(403, "forbidden");
     send(http_client().get(server.url(&path))).await.assert_error(401, "unauthenticated");
     // Bad ranges and formats name their parameter.
-    for (query, field) in [("from=2026-02-30", "from"), ("to=2026-01-01", "from"), ("from=2026-02-02&to=2026-02-01", "to")]
+    for (query, field) in
+        [("from=2026-02-30", "from"), ("to=2026-01-01", "from"), ("from=2026-02-02&to=2026-02-01", "to")]
     {
         let r = send(ada.bare(Method::GET, &format!("/api/v1/console/exports/payments?{query}"))).await;
         r.assert_error(422, "validation_failed");
@@ -116,7 +115,8 @@ async fn payments_export_as_csv_and_json_with_approvers_operations_and_no_accoun
     assert_eq!(exported.len(), 4, "{exported:?}");
 
     // The CLI writes the same export for the operator.
-    let (code, out, err) = server.cli(&["export", "payments", "--tenant", "acme", "--from", &today(), "--format", "json"]).await;
+    let (code, out, err) =
+        server.cli(&["export", "payments", "--tenant", "acme", "--from", &today(), "--format", "json"]).await;
     assert_eq!(code, 0, "{err}");
     let cli: Vec<Value> = serde_json::from_str(&out).unwrap();
     assert_eq!(cli, *records, "the console's and the CLI's exports agree");
@@ -154,7 +154,10 @@ async fn the_reconciliation_report_lists_unknown_operations_on_demand_and_nightl
     let report: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(report["open"], 1);
     let listed = &report["operations"][0];
-    assert_eq!((listed["operation_id"].as_str(), listed["proposal_id"].as_str()), (Some(op.as_str()), Some(id.as_str())));
+    assert_eq!(
+        (listed["operation_id"].as_str(), listed["proposal_id"].as_str()),
+        (Some(op.as_str()), Some(id.as_str()))
+    );
     assert_eq!((listed["status"].as_str(), listed["amount"].as_str()), (Some("unknown"), Some("50.00")));
     assert!(!text.contains(ACME_TRUSTED_PAYEE) && !text.contains(ACME_SOURCE), "{text}");
 }

@@ -68,8 +68,9 @@ async fn use_cases_are_traced_over_otlp_with_ids_and_outcomes_and_no_account_num
     for _ in 0..100 {
         got = spans(&out);
         let moved = |s: &Value| s["attributes"]["operation_status"] == "succeeded";
-        let reconciled =
-            got.iter().any(|s| s["name"] == "reconcile" && s["attributes"]["operation_id"] == late_op.as_str() && moved(s));
+        let reconciled = got
+            .iter()
+            .any(|s| s["name"] == "reconcile" && s["attributes"]["operation_id"] == late_op.as_str() && moved(s));
         if reconciled && find(&got, "commit", "proposal_id", &paid).is_some() {
             break;
         }
@@ -112,9 +113,11 @@ async fn use_cases_are_traced_over_otlp_with_ids_and_outcomes_and_no_account_num
     again.assert_error(401, "approval_token_invalid");
     let mut refused = None;
     for _ in 0..50 {
-        refused = spans(&out)
-            .into_iter()
-            .find(|s| s["name"] == "commit" && s["attributes"]["proposal_id"] == paid.as_str() && s["attributes"]["outcome"] == "error");
+        refused = spans(&out).into_iter().find(|s| {
+            s["name"] == "commit"
+                && s["attributes"]["proposal_id"] == paid.as_str()
+                && s["attributes"]["outcome"] == "error"
+        });
         if refused.is_some() {
             break;
         }

@@ -107,7 +107,9 @@ pub async fn backup(settings: &Settings, to: &Path, protection: &Protection, now
             }
             let copy_dir = staging.path().join("db");
             crate::store::ensure_private_dir(&copy_dir)?;
-            crate::store::snapshot_sqlite(&live, &copy_dir.join(DATABASE)).await.map_err(crate::store::StoreError::from)?;
+            crate::store::snapshot_sqlite(&live, &copy_dir.join(DATABASE))
+                .await
+                .map_err(crate::store::StoreError::from)?;
             let db = Db::open(&copy_dir).await?;
             let entries = match audit::verify(&db.read).await? {
                 Verification::Intact { entries } => entries,
@@ -196,7 +198,10 @@ pub async fn restore(settings: &Settings, from: &Path, unlock: &Unlock) -> Resul
     }
     let keys = target.join(KEYS);
     if keys.is_dir() && std::fs::read_dir(&keys)?.next().is_some() {
-        return Err(BackupError::Refused(format!("{} already holds keys: restore into an empty data directory", keys.display())));
+        return Err(BackupError::Refused(format!(
+            "{} already holds keys: restore into an empty data directory",
+            keys.display()
+        )));
     }
     crate::store::ensure_private_dir(&target)?;
     let staging = tempfile::Builder::new().prefix(".countersign-restore-").tempdir_in(&target)?;
@@ -251,7 +256,11 @@ async fn check(settings: &Settings, db: &Db, keys: &Path, manifest: &Manifest) -
     }
     let url = url::Url::parse(&settings.public_url).map_err(|e| BackupError::Refused(format!("public_url: {e}")))?;
     let verifier = if keys.join(NOTE_KEY_FILE).exists() {
-        Some(NoteSigner::open_or_create(keys, &origin_of(&url)).map_err(|e| BackupError::Damaged(e.to_string()))?.verifier())
+        Some(
+            NoteSigner::open_or_create(keys, &origin_of(&url))
+                .map_err(|e| BackupError::Damaged(e.to_string()))?
+                .verifier(),
+        )
     } else {
         None
     };
@@ -284,7 +293,9 @@ fn unpack(from: &Path, unlock: &Unlock, dir: &Path) -> Result<Manifest> {
                 .lines()
                 .map(str::trim)
                 .filter(|l| l.starts_with("AGE-SECRET-KEY-"))
-                .map(|l| l.parse::<age::x25519::Identity>().map_err(|e| BackupError::Refused(format!("identity file: {e}"))))
+                .map(|l| {
+                    l.parse::<age::x25519::Identity>().map_err(|e| BackupError::Refused(format!("identity file: {e}")))
+                })
                 .collect::<Result<Vec<_>>>()?;
             if identities.is_empty() {
                 return Err(BackupError::Refused(format!("{} holds no AGE-SECRET-KEY line", path.display())));

@@ -80,7 +80,10 @@ fn a_range_is_whole_utc_days_and_bad_ones_name_their_parameter() {
     assert_eq!(store::ts(from), "2026-01-01T00:00:00.000Z");
     assert_eq!(store::ts(to), "2026-02-01T00:00:00.000Z", "to is included");
     assert_eq!(r.label(), "2026-01-01-to-2026-01-31");
-    assert_eq!(Range::parse(Some("2026-03-04"), None).unwrap(), Range { from: day("2026-03-04"), to: day("2026-03-04") });
+    assert_eq!(
+        Range::parse(Some("2026-03-04"), None).unwrap(),
+        Range { from: day("2026-03-04"), to: day("2026-03-04") }
+    );
     assert_eq!(Range::parse(None, Some("2026-01-01")).unwrap_err().field, "from");
     assert_eq!(Range::parse(Some("01/02/2026"), None).unwrap_err().field, "from");
     assert_eq!(Range::parse(Some("2026-01-02"), Some("2026-13-01")).unwrap_err().field, "to");

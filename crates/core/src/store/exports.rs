@@ -7,8 +7,8 @@
 use chrono::{DateTime, Utc};
 
 use super::operations::OperationRow;
-use super::{Timestamp, Unsigned};
 use super::{query, ts, Pool, Result, Row};
+use super::{Timestamp, Unsigned};
 
 /// One proposal of an export page.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -234,8 +234,12 @@ pub enum LogCheck {
     /// The newest checkpoint is signed by the note key, its root is the
     /// root of the audit entries it covers (hashed afresh, each checked
     /// against its chain), and the stored tree gives the same root.
-    Intact { size: u64 },
-    Broken { problem: String },
+    Intact {
+        size: u64,
+    },
+    Broken {
+        problem: String,
+    },
 }
 
 /// Opens a signed checkpoint with the note key: its size and root, or why not.
@@ -273,7 +277,8 @@ pub async fn verify(pool: &Pool, open: &OpenNote<'_>) -> Result<LogCheck> {
         }
     }
     drop(conn);
-    let tree: BTreeMap<NodeId, Hash> = merkle::grow(0, &leaves, |_| unreachable!("a tree grown from 0")).into_iter().collect();
+    let tree: BTreeMap<NodeId, Hash> =
+        merkle::grow(0, &leaves, |_| unreachable!("a tree grown from 0")).into_iter().collect();
     if merkle::root(&tree, size) != signed_root {
         return broken("the signed root is not the root of the audit entries".into());
     }
