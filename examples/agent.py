@@ -6,15 +6,23 @@ falling back to long-polling), verifies the approval token itself against
 the server's published keys (ES256 over P-256, checked here in pure Python),
 commits, and follows the payment to its end without ever retrying blindly.
 
+One deadline (--timeout) bounds the whole decision: every wait ends at it,
+whatever the server sends meanwhile (keepalives included). If no approval
+has arrived by then, the agent cancels its proposal and never commits
+after it. Once committed, it waits for the payment's final status
+(--settle-timeout more at most) before it exits, so what it prints is what
+the server says.
+
     COUNTERSIGN_AGENT_KEY=cs_test_... python3 examples/agent.py \\
         --url http://localhost:8080 --run-id run-42 --amount-minor 25000 \\
         --currency USD --source acct_demo000000001234 --destination ba_northwind0007 \\
         --purpose vendor --reference "Invoice 1842" --invoice 1842
 
 Exit status: 0 the payment succeeded; 1 it did not happen (rejected,
-expired, cancelled, failed); 2 something is wrong (refused request, a token
-that does not verify, a timeout) and nothing was committed by this run
-unless it says so.
+expired, cancelled — by this agent at its deadline too —, failed); 2
+something is wrong (refused request, a token that does not verify, a
+payment still unsettled after --settle-timeout) and nothing was committed
+by this run unless it says so.
 """
 
 import argparse
@@ -23,6 +31,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -122,20 +131,35 @@ class Api:
             text = err.read().decode()
             raise Refused(err.code, json.loads(text) if text.startswith("{") else text) from None
 
-    def events(self, path, timeout):
-        """Yields each `data:` of an event stream (JSON) until it ends."""
+    def events(self, path, deadline):
+        """Yields each `data:` of an event stream (JSON) until it ends or
+        `deadline` (a time.time()) passes. A socket timeout is per read, and
+        the server's keepalives would keep resetting it: a timer closes the
+        stream at the deadline instead, and the generator simply ends."""
         req = urllib.request.Request(self.url + path)
         req.add_header("Authorization", "Bearer " + self.key)
         req.add_header("Accept", "text/event-stream")
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        remaining = deadline - time.time()
+        if remaining <= 0:
+            return
+        with urllib.request.urlopen(req, timeout=remaining) as resp:
+            closer = threading.Timer(max(0.0, deadline - time.time()), resp.close)
+            closer.daemon = True
+            closer.start()
             data = []
-            for raw in resp:
-                line = raw.decode().rstrip("\r\n")
-                if line.startswith("data:"):
-                    data.append(line[5:].lstrip())
-                elif line == "" and data:
-                    yield json.loads("".join(data))
-                    data = []
+            try:
+                for raw in resp:
+                    line = raw.decode().rstrip("\r\n")
+                    if line.startswith("data:"):
+                        data.append(line[5:].lstrip())
+                    elif line == "" and data:
+                        yield json.loads("".join(data))
+                        data = []
+            except (OSError, ValueError):
+                if time.time() < deadline:
+                    raise
+            finally:
+                closer.cancel()
 
 
 def log(message):
@@ -151,20 +175,33 @@ def wait_while(api, proposal, still, deadline):
     if not still(proposal):
         return proposal
     try:
-        for update in api.events(f"/api/v1/proposals/{pid}/events", timeout=max(1, deadline - time.time())):
+        for update in api.events(f"/api/v1/proposals/{pid}/events", deadline):
             proposal = update
             if not still(proposal):
                 return proposal
+        if time.time() >= deadline:
+            return proposal
     except (OSError, urllib.error.URLError, ValueError) as err:
         log(f"event stream unavailable ({err}); long-polling instead")
     etag = None
-    while still(proposal) and time.time() < deadline:
-        wait = int(min(25, max(1, deadline - time.time())))
+    while still(proposal) and deadline - time.time() >= 1:
+        wait = int(min(25, deadline - time.time()))
         status, headers, body = api.request(
             "GET", f"/api/v1/proposals/{pid}?wait={wait}", headers={"If-None-Match": etag} if etag else None,
             timeout=wait + 15)
         if status == 200:
             proposal, etag = body, headers.get("ETag") or headers.get("Etag")
+    return proposal
+
+
+def cancel(api, proposal):
+    """Withdraws the proposal (pending or approved); its status after."""
+    try:
+        _, _, proposal = api.request("POST", f"/api/v1/proposals/{proposal['id']}/cancel")
+    except Refused as err:
+        # Decided meanwhile (rejected, expired…): read what it is now.
+        log(f"cancel refused ({err}); reading its status")
+        _, _, proposal = api.request("GET", f"/api/v1/proposals/{proposal['id']}")
     return proposal
 
 
@@ -221,7 +258,10 @@ def main():
     parser.add_argument("--purpose", default="vendor")
     parser.add_argument("--reference")
     parser.add_argument("--invoice")
-    parser.add_argument("--timeout", type=int, default=900, help="seconds to wait for the whole run")
+    parser.add_argument("--timeout", type=float, default=900,
+                        help="seconds from now by which the payment must be approved and committed")
+    parser.add_argument("--settle-timeout", type=float, default=300,
+                        help="once committed, how long to wait for the payment's final status")
     parser.add_argument("--jwks-url", help="verify tokens against these keys (default: the server's)")
     args = parser.parse_args()
     key = os.environ.get("COUNTERSIGN_AGENT_KEY")
@@ -242,17 +282,30 @@ def main():
                                      headers={"Idempotency-Key": f"{args.run_id}-{uuid.uuid5(uuid.NAMESPACE_URL, json.dumps(asked, sort_keys=True))}"})
         log(f"proposed {proposal['id']}: {proposal['status']} (no money moves until commit)")
         proposal = wait_while(api, proposal, lambda p: p["status"] == "pending_approval", deadline)
+        if proposal["status"] in ("pending_approval", "approved") and time.time() >= deadline:
+            # Too late to pay: withdraw it, so nobody approves it for nothing.
+            proposal = cancel(api, proposal)
+            log(f"deadline passed before a commit: {proposal['status']}; nothing was committed")
+            print(json.dumps({"id": proposal["id"], "status": proposal["status"]}))
+            return 1 if proposal["status"] in ("rejected", "expired", "cancelled") else 2
         log(f"decision: {proposal['status']}")
         if proposal["status"] != "approved":
             print(json.dumps({"id": proposal["id"], "status": proposal["status"]}))
             return 1 if proposal["status"] in ("rejected", "expired", "cancelled") else 2
         claims = verify_token(api, proposal, asked, args.jwks_url)
         log(f"approval token verified: signed by the server, bound to this request, approvers {claims.get('approvers')}")
+        if time.time() >= deadline:
+            proposal = cancel(api, proposal)
+            log(f"deadline passed while checking the token: {proposal['status']}; nothing was committed")
+            print(json.dumps({"id": proposal["id"], "status": proposal["status"]}))
+            return 1 if proposal["status"] == "cancelled" else 2
         _, _, proposal = api.request("POST", f"/api/v1/proposals/{proposal['id']}/commit",
                                      {"approval_token": proposal["approval_token"]})
         log(f"committed: {proposal['status']}")
-        # `unknown` means the bank is being asked: wait, never commit again blindly.
-        proposal = wait_while(api, proposal, lambda p: p["status"] in ("executing", "unknown"), deadline)
+        # `unknown` means the bank is being asked: wait, never commit again
+        # blindly, and report the final status, not a passing one.
+        settle_by = time.time() + args.settle_timeout
+        proposal = wait_while(api, proposal, lambda p: p["status"] in ("executing", "unknown"), settle_by)
     except Refused as err:
         log(f"refused: {err}")
         return 2

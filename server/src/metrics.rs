@@ -8,6 +8,7 @@
 //! holds a tenant, a user, an id or an amount: routes are templates
 //! (`/api/v1/proposals/{id}`).
 
+pub use countersign_core::metrics::record_gauges;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -42,6 +43,7 @@ impl Metrics {
                 countersign_core::metrics::USE_CASE_SECONDS,
                 "Duration of propose, decide, commit and reconcile, by outcome."
             );
+            describe_business();
             handle
         });
         Metrics { handle: handle.clone() }
@@ -60,6 +62,22 @@ impl Metrics {
     pub fn render(&self) -> String {
         self.handle.render()
     }
+}
+
+/// The help lines of the business metrics (`countersign_core::metrics`).
+fn describe_business() {
+    use countersign_core::metrics as m;
+    metrics::describe_counter!(m::PROPOSALS, "Proposals created, by the status they were created in.");
+    metrics::describe_counter!(m::DECISIONS, "Approvers' decisions recorded, by channel and verdict.");
+    metrics::describe_counter!(m::COMMITS, "Commits answered, by the payment's status after them (or refused).");
+    metrics::describe_gauge!(m::OPERATIONS_OPEN, "Operations waiting on the rail or a person, by status.");
+    metrics::describe_gauge!(m::OUTBOX_BACKLOG, "Messages not delivered yet, by outbox (slack, webhook).");
+    metrics::describe_gauge!(m::OUTBOX_OLDEST_AGE, "Age of the oldest message not delivered yet, by outbox.");
+    metrics::describe_gauge!(
+        m::RECONCILIATION_LAG,
+        "How long the oldest unsettled operation has waited since it was recorded."
+    );
+    metrics::describe_gauge!(m::TOKENS_EXPIRED_UNUSED, "Approval tokens that expired without a commit.");
 }
 
 #[cfg(test)]

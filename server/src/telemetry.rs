@@ -32,14 +32,25 @@ impl Drop for Telemetry {
     }
 }
 
+/// tower-sessions' targets, at errors only: a malformed or unknown session
+/// cookie is answered as signed out, not logged as a warning per request.
+const QUIET_SESSIONS: &str = "tower_sessions=error,tower_sessions_core=error";
+
 pub fn init(format: LogFormat, tracing: &TracingSettings) -> Telemetry {
-    let filter =
-        EnvFilter::try_from_env("COUNTERSIGN_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,rmcp=warn"));
+    // tower-sessions warns of every cookie naming no session ("possibly
+    // suspicious activity"): a stale or foreign cookie, which the console
+    // answers by signing out; one per request would drown the log. Unless
+    // COUNTERSIGN_LOG names it, it logs errors only.
+    let wanted = std::env::var("COUNTERSIGN_LOG").unwrap_or_else(|_| "info,sqlx=warn,rmcp=warn".into());
+    let directives = if wanted.contains("tower_sessions") { wanted } else { format!("{wanted},{QUIET_SESSIONS}") };
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new(format!("info,{QUIET_SESSIONS}")));
+    // Colours only for a terminal: a file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let logs = match format {
         // The request's span (id, route, tenant, principal, status, latency)
         // is on each line once; the list of enclosing spans would repeat it.
         LogFormat::Json => fmt::layer().json().with_span_list(false).with_writer(std::io::stderr).boxed(),
-        LogFormat::Text => fmt::layer().with_writer(std::io::stderr).boxed(),
+        LogFormat::Text => fmt::layer().with_ansi(ansi).with_writer(std::io::stderr).boxed(),
     }
     .with_filter(filter);
     let provider = tracing.otlp_endpoint.as_deref().and_then(|url| match provider(url, tracing) {

@@ -294,7 +294,15 @@ pub async fn decide(
     verdict: Verdict,
     now: DateTime<Utc>,
 ) -> Result<ProposalView, DecideError> {
-    crate::metrics::use_case("decide", decide_inner(state, approver, proposal_id, verdict, now)).await
+    let verdict_name = match verdict {
+        Verdict::Approve => "approve",
+        Verdict::Reject { .. } => "reject",
+    };
+    let result = crate::metrics::use_case("decide", decide_inner(state, approver, proposal_id, verdict, now)).await;
+    if result.is_ok() {
+        crate::metrics::decision(approver.via, verdict_name);
+    }
+    result
 }
 
 async fn decide_inner(

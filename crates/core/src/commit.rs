@@ -87,6 +87,7 @@ pub async fn commit(
     token: &str,
 ) -> Result<ProposalView, CommitError> {
     let result = crate::metrics::use_case("commit", commit_inner(state, agent, proposal_id, token)).await;
+    crate::metrics::commit_answered(result.as_ref().map_or("refused", |view| view.status.as_str()));
     if let Ok(view) = &result {
         let span = tracing::Span::current();
         span.record("payment_status", view.status.as_str());

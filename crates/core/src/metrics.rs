@@ -26,3 +26,52 @@ pub async fn use_case<T, E>(name: &'static str, work: impl Future<Output = Resul
         .record(started.elapsed().as_secs_f64());
     result
 }
+
+/// Proposals created, by the status they were created in.
+pub const PROPOSALS: &str = "countersign_proposals_total";
+/// Decisions recorded, by channel (`console`, `api`, `slack`, …) and verdict.
+pub const DECISIONS: &str = "countersign_decisions_total";
+/// Commits answered, by outcome: the payment's status after the commit,
+/// or `refused`.
+pub const COMMITS: &str = "countersign_commits_total";
+/// Operations waiting on the rail or a person, by status (`unknown`,
+/// `needs_review`).
+pub const OPERATIONS_OPEN: &str = "countersign_operations_open";
+/// Messages not delivered yet, by outbox (`slack`, `webhook`).
+pub const OUTBOX_BACKLOG: &str = "countersign_outbox_backlog";
+/// Age of the oldest message not delivered yet, by outbox (0: none).
+pub const OUTBOX_OLDEST_AGE: &str = "countersign_outbox_oldest_age_seconds";
+/// How long the oldest operation not settled yet (pending, accepted,
+/// unknown) has waited since it was recorded (0: none).
+pub const RECONCILIATION_LAG: &str = "countersign_reconciliation_lag_seconds";
+/// Approval tokens that expired without a commit.
+pub const TOKENS_EXPIRED_UNUSED: &str = "countersign_approval_tokens_expired_unused";
+
+pub fn proposal_created(status: &'static str) {
+    metrics::counter!(PROPOSALS, "status" => status).increment(1);
+}
+
+pub fn decision(channel: &str, verdict: &'static str) {
+    metrics::counter!(DECISIONS, "channel" => channel.to_owned(), "verdict" => verdict).increment(1);
+}
+
+pub fn commit_answered(outcome: &'static str) {
+    metrics::counter!(COMMITS, "outcome" => outcome).increment(1);
+}
+
+/// Sets the gauges read from the database (`store::gauges`), at a scrape.
+pub async fn record_gauges(pool: &crate::store::Pool, now: chrono::DateTime<chrono::Utc>) -> crate::store::Result<()> {
+    let g = crate::store::gauges::read(pool, now).await?;
+    let age = |at: Option<chrono::DateTime<chrono::Utc>>| {
+        at.map_or(0.0, |at| (now - at).num_milliseconds().max(0) as f64 / 1000.0)
+    };
+    metrics::gauge!(OPERATIONS_OPEN, "status" => "unknown").set(g.unknown as f64);
+    metrics::gauge!(OPERATIONS_OPEN, "status" => "needs_review").set(g.needs_review as f64);
+    metrics::gauge!(OUTBOX_BACKLOG, "outbox" => "slack").set(g.slack_backlog as f64);
+    metrics::gauge!(OUTBOX_BACKLOG, "outbox" => "webhook").set(g.webhook_backlog as f64);
+    metrics::gauge!(OUTBOX_OLDEST_AGE, "outbox" => "slack").set(age(g.slack_oldest));
+    metrics::gauge!(OUTBOX_OLDEST_AGE, "outbox" => "webhook").set(age(g.webhook_oldest));
+    metrics::gauge!(RECONCILIATION_LAG).set(age(g.oldest_unsettled));
+    metrics::gauge!(TOKENS_EXPIRED_UNUSED).set(g.tokens_expired_unused as f64);
+    Ok(())
+}

@@ -64,11 +64,7 @@ fn json_response(status: StatusCode, body: String) -> Response {
 }
 
 fn proposal_response(status: StatusCode, view: &ProposalView) -> Response {
-    let mut response = json_response(status, serde_json::to_string(view).expect("views serialize"));
-    if let Ok(etag) = HeaderValue::from_str(&view.etag()) {
-        response.headers_mut().insert(header::ETAG, etag);
-    }
-    response
+    with_etag(json_response(status, serde_json::to_string(view).expect("views serialize")), &view.etag())
 }
 
 /// A proposal id in a path (`prop_…`).
@@ -121,12 +117,16 @@ error_responses!(CreateErrors: InvalidJson, Unauthenticated, PolicyDenied, Idemp
             description = "A new proposal. A replay of this response under the same `Idempotency-Key` repeats it \
                 with `Idempotent-Replayed: true`.",
             headers(("Idempotent-Replayed" = String,
-                description = "`true` when this response replays the first response under the same key."))),
+                description = "`true` when this response replays the first response under the same key."),
+                ("ETag" = String, description = "The proposal's `ETag`, for a long-poll's `If-None-Match` \
+                    (not on a replay, which may be stale)."))),
         (status = 200, body = ProposalView,
             description = "An existing proposal: the same agent and `run_id` already proposed an identical \
                 canonical request (duplicates collapse), or an idempotent replay of an earlier 200.",
             headers(("Idempotent-Replayed" = String,
-                description = "`true` when this response replays the first response under the same key."))),
+                description = "`true` when this response replays the first response under the same key."),
+                ("ETag" = String, description = "The proposal's `ETag`, for a long-poll's `If-None-Match` \
+                    (not on a replay, which may be stale)."))),
         CreateErrors,
     ),
 )]
@@ -137,12 +137,18 @@ pub async fn create(
     JsonBody { value }: JsonBody,
 ) -> Result<Response, ApiError> {
     let Some(raw) = headers.get("idempotency-key") else {
-        return propose_response(&state, &agent, &value).await.map(|(s, b)| json_response(s, b));
+        return propose_response(&state, &agent, &value)
+            .await
+            .map(|(s, b, etag)| with_etag(json_response(s, b), &etag));
     };
     let key = IdempotencyKey::parse(raw.as_bytes()).map_err(|e| ApiError::Validation(vec![e]))?;
+    let mut fresh_etag = None;
     let run = async {
         match propose_response(&state, &agent, &value).await {
-            Ok((status, body)) => Ok(Recorded { status: status.as_u16(), body }),
+            Ok((status, body, etag)) => {
+                fresh_etag = Some(etag);
+                Ok(Recorded { status: status.as_u16(), body })
+            }
             // A policy decision is a result of execution: it is kept and replayed.
             Err(e @ ApiError::PolicyDenied(_)) => {
                 Err(Unfinished::Keep(Recorded { status: e.status().as_u16(), body: e.body().to_string() }))
@@ -153,7 +159,12 @@ pub async fn create(
     };
     let answer = |r: Recorded| json_response(StatusCode::from_u16(r.status).unwrap_or(StatusCode::OK), r.body);
     match idempotency::once(&state, &agent, &key, &value, run).await {
-        Ok(Keyed::Ran(result)) => result.map(answer),
+        // A replay repeats the first answer, which may be stale: it has no
+        // ETag (GET the proposal for the current one).
+        Ok(Keyed::Ran(result)) => result.map(|r| match &fresh_etag {
+            Some(etag) => with_etag(answer(r), etag),
+            None => answer(r),
+        }),
         Ok(Keyed::Replayed(recorded)) => {
             let mut response = answer(recorded);
             response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
@@ -165,16 +176,25 @@ pub async fn create(
     }
 }
 
+/// The answer to a proposal, its body and its `ETag` (what a long-poll
+/// on it starts from).
 async fn propose_response(
     state: &Shared,
     agent: &AgentPrincipal,
     body: &Value,
-) -> Result<(StatusCode, String), ApiError> {
+) -> Result<(StatusCode, String, String), ApiError> {
     let (status, view) = match proposals::propose(state, agent, body, state.now()).await? {
         Proposed::Created(view) => (StatusCode::CREATED, view),
         Proposed::Existing(view) => (StatusCode::OK, view),
     };
-    Ok((status, serde_json::to_string(&view).expect("views serialize")))
+    Ok((status, serde_json::to_string(&view).expect("views serialize"), view.etag()))
+}
+
+fn with_etag(mut response: Response, etag: &str) -> Response {
+    if let Ok(etag) = HeaderValue::from_str(etag) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

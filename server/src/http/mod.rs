@@ -289,6 +289,10 @@ async fn metrics(State(state): State<Shared>, headers: axum::http::HeaderMap) ->
     if !bool::from(presented.as_bytes().ct_eq(expected.expose_secret().as_bytes())) {
         return ApiError::Unauthenticated.into_response();
     }
+    // The database's gauges (backlogs, open operations) as of this scrape.
+    if let Err(e) = crate::metrics::record_gauges(&state.db.read, state.now()).await {
+        tracing::warn!(error = %e, "metrics: the database's gauges could not be read");
+    }
     let mut response = state.metrics.render().into_response();
     response
         .headers_mut()

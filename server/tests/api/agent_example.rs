@@ -18,11 +18,21 @@ const AGENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/agent.py")
 
 /// Starts the agent for one payment in `run_id`; `jwks_url` overrides the keys it trusts.
 fn agent(server: &TestServer, run_id: &str, jwks_url: Option<&str>) -> tokio::process::Child {
+    agent_with_deadline(server, run_id, jwks_url, 60)
+}
+
+/// [`agent`] with `--timeout timeout_secs`.
+fn agent_with_deadline(
+    server: &TestServer,
+    run_id: &str,
+    jwks_url: Option<&str>,
+    timeout_secs: u64,
+) -> tokio::process::Child {
     let mut cmd = Command::new("python3");
     cmd.arg(AGENT)
         .args(["--url", &server.base, "--run-id", run_id, "--amount-minor", "25000", "--currency", "usd"])
         .args(["--source", ACME_SOURCE, "--destination", ACME_PAYEE, "--purpose", "vendor"])
-        .args(["--reference", "Invoice 1842", "--invoice", "1842", "--timeout", "60"])
+        .args(["--reference", "Invoice 1842", "--invoice", "1842", "--timeout", &timeout_secs.to_string()])
         .env("COUNTERSIGN_AGENT_KEY", ACME_BOT_KEY)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -99,4 +109,36 @@ async fn the_python_agent_commits_nothing_with_a_token_it_cannot_verify() {
         assert_eq!(server.get_proposal(ACME_BOT_KEY, &id).await.body["status"], "approved", "{output}");
     }
     assert!(rail.transfers().await.is_empty());
+}
+
+#[tokio::test]
+async fn the_python_agent_cancels_at_its_deadline_and_never_commits_after_it() {
+    let (server, rail) = with_rail("").await;
+    let started = std::time::Instant::now();
+    let child = agent_with_deadline(&server, "py-agent-late", None, 4);
+    // The proposal arrives; nobody decides before the agent's deadline
+    // (the event stream's keepalives must not stretch it).
+    let id = loop {
+        let listed = server.list(ACME_BOT_KEY, "status=pending_approval").await;
+        let found = listed.body["data"].as_array().into_iter().flatten().find(|p| p["run_id"] == "py-agent-late");
+        if let Some(p) = found {
+            break p["id"].as_str().unwrap().to_owned();
+        }
+        assert!(started.elapsed() < Duration::from_secs(4), "the agent never proposed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let (code, result, output) = finish(child).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "the agent kept waiting past its deadline: {took:?}\n{output}");
+    assert_eq!(code, 1, "{output}");
+    assert_eq!(result["status"], "cancelled", "{output}");
+    assert!(output.contains("deadline passed before a commit"), "{output}");
+
+    // Approving now is too late: the proposal is withdrawn, nothing is paid.
+    let ana = Console::sign_in(&server, "ana").await;
+    ana.approve(&id).await.assert_error(409, "invalid_state");
+    let view = server.get_proposal(ACME_BOT_KEY, &id).await;
+    assert_eq!(view.body["status"], "cancelled", "{}", view.text);
+    assert!(rail.transfers().await.is_empty(), "nothing reached the rail");
+    assert!(!server.audit_actions(&id).await.iter().any(|a| a.starts_with("operation.")), "no operation");
 }

@@ -17,6 +17,7 @@ mod agent_limits;
 mod approval_tokens;
 mod audit;
 mod backup;
+mod business_metrics;
 mod cancel;
 mod cli_commands;
 mod commit;

@@ -111,3 +111,26 @@ async fn without_a_token_configured_there_is_no_metrics_endpoint() {
     let server = TestServer::start().await;
     send(server.client.get(server.url("/metrics")).bearer_auth("anything")).await.assert_error(404, "not_found");
 }
+
+#[tokio::test]
+async fn text_logs_to_a_file_have_no_colour_codes_and_stale_cookies_no_warnings() {
+    let scratch = Scratch::with_fixture("");
+    scratch.apply_fixture().await;
+    let log_path = scratch.dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = TestServer::spawn_logging(scratch.dir, scratch.config, &[("COUNTERSIGN_LOG", "info")], log).await;
+    server.create(&transfer()).await;
+    // A session cookie naming no session, many times.
+    for _ in 0..20 {
+        let r =
+            send(server.client.get(server.url("/")).header("cookie", "countersign_session=bm90LWEtc2Vzc2lvbg")).await;
+        assert!(r.status < 500);
+    }
+    let bad = send(server.get("/api/v1/proposals/prop_unknown", "cs_test_wrong0key0000000000000000000000")).await;
+    assert_eq!(bad.status, 401);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    assert!(text.contains("INFO") || text.contains("WARN"), "the log has lines: {text}");
+    assert!(!text.contains('\u{1b}'), "no ANSI escape in a file: {text:?}");
+    assert!(!text.contains("possibly suspicious activity"), "{text}");
+}

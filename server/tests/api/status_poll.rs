@@ -123,3 +123,31 @@ async fn another_agent_of_the_same_tenant_gets_404() {
     let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
     server.get_proposal(ACME_OTHER_KEY, &id).await.assert_error(404, "not_found");
 }
+
+#[tokio::test]
+async fn a_created_proposal_carries_the_etag_a_long_poll_starts_from() {
+    let server = TestServer::start().await;
+    let r = server.propose_as(ACME_BOT_KEY, &transfer()).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let etag = r.header("etag").expect("ETag on 201").to_owned();
+    let id = r.body["id"].as_str().unwrap();
+    let get = server.get_proposal(ACME_BOT_KEY, id).await;
+    assert_eq!(get.header("etag"), Some(etag.as_str()), "the same ETag as a GET");
+    let poll =
+        send(server.get(&format!("/api/v1/proposals/{id}?wait=1"), ACME_BOT_KEY).header("If-None-Match", &etag)).await;
+    assert_eq!(poll.status, 304, "unchanged since the create");
+    // The duplicate collapses to the same proposal (200), with its ETag.
+    let again = server.propose_as(ACME_BOT_KEY, &transfer()).await;
+    assert_eq!((again.status, again.header("etag")), (200, Some(etag.as_str())));
+    // An idempotent replay repeats the first answer, maybe stale: no ETag.
+    let keyed = |key: &str| {
+        server
+            .post_json("/api/v1/proposals", ACME_BOT_KEY, &with(transfer(), serde_json::json!({"run_id": "etag-2"})))
+            .header("Idempotency-Key", key.to_owned())
+    };
+    let first = send(keyed("k-etag")).await;
+    assert!(first.header("etag").is_some(), "{:?}", first.headers);
+    let replay = send(keyed("k-etag")).await;
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(replay.header("etag"), None);
+}

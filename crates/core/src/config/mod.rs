@@ -483,6 +483,18 @@ pub struct Overrides {
     pub data_dir: Option<PathBuf>,
 }
 
+/// `http://` and the address a browser can reach a listener at: a loopback
+/// or unspecified address (`127.0.0.1`, `0.0.0.0`, `::`) as `localhost`,
+/// which a browser treats as a secure context and passkeys accept as their
+/// relying party (an IP address is never one).
+fn url_of(listen: SocketAddr) -> String {
+    match listen.ip() {
+        ip if ip.is_unspecified() || ip.is_loopback() => format!("http://localhost:{}", listen.port()),
+        std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", listen.port()),
+        std::net::IpAddr::V4(ip) => format!("http://{ip}:{}", listen.port()),
+    }
+}
+
 /// A configuration problem, reported as one line naming the key.
 #[derive(Debug, thiserror::Error)]
 #[error("configuration error: {0}")]
@@ -490,17 +502,19 @@ pub struct ConfigError(String);
 
 impl Settings {
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
-        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        // What the file and the environment say, before the defaults go
+        // under it: whether they set `public_url` decides below.
+        let mut given = Figment::new();
         if let Some(path) = file {
             if !path.exists() {
                 return Err(ConfigError(format!("config file {} does not exist", path.display())));
             }
-            figment = figment.merge(Toml::file_exact(path));
+            given = given.merge(Toml::file_exact(path));
         }
         // Only variables naming a settings key are read: COUNTERSIGN_LOG,
         // COUNTERSIGN_CONFIG, COUNTERSIGN_USER_PASSWORD and the like belong to
         // other parts of the program.
-        figment = figment.merge(
+        given = given.merge(
             Env::prefixed("COUNTERSIGN_")
                 .filter(|key| {
                     let top = key.as_str().split("__").next().unwrap_or_default();
@@ -508,8 +522,16 @@ impl Settings {
                 })
                 .split("__"),
         );
+        let public_url_given = given.contains("public_url");
+        let mut figment = Figment::from(Serialized::defaults(Settings::default())).merge(given);
         if let Some(listen) = overrides.listen {
             figment = figment.merge(("listen", listen.to_string()));
+            // `serve --listen` with no public_url set: the console is where
+            // it listens (links, the token issuer, the banner), not the
+            // default's localhost:8080. A random port (0) is not known yet.
+            if !public_url_given && listen.port() != 0 {
+                figment = figment.merge(("public_url", url_of(listen)));
+            }
         }
         if let Some(dir) = &overrides.data_dir {
             figment = figment.merge(("data_dir", dir));
@@ -628,6 +650,23 @@ mod tests {
     #[test]
     fn defaults_validate() {
         Settings::default().validate().unwrap();
+    }
+
+    #[test]
+    fn the_public_url_follows_listen_unless_it_is_set() {
+        let listen = |addr: &str| Overrides { listen: Some(addr.parse().unwrap()), data_dir: None };
+        let url = |file: Option<&Path>, addr: &str| Settings::load(file, &listen(addr)).unwrap().public_url;
+        assert_eq!(url(None, "127.0.0.1:9123"), "http://localhost:9123");
+        assert_eq!(url(None, "0.0.0.0:9000"), "http://localhost:9000");
+        assert_eq!(url(None, "[::1]:9000"), "http://localhost:9000");
+        assert_eq!(url(None, "10.1.2.3:9000"), "http://10.1.2.3:9000");
+        assert_eq!(url(None, "[fd00::1]:9000"), "http://[fd00::1]:9000");
+        assert_eq!(url(None, "127.0.0.1:0"), "http://localhost:8080", "a random port is not known yet");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "public_url = \"https://pay.example.com\"\n").unwrap();
+        assert_eq!(url(Some(&file), "127.0.0.1:9123"), "https://pay.example.com", "set: kept");
+        assert_eq!(Settings::load(None, &Overrides::default()).unwrap().public_url, "http://localhost:8080");
     }
 
     #[test]

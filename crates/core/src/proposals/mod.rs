@@ -74,6 +74,9 @@ pub async fn propose(
     if let Ok(Proposed::Created(view) | Proposed::Existing(view)) = &result {
         tracing::Span::current().record("proposal_id", view.id.as_str());
     }
+    if let Ok(Proposed::Created(view)) = &result {
+        crate::metrics::proposal_created(view.status.as_str());
+    }
     result
 }
 

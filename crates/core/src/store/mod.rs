@@ -16,6 +16,7 @@ pub mod directory;
 pub mod evidence;
 pub mod exports;
 pub mod freezes;
+pub mod gauges;
 pub mod idempotency;
 pub mod notices;
 pub mod oidc;
