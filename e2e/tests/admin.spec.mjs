@@ -39,11 +39,14 @@ test('an admin proposes an agent; its key is shown once; a second admin confirms
   await expect(change).toContainText(`Add agent bot-${suffix}, acting for maya`);
   await expect(change.locator('button', { hasText: 'Confirm' })).toHaveCount(0);
   await expect(change.locator('.blocker')).toContainText('another admin must confirm');
+  // Her own change: she withdraws it, she does not "reject" it.
+  await expect(change.locator('button.danger')).toHaveText('Withdraw');
   await signOut(page);
 
   await signIn(page, 'abe');
   await page.goto('/admin');
   await page.screenshot({ path: 'artifacts/admin-pending-change.png', fullPage: true });
+  await expect(change.locator('button.danger')).toHaveText('Reject');
   await change.locator('button', { hasText: 'Confirm' }).click();
   await expect(page.locator('#admin-flash')).toContainText('Change confirmed');
   await expect(page.locator('table').nth(1)).toContainText(`bot-${suffix}`);
@@ -88,4 +91,16 @@ test('a Slack link waits for a second admin; an unlink applies at once', async (
   await page.fill(`${form} input[name=slack_user_id]`, 'U0NOBODY');
   await page.click(`${form} button`);
   await expect(page.locator('#admin-flash')).toContainText('Not saved');
+});
+
+test('on a phone the admin tables label every cell, and payees carry their account tag', async ({ page }) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await signIn(page, 'ada');
+  await page.goto('/admin');
+  const cell = page.locator('table.list td[data-label="Username"]').first();
+  await expect(cell).toBeVisible();
+  expect(await cell.evaluate((el) => getComputedStyle(el, '::before').content)).toContain('Username');
+  // Two payees ending alike look different: the account's tag, as on proposals.
+  await expect(page.locator('td.payee-account').first()).toHaveText(/…[0-9a-z]{4} #[0-9a-z]{4}$/i);
+  await page.screenshot({ path: 'artifacts/admin-phone.png', fullPage: true });
 });

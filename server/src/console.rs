@@ -551,7 +551,7 @@ impl ConsoleService {
             payees: payees
                 .into_iter()
                 .map(|p| PayeeRow {
-                    masked: mask_account(&p.id),
+                    masked: crate::domain::mask_account_tagged(&p.id),
                     id: p.id,
                     legal_name: p.legal_name,
                     trusted: p.trusted,

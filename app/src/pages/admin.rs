@@ -34,8 +34,10 @@ fn Admin(admin: AdminData) -> impl IntoView {
         .into_iter()
         .map(|u| {
             view! {
-                <tr><td>{u.username}</td><td>{u.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")}</td><td>{u.limits.join(", ")}</td>
-                <td>{u.slack_user_id.unwrap_or_default()}</td></tr>
+                <tr><td data-label="Username">{u.username}</td>
+                <td data-label="Roles">{u.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")}</td>
+                <td data-label="Approval limits">{u.limits.join(", ")}</td>
+                <td data-label="Slack">{u.slack_user_id.unwrap_or_default()}</td></tr>
             }
         })
         .collect_view();
@@ -45,8 +47,10 @@ fn Admin(admin: AdminData) -> impl IntoView {
         .into_iter()
         .map(|a| {
             view! {
-                <tr><td>{a.id}</td><td>{a.acts_for}</td><td>{a.source_accounts.join(", ")}</td><td>{a.purposes.join(", ")}</td>
-                <td>{a.key_holder.unwrap_or_else(|| "operator".into())}</td></tr>
+                <tr><td data-label="Agent">{a.id}</td><td data-label="Acts for">{a.acts_for}</td>
+                <td data-label="Source accounts">{a.source_accounts.join(", ")}</td>
+                <td data-label="Purposes">{a.purposes.join(", ")}</td>
+                <td data-label="Key shown to">{a.key_holder.unwrap_or_else(|| "operator".into())}</td></tr>
             }
         })
         .collect_view();
@@ -54,7 +58,10 @@ fn Admin(admin: AdminData) -> impl IntoView {
         .payees
         .into_iter()
         .map(|p| {
-            view! { <tr><td>{p.legal_name}</td><td>{p.masked}</td><td>{if p.trusted { "yes" } else { "no" }}</td></tr> }
+            view! {
+                <tr><td data-label="Legal name">{p.legal_name}</td><td data-label="Account" class="payee-account">{p.masked}</td>
+                <td data-label="Trusted">{if p.trusted { "yes" } else { "no" }}</td></tr>
+            }
         })
         .collect_view();
     let limit_inputs = admin
@@ -135,9 +142,10 @@ fn Admin(admin: AdminData) -> impl IntoView {
 }
 
 /// Registry changes waiting for a second admin, with Confirm (when this
-/// admin may) and Reject.
+/// admin may) and Reject (Withdraw for the viewer's own).
 #[component]
 fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView {
+    let me = use_context::<Viewer>().map(|v| v.username).unwrap_or_default();
     if changes.is_empty() {
         return view! { <p class="muted" id="no-pending-changes">"No registry change waits for confirmation."</p> }
             .into_any();
@@ -145,6 +153,8 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
     let items = changes
         .into_iter()
         .map(|c| {
+            // Your own change is withdrawn, someone else's rejected.
+            let (verb, why) = if c.proposed_by == me { ("Withdraw", "Why withdraw") } else { ("Reject", "Why reject") };
             let lines = c.lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view();
             let confirm = match c.blocker {
                 None => view! {
@@ -164,8 +174,8 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
                         {confirm}
                         <form method="post" action=format!("/admin/changes/{}/reject", c.id) class="inline">
                             <CsrfField token=csrf.clone()/>
-                            <input name="note" placeholder="why (optional)" aria-label="Why reject"/>
-                            <button type="submit" class="danger">"Reject"</button>
+                            <input name="note" placeholder="why (optional)" aria-label=why/>
+                            <button type="submit" class="danger">{verb}</button>
                         </form>
                     </div>
                 </li>

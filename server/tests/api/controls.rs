@@ -567,7 +567,18 @@ async fn trusting_a_payee_and_adding_an_agent_wait_for_a_second_admin() {
     assert_eq!(trusted().await, 0, "not trusted yet");
     let change = pending_change_ids(&server).await.pop().expect("pending");
     let page = send(gia.bare(Method::GET, "/admin")).await;
-    assert!(page.text.contains("Trust payee New Payee GmbH (acct_…0001)"), "masked: {}", page.text);
+    // Masked with the account's tag, as the proposal pages show it: two
+    // payees ending alike do not look alike.
+    let tagged = countersign::domain::mask_account_tagged("acct_globexnew0001");
+    assert!(tagged.starts_with("acct_…0001 #"), "{tagged}");
+    assert!(page.text.contains(&format!("Trust payee New Payee GmbH ({tagged})")), "masked: {}", page.text);
+    assert!(page.text.contains(&format!(r#"data-label="Account" class="payee-account">{tagged}<"#)), "{}", page.text);
+    // Phone cards label each cell; the other admin's change is rejected,
+    // one's own withdrawn.
+    assert!(page.text.contains(r#"data-label="Username""#) && page.text.contains(r#"data-label="Roles""#));
+    assert!(page.text.contains(">Reject<") && !page.text.contains(">Withdraw<"), "{}", page.text);
+    let own = send(gus.bare(Method::GET, "/admin")).await;
+    assert!(own.text.contains(">Withdraw<") && !own.text.contains(">Reject<"), "{}", own.text);
     gia.form(&format!("/admin/changes/{change}/confirm"), &[]).await;
     assert_eq!(trusted().await, 1);
     assert_eq!(actor_of(&server, "registry.payee.updated").await, format!("user:{}", gia.user_id()));

@@ -38,7 +38,7 @@ pub(super) async fn grants(
         }
         Stored::Payee { id, legal_name, trusted } => {
             let existing = store::directory::payee(&mut *conn, tenant, id).await?;
-            let masked = mask_account(id);
+            let masked = mask_account_tagged(id);
             let mut lines = Vec::new();
             match &existing {
                 None if !trusted => {}
@@ -136,8 +136,12 @@ pub(super) fn user_lines(existing: Option<&store::directory::User>, stored: &Sto
     let mut lines = Vec::new();
     let added: Vec<Role> = roles.iter().filter(|r| !old.roles.contains(r)).copied().collect();
     if !added.is_empty() {
+        // What goes away with it is said too: the change applies as a whole.
+        let removed: Vec<Role> = old.roles.iter().filter(|r| !roles.contains(r)).copied().collect();
+        let and_remove =
+            if removed.is_empty() { String::new() } else { format!(" and remove {}", role_names(&removed)) };
         lines.push(format!(
-            "Give {username} the role{} {} (now {})",
+            "Give {username} the role{} {}{and_remove} (now {})",
             if added.len() == 1 { "" } else { "s" },
             role_names(&added),
             role_names(&old.roles)

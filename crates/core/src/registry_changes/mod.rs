@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::Role;
-use crate::domain::{mask_account, Currency};
+use crate::domain::{mask_account, mask_account_tagged, Currency};
 use crate::password::Passwords;
 use crate::provision::{self, ApplyError, NewAgent, NewCredential, NewUser};
 use crate::store::Store;
@@ -524,7 +524,7 @@ async fn propose(
 
 fn shown_subject(kind: &str, subject: &str) -> String {
     if kind == "payee" {
-        mask_account(subject)
+        mask_account_tagged(subject)
     } else {
         subject.to_owned()
     }
@@ -747,6 +747,9 @@ mod tests {
             let lines = user_lines(Some(&old), &form).unwrap_or_else(|| panic!("{form:?} needs a second admin"));
             assert!(lines.iter().any(|l| l.contains(expected)), "{lines:?} should mention {expected}");
         }
+        // A role given in exchange for one taken away says both.
+        let swap = user_lines(Some(&user(&[Role::Admin], &[], None)), &form(&[Role::Viewer], &[], None, None));
+        assert_eq!(swap.unwrap(), vec!["Give ben the role viewer and remove admin (now admin)"]);
         let new = user_lines(None, &form(&[Role::Viewer], &[], Some("pw"), None)).expect("a new user waits");
         assert_eq!(new, vec!["Create user ben with roles viewer"]);
     }
@@ -757,7 +760,8 @@ mod tests {
         let text = serde_json::to_string(&stored).unwrap();
         assert_eq!(serde_json::from_str::<Stored>(&text).unwrap(), stored);
         assert_eq!((stored.kind(), stored.subject(), stored.account_of()), ("payee", "acct_acme0000000001", None));
-        assert_eq!(shown_subject("payee", "acct_acme0000000001"), "acct_…0001");
+        assert_eq!(shown_subject("payee", "acct_acme0000000001"), mask_account_tagged("acct_acme0000000001"));
+        assert_ne!(shown_subject("payee", "acct_beta0000000001"), shown_subject("payee", "acct_acme0000000001"));
         let link = Stored::SlackLink { username: "ana".into(), slack_user_id: Some("U1".into()) };
         assert_eq!(link.account_of(), Some("ana"));
     }
