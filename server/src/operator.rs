@@ -163,14 +163,19 @@ pub async fn export(settings: &Settings, command: ExportCommand) -> anyhow::Resu
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let (mut payments, mut writer) = (Payments::new(&tenant, range), Writer::new(format));
+    // Progress on a terminal only; a log or a pipe gets the last line.
+    let live = std::io::IsTerminal::is_terminal(&std::io::stderr());
     sink.write_all(&writer.start())?;
     while let Some(page) = payments.next_page(&db.read).await? {
         sink.write_all(&writer.page(&page))?;
-        eprint!("\r{} payments exported", writer.written());
+        if live {
+            eprint!("\r{} payments exported", writer.written());
+        }
     }
     sink.write_all(&writer.finish())?;
     sink.flush()?;
-    eprintln!("\r{} payments exported ({} to {})", writer.written(), range.from, range.to);
+    let start = if live { "\r" } else { "" };
+    eprintln!("{start}{} payments exported ({} to {})", writer.written(), range.from, range.to);
     Ok(0)
 }
 

@@ -5,7 +5,7 @@
 //! operations still `unknown` or `needs_review`.
 //!
 //! Account numbers never appear: the destination is masked as on the
-//! console (`ba_…0007`); the evidence id is the request hash a proof bundle
+//! console, with its tag (`ba_…0007 #k3f9`); the evidence id is the request hash a proof bundle
 //! of the payment carries. Text cells a spreadsheet would read as a formula
 //! (`=`, `+`, `-`, `@`, tab, carriage return first) are written with a
 //! leading `'` in CSV.
@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::domain::{mask_account, Currency};
+use crate::domain::{mask_account_tagged, Currency};
 use crate::evidence::mandate::decimal;
 use crate::policy::{Decision, Outcome};
 use crate::shutdown::Shutdown;
@@ -238,7 +238,7 @@ fn record(row: PaymentRow, decisions: &[DecisionRow]) -> PaymentRecord {
         tenant_id: row.tenant_id,
         agent_id: row.agent_id,
         payee: row.payee_name,
-        destination: mask_account(&row.payee_id),
+        destination: mask_account_tagged(&row.payee_id),
         invoice_id: row.invoice_id,
         amount: decimal(row.amount_minor, exponent),
         currency: row.currency,

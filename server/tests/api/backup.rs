@@ -199,8 +199,14 @@ async fn a_restore_refuses_altered_files_broken_chains_and_logs_that_do_not_matc
 
     // The chain put back, a node of the log altered: the log check refuses it.
     let db = open_db(&config, &data).await;
+    // (Restored on a host with another public URL: the log is checked under
+    // the origin its checkpoints carry, by the backed-up key.)
     let restored = dir.path().join("r0");
-    assert_eq!(restore(&config, &restored, &file, PASSPHRASE).await.0, 0);
+    let elsewhere = dir.path().join("elsewhere.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&elsewhere, format!("public_url = \"https://restored.example.com\"\n{text}")).unwrap();
+    let (code, _, err) = restore(&elsewhere, &restored, &file, PASSPHRASE).await;
+    assert_eq!(code, 0, "{err}");
     let good = open_db(&config, &restored).await;
     let actor: String = one("SELECT actor FROM audit_log WHERE seq = 3").fetch_one(&good).await.unwrap();
     good.close().await;

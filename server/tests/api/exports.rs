@@ -79,7 +79,7 @@ async fn payments_export_as_csv_and_json_with_approvers_operations_and_no_accoun
     for account in [ACME_PAYEE, ACME_SOURCE, ACME_TRUSTED_PAYEE] {
         assert!(!r.text.contains(account), "{account} appears in the export");
     }
-    assert_eq!(a["destination"], countersign::domain::mask_account(ACME_PAYEE));
+    assert_eq!(a["destination"], countersign::domain::mask_account_tagged(ACME_PAYEE));
 
     // JSON: the same records.
     let r = send(ada.bare(Method::GET, &format!("{path}&to={}&format=json", today()))).await;

@@ -29,7 +29,7 @@ use crate::config::Settings;
 use crate::store::audit::{self, Verification};
 use crate::store::tlog::{self, LogCheck};
 use crate::store::{Backend, Db};
-use crate::tlog::note::{origin_of, NoteSigner, NOTE_KEY_FILE};
+use crate::tlog::note::{NoteSigner, NOTE_KEY_FILE};
 
 /// The manifest's `format`.
 pub const FORMAT: &str = "countersign-backup/1";
@@ -224,7 +224,7 @@ pub async fn restore(settings: &Settings, from: &Path, unlock: &Unlock) -> Resul
     } else {
         Db::connect(&backend).await?
     };
-    let checked = check(settings, &db, &staging.path().join(KEYS), &manifest).await;
+    let checked = check(&db, &staging.path().join(KEYS), &manifest).await;
     db.close().await;
     let (audit_entries, log_size) = checked?;
 
@@ -241,7 +241,7 @@ pub async fn restore(settings: &Settings, from: &Path, unlock: &Unlock) -> Resul
 
 /// The audit chain and the transparency log of `db`, against the note key
 /// in `keys`: (entries, log size).
-async fn check(settings: &Settings, db: &Db, keys: &Path, manifest: &Manifest) -> Result<(i64, u64)> {
+async fn check(db: &Db, keys: &Path, manifest: &Manifest) -> Result<(i64, u64)> {
     let entries = match audit::verify(&db.read).await? {
         Verification::Intact { entries } => entries,
         Verification::Broken { seq, problem } => {
@@ -254,19 +254,17 @@ async fn check(settings: &Settings, db: &Db, keys: &Path, manifest: &Manifest) -
             manifest.audit_entries
         )));
     }
-    let url = url::Url::parse(&settings.public_url).map_err(|e| BackupError::Refused(format!("public_url: {e}")))?;
-    let verifier = if keys.join(NOTE_KEY_FILE).exists() {
-        Some(
-            NoteSigner::open_or_create(keys, &origin_of(&url))
-                .map_err(|e| BackupError::Damaged(e.to_string()))?
-                .verifier(),
-        )
-    } else {
-        None
-    };
-    let open = |note: &str| match &verifier {
-        Some(v) => v.open(note).map(|c| (c.size, c.root)).map_err(|e| e.to_string()),
-        None => Err("the backup holds no log note key".to_owned()),
+    // The log is named by the origin its checkpoints carry (the public URL
+    // of the server that signed them, which may differ from this one's):
+    // the note key of the backup must have signed them under that name.
+    let has_key = keys.join(NOTE_KEY_FILE).exists();
+    let open = |note: &str| {
+        if !has_key {
+            return Err("the backup holds no log note key".to_owned());
+        }
+        let origin = note.lines().next().unwrap_or_default();
+        let signer = NoteSigner::open_or_create(keys, origin).map_err(|e| e.to_string())?;
+        signer.verifier().open(note).map(|c| (c.size, c.root)).map_err(|e| e.to_string())
     };
     let size = match tlog::verify(&db.read, &open).await? {
         LogCheck::Empty => 0,

@@ -159,7 +159,7 @@ async fn pages_cover_the_range_once_in_order_with_each_rounds_decisions() {
         assert_eq!(p05.approvers, "maya; usr_gone", "usernames, or the id of a user no longer known");
         assert_eq!(p05.approval_channels, "slack; slack");
         assert_eq!(p05.decision_seconds, Some(40 * 60 - 14 * 60));
-        assert_eq!(p05.destination, mask_account("ba_x"));
+        assert_eq!(p05.destination, mask_account_tagged("ba_x"));
         assert_eq!((p05.amount.as_str(), p05.payee.as_deref()), ("1.00", Some("X")));
         let p07 = seen.iter().find(|r| r.proposal_id == "p_07").unwrap();
         assert_eq!(p07.approvers, "maya", "the decisive round only");
