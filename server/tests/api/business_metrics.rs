@@ -15,11 +15,6 @@ use crate::console_client::Console;
 use crate::helpers::*;
 use crate::rail_harness::*;
 
-fn checkers_python() -> Option<PathBuf> {
-    let path = std::env::var_os("HOME").map(PathBuf::from)?.join(".cache/countersign/venv/bin/python");
-    path.exists().then_some(path)
-}
-
 const TOKEN: &str = "scrape-me-0123456789";
 
 /// One scrape, parsed by prometheus_client: sample name + labels -> value.

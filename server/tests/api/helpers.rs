@@ -339,6 +339,13 @@ impl Scratch {
     }
 }
 
+/// The independent checkers' Python, with their PyPI packages
+/// (`e2e/requirements.txt`; `scripts/setup.sh --tests` makes it).
+pub fn checkers_python() -> Option<PathBuf> {
+    let path = std::env::var_os("HOME").map(PathBuf::from)?.join(".cache/countersign/venv/bin/python");
+    path.exists().then_some(path)
+}
+
 /// Whether the servers of this run keep their data in PostgreSQL:
 /// `API_TESTS_DATABASE=postgres`, with `COUNTERSIGN_TEST_DATABASE_URL`
 /// naming the test server (`make test` runs the whole suite so, after SQLite).

@@ -6,19 +6,12 @@
 //! ids and the outcome as attributes; reconciliation spans marked so; no
 //! account number anywhere.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::helpers::*;
 use crate::rail_harness::*;
-
-/// The checkers' Python (`scripts/setup.sh --tests` makes it).
-fn checkers_python() -> Option<PathBuf> {
-    let path = std::env::var_os("HOME").map(PathBuf::from)?.join(".cache/countersign/venv/bin/python");
-    path.exists().then_some(path)
-}
 
 /// The spans received so far.
 fn spans(out: &std::path::Path) -> Vec<Value> {
