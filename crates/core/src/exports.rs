@@ -75,14 +75,13 @@ pub struct PaymentRecord {
     pub status: String,
     /// `auto_approved`, `needs_approval` or `denied`.
     pub policy_outcome: String,
-    /// Who approved in the decisive round, `; `-separated (`policy` when
-    /// auto-approved).
+    /// Who approved in the decisive round, `; `-separated
+    /// (`policy:<rule>` when a policy approved it).
     pub approvers: String,
     /// Each approver's channel (console, slack, …), in the same order.
     pub approval_channels: String,
     pub rejected_by: Option<String>,
-    /// When the last decision was made (the proposal's creation when
-    /// auto-approved).
+    /// When the last decision was made.
     pub decided_at: Option<String>,
     /// Seconds from proposal to the last decision.
     pub decision_seconds: Option<i64>,
@@ -225,13 +224,10 @@ fn record(row: PaymentRow, decisions: &[DecisionRow]) -> PaymentRecord {
     let mine: Vec<&DecisionRow> = decisions.iter().filter(|d| d.proposal_id == row.id).collect();
     let approvals: Vec<&&DecisionRow> = mine.iter().filter(|d| d.decision == "approve").collect();
     let created = parse_ts(&row.created_at);
-    let (approvers, channels, decided) = if outcome == Some(Outcome::AutoApproved) && approvals.is_empty() {
-        ("policy".to_owned(), "policy".to_owned(), created)
-    } else {
-        let names = approvals.iter().map(|d| d.approver.as_str()).collect::<Vec<_>>().join("; ");
-        let via = approvals.iter().map(|d| d.via.as_str()).collect::<Vec<_>>().join("; ");
-        (names, via, mine.last().map(|d| d.at))
-    };
+    // A policy's approval is an approval row too (`policy:<rule>`, via `policy`).
+    let approvers = approvals.iter().map(|d| d.approver.as_str()).collect::<Vec<_>>().join("; ");
+    let channels = approvals.iter().map(|d| d.via.as_str()).collect::<Vec<_>>().join("; ");
+    let decided = mine.last().map(|d| d.at);
     let exponent = Currency::parse(&row.currency).map(|c| c.exponent()).unwrap_or(2);
     PaymentRecord {
         created_at: row.created_at,

@@ -51,8 +51,8 @@ pub fn proposal_created(status: &'static str) {
     metrics::counter!(PROPOSALS, "status" => status).increment(1);
 }
 
-pub fn decision(channel: &str, verdict: &'static str) {
-    metrics::counter!(DECISIONS, "channel" => channel.to_owned(), "verdict" => verdict).increment(1);
+pub fn decision(channel: &'static str, verdict: &'static str) {
+    metrics::counter!(DECISIONS, "channel" => channel, "verdict" => verdict).increment(1);
 }
 
 pub fn commit_answered(outcome: &'static str) {

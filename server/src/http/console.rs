@@ -198,7 +198,6 @@ pub async fn sign_in_json(
             remember_device(&state, &mut response, signed_in.new_device.as_deref());
             Ok(response)
         }
-        Err(SignInError::Throttled(wait)) => Err(ApiError::RetryAfter(wait)),
         Err(e) => Err(e.into()),
     }
 }

@@ -63,8 +63,6 @@ pub enum ApiError {
     /// The step-up assertion was refused: the verifier's code and why.
     #[error("{1}")]
     PasskeyRefused(&'static str, String),
-    #[error("too many requests")]
-    RateLimited,
     /// 429 with `Retry-After`: this many seconds (at least 1, rounded up).
     #[error("too many requests")]
     RetryAfter(std::time::Duration),
@@ -108,7 +106,7 @@ impl ApiError {
             ApprovalTokenInvalid(_) => ErrorCode::ApprovalTokenInvalid,
             StepUpRequired(..) => ErrorCode::StepUpRequired,
             PasskeyRefused(..) => ErrorCode::PasskeyRefused,
-            RateLimited | RetryAfter(_) => ErrorCode::RateLimited,
+            RetryAfter(_) => ErrorCode::RateLimited,
             RailUnavailable => ErrorCode::RailUnavailable,
             Internal(_) => ErrorCode::InternalError,
         }

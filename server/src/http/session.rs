@@ -166,7 +166,7 @@ impl From<SignInError> for ApiError {
     fn from(e: SignInError) -> Self {
         match e {
             SignInError::Unauthenticated => ApiError::Unauthenticated,
-            SignInError::Throttled(_) => ApiError::RateLimited,
+            SignInError::Throttled(wait) => ApiError::RetryAfter(wait),
             SignInError::PasswordsDisabled => {
                 ApiError::ForbiddenBecause("this tenant signs in with single sign-on, not with a password")
             }

@@ -305,9 +305,9 @@ fn unpack(from: &Path, unlock: &Unlock, dir: &Path) -> Result<Manifest> {
     let mut manifest: Option<Manifest> = None;
     let mut seen = BTreeMap::new();
     crate::store::ensure_private_dir(&dir.join(KEYS))?;
-    for entry in archive.entries().map_err(damaged)? {
-        let mut entry = entry.map_err(damaged)?;
-        let name = entry.path().map_err(damaged)?.to_string_lossy().into_owned();
+    for entry in archive.entries().map_err(decrypt_or_damage)? {
+        let mut entry = entry.map_err(decrypt_or_damage)?;
+        let name = entry.path().map_err(decrypt_or_damage)?.to_string_lossy().into_owned();
         if name == MANIFEST {
             let mut text = Vec::new();
             entry.read_to_end(&mut text)?;
@@ -372,10 +372,6 @@ fn decrypt_error(e: age::DecryptError) -> BackupError {
         }
         other => other.to_string(),
     })
-}
-
-fn damaged(e: std::io::Error) -> BackupError {
-    decrypt_or_damage(e)
 }
 
 /// A read error inside the age stream is a failed authentication: the file
