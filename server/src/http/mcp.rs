@@ -17,7 +17,18 @@
 //!    Host is its own name — gets 403 `forbidden`;
 //! 2. the agent key, exactly as the API wants it (`Authorization: Bearer`,
 //!    an active agent, asked of the database): else 401 `unauthenticated`;
-//! 3. a place among `mcp.max_in_flight` requests: else 429 `rate_limited`.
+//! 3. a place among `mcp.max_in_flight` requests: else 429 `rate_limited`;
+//! 4. a body that is JSON (`Content-Type: application/json`, else 415): a
+//!    body that does not parse gets 400 with the JSON-RPC parse error
+//!    (-32700), and a batch (a JSON array, which protocol version
+//!    2025-03-26 requires a server to accept and later versions removed) is
+//!    answered here, message by message, as one JSON array of answers — or
+//!    refused with -32600 under a version that has no batches.
+//!
+//! A refused key's 401 names the protected-resource metadata (RFC 9728,
+//! `resource_metadata` in `WWW-Authenticate`), served at
+//! `/.well-known/oauth-protected-resource/mcp`: the bearer is an agent key an
+//! administrator issues (there is no authorization server to go to).
 //!
 //! The tools then call the agent API's own routes in this process with that
 //! `Authorization` header ([`crate::mcp::Caller`]): the credential, the
@@ -25,12 +36,13 @@
 
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{post, MethodRouter};
+use axum::routing::{get, post, MethodRouter};
 use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -85,7 +97,7 @@ async fn serve(State(endpoint): State<Endpoint>, request: Request) -> Response {
         return ApiError::ForbiddenBecause("cross-origin request refused").into_response();
     }
     if let Err(refused) = AgentAuth::from_request_parts(&mut parts, &endpoint.state).await {
-        return refused.into_response();
+        return with_resource_metadata(refused.into_response(), &endpoint.state.settings.public_url);
     }
     let Some(authorization) = parts.headers.get(header::AUTHORIZATION).cloned() else {
         return ApiError::Unauthenticated.into_response();
@@ -96,16 +108,162 @@ async fn serve(State(endpoint): State<Endpoint>, request: Request) -> Response {
     let request_id = parts.extensions.get::<tower_http::request_id::RequestId>().cloned();
     parts.extensions.insert(Caller::new(authorization, request_id, tracing::Span::current()));
 
-    let answer = endpoint.mcp.handle(Request::from_parts(parts, body)).await;
-    let (mut parts, body) = answer.into_parts();
-    // Tool answers carry approval tokens: never stored (rmcp says no-cache).
-    parts.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if !is_json(&parts.headers) {
+        return rpc_refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return ApiError::PayloadTooLarge.into_response();
+    };
+    let message: Value = match serde_json::from_slice(&bytes) {
+        Ok(message) => message,
+        Err(e) => return rpc_refusal(StatusCode::BAD_REQUEST, PARSE_ERROR, &format!("Parse error: {e}")),
+    };
+    let answer = match message {
+        Value::Array(batch) => return no_store(answer_batch(&endpoint, &parts, batch).await),
+        _ => endpoint.mcp.handle(Request::from_parts(parts, Body::from(bytes))).await,
+    };
+    let (mut parts, body) = no_store(answer.map(Body::new)).into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
     // The place is held until the answer's last byte is sent.
-    let body = Body::new(body).into_data_stream().map(move |chunk| {
+    let body = body.into_data_stream().map(move |chunk| {
         let _held = &permit;
         chunk
     });
     Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// Tool answers carry approval tokens: never stored (rmcp says no-cache).
+fn no_store(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+
+/// A JSON-RPC error answer with no id (the request's could not be read).
+fn rpc_refusal(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } });
+    (status, axum::Json(body)).into_response()
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|value| {
+        let essence = value.split(';').next().unwrap_or_default().trim();
+        essence.eq_ignore_ascii_case("application/json")
+    })
+}
+
+/// The protocol version the client says it speaks; none means 2025-03-26
+/// (the streamable HTTP transport's rule for a client that sends none).
+fn protocol_version(headers: &HeaderMap) -> &str {
+    headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok()).unwrap_or("2025-03-26")
+}
+
+/// A JSON-RPC batch: each message served as if posted alone (in order, with
+/// the same headers and caller), the answers to its requests returned as one
+/// JSON array; a batch of notifications only gets 202.
+async fn answer_batch(endpoint: &Endpoint, parts: &axum::http::request::Parts, batch: Vec<Value>) -> Response {
+    let version = protocol_version(&parts.headers);
+    if version != "2025-03-26" {
+        return rpc_refusal(
+            StatusCode::BAD_REQUEST,
+            INVALID_REQUEST,
+            &format!("JSON-RPC batches are not part of MCP protocol version {version} (only 2025-03-26 has them)"),
+        );
+    }
+    if batch.is_empty() {
+        return rpc_refusal(StatusCode::BAD_REQUEST, INVALID_REQUEST, "an empty batch");
+    }
+    let mut answers = Vec::new();
+    for message in batch {
+        let mut request = Request::builder().method(parts.method.clone()).uri(parts.uri.clone()).version(parts.version);
+        if let Some(headers) = request.headers_mut() {
+            *headers = parts.headers.clone();
+        }
+        let Ok(mut request) = request.body(Body::from(message.to_string())) else { continue };
+        *request.extensions_mut() = parts.extensions.clone();
+        let answer = endpoint.mcp.handle(request).await.map(Body::new);
+        answers.extend(answers_in(answer, &message).await);
+    }
+    if answers.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    axum::Json(Value::Array(answers)).into_response()
+}
+
+/// The JSON-RPC answers in one of rmcp's responses to `message`: the data
+/// of its event stream, its JSON body, nothing for 202, or an error naming
+/// the refusal.
+async fn answers_in(answer: Response, message: &Value) -> Vec<Value> {
+    let status = answer.status();
+    if status == StatusCode::ACCEPTED {
+        return Vec::new();
+    }
+    let stream = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let bytes = axum::body::to_bytes(answer.into_body(), crate::mcp::MAX_ANSWER_BYTES).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let found: Vec<Value> = if stream {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .filter(|m| m.get("id").is_some() && (m.get("result").is_some() || m.get("error").is_some()))
+            .collect()
+    } else {
+        serde_json::from_str::<Value>(&text).ok().filter(|m| m.get("jsonrpc").is_some()).into_iter().collect()
+    };
+    if !found.is_empty() || message.get("id").is_none() {
+        return found;
+    }
+    vec![json!({
+        "jsonrpc": "2.0",
+        "id": message["id"],
+        "error": { "code": INVALID_REQUEST, "message": format!("refused (HTTP {}): {}", status.as_u16(), text.trim()) },
+    })]
+}
+
+/// The protected-resource metadata's address for this deployment's `/mcp`.
+fn resource_metadata_url(public_url: &str) -> String {
+    format!("{}/.well-known/oauth-protected-resource/mcp", public_url.trim_end_matches('/'))
+}
+
+/// A 401 that says where the resource's metadata is (RFC 9728 §5.1).
+fn with_resource_metadata(mut response: Response, public_url: &str) -> Response {
+    if response.status() == StatusCode::UNAUTHORIZED {
+        let challenge =
+            format!("Bearer resource_metadata=\"{}\", error=\"invalid_token\"", resource_metadata_url(public_url));
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        }
+    }
+    response
+}
+
+/// `GET /.well-known/oauth-protected-resource/mcp`: what `/mcp` is and how
+/// its bearer is sent (RFC 9728). No `authorization_servers`: the bearer is
+/// an agent key an administrator issues in Countersign, not an OAuth token.
+pub fn resource_metadata_route<S>(state: Shared) -> MethodRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    get(|State(state): State<Shared>| async move {
+        let public_url = state.settings.public_url.trim_end_matches('/').to_owned();
+        axum::Json(json!({
+            "resource": format!("{public_url}/mcp"),
+            "resource_name": "Countersign MCP tools",
+            "bearer_methods_supported": ["header"],
+            "resource_documentation": format!("{public_url}/openapi.json"),
+        }))
+    })
+    .with_state(state)
 }
 
 /// Whether the request may come from where it says: no `Origin` (an agent,

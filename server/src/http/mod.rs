@@ -146,6 +146,7 @@ pub fn router(state: Shared) -> Router {
         // its tools/list, not by the OpenAPI document (tools call the agent
         // API above, in-process).
         .route("/mcp", mcp::route(state.clone()))
+        .route("/.well-known/oauth-protected-resource/mcp", mcp::resource_metadata_route(state.clone()))
         .route(
             "/integrations/slack/interactions",
             post(slack::interactions).layer(axum::extract::DefaultBodyLimit::max(slack::MAX_BODY)),

@@ -5,6 +5,7 @@
 //! `API_TESTS_IN_PROCESS=0` asks for processes everywhere: helpers.rs says
 //! which and why.
 
+mod approver;
 mod console_client;
 mod helpers;
 mod oidc_harness;
@@ -40,6 +41,7 @@ mod in_process;
 mod kill_switch;
 mod listing;
 mod mcp;
+mod mcp_sdk;
 mod multi_instance;
 mod observability;
 mod oidc;

@@ -217,11 +217,14 @@ async fn refusals_come_back_as_tool_errors_with_the_api_code() {
         let (is_error, text) = other.call(tool, json!({ "id": id })).await;
         assert!(is_error && text.contains("\"not_found\""), "{tool}: {text}");
     }
-    // A wrong key is refused like on the HTTP API, and the key is not echoed.
-    let (mut stranger, _) = Mcp::start(&server, "cs_test_wrong0key0000000000000000000000").await;
-    let (is_error, text) = stranger.call("propose_payment", payment("x")).await;
-    assert!(is_error && text.contains("\"unauthenticated\""), "{text}");
-    assert!(!text.contains("cs_test_wrong"), "{text}");
+    // A wrong key stops `countersign mcp` at start-up, before any
+    // session, and the key is not echoed.
+    let wrong = [("COUNTERSIGN_AGENT_KEY", "cs_test_wrong0key0000000000000000000000")];
+    let (code, _, stderr) =
+        cli_env(&server.config, &server.data_dir(), &["mcp", "--url", &server.base], Some(""), &wrong).await;
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("refused the agent key (HTTP 401, unauthenticated)"), "{stderr}");
+    assert!(!stderr.contains("cs_test_wrong"), "{stderr}");
     // The strict schema of the API still applies.
     let (mut mcp, _) = Mcp::start(&server, ACME_BOT_KEY).await;
     let (is_error, text) = mcp.call("propose_payment", with(payment("y"), json!({ "amount_minor": 0 }))).await;
@@ -409,8 +412,10 @@ async fn over_http_propose_payment_is_the_agents_proposal_on_the_api_and_no_one_
     let answer = jsonrpc_answer(&reply, &message["id"]);
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
-    let envelope: Value = serde_json::from_str(text.strip_prefix("HTTP 404: ").expect("the API's status")).unwrap();
+    // The text is the API's envelope as is (and so is the structured content).
+    let envelope: Value = serde_json::from_str(text).unwrap();
     assert_envelope(&envelope, "not_found");
+    assert_eq!(answer["result"]["structuredContent"], envelope, "{answer}");
     assert_eq!(envelope["error"]["request_id"].as_str(), reply.header("x-request-id"), "{text}");
     for tool in ["cancel_proposal", "commit_payment"] {
         let (is_error, text) = other.call(tool, json!({ "id": id })).await;
