@@ -67,3 +67,10 @@ if [ ! -f e2e/node_modules/.package-lock.json ] || [ e2e/package-lock.json -nt e
   step "installing npm packages for the browser tests and wasm-opt"
   (cd e2e && npm ci --no-audit --no-fund)
 fi
+
+# The TypeScript client's build and test tools (typescript, openapi-typescript):
+# its suite runs against a real server in server/tests/api/clients.rs.
+if [ ! -f clients/typescript/node_modules/.package-lock.json ] || [ clients/typescript/package-lock.json -nt clients/typescript/node_modules/.package-lock.json ]; then
+  step "installing npm packages for the TypeScript client (clients/typescript)"
+  (cd clients/typescript && npm ci --no-audit --no-fund)
+fi

@@ -1,7 +1,7 @@
 //! The agent API (SPEC §9): thin handlers that parse, call one use case in
 //! `crate::proposals`, and map the result.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::time::Duration as StdDuration;
 
 use super::error::ApiError;
+use super::extract::ApiQuery;
 use super::extract::{AgentAuth, JsonBody, ReadOnlyAgentAuth};
 use super::openapi::error_responses;
 use crate::commit::CommitError;
@@ -206,11 +207,6 @@ pub struct WaitParams {
     wait: Option<u64>,
 }
 
-/// A query string that does not fit the endpoint's parameters.
-pub(super) fn query_error(e: impl std::fmt::Display) -> ApiError {
-    ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())])
-}
-
 error_responses!(GetErrors: Unauthenticated, NotFound, ValidationFailed, RateLimited, InternalError);
 
 /// Read (or long-poll) one proposal
@@ -245,10 +241,9 @@ pub async fn get(
     State(state): State<Shared>,
     ReadOnlyAgentAuth(agent, key): ReadOnlyAgentAuth,
     Path(ProposalPath { id }): Path<ProposalPath>,
-    params: Result<Query<WaitParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(params): ApiQuery<WaitParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Query(params) = params.map_err(query_error)?;
     let wait = params.wait.unwrap_or(0);
     if wait > MAX_WAIT_SECS {
         return Err(ApiError::Validation(vec![FieldError::new("wait", "invalid_value", "must be at most 60 seconds")]));
@@ -358,9 +353,8 @@ error_responses!(ListErrors: Unauthenticated, ValidationFailed, RateLimited, Int
 pub async fn list(
     State(state): State<Shared>,
     AgentAuth(agent): AgentAuth,
-    params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<Page>, ApiError> {
-    let Query(params) = params.map_err(query_error)?;
     let query = crate::queue::ListQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
         .map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &agent.tenant_id, Some(&agent.agent_id)).await?;

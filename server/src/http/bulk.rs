@@ -11,11 +11,12 @@ use axum::Json;
 use serde::Deserialize;
 use std::sync::Arc;
 
+use super::openapi::error_responses;
 use crate::approvals::{self, DecideError, Verdict};
 use crate::passkeys::step_up::{self, Asker, StepUp, StepUpOptions};
 use crate::state::Shared;
 
-use super::console::{step_up_fields, CsrfHeader, StepUpErrors};
+use super::console::{step_up_fields, CsrfHeader};
 use super::error::ApiError;
 use super::extract::{typed, JsonBody};
 use super::session::CurrentUser;
@@ -102,10 +103,14 @@ pub async fn bulk_form(
 #[schema(as = BulkStepUpRequest)]
 #[serde(deny_unknown_fields)]
 pub struct BulkStepUpBody {
-    /// The proposal ids as the bulk page lists them, in that order (at most
-    /// 50; each once).
+    /// The proposal ids as the bulk page lists them, in that order: 1 to 50
+    /// (a repeated id counts once).
+    #[schema(min_items = 1, max_items = 50)]
     ids: Vec<String>,
 }
+
+error_responses!(BulkStepUpErrors: InvalidJson, UnsupportedMediaType, Unauthenticated, Forbidden, StepUpRequired,
+    NotFound, ValidationFailed, InternalError);
 
 /// A step-up challenge for approving a listed set at once
 ///
@@ -122,7 +127,7 @@ pub struct BulkStepUpBody {
     security(("consoleSession" = [])),
     params(CsrfHeader),
     request_body(content = BulkStepUpBody, content_type = "application/json"),
-    responses((status = 201, body = StepUpOptions, description = "The request options."), StepUpErrors),
+    responses((status = 201, body = StepUpOptions, description = "The request options."), BulkStepUpErrors),
 )]
 pub async fn step_up_json(
     State(state): State<Shared>,
@@ -130,6 +135,10 @@ pub async fn step_up_json(
     JsonBody { value }: JsonBody,
 ) -> Result<(StatusCode, Json<StepUpOptions>), ApiError> {
     let BulkStepUpBody { ids } = typed(value)?;
+    if ids.len() > crate::approvals::BULK_MAX {
+        let why = format!("list at most {} proposals", crate::approvals::BULK_MAX);
+        return Err(ApiError::Validation(vec![crate::domain::FieldError::new("ids", "invalid_value", why)]));
+    }
     let fields: Vec<(String, String)> = ids.into_iter().map(|id| ("id".to_owned(), id)).collect();
     let ids = listed_ids(&fields);
     if ids.is_empty() {

@@ -2,15 +2,16 @@
 //! `X-CSRF-Token`) and the HTML form posts the pages use (so approve and
 //! reject work without JavaScript). Both call the same functions.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
-use super::agent::{query_error, ProposalPath};
+use super::agent::ProposalPath;
 use super::error::ApiError;
+use super::extract::ApiQuery;
 use super::extract::{typed, JsonBody};
 use super::openapi::error_responses;
 use super::session::{self, client_address, CurrentUser, SignInError};
@@ -85,7 +86,8 @@ pub struct SignInBody {
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
     decision: DecisionWord,
-    /// Required to reject.
+    /// Required to reject: 1–500 characters, not blank.
+    #[schema(min_length = 1, max_length = 500)]
     reason: Option<String>,
     /// To approve at or above the step-up threshold: the passkey assertion
     /// over this proposal's step-up challenge.
@@ -284,9 +286,8 @@ pub struct QueuePageBody {
 pub async fn queue(
     State(state): State<Shared>,
     user: CurrentUser,
-    params: Result<Query<QueueParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(p): ApiQuery<QueueParams>,
 ) -> Result<Json<QueuePageBody>, ApiError> {
-    let Query(p) = params.map_err(query_error)?;
     let query = ListQuery::parse(&p).map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &user.user.tenant_id, None).await?;
     let views = proposals::views(&state, rows.clone()).await?;
@@ -382,8 +383,8 @@ fn resolution(outcome: OutcomeWord, rail_reference: Option<String>, reason: Opti
     }
 }
 
-error_responses!(ResolveErrors: InvalidJson, Unauthenticated, Forbidden, NotFound, InvalidState, ValidationFailed,
-    InternalError, RailUnavailable);
+error_responses!(ResolveErrors: InvalidJson, UnsupportedMediaType, Unauthenticated, Forbidden, NotFound, InvalidState,
+    ValidationFailed, InternalError, RailUnavailable);
 
 /// Decide an operation that needs review (admins)
 ///

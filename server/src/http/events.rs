@@ -68,6 +68,23 @@ async fn wake(state: &Shared, changed: impl std::future::Future<Output = ()>) ->
 
 error_responses!(ProposalEventsErrors: Unauthenticated, NotFound, RateLimited, InternalError);
 
+/// One event of a proposal stream, as an SSE parser reads it (the schema of
+/// each event, not of the stream's bytes); comment lines (`: keepalive`)
+/// are not events.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // Describes the wire; the stream writes it field by field.
+pub struct ProposalEvent {
+    /// Always `proposal`.
+    #[schema(pattern = "^proposal$")]
+    event: String,
+    /// The proposal's `ETag` (one proposal's stream) or a cursor to resume
+    /// from (the agent's stream): send it back as `Last-Event-ID`.
+    id: String,
+    /// The proposal, as JSON, exactly as `getProposal` answers it.
+    #[schema(content_media_type = "application/json")]
+    data: String,
+}
+
 /// `GET /api/v1/proposals/{id}/events`.
 #[utoipa::path(
     get,
@@ -81,7 +98,7 @@ error_responses!(ProposalEventsErrors: Unauthenticated, NotFound, RateLimited, I
             description = "The id (ETag) of the last event received: the stream skips the proposal as it was then."),
     ),
     responses(
-        (status = 200, content_type = "text/event-stream", body = String,
+        (status = 200, content_type = "text/event-stream", body = ProposalEvent,
             description = "Server-Sent Events: `event: proposal`, `id:` the proposal's ETag, `data:` the proposal \
                 (as `getProposal` answers it), now and at each change; the stream ends at a final status."),
         ProposalEventsErrors,
@@ -185,7 +202,7 @@ error_responses!(AgentEventsErrors: Unauthenticated, ValidationFailed, RateLimit
             description = "The id of the last event received: every change after it is sent first, oldest first."),
     ),
     responses(
-        (status = 200, content_type = "text/event-stream", body = String,
+        (status = 200, content_type = "text/event-stream", body = ProposalEvent,
             description = "Server-Sent Events: `event: proposal` each time one of this agent's proposals changes, \
                 `data:` the proposal (as `getProposal` answers it), `id:` a cursor to resume from."),
         AgentEventsErrors,

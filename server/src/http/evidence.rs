@@ -1,12 +1,13 @@
 //! A proposal's proof bundle (docs/EVIDENCE.md "The proof bundle"): to the
 //! agent that proposed it, and on the console to admins and auditors.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 
-use super::agent::{query_error, ProposalPath};
+use super::agent::ProposalPath;
 use super::error::ApiError;
+use super::extract::ApiQuery;
 use super::extract::ReadOnlyAgentAuth;
 use super::openapi::error_responses;
 use super::session::CurrentUser;
@@ -51,7 +52,7 @@ pub async fn agent(
     State(state): State<Shared>,
     ReadOnlyAgentAuth(agent, _): ReadOnlyAgentAuth,
     Path(ProposalPath { id }): Path<ProposalPath>,
-    params: Result<Query<EvidenceParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(params): ApiQuery<EvidenceParams>,
 ) -> Result<Json<Bundle>, ApiError> {
     let export = export_of(params)?;
     bundle(&state, &agent.tenant_id, &id, Some(&agent.agent_id), export).await
@@ -74,7 +75,7 @@ pub async fn console(
     State(state): State<Shared>,
     user: CurrentUser,
     Path(ProposalPath { id }): Path<ProposalPath>,
-    params: Result<Query<EvidenceParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(params): ApiQuery<EvidenceParams>,
 ) -> Result<([(axum::http::HeaderName, String); 1], Json<Bundle>), ApiError> {
     if !Role::exports_evidence(&user.user.roles) {
         return Err(ApiError::ForbiddenBecause("only admins and auditors export evidence"));
@@ -85,10 +86,7 @@ pub async fn console(
     Ok(([(axum::http::header::CONTENT_DISPOSITION, disposition)], bundle))
 }
 
-fn export_of(
-    params: Result<Query<EvidenceParams>, axum::extract::rejection::QueryRejection>,
-) -> Result<Export, ApiError> {
-    let Query(params) = params.map_err(query_error)?;
+fn export_of(params: EvidenceParams) -> Result<Export, ApiError> {
     let disclose = Disclose::parse(params.disclose.as_deref().unwrap_or(""))
         .map_err(|why| ApiError::Validation(vec![FieldError::new("disclose", "invalid_value", why)]))?;
     Ok(Export { disclose, tree_size: params.tree_size })

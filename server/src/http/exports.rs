@@ -3,13 +3,13 @@
 //! a page at a time (`crate::exports`), to admins and auditors.
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::agent::query_error;
 use super::error::ApiError;
+use super::extract::ApiQuery;
 use super::openapi::error_responses;
 use super::session::CurrentUser;
 use crate::domain::{FieldError, Role};
@@ -54,12 +54,11 @@ error_responses!(ExportErrors: Unauthenticated, Forbidden, ValidationFailed, Rat
 pub async fn payments(
     State(state): State<Shared>,
     user: CurrentUser,
-    params: Result<Query<ExportParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(params): ApiQuery<ExportParams>,
 ) -> Result<Response, ApiError> {
     if !Role::exports_evidence(&user.user.roles) {
         return Err(ApiError::ForbiddenBecause("only admins and auditors export payments"));
     }
-    let Query(params) = params.map_err(query_error)?;
     let invalid = |field: &str, why: &str| ApiError::Validation(vec![FieldError::new(field, "invalid_value", why)]);
     let range = Range::parse(params.from.as_deref(), params.to.as_deref()).map_err(|e| invalid(e.field, &e.reason))?;
     let format =

@@ -217,6 +217,53 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+/// The query string of a JSON API route, read as `T` (whose
+/// `deny_unknown_fields` refuses a parameter it does not know). A parameter
+/// given empty (`?status=`, `?to=`) is refused, naming it, rather than read
+/// as absent: a client that meant a value learns it sent none. Any refusal
+/// is 422 `validation_failed`.
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or_default();
+        let empty: Vec<FieldError> = query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .filter_map(|pair| match pair.split_once('=') {
+                Some((name, "")) => Some(name),
+                None => Some(pair),
+                Some(_) => None,
+            })
+            .map(|name| {
+                // Named only when it is a plain parameter name: the rest of
+                // a query is the client's data, not echoed.
+                let plain = !name.is_empty()
+                    && name.len() <= 32
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                let field = if plain { name } else { "query" };
+                FieldError::new(field, "invalid_value", "is empty: leave the parameter out instead")
+            })
+            .collect();
+        if !empty.is_empty() {
+            return Err(ApiError::Validation(empty));
+        }
+        let axum::extract::Query(value) = axum::extract::Query::<T>::try_from_uri(&parts.uri).map_err(query_error)?;
+        Ok(ApiQuery(value))
+    }
+}
+
+/// A query string that does not read as the route's parameters.
+pub(super) fn query_error(e: impl fmt::Display) -> ApiError {
+    ApiError::Validation(vec![FieldError::new("query", "invalid_value", e.to_string())])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

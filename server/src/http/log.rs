@@ -3,7 +3,7 @@
 //! sizes it reached. Everything here is hashes and signatures: no entry's
 //! content is served, so anyone may read it (monitors, auditors, rails).
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -11,8 +11,8 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use super::agent::query_error;
 use super::error::ApiError;
+use super::extract::ApiQuery;
 use super::openapi::error_responses;
 use crate::domain::FieldError;
 use crate::state::Shared;
@@ -113,9 +113,8 @@ pub struct CheckpointParams {
 )]
 pub async fn checkpoint(
     State(state): State<Shared>,
-    params: Result<Query<CheckpointParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(params): ApiQuery<CheckpointParams>,
 ) -> Result<Response, ApiError> {
-    let Query(params) = params.map_err(query_error)?;
     let found = match params.size {
         Some(size) => stored::checkpoint(&state.db.read, size).await?,
         None => stored::latest(&state.db.read).await?,
@@ -151,9 +150,9 @@ pub struct InclusionParams {
 )]
 pub async fn inclusion(
     State(state): State<Shared>,
-    params: Result<Query<InclusionParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(params): ApiQuery<InclusionParams>,
 ) -> Result<Json<Proof>, ApiError> {
-    let Query(InclusionParams { leaf_index, tree_size }) = params.map_err(query_error)?;
+    let InclusionParams { leaf_index, tree_size } = params;
     if leaf_index >= tree_size {
         return Err(ApiError::Validation(vec![FieldError::new(
             "leaf_index",
@@ -191,9 +190,9 @@ pub struct ConsistencyParams {
 )]
 pub async fn consistency(
     State(state): State<Shared>,
-    params: Result<Query<ConsistencyParams>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(params): ApiQuery<ConsistencyParams>,
 ) -> Result<Json<Proof>, ApiError> {
-    let Query(ConsistencyParams { first, second }) = params.map_err(query_error)?;
+    let ConsistencyParams { first, second } = params;
     if first > second {
         return Err(ApiError::Validation(vec![FieldError::new("first", "invalid_value", "must not exceed second")]));
     }

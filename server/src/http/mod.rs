@@ -37,7 +37,7 @@ use std::sync::Arc;
 use tower::{Layer, Service};
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 use crate::state::Shared;
@@ -194,29 +194,33 @@ pub fn router(state: Shared) -> Router {
 pub(crate) fn api<L>(console_layers: L) -> OpenApiRouter<Shared>
 where
     L: Layer<Route> + Clone + Send + Sync + 'static,
-    L::Service: Service<Request> + Clone + Send + Sync + 'static,
+    L::Service: Service<Request, Error = Infallible> + Clone + Send + Sync + 'static,
     <L::Service as Service<Request>>::Response: IntoResponse + 'static,
-    <L::Service as Service<Request>>::Error: Into<Infallible> + 'static,
     <L::Service as Service<Request>>::Future: Send + 'static,
 {
     let agent = agent_api();
+    // Each route's own methods get the layers (`route_layer`), not the
+    // method router's fallback: a method a route does not have is answered
+    // 405 before any session is read or CSRF token asked for.
+    let guarded = |(schemas, paths, methods): UtoipaMethodRouter<Shared>| {
+        (schemas, paths, methods.route_layer(console_layers.clone()))
+    };
     let console = OpenApiRouter::new()
-        .routes(routes!(console::sign_in_json, console::sign_out_json))
-        .routes(routes!(console::queue))
-        .routes(routes!(console::decide_json))
-        .routes(routes!(console::step_up_json))
-        .routes(routes!(bulk::step_up_json))
-        .routes(routes!(console::resolve_json))
-        .routes(routes!(console::rail_records_json))
-        .routes(routes!(evidence::console))
-        .routes(routes!(exports::payments))
-        .routes(routes!(passkeys::start))
-        .routes(routes!(passkeys::register, passkeys::list))
-        .routes(routes!(passkeys::remove))
-        .routes(routes!(passkeys::start_removal))
-        .routes(routes!(passkeys::notices))
-        .routes(routes!(passkeys::mark_notices_read))
-        .layer(console_layers);
+        .routes(guarded(routes!(console::sign_in_json, console::sign_out_json)))
+        .routes(guarded(routes!(console::queue)))
+        .routes(guarded(routes!(console::decide_json)))
+        .routes(guarded(routes!(console::step_up_json)))
+        .routes(guarded(routes!(bulk::step_up_json)))
+        .routes(guarded(routes!(console::resolve_json)))
+        .routes(guarded(routes!(console::rail_records_json)))
+        .routes(guarded(routes!(evidence::console)))
+        .routes(guarded(routes!(exports::payments)))
+        .routes(guarded(routes!(passkeys::start)))
+        .routes(guarded(routes!(passkeys::register, passkeys::list)))
+        .routes(guarded(routes!(passkeys::remove)))
+        .routes(guarded(routes!(passkeys::start_removal)))
+        .routes(guarded(routes!(passkeys::notices)))
+        .routes(guarded(routes!(passkeys::mark_notices_read)));
     // Registered under their full paths rather than nested: a nested router
     // rewrites every request's URI on the way in, on the status poll's path.
     OpenApiRouter::new()

@@ -59,6 +59,8 @@ impl From<RegistryError> for ApiError {
 
 error_responses!(PasskeyErrors: InvalidJson, Unauthenticated, Forbidden, StepUpRequired, PasskeyRefused,
     ValidationFailed, InternalError);
+error_responses!(PasskeyRegisterErrors: InvalidJson, UnsupportedMediaType, Unauthenticated, Forbidden, StepUpRequired,
+    PasskeyRefused, ValidationFailed, InternalError);
 error_responses!(PasskeyListErrors: Unauthenticated, Forbidden, NotFound, InternalError);
 error_responses!(PasskeyRemoveErrors: InvalidJson, UnsupportedMediaType, Unauthenticated, Forbidden, StepUpRequired,
     PasskeyRefused, NotFound, ValidationFailed, InternalError);
@@ -89,7 +91,9 @@ pub async fn start(
 pub struct RegistrationBody {
     /// The `challenge_id` of the options answered.
     challenge_id: String,
-    /// What the person calls this passkey ("Laptop", "YubiKey").
+    /// What the person calls this passkey ("Laptop", "YubiKey"): 1–200
+    /// characters, not blank.
+    #[schema(min_length = 1, max_length = 200)]
     name: String,
     /// `response.clientDataJSON`, base64url.
     client_data_json: String,
@@ -122,7 +126,7 @@ pub struct RegistrationBody {
     security(("consoleSession" = [])),
     params(CsrfHeader),
     request_body(content = RegistrationBody, content_type = "application/json"),
-    responses((status = 201, body = PasskeyView, description = "The passkey, registered."), PasskeyErrors),
+    responses((status = 201, body = PasskeyView, description = "The passkey, registered."), PasskeyRegisterErrors),
 )]
 pub async fn register(
     State(state): State<Shared>,
