@@ -923,7 +923,13 @@ export interface components {
          * @example 1842
          */
         InvoiceId: string;
-        /** @description A P-256 public key (RFC 7518 §6.2) that signs approval tokens. */
+        /**
+         * @description A P-256 public key (RFC 7518 §6.2): one that signs approval tokens, or
+         *     the one that signs receipts (docs/EVIDENCE.md). The `kid` a token's or
+         *     receipt's header names picks it; a verifier also checks the JWS `typ`
+         *     (`countersign-approval+jwt` for a token), so a receipt key cannot pass
+         *     for a token key.
+         */
         Jwk: {
             alg: string;
             crv: string;

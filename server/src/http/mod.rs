@@ -396,7 +396,11 @@ struct Jwks {
     keys: Vec<Jwk>,
 }
 
-/// A P-256 public key (RFC 7518 §6.2) that signs approval tokens.
+/// A P-256 public key (RFC 7518 §6.2): one that signs approval tokens, or
+/// the one that signs receipts (docs/EVIDENCE.md). The `kid` a token's or
+/// receipt's header names picks it; a verifier also checks the JWS `typ`
+/// (`countersign-approval+jwt` for a token), so a receipt key cannot pass
+/// for a token key.
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 struct Jwk {
