@@ -490,7 +490,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Mcp { url, key } => {
             let url = url.unwrap_or_else(|| settings.public_url.clone());
-            crate::mcp::serve_stdio(&url, key).await?;
+            let openapi = serde_json::to_value(crate::http::openapi::document(&url))?;
+            crate::mcp::serve_stdio(&url, key, &openapi).await?;
         }
         Command::Migrate => {
             let backend = settings.backend()?;

@@ -72,7 +72,8 @@ where
     // call runs in the MCP request's span under its request id.
     let routes =
         super::agent_api().split_for_parts().0.with_state(state.clone()).layer(super::observe::ScopeRequestIdLayer);
-    let tools = Countersign::in_process(routes, state.shutdown.clone());
+    let openapi = serde_json::to_value(super::openapi::document(&state.settings.public_url)).unwrap_or_default();
+    let tools = Countersign::in_process(routes, state.shutdown.clone(), &openapi);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(false)
@@ -345,5 +346,62 @@ mod tests {
         assert!(!origin_allowed(public, &two), "two Origin headers");
         assert!(origin_allowed("http://localhost:8080", &origin("http://localhost:8080")));
         assert!(!origin_allowed("http://localhost:8080", &origin("http://127.0.0.1:8080")));
+    }
+}
+#[cfg(test)]
+mod schema_tests {
+    use crate::mcp::schemas::{cut, referenced, Schemas, COMPONENT_REF};
+    use serde_json::{json, Map, Value};
+
+    type JsonObject = Map<String, Value>;
+
+    fn refs_resolve(schema: &JsonObject) {
+        let defs = schema.get("$defs").and_then(Value::as_object).cloned().unwrap_or_default();
+        let text = serde_json::to_string(schema).unwrap();
+        assert!(!text.contains(COMPONENT_REF), "a reference into the OpenAPI document is left");
+        assert_eq!(referenced(&Value::Object(schema.clone())), Vec::<String>::new(), "unrewritten references");
+        let mut stack = vec![Value::Object(schema.clone())];
+        while let Some(value) = stack.pop() {
+            match value {
+                Value::Object(object) => {
+                    if let Some(r) = object.get("$ref").and_then(Value::as_str) {
+                        let name = r.strip_prefix("#/$defs/").expect("only $defs references");
+                        assert!(defs.contains_key(name), "{name} is referenced but not defined");
+                    }
+                    stack.extend(object.into_iter().map(|(_, v)| v));
+                }
+                Value::Array(items) => stack.extend(items),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn the_tools_schemas_are_the_apis_and_stand_alone() {
+        let document = serde_json::to_value(super::super::openapi::document("/")).unwrap();
+        let schemas: &Schemas = &cut(&document);
+        for schema in [
+            &schemas.propose_payment,
+            &schemas.request_reversal,
+            &schemas.proposal_id,
+            &schemas.wait_for_decision,
+            &schemas.proposal,
+        ] {
+            assert_eq!(schema["type"], "object");
+            refs_resolve(schema);
+        }
+        let propose = Value::Object((*schemas.propose_payment).clone());
+        assert_eq!(propose["properties"]["amount_minor"]["minimum"], 1, "the API needs more than 0");
+        assert_eq!(propose["$defs"]["PurposeCode"]["enum"], json!(["payroll", "refund", "vendor", "disbursement"]));
+        assert_eq!(propose["$defs"]["RunId"]["maxLength"], 128);
+        assert!(propose["properties"].get("kind").is_none());
+        assert!(propose["required"].as_array().unwrap().iter().all(|f| f != "kind"));
+        assert_eq!(propose["additionalProperties"], false);
+        let reversal = Value::Object((*schemas.request_reversal).clone());
+        assert_eq!(reversal["$defs"]["ReasonCode"]["enum"][0], "duplicate");
+        assert!(reversal["required"].as_array().unwrap().iter().all(|f| f != "kind"));
+        let proposal = Value::Object((*schemas.proposal).clone());
+        assert!(proposal["properties"]["status"].is_object());
+        assert!(proposal["$defs"]["Operation"].is_object());
     }
 }

@@ -34,9 +34,9 @@ use tower::ServiceExt as _;
 use tracing::Instrument;
 
 use crate::shutdown::Shutdown;
-use schemas::SCHEMAS;
+use serde_json::Value as Json;
 
-mod schemas;
+pub mod schemas;
 
 /// How long `wait_for_decision` waits at most, in seconds.
 pub const MAX_WAIT_SECS: u64 = 600;
@@ -372,8 +372,10 @@ fn insert_some(body: &mut Value, field: &str, value: Option<impl serde::Serializ
 
 #[tool_router]
 impl Countersign {
-    /// The tools over stdio: calls to the API at `base_url` with `key`.
-    pub fn new(base_url: &str, key: SecretString) -> Countersign {
+    /// The tools over stdio: calls to the API at `base_url` with `key`;
+    /// their schemas from `openapi` (the API's OpenAPI document).
+    pub fn new(base_url: &str, key: SecretString, openapi: &Json) -> Countersign {
+        schemas::install(openapi);
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
@@ -387,7 +389,8 @@ impl Countersign {
 
     /// The tools of `/mcp`: calls to the agent API's `routes` in this
     /// process, each with the key of the MCP request it serves.
-    pub fn in_process(routes: axum::Router, shutdown: Shutdown) -> Countersign {
+    pub fn in_process(routes: axum::Router, shutdown: Shutdown, openapi: &Json) -> Countersign {
+        schemas::install(openapi);
         Countersign { api: Api::InProcess { routes, shutdown }, tool_router: Self::tool_router() }
     }
 
@@ -398,8 +401,8 @@ impl Countersign {
         policy_denied error). The answer is the proposal, with its id. Then call \
         wait_for_decision, and commit_payment only once it is approved. The same request in the \
         same run returns the existing proposal rather than a second one.",
-        input_schema = SCHEMAS.propose_payment.clone(),
-        output_schema = SCHEMAS.proposal.clone(),
+        input_schema = schemas::get().propose_payment.clone(),
+        output_schema = schemas::get().proposal.clone(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn propose_payment(
@@ -426,8 +429,8 @@ impl Countersign {
         description = "Read one of this agent's proposals: its status (pending_approval, \
         approved, rejected, expired, cancelled, executing, succeeded, failed, unknown, …), the \
         approvals, and the operation once committed. Reading moves no money.",
-        input_schema = SCHEMAS.proposal_id.clone(),
-        output_schema = SCHEMAS.proposal.clone(),
+        input_schema = schemas::get().proposal_id.clone(),
+        output_schema = schemas::get().proposal.clone(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn get_proposal(
@@ -444,8 +447,8 @@ impl Countersign {
         description = "Wait until a proposal is decided (leaves pending_approval) or the \
         timeout passes, then return it. Waiting moves no money. When the status is approved, \
         call commit_payment; rejected, expired or cancelled proposals cannot be committed.",
-        input_schema = SCHEMAS.wait_for_decision.clone(),
-        output_schema = SCHEMAS.proposal.clone(),
+        input_schema = schemas::get().wait_for_decision.clone(),
+        output_schema = schemas::get().proposal.clone(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn wait_for_decision(
@@ -484,8 +487,8 @@ impl Countersign {
         policy and the budget again. Retrying is safe: a proposal is paid at most once. The \
         answer is the proposal with its operation (executing, succeeded, failed, or unknown \
         while the bank is checked — never retry blindly on unknown; poll get_proposal).",
-        input_schema = SCHEMAS.proposal_id.clone(),
-        output_schema = SCHEMAS.proposal.clone(),
+        input_schema = schemas::get().proposal_id.clone(),
+        output_schema = schemas::get().proposal.clone(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = true)
     )]
     async fn commit_payment(
@@ -522,8 +525,8 @@ impl Countersign {
         title = "Withdraw a proposal",
         description = "Withdraw a proposal that has not been committed, so it can never be \
         approved or paid. Moves no money; cannot be undone.",
-        input_schema = SCHEMAS.proposal_id.clone(),
-        output_schema = SCHEMAS.proposal.clone(),
+        input_schema = schemas::get().proposal_id.clone(),
+        output_schema = schemas::get().proposal.clone(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn cancel_proposal(
@@ -541,8 +544,8 @@ impl Countersign {
         description = "Ask a human to approve reversing a succeeded transfer of this agent. \
         Like propose_payment this moves NO money by itself: the reversal is a proposal that \
         needs approval and then commit_payment.",
-        input_schema = SCHEMAS.request_reversal.clone(),
-        output_schema = SCHEMAS.proposal.clone(),
+        input_schema = schemas::get().request_reversal.clone(),
+        output_schema = schemas::get().proposal.clone(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn request_reversal(
@@ -594,11 +597,11 @@ pub fn refuse_url(base_url: &str) -> Option<String> {
 /// tried first (one read of the agent's proposals), so that a wrong key or
 /// URL stops the server at start-up, where the MCP client shows it, rather
 /// than at the model's first call.
-pub async fn serve_stdio(base_url: &str, key: SecretString) -> anyhow::Result<()> {
+pub async fn serve_stdio(base_url: &str, key: SecretString, openapi: &Json) -> anyhow::Result<()> {
     if let Some(why) = refuse_url(base_url) {
         anyhow::bail!(why);
     }
-    let tools = Countersign::new(base_url, key);
+    let tools = Countersign::new(base_url, key, openapi);
     let mut call = Call::new(Method::GET, "/api/v1/proposals".into());
     call.path.push_str("?limit=1");
     let answer = tools

@@ -5,12 +5,16 @@
 //! proposal a tool answers with (`outputSchema`, which `structuredContent`
 //! conforms to).
 //!
+//! The document is the HTTP layer's (`http::openapi`), which depends on this
+//! module's callers, not the other way: whoever starts the tools hands it
+//! over ([`install`], from `Countersign::new` and `in_process`).
+//!
 //! A schema of the document refers to others as `#/components/schemas/X`;
 //! a tool's schema must stand alone, so each gets the components it reaches
 //! under `$defs`, with its references rewritten to `#/$defs/X`.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Map, Value};
 
@@ -25,8 +29,21 @@ pub struct Schemas {
     pub proposal: Arc<JsonObject>,
 }
 
-pub static SCHEMAS: LazyLock<Schemas> = LazyLock::new(|| {
-    let document = serde_json::to_value(crate::http::openapi::document("/")).expect("the OpenAPI document serializes");
+static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
+
+/// The tools' schemas, cut from `document` (the API's OpenAPI document) the
+/// first time; later calls keep them (one process serves one API).
+pub fn install(document: &Value) {
+    SCHEMAS.get_or_init(|| cut(document));
+}
+
+/// The installed schemas (the tools are listed only after [`install`]).
+pub fn get() -> &'static Schemas {
+    SCHEMAS.get().expect("mcp::schemas::install runs before the tools are built")
+}
+
+/// The tools' schemas out of the OpenAPI document.
+pub fn cut(document: &Value) -> Schemas {
     let components = document["components"]["schemas"].as_object().cloned().unwrap_or_default();
     let with_defs = |root: Value| Arc::new(standalone(root, &components));
     let component = |name: &str| components.get(name).cloned().unwrap_or_else(|| panic!("no schema {name}"));
@@ -70,7 +87,7 @@ pub static SCHEMAS: LazyLock<Schemas> = LazyLock::new(|| {
         })),
         proposal: with_defs(component("Proposal")),
     }
-});
+}
 
 fn idempotency_key() -> Value {
     json!({
@@ -127,10 +144,10 @@ fn standalone(mut root: Value, components: &JsonObject) -> JsonObject {
     object
 }
 
-const COMPONENT_REF: &str = "#/components/schemas/";
+pub const COMPONENT_REF: &str = "#/components/schemas/";
 
 /// The components `schema` refers to directly.
-fn referenced(schema: &Value) -> Vec<String> {
+pub fn referenced(schema: &Value) -> Vec<String> {
     let mut names = Vec::new();
     let mut stack = vec![schema];
     while let Some(value) = stack.pop() {
@@ -162,59 +179,5 @@ fn rewrite_refs(schema: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(rewrite_refs),
         _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refs_resolve(schema: &JsonObject) {
-        let defs = schema.get("$defs").and_then(Value::as_object).cloned().unwrap_or_default();
-        let text = serde_json::to_string(schema).unwrap();
-        assert!(!text.contains(COMPONENT_REF), "a reference into the OpenAPI document is left");
-        assert_eq!(referenced(&Value::Object(schema.clone())), Vec::<String>::new(), "unrewritten references");
-        let mut stack = vec![Value::Object(schema.clone())];
-        while let Some(value) = stack.pop() {
-            match value {
-                Value::Object(object) => {
-                    if let Some(r) = object.get("$ref").and_then(Value::as_str) {
-                        let name = r.strip_prefix("#/$defs/").expect("only $defs references");
-                        assert!(defs.contains_key(name), "{name} is referenced but not defined");
-                    }
-                    stack.extend(object.into_iter().map(|(_, v)| v));
-                }
-                Value::Array(items) => stack.extend(items),
-                _ => {}
-            }
-        }
-    }
-
-    #[test]
-    fn the_tools_schemas_are_the_apis_and_stand_alone() {
-        let schemas = &*SCHEMAS;
-        for schema in [
-            &schemas.propose_payment,
-            &schemas.request_reversal,
-            &schemas.proposal_id,
-            &schemas.wait_for_decision,
-            &schemas.proposal,
-        ] {
-            assert_eq!(schema["type"], "object");
-            refs_resolve(schema);
-        }
-        let propose = Value::Object((*schemas.propose_payment).clone());
-        assert_eq!(propose["properties"]["amount_minor"]["minimum"], 1, "the API needs more than 0");
-        assert_eq!(propose["$defs"]["PurposeCode"]["enum"], json!(["payroll", "refund", "vendor", "disbursement"]));
-        assert_eq!(propose["$defs"]["RunId"]["maxLength"], 128);
-        assert!(propose["properties"].get("kind").is_none());
-        assert!(propose["required"].as_array().unwrap().iter().all(|f| f != "kind"));
-        assert_eq!(propose["additionalProperties"], false);
-        let reversal = Value::Object((*schemas.request_reversal).clone());
-        assert_eq!(reversal["$defs"]["ReasonCode"]["enum"][0], "duplicate");
-        assert!(reversal["required"].as_array().unwrap().iter().all(|f| f != "kind"));
-        let proposal = Value::Object((*schemas.proposal).clone());
-        assert!(proposal["properties"]["status"].is_object());
-        assert!(proposal["$defs"]["Operation"].is_object());
     }
 }
