@@ -256,8 +256,12 @@ pub struct OperationItem {
     pub amount: String,
     pub idempotency_key: String,
     pub rail_reference: Option<String>,
-    /// Why it waits: the reconciler's finding, or what is being checked.
+    /// Why it waits, in words: the reconciler's finding, or what is being
+    /// checked and when.
     pub why: String,
+    /// The finding's code (`no_rail_record`, …), for scripts and tests: on
+    /// the page as a data attribute, never as text.
+    pub code: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -266,6 +270,8 @@ pub struct OperationItem {
 /// is still working on (`unknown`), of the viewer's tenant, newest first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct OperationsPage {
+    /// The change count when read: the page waits for the next from here.
+    pub change_seq: u64,
     pub needs_review: Vec<OperationItem>,
     pub reconciling: Vec<OperationItem>,
     /// Whether the viewer may resolve (admins only).

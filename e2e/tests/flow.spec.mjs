@@ -30,7 +30,7 @@ test('after approving, the next waiting proposal opens with a notice and a link 
   await expect(notice).toContainText('You approved this payment');
   await expect(page.locator('#decided-link')).toHaveText(sentence('610.00'));
   await expect(notice).toContainText('Next: the oldest proposal still waiting for you.');
-  await expect(page).toHaveTitle(/^\(\d+\) Proposal · Countersign$/);
+  await expect(page).toHaveTitle(/^\(\d+\) [\d,.]+ [A-Z]{3} · .+ · Countersign$/);
   await page.screenshot({ path: 'artifacts/flow-next-proposal.png', fullPage: true });
 
   // The link goes back to the approved one.

@@ -104,3 +104,49 @@ export function simulatorUrl() {
   const dataDir = path.resolve(repo, process.env.E2E_DATA_DIR || 'artifacts/data');
   return readFileSync(path.join(dataDir, 'rail-sim.url'), 'utf8').trim();
 }
+
+/**
+ * Visible controls and links whose text contrasts less than 3:1 with the
+ * background behind them (WCAG's floor for anything readable; axe holds
+ * text to 4.5:1 where it can tell the background, and reports the rest as
+ * "incomplete" — white text on a white page among them). The background is
+ * the nearest ancestor's that is not transparent; one under an image or a
+ * gradient is skipped.
+ */
+export async function lowContrast(page) {
+  return page.evaluate(() => {
+    const parse = (color) => {
+      const m = color.match(/rgba?\(([^)]+)\)/);
+      if (!m) return null;
+      const [r, g, b, a = 1] = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+      return [r, g, b, a];
+    };
+    const luminance = ([r, g, b]) => {
+      const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const background = (el) => {
+      for (let e = el; e; e = e.parentElement) {
+        const style = getComputedStyle(e);
+        if (style.backgroundImage !== 'none') return null;
+        const c = parse(style.backgroundColor);
+        if (c && c[3] > 0) return c;
+      }
+      return parse(getComputedStyle(document.documentElement).backgroundColor) || [255, 255, 255, 1];
+    };
+    const found = [];
+    for (const el of document.querySelectorAll('button, a, summary, input[type=submit], label')) {
+      const box = el.getBoundingClientRect();
+      const text = el.textContent.trim();
+      const style = getComputedStyle(el);
+      if (!box.width || !box.height || !text || style.visibility === 'hidden' || el.disabled) continue;
+      const fg = parse(style.color);
+      const bg = background(el);
+      if (!fg || !bg) continue;
+      const [hi, lo] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
+      const ratio = (hi + 0.05) / (lo + 0.05);
+      if (ratio < 3) found.push(`${el.tagName.toLowerCase()} "${text.slice(0, 40)}": contrast ${ratio.toFixed(2)}:1`);
+    }
+    return found;
+  });
+}

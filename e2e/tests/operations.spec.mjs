@@ -81,7 +81,10 @@ test('an operation the rail lost needs review; an admin resolves it in the brows
   await signIn(page, 'ada');
   await page.goto('/operations');
   await expect(card).toBeVisible();
-  await expect(card.locator('.why')).toContainText('no_rail_record');
+  // Why, in words; the code is for scripts (a data attribute), not on screen.
+  await expect(card.locator('.why')).toContainText('The rail has no record under this key');
+  await expect(card.locator('.why')).toHaveAttribute('data-code', 'no_rail_record');
+  await expect(page.locator('main')).not.toContainText('no_rail_record');
   await expect(card).toContainText(op.idempotency_key);
   await expect(card).toContainText('Pay Acme Supplies Ltd');
   await expect(card.locator('a.sentence')).toHaveAttribute('href', `/proposals/${proposal.id}`);
@@ -126,4 +129,30 @@ test('an operation the rail lost needs review; an admin resolves it in the brows
   expect(settled.operation.rail_reference).toBe(reference);
   await page.goto(`/proposals/${proposal.id}`);
   await expect(page.locator('#rail-reference')).toHaveText(reference);
+});
+
+test('the operations page is live: a payment the rail lost appears without a reload, in words', async ({ page, request }) => {
+  await signIn(page, 'ada');
+  // Hydrated, and its long-poll for changes waiting, before anything happens.
+  const polling = page.waitForRequest(/\/console\/changes/);
+  await page.goto('/operations');
+  await expect(page.locator('#needs-review')).toBeVisible();
+  await polling;
+
+  const fault = await request.post(`${simulatorUrl()}/_sim/faults`, { data: { mode: 'error_500', count: 1 } });
+  expect(fault.status()).toBe(200);
+  const proposal = await propose(request, { amount_minor: 4300, destination: 'acct_acme0000000001' });
+  const token = proposal.approval_token || (await poll(request, proposal.id)).approval_token;
+  const committed = await commit(request, proposal.id, token);
+  expect(committed.status).toBe('unknown');
+  const review = await pollUntil(request, proposal.id, 'needs_review');
+
+  // No reload: the card arrives by itself.
+  const card = page.locator(`article[data-operation="${review.operation.id}"]`);
+  await expect(card).toBeVisible({ timeout: 30_000 });
+  await expect(card.locator('.why')).toContainText('a human must decide');
+  await expect(page.locator('main')).not.toContainText('no_rail_record');
+  // No raw timestamps anywhere on the page.
+  await expect(page.locator('main')).not.toContainText(/\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d+ UTC/);
+  await page.screenshot({ path: 'artifacts/operations-live.png', fullPage: true });
 });

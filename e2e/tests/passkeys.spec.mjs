@@ -20,7 +20,7 @@
 // (and on failure), so the other specs' approvals by ana are unaffected.
 import { test, expect } from '@playwright/test';
 import { writeFileSync } from 'node:fs';
-import { poll, propose, signIn, verifyToken } from './helpers.mjs';
+import { lowContrast, poll, propose, signIn, verifyToken } from './helpers.mjs';
 
 function invoice() {
   return `PK-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
@@ -250,6 +250,9 @@ test('a passkey enrolled with two admins\' code and confirmed early signs the ex
       await expect(page.locator('#passkey-list')).toContainText('can approve from');
       await expect(page.locator('#notice-list')).toContainText('was added to your account');
       await page.screenshot({ path: 'artifacts/account-passkeys.png', fullPage: true });
+      // The listed passkey's Remove is readable (it was white on white).
+      await expect(page.locator('[data-passkey-remove]')).toBeVisible();
+      expect(await lowContrast(page)).toEqual([]);
       // Cooling off, it signs nothing yet: below any step-up threshold ana
       // approves as before she had it (a password approval).
       const proposal = await propose(request, { amount_minor: 30_500, invoice_id: invoice() });

@@ -7,7 +7,7 @@ import AxeBuilder from '@axe-core/playwright';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import zlib from 'node:zlib';
-import { commit, countersign, poll, pollUntil, propose, simulatorUrl, signIn } from './helpers.mjs';
+import { commit, countersign, lowContrast, poll, pollUntil, propose, simulatorUrl, signIn } from './helpers.mjs';
 
 const SIZES = {
   desktop: { width: 1440, height: 900 },
@@ -128,6 +128,7 @@ for (const [size, viewport] of Object.entries(SIZES)) {
         for (const v of axe.violations) {
           found.push(`${p.name}: axe ${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
         }
+        for (const low of await lowContrast(page)) found.push(`${p.name}: ${low}`);
       }
       await context.close();
     }

@@ -350,6 +350,8 @@ impl ConsoleService {
     /// The operations page: `needs_review` (a human decides) and `unknown`
     /// (reconciliation is still reading the rail), of the viewer's tenant.
     async fn operations_page(&self, viewer: &Viewer) -> Result<OperationsPage, ConsoleError> {
+        // Read before the rows: a change after it makes the page refetch.
+        let change_seq = self.state.changes.published();
         let pool = &self.state.db.read;
         let tenant = &viewer.tenant_id;
         let needs_review = store::operations::of_tenant(pool, tenant, OpStatus::NeedsReview, OPERATIONS_LIMIT)
@@ -359,6 +361,7 @@ impl ConsoleService {
             .await
             .map_err(unavailable)?;
         Ok(OperationsPage {
+            change_seq,
             needs_review: self.operation_items(tenant, needs_review).await?,
             reconciling: self.operation_items(tenant, unknown).await?,
             can_resolve: viewer.is_admin(),
@@ -414,7 +417,8 @@ impl ConsoleService {
             };
             let amount = stored_amount(op.amount_minor, &op.currency);
             items.push(OperationItem {
-                why: why(&op),
+                why: why(&op, self.state.now()),
+                code: op.error_code.clone(),
                 id: op.id,
                 proposal_id: op.proposal_id,
                 status: op.status.as_str().to_owned(),
@@ -566,16 +570,25 @@ impl ConsoleService {
     }
 }
 
-/// Why an operation waits: the reconciler's finding, else what is being done.
-fn why(op: &OperationRow) -> String {
+/// Why an operation waits, in words: the reconciler's finding (its code
+/// stays off the screen: `OperationItem::code`), else what is being done and
+/// when the next check is, relative to `now`.
+fn why(op: &OperationRow, now: chrono::DateTime<chrono::Utc>) -> String {
     match (&op.error_code, &op.error_message) {
-        (Some(code), Some(message)) if !message.is_empty() => format!("{message} ({code})"),
-        (Some(code), _) => code.clone(),
-        (None, _) if op.status == OpStatus::Unknown => format!(
-            "The rail's answer was lost (timeout, dropped connection or rail error); reconciliation reads the rail's \
-             record by idempotency key. Next check at {}.",
-            op.next_check_at
-        ),
+        (_, Some(message)) if !message.is_empty() => message.clone(),
+        (Some(_), _) => "Reconciliation could not match the rail's records to this payment.".into(),
+        (None, _) if op.status == OpStatus::Unknown => {
+            let next = match (op.next_check_at - now).num_seconds() {
+                ..=0 => "The next check is due now.".to_owned(),
+                1 => "The next check is in 1 second.".to_owned(),
+                secs @ 2..=119 => format!("The next check is in {secs} seconds."),
+                secs => format!("The next check is in {} minutes.", (secs + 59) / 60),
+            };
+            format!(
+                "The rail's answer was lost (timeout, dropped connection or rail error); reconciliation reads the \
+                 rail's record by idempotency key. {next}"
+            )
+        }
         (None, _) => "No finding was recorded.".into(),
     }
 }

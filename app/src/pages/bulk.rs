@@ -1,4 +1,5 @@
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
 use crate::api::{console_error, load_bulk};
@@ -18,6 +19,7 @@ pub fn BulkDecisionPage() -> impl IntoView {
     let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
     let error = move || query.with(|q| q.get("error"));
     view! {
+        <Title text="Decide on several payments"/>
         <section class="bulk">
             <h1>"Decide on several payments"</h1>
             {move || error().map(|code| view! { <p class="notice notice-error" role="alert">{outcome_message(&code)}</p> })}

@@ -30,7 +30,23 @@ pub fn resolve_message(code: &str) -> &'static str {
 #[component]
 pub fn OperationsPage() -> impl IntoView {
     let query = use_query_map();
-    let data = crate::codec::page(|| (), |_| load_operations());
+    let tick = RwSignal::new(0u64);
+    let data = crate::codec::page(move || tick.get(), |_| load_operations());
+
+    // In the browser: long-poll for changes and refetch, as the queue does:
+    // an operation that needs review, or settles, shows without a reload.
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let mut seen = data.get_untracked().and_then(|r| r.ok()).map_or(0, |p| p.change_seq);
+        leptos::task::spawn_local(async move {
+            while let Ok(now) = crate::api::wait_for_change(seen).await {
+                if now != seen && tick.try_update(|t| *t += 1).is_none() {
+                    break;
+                }
+                seen = now;
+            }
+        });
+    });
     let flash =
         move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));
     view! {
@@ -69,8 +85,9 @@ fn Operations(page: Page) -> impl IntoView {
             .into_iter()
             .map(|op| {
                 let id = op.id.clone();
+                let code = op.code.clone();
                 view! {
-                    <tr data-operation=id>
+                    <tr data-operation=id data-code=code>
                         <td><StatusBadge status=op.status/></td>
                         <td><a href=format!("/proposals/{}", op.proposal_id)>{op.sentence}</a></td>
                         <td class="num">{op.amount}</td>
@@ -129,7 +146,7 @@ fn OperationFacts(op: OperationItem) -> impl IntoView {
     view! {
         <dl class="facts">
             <dt>"Amount"</dt><dd class="num">{op.amount}</dd>
-            <dt>"Why"</dt><dd class="why">{op.why}</dd>
+            <dt>"Why"</dt><dd class="why" data-code=op.code.clone()>{op.why}</dd>
             <dt>"Operation"</dt><dd><code>{op.id}</code></dd>
             <dt>"Idempotency key"</dt><dd><code class="hash">{op.idempotency_key}</code></dd>
             {op.rail_reference.map(|r| view! { <dt>"Rail reference"</dt><dd><code>{r}</code></dd> })}

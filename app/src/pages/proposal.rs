@@ -96,7 +96,11 @@ pub fn ProposalPage() -> impl IntoView {
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {
-                        Ok(detail) => view! { <Detail detail/> }.into_any(),
+                        Ok(detail) => {
+                            // The tab names the payment, not just "Proposal".
+                            let title = format!("{} · {}", detail.amount, detail.payee_name);
+                            view! { <Title text=title/><Detail detail/> }.into_any()
+                        }
                         Err(e) => view! { <h1>"Proposal"</h1><LoadError error=console_error(&e)/> }.into_any(),
                     }
                 })}

@@ -46,7 +46,8 @@ pub struct QueueParams {
     pub min: Option<String>,
     /// At most this amount, in major units of `currency`.
     pub max: Option<String>,
-    /// Only this agent's proposals.
+    /// Only proposals of agents whose id contains this (any case).
+    #[param(max_length = 100)]
     pub agent: Option<String>,
     /// Only proposals for this invoice id.
     pub invoice_id: Option<String>,

@@ -335,14 +335,17 @@ async fn titles_carry_how_many_proposals_wait_for_the_reader() {
 
     let ana = Console::sign_in(&server, "ana").await;
     assert_eq!(title(&page(&ana, "/").await), "(2) Approval queue · Countersign");
-    assert_eq!(title(&page(&ana, &format!("/proposals/{first}")).await), "(2) Proposal · Countersign");
+    assert_eq!(
+        title(&page(&ana, &format!("/proposals/{first}")).await),
+        "(2) 250.00 USD · Northwind Traders GmbH · Countersign"
+    );
     assert_eq!(title(&page(&ana, "/operations").await), "(2) Operations · Countersign");
     let ben = Console::sign_in(&server, "ben").await;
     assert_eq!(title(&page(&ben, "/").await), "(3) Approval queue · Countersign");
 
     // A decision takes one off.
     let to = decide_form(&ana, &first, &[("decision", "reject"), ("reason", "No")]).await;
-    assert_eq!(title(&page(&ana, &to).await), "(1) Proposal · Countersign");
+    assert_eq!(title(&page(&ana, &to).await), "(1) 250.00 USD · Northwind Traders GmbH · Countersign");
 
     // No count for whoever cannot approve any: a viewer; the person the agent acts for.
     let vic = Console::sign_in(&server, "vic").await;
@@ -406,4 +409,17 @@ async fn a_filtered_queue_opened_signed_out_keeps_its_filters_through_sign_in() 
     .await;
     assert_eq!(r.status, 303, "{}", r.text);
     assert_eq!(r.header("location"), Some("/?status=rejected&order=oldest"));
+}
+
+#[tokio::test]
+async fn each_proposal_tab_names_its_payment_and_the_bulk_page_has_a_title() {
+    let server = TestServer::start().await;
+    let id = pending(&server).await;
+    let ana = Console::sign_in(&server, "ana").await;
+    let detail = page(&ana, &format!("/proposals/{id}")).await;
+    let shown = title(&detail);
+    assert!(shown.contains("250.00") && shown.contains("Northwind"), "the tab says which payment: {shown}");
+    assert!(!shown.starts_with("Proposal"), "{shown}");
+    let bulk = page(&ana, &format!("/bulk?id={id}")).await;
+    assert!(title(&bulk).contains("Decide on several payments"), "{}", title(&bulk));
 }

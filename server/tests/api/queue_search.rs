@@ -50,6 +50,10 @@ async fn the_queue_is_searched_and_sorted_the_same_way_by_the_api_and_the_page()
     assert!(ids(&ben.queue("payee=%25").await).is_empty(), "a LIKE wildcard is literal text");
     // Agent, invoice id, currency alone.
     assert_eq!(ids(&ben.queue("agent=other-bot").await), [other.as_str()]);
+    // The agent by part of its id, any case; a LIKE wildcard is literal.
+    assert_eq!(ids(&ben.queue("agent=OTHER").await), [other.as_str()]);
+    assert_eq!(ids(&ben.queue("agent=-bot").await).len(), 5);
+    assert!(ids(&ben.queue("agent=%25").await).is_empty(), "a LIKE wildcard is literal text");
     assert_eq!(ids(&ben.queue("invoice_id=b").await), [big.as_str()]);
     assert_eq!(ids(&ben.queue("currency=EUR").await), [euro.as_str()]);
     // Dates (UTC days, inclusive).

@@ -323,7 +323,8 @@ fn listing_query<'a>(prefix: &str, l: &Listing<'a>) -> Builder<'a> {
         q.push(" AND p.amount_minor <= ").push_bind(max as i64);
     }
     if let Some(agent) = &f.agent {
-        q.push(" AND p.agent_id = ").push_bind(agent.clone());
+        // Part of the agent's id, any case (`payout` finds `payout-bot`).
+        q.push(" AND lower(p.agent_id) LIKE lower(").push_bind(contains_pattern(agent)).push(") ESCAPE '\\'");
     }
     if let Some(invoice) = &f.invoice_id {
         q.push(" AND p.invoice_id = ").push_bind(invoice.clone());
