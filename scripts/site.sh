@@ -29,4 +29,18 @@ if [ "$profile" != dev ]; then
   wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$pkg/countersign.wasm" -o "$pkg/countersign.wasm"
 fi
 cp style/main.css "$pkg/countersign.css"
+# Compressed once here, not on every request: the server sends these files
+# as they are to a browser that accepts them (brotli, else gzip), with their
+# length. Brotli at its best for release (seconds, once), at 9 for the debug
+# wasm (five times larger). node's zlib: no other tool to install.
+quality=$([ "$profile" = dev ] && echo 9 || echo 11)
+node -e '
+const fs = require("fs"), path = require("path"), zlib = require("zlib");
+const [dir, quality] = [process.argv[1], Number(process.argv[2])];
+for (const name of ["countersign.wasm", "countersign.js", "countersign.css"]) {
+  const file = path.join(dir, name), data = fs.readFileSync(file);
+  const params = { [zlib.constants.BROTLI_PARAM_QUALITY]: quality, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: data.length };
+  fs.writeFileSync(file + ".br", zlib.brotliCompressSync(data, { params }));
+  fs.writeFileSync(file + ".gz", zlib.gzipSync(data, { level: 9 }));
+}' "$pkg" "$quality"
 echo "site: $pkg ($(du -k "$pkg/countersign.wasm" | cut -f1) KiB wasm, $profile)"

@@ -283,12 +283,18 @@ function rawGet(url, encoding) {
   });
 }
 
-test('the wasm goes out brotli- or gzip-compressed, and decodes to the file', async ({ baseURL }) => {
+test('the wasm goes out brotli- or gzip-compressed at build time, and decodes to the file', async ({ baseURL }) => {
   const file = readFileSync(new URL('../../target/site/pkg/countersign.wasm', import.meta.url));
+  const built = readFileSync(new URL('../../target/site/pkg/countersign.wasm.br', import.meta.url));
   const url = new URL('/pkg/countersign.wasm', baseURL).toString();
   const br = await rawGet(url, 'br, gzip');
   expect(br.status).toBe(200);
   expect(br.headers['content-encoding']).toBe('br');
+  // The file site.sh compressed, as it is, with its length: not compressed
+  // again on this request.
+  expect(br.body.equals(built)).toBe(true);
+  expect(br.headers['content-length']).toBe(String(built.length));
+  expect(br.headers['vary']).toMatch(/accept-encoding/i);
   expect(br.headers['content-type']).toBe('application/wasm');
   expect(br.body.length).toBeLessThan(file.length / 2);
   expect(zlib.brotliDecompressSync(br.body).equals(file)).toBe(true);
@@ -301,4 +307,19 @@ test('the wasm goes out brotli- or gzip-compressed, and decodes to the file', as
   expect(plain.headers['content-encoding']).toBeUndefined();
   expect(plain.body.equals(file)).toBe(true);
   console.log(`wasm: ${file.length} bytes; brotli ${br.body.length}, gzip ${gzip.body.length} over the wire`);
+});
+
+test('pages go out compressed to a browser that accepts it', async ({ baseURL }) => {
+  const url = new URL('/login', baseURL).toString();
+  const br = await rawGet(url, 'br, gzip');
+  expect(br.status).toBe(200);
+  expect(br.headers['content-encoding']).toBe('br');
+  const html = zlib.brotliDecompressSync(br.body).toString();
+  expect(html).toContain('<title>');
+  const gzip = await rawGet(url, 'gzip');
+  expect(gzip.headers['content-encoding']).toBe('gzip');
+  expect(zlib.gunzipSync(gzip.body).toString()).toContain('<title>');
+  const plain = await rawGet(url, 'identity');
+  expect(plain.headers['content-encoding']).toBeUndefined();
+  console.log(`sign-in page: ${plain.body.length} bytes; brotli ${br.body.length} over the wire`);
 });

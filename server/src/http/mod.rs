@@ -113,7 +113,12 @@ pub fn router(state: Shared) -> Router {
             },
         )
         .fallback(leptos_axum::file_and_error_handler(app::shell))
-        .with_state(leptos_options);
+        .with_state(leptos_options)
+        // The pages' HTML (and the server functions' answers), compressed as
+        // the browser accepts: brotli or gzip at tower-http's on-the-fly
+        // levels. Event streams and tiny bodies are left alone (its default
+        // predicate).
+        .layer(tower_http::compression::CompressionLayer::new().br(true).gzip(true));
     let forms = Router::new()
         .route("/login", post(console::sign_in_form))
         .route("/logout", post(console::sign_out_form))
@@ -152,9 +157,10 @@ pub fn router(state: Shared) -> Router {
             post(slack::interactions).layer(axum::extract::DefaultBodyLimit::max(slack::MAX_BODY)),
         )
         // The built console assets, outside the session layers: a script or
-        // wasm request costs no session read or write. Compressed on the way
-        // out (brotli or gzip, as the browser accepts; brotli at quality 4, the
-        // on-the-fly level) — the wasm shrinks about fourfold. Pages link them
+        // wasm request costs no session read or write. Compressed once, at
+        // build time (`scripts/site.sh`: brotli and gzip files beside each),
+        // and sent as the browser accepts — the wasm shrinks about sevenfold,
+        // with no compression per request. Pages link them
         // under `/pkg/<version>/`, a hash of their content: cached for a year,
         // immutable. The plain `/pkg/` names stay, cached briefly.
         .nest_service(&format!("/pkg/{}", assets.version), assets_service(&assets.dir, IMMUTABLE))
@@ -311,12 +317,19 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 fn assets_service(dir: &std::path::Path, cache: &'static str) -> axum::routing::MethodRouter {
     axum::routing::get_service(
         tower::ServiceBuilder::new()
-            .layer(tower_http::compression::CompressionLayer::new().br(true).gzip(true))
             .layer(tower_http::set_header::SetResponseHeaderLayer::if_not_present(
                 header::CACHE_CONTROL,
                 HeaderValue::from_static(cache),
             ))
-            .service(tower_http::services::ServeDir::new(dir)),
+            // One URL, three encodings: a cache must key on what was asked.
+            .layer(tower_http::set_header::SetResponseHeaderLayer::if_not_present(
+                header::VARY,
+                HeaderValue::from_static("accept-encoding"),
+            ))
+            // The `.br` and `.gz` files `scripts/site.sh` wrote beside each
+            // asset, sent as they are (with `Vary: Accept-Encoding`): no
+            // compression per request.
+            .service(tower_http::services::ServeDir::new(dir).precompressed_br().precompressed_gzip()),
     )
 }
 
