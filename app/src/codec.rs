@@ -160,6 +160,7 @@ mod tests {
                 created_at: "2026-12-01T10:00:00Z".into(),
                 signals: vec!["First payment".into()],
                 no_one_can_approve: false,
+                approver_gap: None,
             }],
             status: "pending".into(),
             order: "oldest".into(),

@@ -60,8 +60,11 @@ pub struct QueueItem {
     pub created_at: String,
     /// Short labels of its risk signals ("First payment", …).
     pub signals: Vec<String>,
-    /// Waiting, and no one in the tenant may give the next approval.
+    /// Waiting, and the tenant's people cannot give every approval missing.
     pub no_one_can_approve: bool,
+    /// Then, exactly what is missing ("Only ben can approve: 1 more
+    /// approver with a USD limit needed"; "No one can approve: …").
+    pub approver_gap: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
@@ -169,8 +172,10 @@ pub struct ProposalDetail {
     pub can_reject: bool,
     /// "1 more approval needed, from: ben or carol", while it waits.
     pub still_needed: Option<String>,
-    /// Waiting, and no one in the tenant may give the next approval.
+    /// Waiting, and the tenant's people cannot give every approval missing.
     pub no_one_can_approve: bool,
+    /// Then, exactly what is missing (as on the queue).
+    pub approver_gap: Option<String>,
     pub signals: Vec<SignalLine>,
     /// What reviewers call the source account (`console.source_account_labels`).
     pub source_label: Option<String>,
@@ -194,6 +199,15 @@ pub struct SignalLine {
     pub code: String,
     pub label: String,
     pub message: String,
+    /// The other proposals it is about (a duplicate invoice's), linked.
+    pub related: Vec<RelatedLine>,
+}
+
+/// Another proposal a signal names: its id (for the link) and its status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct RelatedLine {
+    pub id: String,
+    pub status: String,
 }
 
 impl ProposalDetail {

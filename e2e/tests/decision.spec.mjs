@@ -18,12 +18,13 @@ test('Approve is disabled with the reason when the reviewer cannot approve; the 
   await expect(page.locator('#approve-blocker')).toHaveText('60,000.00 USD is above your approval limit of 50,000.00 USD.');
   await expect(page.locator('#reject')).toBeVisible(); // rejecting stays possible
   await expect(page.locator('#still-needed')).toContainText('but only ben can give one');
-  await expect(page.locator('#no-approver')).toBeVisible();
+  // Not "no one": ben can give one of the two. It says exactly what is missing.
+  await expect(page.locator('#no-approver')).toHaveText('Only ben can approve: 1 more approver with a USD limit needed.');
   await page.screenshot({ path: 'artifacts/proposal-cannot-approve.png', fullPage: true });
 
   await page.goto('/');
   const row = page.locator(`tr[data-proposal="${proposal.id}"]`);
-  await expect(row.locator('[data-flag=no-approver]')).toHaveText('No one can approve');
+  await expect(row.locator('[data-flag=no-approver]')).toHaveText('Only ben can approve: 1 more approver with a USD limit needed');
 
   // A payment within ana's limit names who may approve it, and she may.
   const small = await propose(request, { amount_minor: 40_000, invoice_id: uniqueInvoice() });
@@ -41,12 +42,19 @@ test('risk signals are on the detail page, the confirmation and the queue', asyn
   await page.goto(`/proposals/${again.id}`);
   const duplicate = page.locator('#signals [data-signal=duplicate_invoice]');
   await expect(duplicate).toContainText('Duplicate invoice');
-  await expect(duplicate).toContainText(first.id);
+  // The twin is a link, not a raw id in the sentence.
+  await expect(duplicate).not.toContainText(first.id);
+  const twin = duplicate.locator(`a[data-related="${first.id}"]`);
+  await expect(twin).toHaveText('Open the other (Waiting for approval)');
   await expect(page.locator('#payee-history')).toContainText('260.00 USD');
   await page.screenshot({ path: 'artifacts/proposal-risk-signals.png', fullPage: true });
 
   await page.click('#approve');
   await expect(page.locator('.confirm [data-signal=duplicate_invoice]')).toBeVisible();
+  await page.goto(`/proposals/${again.id}`);
+  await twin.click();
+  await expect(page).toHaveURL(new RegExp(`/proposals/${first.id}$`));
+  await expect(page.locator(`#signals a[data-related="${again.id}"]`)).toBeVisible();
 
   await page.goto('/');
   await expect(page.locator(`tr[data-proposal="${first.id}"] .tag`, { hasText: 'Duplicate invoice' })).toBeVisible();

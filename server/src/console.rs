@@ -10,7 +10,7 @@ use app::console::{ConsolePort, PortFuture};
 use app::views::{
     AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, HistoryLine, OperationItem, OperationsPage,
     PasskeyAdminRow, PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine,
-    ResolvePage, SignalLine, TimelineLine, UserRow, Viewer,
+    RelatedLine, ResolvePage, SignalLine, TimelineLine, UserRow, Viewer,
 };
 
 use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
@@ -77,6 +77,21 @@ fn still_needed(missing: usize, eligible: &[&str], currency: &str) -> String {
         [one] => format!("{approvals} needed, from: {one}."),
         [rest @ .., last] => format!("{approvals} needed, from: {} or {last}.", rest.join(", ")),
     }
+}
+
+/// What stops a waiting proposal from ever being approved, in a few words
+/// (the queue's tag, the detail page's alert): nothing when enough people
+/// can give the approvals `missing`.
+fn approver_gap(missing: usize, eligible: &[&str], currency: &str) -> Option<String> {
+    let short = missing.checked_sub(eligible.len()).filter(|n| *n > 0)?;
+    let approvers = if short == 1 { "1 more approver".to_owned() } else { format!("{short} more approvers") };
+    Some(match eligible {
+        [] => format!("No one can approve: no {currency} limit covers it"),
+        [one] => format!("Only {one} can approve: {approvers} with a {currency} limit needed"),
+        [rest @ .., last] => {
+            format!("Only {} and {last} can approve: {approvers} with a {currency} limit needed", rest.join(", "))
+        }
+    })
 }
 
 /// A stored amount in its currency's words ("1,250.00 USD"); the bare
@@ -158,8 +173,13 @@ impl ConsoleService {
         for ((row, view), signals) in rows.iter().zip(views).zip(signals_of) {
             let c = &row.request;
             let approved = approved_by(&view);
-            let no_one_can_approve = waiting(row)
-                && tenancy.eligible(&row.into(), &approved).len() < missing(&self.state, row, &signals, approved.len());
+            let approver_gap = if waiting(row) {
+                let eligible = tenancy.eligible(&row.into(), &approved);
+                approver_gap(missing(&self.state, row, &signals, approved.len()), &eligible, c.currency.code())
+            } else {
+                None
+            };
+            let no_one_can_approve = approver_gap.is_some();
             items.push(QueueItem {
                 id: row.id.clone(),
                 status: row.status.as_str().into(),
@@ -172,6 +192,7 @@ impl ConsoleService {
                 created_at: store::ts(row.created_at),
                 signals: signals.iter().map(|s| s.label().to_owned()).collect(),
                 no_one_can_approve,
+                approver_gap,
             });
         }
         Ok(QueuePage {
@@ -254,13 +275,17 @@ impl ConsoleService {
         let assessment = risk::assess(state, &risk::Subject::of(&row)).await.map_err(unavailable)?;
         let approved = approved_by(&view);
         let approve_blocker = tenancy.check(&viewer.user_id, &(&row).into(), &approved).err().map(|why| why.message());
-        let (still_needed, no_one_can_approve) = if waiting(&row) {
+        let (still_needed, approver_gap) = if waiting(&row) {
             let eligible = tenancy.eligible(&(&row).into(), &approved);
             let missing = missing(state, &row, &assessment.signals, approved.len());
-            (Some(still_needed(missing, &eligible, c.currency.code())), eligible.len() < missing)
+            (
+                Some(still_needed(missing, &eligible, c.currency.code())),
+                approver_gap(missing, &eligible, c.currency.code()),
+            )
         } else {
-            (None, false)
+            (None, None)
         };
+        let no_one_can_approve = approver_gap.is_some();
         let timeline = store::audit::for_proposal(&state.db.read, &row.id)
             .await
             .map_err(unavailable)?
@@ -323,10 +348,21 @@ impl ConsoleService {
             can_reject: viewer.can_approve() && waiting(&row),
             still_needed,
             no_one_can_approve,
+            approver_gap,
             signals: assessment
                 .signals
                 .iter()
-                .map(|s| SignalLine { code: s.code.into(), label: s.label().into(), message: s.message.clone() })
+                .map(|s| SignalLine {
+                    code: s.code.into(),
+                    label: s.label().into(),
+                    message: s.message.clone(),
+                    related: s
+                        .related
+                        .iter()
+                        .filter(|r| crate::domain::is_proposal_id(&r.id))
+                        .map(|r| RelatedLine { id: r.id.clone(), status: r.status.to_owned() })
+                        .collect(),
+                })
                 .collect(),
             payee_history: assessment
                 .history

@@ -51,7 +51,18 @@ pub fn SignalList(signals: Vec<crate::views::SignalLine>) -> impl IntoView {
     }
     let items = signals
         .into_iter()
-        .map(|s| view! { <li data-signal=s.code><strong>{s.label}</strong>" — "{s.message}</li> })
+        .map(|s| {
+            // The other proposals it names, as links (a duplicate's twin).
+            let related = s
+                .related
+                .into_iter()
+                .map(|r| {
+                    let href = format!("/proposals/{}", r.id);
+                    view! { " "<a class="related" href=href data-related=r.id>{format!("Open the other ({})", r.status)}</a> }
+                })
+                .collect_view();
+            view! { <li data-signal=s.code><strong>{s.label}</strong>" — "{s.message}{related}</li> }
+        })
         .collect_view();
     view! {
         <div class="signals" role="note" aria-label="Risk signals">

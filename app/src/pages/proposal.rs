@@ -224,8 +224,8 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             <StatusBadge status=detail.status.clone()/>
             <h1 class="sentence">{detail.sentence.clone()}</h1>
         </header>
-        {detail.no_one_can_approve.then(|| view! {
-            <p class="notice notice-error" role="alert" id="no-approver">"No one in this tenant can approve this."</p>
+        {detail.approver_gap.clone().map(|gap| view! {
+            <p class="notice notice-error" role="alert" id="no-approver">{format!("{gap}.")}</p>
         })}
         {payment}
         <div class="card" id="signals">

@@ -106,11 +106,11 @@ fn QueueTable(page: Page) -> impl IntoView {
         .items
         .into_iter()
         .map(|item| {
-            let flags = (!item.signals.is_empty() || item.no_one_can_approve).then(|| {
+            let flags = (!item.signals.is_empty() || item.approver_gap.is_some()).then(|| {
                 let tags = item.signals.into_iter().map(|s| view! { <span class="tag">{s}</span> }).collect_view();
                 let nobody = item
-                    .no_one_can_approve
-                    .then(|| view! { <span class="tag tag-alert" data-flag="no-approver">"No one can approve"</span> });
+                    .approver_gap
+                    .map(|gap| view! { <span class="tag tag-alert" data-flag="no-approver">{gap}</span> });
                 view! { <span class="tags">{nobody}{tags}</span> }
             });
             let waiting = item.status == "pending_approval" || item.status == "approval_expired";

@@ -7,8 +7,8 @@
 //! | code | when |
 //! |---|---|
 //! | `duplicate_invoice` | another proposal has the same payee and invoice id (any run, agent or status) |
-//! | `first_payment` | no earlier proposal to this payee was paid (or may have been) |
-//! | `unusual_amount` | more than `risk.unusual_amount_factor` × the median of the payee's last 50 paid amounts in the currency (at least 3) |
+//! | `first_payment` | no proposal to this payee has been paid (or may have been), as of now |
+//! | `unusual_amount` | more than `risk.unusual_amount_factor` × the median of the payee's last 50 paid amounts in the currency (at least 3), as of now |
 //! | `new_payee` | the payee was added `risk.recent_payee_days` or fewer days before the proposal (or is no longer in the registry) |
 //! | `payee_changed` | the payee's details changed that recently, or after the proposal was made |
 //!
@@ -33,11 +33,21 @@ pub const RECENT_SHOWN: usize = 5;
 /// The fewest paid amounts a median is taken of.
 const MIN_FOR_MEDIAN: usize = 3;
 
-/// One signal: a stable code (for tests, filters and the API) and a sentence.
+/// One signal: a stable code (for tests, filters and the API), a sentence,
+/// and the other proposals it is about (a duplicate invoice's twins), for a
+/// page to link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signal {
     pub code: &'static str,
     pub message: String,
+    pub related: Vec<Related>,
+}
+
+/// Another proposal a signal names: its id and its status in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    pub id: String,
+    pub status: &'static str,
 }
 
 impl Signal {
@@ -159,7 +169,9 @@ pub async fn signals_all(state: &(impl Store + Config), subjects: &[Subject<'_>]
         .map(|s| store_risk::HistoryAsk {
             tenant: s.tenant_id,
             payee: s.payee_id,
-            before: s.created_at,
+            // The history as it is now, not when the proposal was made: a
+            // payee paid four times since is no longer a first payment.
+            before: as_of_now(),
             currency: s.currency.code(),
         })
         .collect();
@@ -177,6 +189,13 @@ pub async fn signals_all(state: &(impl Store + Config), subjects: &[Subject<'_>]
         .collect())
 }
 
+/// An instant after every proposal: the history "before" it is all of it,
+/// as it stands when the signals are computed (no clock read here: the
+/// store's own order of stored instants decides).
+fn as_of_now() -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp(253_402_300_799, 0).expect("9999-12-31T23:59:59Z is a valid instant")
+}
+
 /// The signals, from what was read: the other proposals with the same
 /// invoice, the payee's recent history and its registry dates.
 fn judge(
@@ -188,14 +207,23 @@ fn judge(
 ) -> Vec<Signal> {
     let mut signals = Vec::new();
     if let (Some(invoice), false) = (subject.invoice_id, same_invoice.is_empty()) {
-        let listed: Vec<String> = same_invoice.iter().map(|e| format!("{} ({})", e.id, e.status.label())).collect();
+        let statuses: Vec<&str> = same_invoice.iter().map(|e| e.status.label()).collect();
+        let others = match same_invoice.len() {
+            1 => "another proposal".to_owned(),
+            n => format!("{n} other proposals"),
+        };
         signals.push(Signal {
             code: "duplicate_invoice",
-            message: format!("Invoice {invoice} to this payee is also in: {}.", listed.join(", ")),
+            message: format!("Invoice {invoice} to this payee is also in {others} ({}).", statuses.join(", ")),
+            related: same_invoice.iter().map(|e| Related { id: e.id.clone(), status: e.status.label() }).collect(),
         });
     }
     if !history.any_paid {
-        signals.push(Signal { code: "first_payment", message: "First payment to this payee.".into() });
+        signals.push(Signal {
+            related: Vec::new(),
+            code: "first_payment",
+            message: "First payment to this payee.".into(),
+        });
     }
     let mut amounts = history.succeeded.clone();
     let count = amounts.len();
@@ -203,6 +231,7 @@ fn judge(
         if subject.amount_minor as f64 > settings.unusual_amount_factor * usual as f64 {
             let times = subject.amount_minor as f64 / usual as f64;
             signals.push(Signal {
+                related: Vec::new(),
                 code: "unusual_amount",
                 message: format!(
                     "{:.1}× this payee's usual amount (median {} of its last {count} payments).",
@@ -235,22 +264,29 @@ fn payee_signals(
     proposed_at: DateTime<Utc>,
 ) -> Vec<Signal> {
     let Some(dates) = dates else {
-        return vec![Signal { code: "new_payee", message: "This payee is no longer in the registry.".into() }];
+        return vec![Signal {
+            related: Vec::new(),
+            code: "new_payee",
+            message: "This payee is no longer in the registry.".into(),
+        }];
     };
     let recent = |at: DateTime<Utc>| at > proposed_at - Duration::days(i64::from(settings.recent_payee_days));
     let mut signals = Vec::new();
     if recent(dates.created_at) {
         signals.push(Signal {
+            related: Vec::new(),
             code: "new_payee",
             message: format!("Payee added {} before this proposal.", days_before(dates.created_at, proposed_at)),
         });
     }
     match dates.details_changed_at {
         Some(at) if at > proposed_at => signals.push(Signal {
+            related: Vec::new(),
             code: "payee_changed",
             message: "The payee's details changed after this proposal was made.".into(),
         }),
         Some(at) if recent(at) => signals.push(Signal {
+            related: Vec::new(),
             code: "payee_changed",
             message: format!("The payee's details changed {} before this proposal.", days_before(at, proposed_at)),
         }),
@@ -320,7 +356,7 @@ mod tests {
     #[test]
     fn an_extra_approval_is_asked_only_when_configured_and_signalled() {
         let base = |outcome, n| Decision { outcome, required_approvals: n, reasons: Vec::new() };
-        let signal = [Signal { code: "first_payment", message: String::new() }];
+        let signal = [Signal { related: Vec::new(), code: "first_payment", message: String::new() }];
         let on = RiskSettings { extra_approval: true, ..RiskSettings::default() };
         let off = RiskSettings::default();
         assert_eq!(with_extra_approval(&off, base(Outcome::NeedsApproval, 1), &signal).required_approvals, 1);

@@ -149,7 +149,11 @@ async fn risk_signals_come_from_the_registry_and_the_history() {
     for (this, other) in [(&second, &first), (&first, &second)] {
         let seen = detail(&ben, this).await;
         assert_eq!(codes(&seen), ["duplicate_invoice", "first_payment"], "{seen}");
-        assert!(seen["signals"][0]["message"].as_str().unwrap().contains(other.as_str()), "{seen}");
+        // The twin is linked by id, and the sentence carries no raw id.
+        assert_eq!(seen["signals"][0]["related"][0]["id"], other.as_str(), "{seen}");
+        assert_eq!(seen["signals"][0]["related"][0]["status"], "Waiting for approval", "{seen}");
+        let message = seen["signals"][0]["message"].as_str().unwrap();
+        assert_eq!(message, "Invoice INV-7 to this payee is also in another proposal (Waiting for approval).");
     }
     // The console API's queue carries them too.
     let api = ben.queue("").await;
@@ -167,6 +171,9 @@ async fn risk_signals_come_from_the_registry_and_the_history() {
         paid.push(propose(&server, json!({"amount_minor": 10_000, "run_id": run})).await);
     }
     mark_paid(&server, &paid.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    // Judged when shown, against the payee's paid history as it is now: a
+    // proposal made before those payments is no longer a "first payment".
+    assert_eq!(codes(&detail(&ben, &other_invoice).await), Vec::<String>::new());
     let big = propose(&server, json!({"amount_minor": 100_000, "run_id": "big"})).await;
     let seen = detail(&ben, &big).await;
     assert_eq!(codes(&seen), ["unusual_amount"], "{seen}");
