@@ -4564,7 +4564,7 @@ export interface operations {
                 min?: string;
                 /** @description At most this amount, in major units of `currency`. */
                 max?: string;
-                /** @description Only this agent's proposals. */
+                /** @description Only proposals of agents whose id contains this (any case). */
                 agent?: string;
                 /** @description Only proposals for this invoice id. */
                 invoice_id?: string;
