@@ -172,38 +172,55 @@ async fn asset_requests_never_touch_the_session() {
 
 #[tokio::test]
 async fn assets_are_served_compressed_when_the_browser_accepts_it() {
-    // Issue 13 item 9: the wasm, js and css go out gzip- or brotli-encoded;
-    // decoded, they are the file byte for byte. Without Accept-Encoding, as is.
-    use std::io::Read;
+    // Issue 13 item 9, issue 27 item 10: the wasm, js and css go out gzip-
+    // or brotli-encoded, compressed once at build time (scripts/site.sh
+    // writes `.gz` and `.br` beside each): the server sends those files as
+    // they are, never compressing per request. Without Accept-Encoding, or
+    // without a compressed file, the asset as is.
+    use std::io::{Read, Write};
     let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;
     let site = scratch.dir.path().join("site");
     std::fs::create_dir_all(site.join("pkg")).unwrap();
     let script: String = (0..200).map(|i| format!("export const v{i} = {i};\n")).collect();
     std::fs::write(site.join("pkg/countersign.js"), &script).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(script.as_bytes()).unwrap();
+    let built = gz.finish().unwrap();
+    std::fs::write(site.join("pkg/countersign.js.gz"), &built).unwrap();
+    // A stand-in for the brotli file: the server sends whatever bytes it holds.
+    std::fs::write(site.join("pkg/countersign.js.br"), b"brotli bytes").unwrap();
+    std::fs::write(site.join("pkg/countersign.css"), "body { margin: 0 }\n").unwrap();
     let server = scratch.serve(&[("COUNTERSIGN_SITE_ROOT", site.to_str().unwrap())]).await;
     let client = reqwest::Client::new();
-    let get = |encoding: &'static str| {
-        client.get(server.url("/pkg/countersign.js")).header(reqwest::header::ACCEPT_ENCODING, encoding).send()
+    let get = |path: &'static str, encoding: &'static str| {
+        client.get(server.url(path)).header(reqwest::header::ACCEPT_ENCODING, encoding).send()
     };
 
-    let gzip = get("gzip").await.unwrap();
+    let gzip = get("/pkg/countersign.js", "gzip").await.unwrap();
     assert_eq!(gzip.status(), 200);
     assert_eq!(gzip.headers()["content-encoding"], "gzip");
     assert!(gzip.headers()["vary"].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
     assert_eq!(gzip.headers()["x-content-type-options"], "nosniff", "compression keeps the security headers");
+    assert!(gzip.headers()["content-type"].to_str().unwrap().contains("javascript"), "the asset's own type");
+    assert_eq!(gzip.headers()["content-length"], built.len().to_string().as_str(), "the built file, its length known");
     let bytes = gzip.bytes().await.unwrap();
-    assert!(bytes.len() < script.len() / 2, "{} bytes for {}", bytes.len(), script.len());
+    assert_eq!(&bytes[..], &built[..], "the file site.sh wrote, not compressed again");
     let mut decoded = String::new();
     flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut decoded).unwrap();
     assert_eq!(decoded, script);
 
-    let br = get("br;q=1.0, gzip;q=0.5").await.unwrap();
+    let br = get("/pkg/countersign.js", "br;q=1.0, gzip;q=0.5").await.unwrap();
     assert_eq!(br.headers()["content-encoding"], "br");
+    assert_eq!(&br.bytes().await.unwrap()[..], b"brotli bytes");
 
-    let plain = get("identity").await.unwrap();
+    let plain = get("/pkg/countersign.js", "identity").await.unwrap();
     assert!(plain.headers().get("content-encoding").is_none());
     assert_eq!(plain.text().await.unwrap(), script);
+    // No compressed file beside it: as is, whatever the browser accepts.
+    let css = get("/pkg/countersign.css", "br, gzip").await.unwrap();
+    assert!(css.headers().get("content-encoding").is_none());
+    assert_eq!(css.text().await.unwrap(), "body { margin: 0 }\n");
 }
 
 #[tokio::test]
