@@ -1,12 +1,16 @@
 //! The reviewer's way through the queue: which proposal comes next after a
 //! decision, and how many wait for this reviewer (the count in the page
 //! titles). "Waiting for you" is what the console's Approve button offers:
-//! pending, and [`may_approve`](crate::approvals::may_approve) holds for
-//! you now (the one rule `decide` enforces), oldest first.
+//! awaiting a decision, and [`may_approve`](crate::approvals::may_approve)
+//! holds for you now (the one rule `decide` enforces). Those whose approval
+//! lapsed (the agent did not commit in time) come first, then the pending
+//! ones, each oldest first: a lapsed approval is a payment someone already
+//! said yes to, waiting again.
 
 use app::views::{ConsoleError, Viewer};
 
 use crate::deps::Store;
+use crate::domain::ProposalStatus;
 use crate::eligibility::Tenancy;
 use crate::store;
 
@@ -39,27 +43,34 @@ async fn waiting(
     want: usize,
 ) -> Result<(Option<String>, usize), ConsoleError> {
     let (mut first, mut count, mut scanned) = (None, 0, 0);
-    let mut cursor: Option<String> = None;
-    loop {
-        let (rows, more) = store::proposals::pending_for(&state.db().read, tenant, user_id, cursor.as_deref(), PAGE)
-            .await
-            .map_err(unavailable)?;
-        for row in rows.iter().filter(|r| Some(r.id.as_str()) != except) {
-            let approved_by: &[&str] = if row.approved { &[user_id] } else { &[] };
-            if tenancy.check(user_id, &row.into(), approved_by).is_ok() {
-                first.get_or_insert_with(|| row.id.clone());
-                count += 1;
-                if count >= want {
-                    return Ok((first, count));
+    for status in [ProposalStatus::ApprovalExpired, ProposalStatus::PendingApproval] {
+        let mut cursor: Option<String> = None;
+        loop {
+            let (rows, more) =
+                store::proposals::pending_for(&state.db().read, tenant, user_id, status, cursor.as_deref(), PAGE)
+                    .await
+                    .map_err(unavailable)?;
+            for row in rows.iter().filter(|r| Some(r.id.as_str()) != except) {
+                let approved_by: &[&str] = if row.approved { &[user_id] } else { &[] };
+                if tenancy.check(user_id, &row.into(), approved_by).is_ok() {
+                    first.get_or_insert_with(|| row.id.clone());
+                    count += 1;
+                    if count >= want {
+                        return Ok((first, count));
+                    }
                 }
             }
-        }
-        scanned += rows.len();
-        match rows.last() {
-            Some(last) if more && scanned < MAX_SCANNED => cursor = Some(last.id.clone()),
-            _ => return Ok((first, count)),
+            scanned += rows.len();
+            if scanned >= MAX_SCANNED {
+                return Ok((first, count));
+            }
+            match rows.last() {
+                Some(last) if more => cursor = Some(last.id.clone()),
+                _ => break,
+            }
         }
     }
+    Ok((first, count))
 }
 
 /// The proposal to show a reviewer after they decided on `decided`: the
@@ -94,21 +105,25 @@ mod tests {
     use crate::store::proposals::{ApprovalRow, ListFilters, ListOrder, Listing};
     use serde_json::json;
 
-    /// The count as it was first written: every pending proposal read whole,
-    /// its approvals read apart, each checked by [`Tenancy::check`].
+    /// The count as it was first written: every proposal awaiting a decision
+    /// read whole (lapsed ones first), its approvals read apart, each checked
+    /// by [`Tenancy::check`].
     async fn waiting_read_whole(state: &impl Store, tenant: &str, user_id: &str, except: Option<&str>) -> Vec<String> {
         let tenancy = Tenancy::load(state, tenant).await.unwrap();
         let filters = ListFilters::default();
-        let listing = Listing {
-            tenant_id: tenant,
-            agent_id: None,
-            status: Some(ProposalStatus::PendingApproval),
-            order: ListOrder::Oldest,
-            filters: &filters,
-            limit: 10_000,
-            cursor: None,
-        };
-        let (rows, _) = store::proposals::list(&state.db().read, &listing).await.unwrap();
+        let mut rows = Vec::new();
+        for status in [ProposalStatus::ApprovalExpired, ProposalStatus::PendingApproval] {
+            let listing = Listing {
+                tenant_id: tenant,
+                agent_id: None,
+                status: Some(status),
+                order: ListOrder::Oldest,
+                filters: &filters,
+                limit: 10_000,
+                cursor: None,
+            };
+            rows.extend(store::proposals::list(&state.db().read, &listing).await.unwrap().0);
+        }
         let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
         let approvals = store::proposals::approvals_of(&state.db().read, &ids).await.unwrap();
         rows.iter()
@@ -165,6 +180,16 @@ mod tests {
         store::proposals::next_round(&mut tx, &ids[1]).await.unwrap();
         store::proposals::insert_approval(&mut tx, &given(&ids[3], "ben", "reject")).await.unwrap();
         store::proposals::insert_approval(&mut tx, &given(&ids[5], "ada", "approve")).await.unwrap();
+        // The fourth-newest lapsed: approved once, not committed in time.
+        let lapsed = &ids[4];
+        let now = state.now();
+        for (from, to) in [
+            (ProposalStatus::PendingApproval, ProposalStatus::Approved),
+            (ProposalStatus::Approved, ProposalStatus::ApprovalExpired),
+        ] {
+            assert!(store::proposals::transition(&mut tx, lapsed, &[from], to, now).await.unwrap());
+        }
+        store::proposals::next_round(&mut tx, lapsed).await.unwrap();
         tx.commit().await.unwrap();
 
         let tenancy = Tenancy::load(&state, "demo").await.unwrap();
@@ -190,5 +215,10 @@ mod tests {
         assert_eq!(count_of("vic"), 0, "a viewer");
         assert!(count_of("ana") < count_of("ben"), "{counted:?}");
         assert!(count_of("ada") < count_of("ben"), "{counted:?}");
+        // The lapsed one (JPY, which ben may approve) comes first for him,
+        // though four others are older.
+        let ben = id_of("ben");
+        let (first, _) = waiting(&state, &tenancy, "demo", &ben, None, 1).await.unwrap();
+        assert_eq!(first.as_deref(), Some(ids[4].as_str()));
     }
 }

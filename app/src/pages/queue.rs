@@ -3,8 +3,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::api::{console_error, load_queue};
-use crate::components::{DecidedNotice, LoadError, StatusBadge, When};
-use crate::views::QueuePage as Page;
+use crate::components::{CsrfField, DecidedNotice, LoadError, StatusBadge, When};
+use crate::views::{QueuePage as Page, Viewer};
 use countersign_domain::ProposalStatus;
 
 /// The sort orders, as the server names them (`queue::QUEUE_ORDERS`).
@@ -100,6 +100,24 @@ fn QueueTable(page: Page) -> impl IntoView {
         let lines = page.errors.iter().map(|e| view! { <li>{e.clone()}</li> }).collect_view();
         view! { <div class="notice notice-error" role="alert" id="search-errors"><ul>{lines}</ul></div> }
     });
+    // One tap approves a lapsed one again: a form of its own (outside the
+    // bulk form, which is a GET), its button in the row.
+    let viewer = use_context::<Viewer>();
+    let can_approve = viewer.as_ref().is_some_and(Viewer::can_approve);
+    let csrf = viewer.map(|v| v.csrf_token).unwrap_or_default();
+    let again_forms = page
+        .items
+        .iter()
+        .filter(|i| can_approve && i.status == "approval_expired")
+        .map(|i| {
+            view! {
+                <form method="post" action=format!("/proposals/{}/decision", i.id) id=format!("again-{}", i.id) hidden>
+                    <CsrfField token=csrf.clone()/>
+                    <input type="hidden" name="decision" value="approve"/>
+                </form>
+            }
+        })
+        .collect_view();
     let empty = page.items.is_empty();
     let selectable = page.items.iter().any(|i| i.status == "pending_approval" || i.status == "approval_expired");
     let rows = page
@@ -113,6 +131,14 @@ fn QueueTable(page: Page) -> impl IntoView {
                     .map(|gap| view! { <span class="tag tag-alert" data-flag="no-approver">{gap}</span> });
                 view! { <span class="tags">{nobody}{tags}</span> }
             });
+            let again = (can_approve && item.status == "approval_expired").then(|| {
+                let label = format!("Approve again: {}", item.sentence);
+                view! {
+                    <button type="submit" class="again" form=format!("again-{}", item.id) aria-label=label>
+                        "Approve again"
+                    </button>
+                }
+            });
             let waiting = item.status == "pending_approval" || item.status == "approval_expired";
             let pick = waiting.then(|| {
                 let label = format!("Select {}", item.sentence);
@@ -122,7 +148,7 @@ fn QueueTable(page: Page) -> impl IntoView {
                 <tr data-proposal=item.id.clone()>
                     <td class="c-pick">{pick}</td>
                     <td class="c-status"><StatusBadge status=item.status/></td>
-                    <td class="c-payment"><a href=format!("/proposals/{}", item.id)>{item.sentence}</a>{flags}</td>
+                    <td class="c-payment"><a href=format!("/proposals/{}", item.id)>{item.sentence}</a>{flags}{again}</td>
                     <td class="num c-amount">{item.amount}</td>
                     <td class="c-meta" data-label="Approvals">{format!("{}/{}", item.approvals, item.required_approvals)}</td>
                     <td class="c-meta" data-label="Agent">{item.agent_id}</td>
@@ -171,6 +197,7 @@ fn QueueTable(page: Page) -> impl IntoView {
                         <tbody>{rows}</tbody>
                     </table>
                 </form>
+                {again_forms}
             }.into_any()
         }}
         <p class="pager">{next}</p>

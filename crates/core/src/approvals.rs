@@ -626,30 +626,45 @@ impl From<crate::approval::grant::GrantError> for DecideError {
 }
 
 /// Approved proposals whose token expired unredeemed go to
-/// `approval_expired`, and a new approval round begins.
-pub async fn expire_approvals(state: &(impl Store + Notifier), now: DateTime<Utc>) -> crate::store::Result<usize> {
+/// `approval_expired`, and a new approval round begins. The approvers are
+/// told where they are (the tenant's Slack channel: "approval lapsed,
+/// approve again", with the buttons); the agent sees the status change
+/// (its status poll, event stream and webhook); the console lists lapsed
+/// ones first.
+pub async fn expire_approvals(
+    state: &(impl Store + Notifier + Config + crate::outbound::Outbound),
+    now: DateTime<Utc>,
+) -> crate::store::Result<usize> {
     let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
     let mut tx = state.db().begin().await?;
     let due = store::proposals::approvals_expired_before(&mut tx, cutoff).await?;
     let mut moved = Vec::new();
+    let mut announced = false;
     for (id, tenant, hash) in due {
         if store::proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now)
             .await?
         {
             store::proposals::next_round(&mut tx, &id).await?;
             let entry = AuditEntry {
-                tenant_id: Some(tenant),
+                tenant_id: Some(tenant.clone()),
                 actor: "system:expiry".into(),
                 action: "proposal.approval_expired".into(),
                 proposal_id: Some(id.clone()),
-                request_hash: Some(hash),
+                request_hash: Some(hash.clone()),
                 data: json!({"from": ProposalStatus::Approved, "to": ProposalStatus::ApprovalExpired}),
             };
             store::audit::append(&mut tx, &entry).await?;
+            if let Some(row) = store::proposals::get_in(&mut tx, &tenant, &id).await? {
+                let card = crate::slack::outbox::card(state, &id, &row.request, &hash, row.required_approvals);
+                announced |= crate::slack::outbox::announce_lapsed(state, &mut tx, &card, now).await?;
+            }
             moved.push(id);
         }
     }
     tx.commit().await?;
+    if announced {
+        crate::slack::outbox::wake(state);
+    }
     for id in &moved {
         state.changes().publish(id);
     }

@@ -5,6 +5,7 @@
 use crate::changes::Notifier;
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::outbound::Outbound;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use chrono::Duration;
@@ -12,7 +13,7 @@ use std::time::Duration as StdDuration;
 
 /// Runs until `shutdown` fires.
 pub async fn run(
-    state: std::sync::Arc<impl Store + Clock + Config + Notifier + Send + Sync + 'static>,
+    state: std::sync::Arc<impl Store + Clock + Config + Notifier + Outbound + Send + Sync + 'static>,
     shutdown: Shutdown,
 ) {
     let every = StdDuration::from_secs(state.settings().proposals.expiry_sweep_secs);
@@ -20,7 +21,10 @@ pub async fn run(
     crate::shutdown::every(every, &shutdown, || sweep(&state, retention)).await;
 }
 
-async fn sweep(state: &std::sync::Arc<impl Store + Clock + Notifier + Send + Sync + 'static>, retention: Duration) {
+async fn sweep(
+    state: &std::sync::Arc<impl Store + Clock + Config + Notifier + Outbound + Send + Sync + 'static>,
+    retention: Duration,
+) {
     let now = state.now();
     match crate::proposals::expire_due(&**state, now).await {
         Ok(0) => {}

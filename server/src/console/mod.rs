@@ -46,6 +46,9 @@ fn queue_search(params: &QueueParams) -> app::views::QueueSearch {
     }
 }
 
+/// How many lapsed approvals the default queue shows above the pending ones.
+const LAPSED_SHOWN: u32 = 25;
+
 /// How many operations of each kind the operations page lists.
 const OPERATIONS_LIMIT: u32 = 200;
 
@@ -124,6 +127,25 @@ impl ConsoleService {
             }
         };
         let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
+        // The default queue's first page shows first the proposals whose
+        // approval lapsed (the agent did not commit in time): approved once,
+        // they need approving again, oldest first. A chosen status lists only
+        // that status.
+        let defaulted = params.as_ref().is_ok_and(|p| p.status.as_deref().is_none_or(str::is_empty));
+        let rows = if defaulted && query.cursor.is_none() {
+            let lapsed = ListQuery {
+                status: Some(ProposalStatus::ApprovalExpired),
+                order: store::proposals::ListOrder::Oldest,
+                filters: query.filters.clone(),
+                limit: LAPSED_SHOWN,
+                cursor: None,
+            };
+            let (mut first, _) = lapsed.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
+            first.extend(rows);
+            first
+        } else {
+            rows
+        };
         let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;
         let tenancy = self.tenancy(&viewer.tenant_id).await?;
         // Signals and eligibility matter while a decision is awaited.

@@ -423,3 +423,52 @@ async fn each_proposal_tab_names_its_payment_and_the_bulk_page_has_a_title() {
     let bulk = page(&ana, &format!("/bulk?id={id}")).await;
     assert!(title(&bulk).contains("Decide on several payments"), "{}", title(&bulk));
 }
+
+/// What the expiry sweep does to an approved proposal whose token lapsed
+/// unredeemed (`approvals::expire_approvals`): `approval_expired`, and a new
+/// round of approvals.
+async fn lapse(server: &TestServer, id: &str) {
+    let changed = query(
+        "UPDATE proposals SET status = 'approval_expired', approval_round = approval_round + 1, \
+         version = version + 1 WHERE id = ? AND status = 'approved'",
+    )
+    .bind(id)
+    .execute(&server.db().await)
+    .await
+    .unwrap();
+    assert_eq!(changed.rows_affected(), 1, "{id} was approved");
+}
+
+#[tokio::test]
+async fn a_lapsed_approval_comes_first_in_the_queue_the_count_and_next_and_one_tap_approves_it_again() {
+    let server = TestServer::start().await;
+    let older = pending(&server).await;
+    let lapsed = pending(&server).await;
+    let newer = pending(&server).await;
+    let ana = Console::sign_in(&server, "ana").await;
+    assert_eq!(ana.approve(&lapsed).await.status, 200);
+    // The agent did not commit in time.
+    lapse(&server, &lapsed).await;
+
+    // The default queue lists it first, before older pending ones, with its
+    // one-tap re-approval; a chosen status lists only that status.
+    let queue = page(&ana, "/").await;
+    let at = |id: &str| queue.find(&format!("data-proposal=\"{id}\"")).unwrap_or_else(|| panic!("{id} listed"));
+    assert!(at(&lapsed) < at(&older) && at(&lapsed) < at(&newer), "lapsed first");
+    assert!(queue.contains(&format!("form=\"again-{lapsed}\"")), "an Approve again button");
+    assert!(queue.contains(&format!("id=\"again-{lapsed}\"")), "its form");
+    assert!(!queue.contains(&format!("form=\"again-{older}\"")), "only lapsed ones get it");
+    let pending_only = page(&ana, "/?status=pending_approval").await;
+    assert!(!pending_only.contains(&format!("data-proposal=\"{lapsed}\"")));
+    // The title counts it; after deciding another, it is the next one.
+    assert_eq!(title(&queue), "(3) Approval queue · Countersign");
+    let to = decide_form(&ana, &newer, &[("decision", "reject"), ("reason", "Not ours")]).await;
+    assert!(to.starts_with(&format!("/proposals/{lapsed}?")), "{to}");
+
+    // One tap: the row's form approves it again, in the new round.
+    let to = decide_form(&ana, &lapsed, &[("decision", "approve")]).await;
+    assert!(to.contains(&format!("decided={lapsed}")), "{to}");
+    let view = server.get_proposal(ACME_BOT_KEY, &lapsed).await;
+    assert_eq!(view.body["status"], "approved", "{}", view.text);
+    assert!(view.body["approval_token"].is_string(), "a new token for the agent");
+}

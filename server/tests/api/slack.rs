@@ -482,3 +482,38 @@ async fn slack_ids_are_linked_with_the_cli_and_the_admin_page() {
     assert_ne!(r.status, 303);
     assert_eq!(scalar(&server.db().await, &users("U0VIC")).await, 0);
 }
+
+#[tokio::test]
+async fn a_lapsed_approval_is_announced_again_to_the_approvers() {
+    // Issue 27 item 2: an approval the agent did not redeem in time lapses;
+    // the approvers hear of it where they are, with the buttons again.
+    let slack = FakeSlack::start().await;
+    let config =
+        format!("{}\n[approval]\ntoken_ttl_secs = 1\n\n[proposals]\nexpiry_sweep_secs = 1\n", slack_config(&slack));
+    let server = TestServer::start_process_with(&config).await;
+    let p = pending_proposal(&server, 25_000).await;
+    let id = p["id"].as_str().unwrap().to_owned();
+    announcement(&slack, &p).await;
+    let ana = Console::sign_in(&server, "ana").await;
+    assert_eq!(ana.approve(&id).await.status, 200);
+    // Past the token's 30 s leeway without waiting it out: the server again,
+    // its clock 45 s ahead (test hook).
+    let (dir, config) = server.stop().await;
+    let server = TestServer::spawn_env(dir, config, &[("COUNTERSIGN_CLOCK_SKEW_SECS", "45")]).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let lapsed = loop {
+        let found = slack.received("/hook/acme").await.into_iter().find(|m| {
+            let text = message_text(&m.body);
+            text.contains(&id) && text.contains("lapsed")
+        });
+        if let Some(m) = found {
+            break m.body;
+        }
+        assert!(Instant::now() < deadline, "the lapse announced within 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(lapsed["text"].as_str().unwrap().starts_with("Approval lapsed, approve again: 250.00 USD"), "{lapsed}");
+    let buttons = lapsed["blocks"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(buttons["block_id"], "decision", "{lapsed}");
+    assert_eq!(status(&server, &id).await["status"], "approval_expired");
+}

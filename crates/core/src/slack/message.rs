@@ -127,6 +127,20 @@ impl Card<'_> {
         json!({"text": fallback(&self.title()), "mrkdwn": false, "blocks": blocks})
     }
 
+    /// The message posted when an approval lapsed (the agent did not commit
+    /// before its token expired): the payment needs approving again, with
+    /// the same buttons as at first.
+    pub fn lapsed(&self) -> Value {
+        let mut message = self.pending();
+        let amount = self.request.currency.format_minor(self.request.amount_minor);
+        let title = format!("Approval lapsed, approve again: {amount} to {}", self.request.destination.legal_name);
+        message["text"] = json!(fallback(&title));
+        let blocks = message["blocks"].as_array_mut().expect("blocks");
+        let note = "The approval lapsed: the agent did not pay before the approval expired. It needs approving again.";
+        blocks.insert(0, json!({"type": "section", "text": text(note)}));
+        message
+    }
+
     /// The message after a decision that leaves the proposal waiting for
     /// more approvals: the same buttons, plus who approved so far.
     pub fn in_progress(&self, note: &str) -> Value {
@@ -193,6 +207,17 @@ mod tests {
             Value::Array(items) => items.iter().for_each(|x| all_text_objects(x, out)),
             _ => {}
         }
+    }
+
+    #[test]
+    fn a_lapsed_approval_is_announced_again_with_its_buttons() {
+        let request = sample();
+        let c = card(&request, true);
+        let message = c.lapsed();
+        assert!(message["text"].as_str().unwrap().starts_with("Approval lapsed, approve again:"), "{message}");
+        let blocks = message["blocks"].as_array().unwrap();
+        assert!(blocks[0]["text"]["text"].as_str().unwrap().contains("needs approving again"), "{message}");
+        assert_eq!(blocks.last().unwrap()["block_id"], "decision", "the same buttons: {message}");
     }
 
     #[test]

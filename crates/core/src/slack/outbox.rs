@@ -60,6 +60,29 @@ pub async fn announce(
     card: &Card<'_>,
     now: DateTime<Utc>,
 ) -> crate::store::Result<bool> {
+    post_to_channel(state, conn, card, &card.pending(), now).await
+}
+
+/// Queues the "approval lapsed, approve again" message of a proposal that
+/// just went to `approval_expired`, as [`announce`] does.
+pub async fn announce_lapsed(
+    state: &impl Config,
+    conn: &mut crate::store::Conn,
+    card: &Card<'_>,
+    now: DateTime<Utc>,
+) -> crate::store::Result<bool> {
+    post_to_channel(state, conn, card, &card.lapsed(), now).await
+}
+
+/// Queues `body` about `card`'s proposal for its tenant's channel, when the
+/// tenant has a webhook.
+async fn post_to_channel(
+    state: &impl Config,
+    conn: &mut crate::store::Conn,
+    card: &Card<'_>,
+    body: &serde_json::Value,
+    now: DateTime<Utc>,
+) -> crate::store::Result<bool> {
     let tenant = &card.request.tenant_id;
     if state.settings().slack.webhook_for(tenant).is_none() {
         return Ok(false);
@@ -69,7 +92,7 @@ pub async fn announce(
         proposal_id: Some(card.proposal_id),
         target: Target::Webhook,
         url: None,
-        body: &card.pending(),
+        body,
     };
     outbox::enqueue(conn, &message, now).await?;
     Ok(true)

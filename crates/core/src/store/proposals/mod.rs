@@ -234,13 +234,15 @@ pub struct PendingRow {
     pub approved: bool,
 }
 
-/// The tenant's pending proposals, oldest first, after `cursor` (an id),
-/// as `approver` would be checked against them; plus whether more follow.
+/// The tenant's proposals in `status` (one awaiting a decision: pending, or
+/// whose approval lapsed), oldest first, after `cursor` (an id), as
+/// `approver` would be checked against them; plus whether more follow.
 /// The page comes back as one joined text (`Pool::joined`), not a row each.
 pub async fn pending_for(
     pool: &Pool,
     tenant: &str,
     approver: &str,
+    status: ProposalStatus,
     cursor: Option<&str>,
     limit: u32,
 ) -> Result<(Vec<PendingRow>, bool)> {
@@ -254,7 +256,7 @@ pub async fn pending_for(
     ));
     q.push_bind(approver).push(" AND a.decision = 'approve') THEN '1' ELSE '0' END AS approved FROM proposals p");
     q.push(" WHERE p.tenant_id = ").push_bind(tenant);
-    q.push(" AND p.status = ").push_bind(ProposalStatus::PendingApproval.as_str());
+    q.push(" AND p.status = ").push_bind(status.as_str());
     if let Some(cursor) = cursor {
         q.push(" AND p.id > ").push_bind(cursor);
     }
@@ -796,7 +798,9 @@ pub(crate) mod tests {
 
             let read = |approver: &'static str, cursor: Option<&'static str>, limit| {
                 let pool = db.read.clone();
-                async move { pending_for(&pool, "t", approver, cursor, limit).await.unwrap() }
+                async move {
+                    pending_for(&pool, "t", approver, ProposalStatus::PendingApproval, cursor, limit).await.unwrap()
+                }
             };
             let (rows, more) = read("usr_ana", None, 10).await;
             assert!(!more);
@@ -819,7 +823,8 @@ pub(crate) mod tests {
             assert_eq!((rows.len(), more), (1, true));
             let (rows, more) = read("usr_ana", Some("prop_1"), 1).await;
             assert_eq!((rows[0].id.as_str(), more), ("prop_2", true));
-            let other = pending_for(&db.read, "other", "usr_ana", None, 10).await.unwrap();
+            let other =
+                pending_for(&db.read, "other", "usr_ana", ProposalStatus::PendingApproval, None, 10).await.unwrap();
             assert!(other.0.is_empty(), "another tenant's proposals are not read");
             db.finish().await;
         }
