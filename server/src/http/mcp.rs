@@ -18,7 +18,8 @@
 //! 2. the agent key, exactly as the API wants it (`Authorization: Bearer`,
 //!    an active agent, asked of the database): else 401 `unauthenticated`;
 //! 3. a place among `mcp.max_in_flight` requests: else 429 `rate_limited`;
-//! 4. a body that is JSON (`Content-Type: application/json`, else 415): a
+//! 4. a body that is JSON (`Content-Type: application/json`, else 415; the
+//!    body, at most `MAX_BODY_BYTES`, is read before any of these checks): a
 //!    body that does not parse gets 400 with the JSON-RPC parse error
 //!    (-32700), and a batch (a JSON array, which protocol version
 //!    2025-03-26 requires a server to accept and later versions removed) is
@@ -94,6 +95,12 @@ where
 
 async fn serve(State(endpoint): State<Endpoint>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
+    // Read (at most the API's limit) before any refusal: an answer that
+    // leaves the body unread makes the server drop the connection, which a
+    // client reusing it sees as a reset rather than as the answer.
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return ApiError::PayloadTooLarge.into_response();
+    };
     if !origin_allowed(&endpoint.state.settings.public_url, &parts.headers) {
         return ApiError::ForbiddenBecause("cross-origin request refused").into_response();
     }
@@ -116,9 +123,6 @@ async fn serve(State(endpoint): State<Endpoint>, request: Request) -> Response {
             "Content-Type must be application/json",
         );
     }
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
-        return ApiError::PayloadTooLarge.into_response();
-    };
     let message: Value = match serde_json::from_slice(&bytes) {
         Ok(message) => message,
         Err(e) => return rpc_refusal(StatusCode::BAD_REQUEST, PARSE_ERROR, &format!("Parse error: {e}")),
