@@ -96,3 +96,20 @@ pub async fn wait_for_change(seen: u64) -> Result<u64, ServerFnError> {
     let (port, _viewer) = context()?;
     Ok(port.0.wait_for_change(25, seen).await)
 }
+
+/// In the browser: waits for published changes from `seen` on (the count the
+/// page's data was read at, so nothing made between rendering and the first
+/// wait is missed) and calls `changed` after each; stops when `changed`
+/// returns false (the page is gone). The queue and the operations page
+/// refresh themselves with it.
+#[cfg(feature = "hydrate")]
+pub fn follow_changes(mut seen: u64, changed: impl Fn() -> bool + 'static) {
+    leptos::task::spawn_local(async move {
+        while let Ok(now) = wait_for_change(seen).await {
+            if now != seen && !changed() {
+                break;
+            }
+            seen = now;
+        }
+    });
+}

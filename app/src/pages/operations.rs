@@ -37,15 +37,8 @@ pub fn OperationsPage() -> impl IntoView {
     // an operation that needs review, or settles, shows without a reload.
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
-        let mut seen = data.get_untracked().and_then(|r| r.ok()).map_or(0, |p| p.change_seq);
-        leptos::task::spawn_local(async move {
-            while let Ok(now) = crate::api::wait_for_change(seen).await {
-                if now != seen && tick.try_update(|t| *t += 1).is_none() {
-                    break;
-                }
-                seen = now;
-            }
-        });
+        let seen = data.get_untracked().and_then(|r| r.ok()).map_or(0, |p| p.change_seq);
+        crate::api::follow_changes(seen, move || tick.try_update(|t| *t += 1).is_some());
     });
     let flash =
         move || query.with(|q| q.get("result").or_else(|| q.get("error")).map(|c| (q.get("error").is_some(), c)));

@@ -33,20 +33,16 @@ pub fn QueuePage() -> impl IntoView {
     Effect::new(move |_| {
         // Start from what the page shows, so a change made between rendering
         // and the first wait is not missed.
-        let mut seen = data.get_untracked().and_then(|r| r.ok()).map_or(0, |p| p.change_seq);
-        leptos::task::spawn_local(async move {
-            while let Ok(now) = crate::api::wait_for_change(seen).await {
-                if now != seen {
-                    if tick.try_update(|t| *t += 1).is_none() {
-                        break;
-                    }
-                    // The count of waiting proposals in the title follows too.
-                    if let Some(crate::shell::WaitingRefresh(count)) = waiting_refresh {
-                        count.try_update(|t| *t += 1);
-                    }
-                }
-                seen = now;
+        let seen = data.get_untracked().and_then(|r| r.ok()).map_or(0, |p| p.change_seq);
+        crate::api::follow_changes(seen, move || {
+            if tick.try_update(|t| *t += 1).is_none() {
+                return false;
             }
+            // The count of waiting proposals in the title follows too.
+            if let Some(crate::shell::WaitingRefresh(count)) = waiting_refresh {
+                count.try_update(|t| *t += 1);
+            }
+            true
         });
     });
 

@@ -51,6 +51,11 @@ pub struct Related {
 }
 
 impl Signal {
+    /// A signal about this proposal alone (no other proposal named).
+    pub fn new(code: &'static str, message: impl Into<String>) -> Signal {
+        Signal { code, message: message.into(), related: Vec::new() }
+    }
+
     /// A few words for lists (the queue, the Slack message).
     pub fn label(&self) -> &'static str {
         match self.code {
@@ -219,26 +224,19 @@ fn judge(
         });
     }
     if !history.any_paid {
-        signals.push(Signal {
-            related: Vec::new(),
-            code: "first_payment",
-            message: "First payment to this payee.".into(),
-        });
+        signals.push(Signal::new("first_payment", "First payment to this payee."));
     }
     let mut amounts = history.succeeded.clone();
     let count = amounts.len();
     if let Some(usual) = median(&mut amounts).filter(|m| count >= MIN_FOR_MEDIAN && *m > 0) {
         if subject.amount_minor as f64 > settings.unusual_amount_factor * usual as f64 {
             let times = subject.amount_minor as f64 / usual as f64;
-            signals.push(Signal {
-                related: Vec::new(),
-                code: "unusual_amount",
-                message: format!(
-                    "{:.1}× this payee's usual amount (median {} of its last {count} payments).",
-                    times,
-                    subject.currency.format_minor(usual)
-                ),
-            });
+            let message = format!(
+                "{:.1}× this payee's usual amount (median {} of its last {count} payments).",
+                times,
+                subject.currency.format_minor(usual)
+            );
+            signals.push(Signal::new("unusual_amount", message));
         }
     }
     signals.extend(payee_signals(settings, dates, subject.created_at));
@@ -264,32 +262,23 @@ fn payee_signals(
     proposed_at: DateTime<Utc>,
 ) -> Vec<Signal> {
     let Some(dates) = dates else {
-        return vec![Signal {
-            related: Vec::new(),
-            code: "new_payee",
-            message: "This payee is no longer in the registry.".into(),
-        }];
+        return vec![Signal::new("new_payee", "This payee is no longer in the registry.")];
     };
     let recent = |at: DateTime<Utc>| at > proposed_at - Duration::days(i64::from(settings.recent_payee_days));
     let mut signals = Vec::new();
     if recent(dates.created_at) {
-        signals.push(Signal {
-            related: Vec::new(),
-            code: "new_payee",
-            message: format!("Payee added {} before this proposal.", days_before(dates.created_at, proposed_at)),
-        });
+        let ago = days_before(dates.created_at, proposed_at);
+        signals.push(Signal::new("new_payee", format!("Payee added {ago} before this proposal.")));
     }
     match dates.details_changed_at {
-        Some(at) if at > proposed_at => signals.push(Signal {
-            related: Vec::new(),
-            code: "payee_changed",
-            message: "The payee's details changed after this proposal was made.".into(),
-        }),
-        Some(at) if recent(at) => signals.push(Signal {
-            related: Vec::new(),
-            code: "payee_changed",
-            message: format!("The payee's details changed {} before this proposal.", days_before(at, proposed_at)),
-        }),
+        Some(at) if at > proposed_at => {
+            signals.push(Signal::new("payee_changed", "The payee's details changed after this proposal was made."))
+        }
+        Some(at) if recent(at) => {
+            let ago = days_before(at, proposed_at);
+            signals
+                .push(Signal::new("payee_changed", format!("The payee's details changed {ago} before this proposal.")))
+        }
         _ => {}
     }
     signals
@@ -356,7 +345,7 @@ mod tests {
     #[test]
     fn an_extra_approval_is_asked_only_when_configured_and_signalled() {
         let base = |outcome, n| Decision { outcome, required_approvals: n, reasons: Vec::new() };
-        let signal = [Signal { related: Vec::new(), code: "first_payment", message: String::new() }];
+        let signal = [Signal::new("first_payment", String::new())];
         let on = RiskSettings { extra_approval: true, ..RiskSettings::default() };
         let off = RiskSettings::default();
         assert_eq!(with_extra_approval(&off, base(Outcome::NeedsApproval, 1), &signal).required_approvals, 1);

@@ -81,12 +81,8 @@ pub fn same_origin(public_url: &str, headers: &HeaderMap) -> bool {
 /// A script's JSON request: `application/json` with no browser origin
 /// signal at all (see the module doc).
 pub fn scripted_json(headers: &HeaderMap) -> bool {
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
-    json && [header::ORIGIN, header::REFERER].iter().all(|h| !headers.contains_key(h))
+    super::extract::is_json(headers)
+        && [header::ORIGIN, header::REFERER].iter().all(|h| !headers.contains_key(h))
         && !headers.contains_key("sec-fetch-site")
 }
 

@@ -99,13 +99,7 @@ impl FromRequest<Shared> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &Shared) -> Result<Self, Self::Rejection> {
-        let is_json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
-        if !is_json {
+        if !is_json(req.headers()) {
             return Err(ApiError::UnsupportedMediaType);
         }
         let bytes: Bytes =
@@ -215,6 +209,17 @@ impl<'de> Visitor<'de> for StrictVisitor {
         }
         Ok(Value::Object(out))
     }
+}
+
+/// Whether the body is declared `application/json` (parameters such as
+/// `charset` aside, any case): what every JSON endpoint, the CSRF guard's
+/// script exception and `/mcp` ask of a body.
+pub fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// The query string of a JSON API route, read as `T` (whose

@@ -49,7 +49,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::error::ApiError;
-use super::extract::{AgentAuth, MAX_BODY_BYTES};
+use super::extract::{is_json, AgentAuth, MAX_BODY_BYTES};
 use crate::mcp::{Caller, Countersign};
 use crate::state::Shared;
 
@@ -154,13 +154,6 @@ const INVALID_REQUEST: i64 = -32600;
 fn rpc_refusal(status: StatusCode, code: i64, message: &str) -> Response {
     let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } });
     (status, axum::Json(body)).into_response()
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|value| {
-        let essence = value.split(';').next().unwrap_or_default().trim();
-        essence.eq_ignore_ascii_case("application/json")
-    })
 }
 
 /// The protocol version the client says it speaks; none means 2025-03-26

@@ -269,11 +269,7 @@ mod tests {
         let r = request();
         let mut c = card(&r, true);
         assert!(!c.pending().to_string().contains("Risk signals"), "none: no section");
-        c.signals = vec![crate::risk::Signal {
-            related: Vec::new(),
-            code: "first_payment",
-            message: "First payment to <!here>.".into(),
-        }];
+        c.signals = vec![crate::risk::Signal::new("first_payment", "First payment to <!here>.")];
         for m in [c.pending(), c.in_progress("1 of 2 approvals"), c.decided("Approved by ana")] {
             let blocks = m["blocks"].as_array().unwrap();
             let risk = blocks.iter().find(|b| b["block_id"] == "risk").expect("a risk section");
