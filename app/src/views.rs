@@ -177,6 +177,9 @@ pub struct ProposalDetail {
     /// Then, exactly what is missing (as on the queue).
     pub approver_gap: Option<String>,
     pub signals: Vec<SignalLine>,
+    /// The other proposals for the same invoice (same payee, same invoice
+    /// id), shown beside this one.
+    pub twins: Vec<TwinLine>,
     /// What reviewers call the source account (`console.source_account_labels`).
     pub source_label: Option<String>,
     /// "1,250.00 of 50,000.00 USD used today", when the tenant has a budget.
@@ -201,6 +204,21 @@ pub struct SignalLine {
     pub message: String,
     /// The other proposals it is about (a duplicate invoice's), linked.
     pub related: Vec<RelatedLine>,
+}
+
+/// Another proposal for the same invoice, as the detail page sets it beside
+/// this one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct TwinLine {
+    pub id: String,
+    /// Its status code (the badge words it).
+    pub status: String,
+    pub amount: String,
+    pub agent_id: String,
+    pub created_at: String,
+    /// Approved or paid: approving this one then needs a "not a duplicate"
+    /// statement and one more approver.
+    pub approved_or_paid: bool,
 }
 
 /// Another proposal a signal names: its id (for the link) and its status.
@@ -245,6 +263,9 @@ pub struct BulkItem {
     pub can_reject: bool,
     /// Labels of its risk signals.
     pub signals: Vec<String>,
+    /// The other listed proposals for the same invoice: while any is
+    /// listed, the set cannot be approved.
+    pub twins: Vec<String>,
     /// After a decision: `approved`, `rejected` or why not (a fixed code,
     /// as the decision form's: `approver_limit`, `invalid_state`, …).
     pub outcome: Option<String>,

@@ -13,7 +13,7 @@ test('an approver approves an agent proposal; the agent receives a token that ve
   await expect(row).toBeVisible();
   await row.locator('a').click();
 
-  const sentence = 'Pay Northwind Traders GmbH, invoice 1842, 250.00 USD, for vendor, from acct_…1234';
+  const sentence = `Pay Northwind Traders GmbH, invoice ${proposal.canonical_request.invoice_id}, 250.00 USD, for vendor, from acct_…1234`;
   await expect(page.locator('h1.sentence')).toHaveText(sentence);
   await expect(page.locator('#agent-reference')).toHaveText(INJECTION);
   await expect(page.locator('.untrusted')).toContainText('Untrusted text written by the agent');

@@ -8,7 +8,8 @@ import { PASSWORD, poll, propose, signIn } from './helpers.mjs';
 
 test.describe.configure({ mode: 'serial' });
 
-const sentence = (amount) => `Pay Northwind Traders GmbH, invoice 1842, ${amount} USD, for vendor, from acct_…1234`;
+const sentence = (p, amount) =>
+  `Pay Northwind Traders GmbH, invoice ${p.canonical_request.invoice_id}, ${amount} USD, for vendor, from acct_…1234`;
 
 /** The count in a title such as "(3) Approval queue · Countersign", 0 without one. */
 const countIn = (title) => Number((/^\((\d+)\) /.exec(title) || [0, 0])[1]);
@@ -28,7 +29,7 @@ test('after approving, the next waiting proposal opens with a notice and a link 
   await expect(page.locator('.proposal-head .badge')).toHaveText('Waiting for approval');
   const notice = page.locator('#decided-notice');
   await expect(notice).toContainText('You approved this payment');
-  await expect(page.locator('#decided-link')).toHaveText(sentence('610.00'));
+  await expect(page.locator('#decided-link')).toHaveText(sentence(first, '610.00'));
   await expect(notice).toContainText('Next: the oldest proposal still waiting for you.');
   await expect(page).toHaveTitle(/^\(\d+\) [\d,.]+ [A-Z]{3} · .+ · Countersign$/);
   await page.screenshot({ path: 'artifacts/flow-next-proposal.png', fullPage: true });
@@ -87,7 +88,7 @@ test('a deep link opened signed out: sign in (after a typo), land on it', async 
   await page.keyboard.type(PASSWORD);
   await page.keyboard.press('Enter');
   await expect(page).toHaveURL(new RegExp(`/proposals/${proposal.id}$`));
-  await expect(page.locator('h1.sentence')).toHaveText(sentence('630.00'));
+  await expect(page.locator('h1.sentence')).toHaveText(sentence(proposal, '630.00'));
   await expect(page.locator('#signed-in-as')).toContainText('ben');
 });
 

@@ -23,7 +23,9 @@ export async function propose(request, overrides = {}) {
     destination: 'ba_northwind0007',
     reference: INJECTION,
     purpose_code: 'vendor',
-    invoice_id: '1842',
+    // Each its own invoice: two proposals of one invoice are twins, and
+    // approving the second needs a "not a duplicate" statement.
+    invoice_id: `E2E-${Date.now()}-${counter}`,
     ...overrides,
   };
   const response = await request.post('/api/v1/proposals', {

@@ -32,6 +32,18 @@ pub fn ApprovePage() -> impl IntoView {
                                     data-step-up=format!("/api/v1/proposals/{}/step-up", d.id)>
                                     <CsrfField token=csrf/>
                                     <input type="hidden" name="decision" value="approve"/>
+                                    {d.twins.iter().any(|t| t.approved_or_paid).then(|| view! {
+                                        <p class="notice notice-error" role="alert" id="duplicate-warning">
+                                            {format!(
+                                                "Invoice {} to this payee is already approved or paid. Approve only \
+                                                 if this is a different payment; one more approver will be needed.",
+                                                d.invoice_id.clone().unwrap_or_default()
+                                            )}
+                                        </p>
+                                        <label>"Why this is not a duplicate"
+                                            <textarea name="not_duplicate" id="not-duplicate" required maxlength="500"></textarea>
+                                        </label>
+                                    })}
                                     <button type="submit" class="primary" id="confirm-approve">"Approve this payment"</button>
                                     <a href=format!("/proposals/{}", d.id)>"Cancel"</a>
                                 </form>

@@ -50,7 +50,14 @@ fn BulkConfirm(page: BulkPage, csrf: String) -> impl IntoView {
     if page.items.is_empty() {
         return view! { <p class="muted">"No payments were selected."</p> }.into_any();
     }
+    // Two copies of one invoice are never approved together: the set is
+    // refused (here and by the server) until one is dropped.
+    let paired = page.items.iter().any(|i| !i.twins.is_empty());
     let approvable: Vec<String> = page.items.iter().filter(|i| i.can_approve).map(|i| i.id.clone()).collect();
+    let without = |dropped: &str| {
+        let kept: Vec<String> = page.items.iter().filter(|i| i.id != dropped).map(|i| format!("id={}", i.id)).collect();
+        format!("/bulk?{}", kept.join("&"))
+    };
     let rejectable: Vec<String> = page.items.iter().filter(|i| i.can_reject).map(|i| i.id.clone()).collect();
     let hidden = |ids: &[String]| {
         ids.iter().map(|id| view! { <input type="hidden" name="id" value=id.clone()/> }).collect_view()
@@ -60,13 +67,23 @@ fn BulkConfirm(page: BulkPage, csrf: String) -> impl IntoView {
         .iter()
         .map(|i| {
             let tags = i.signals.iter().map(|s| view! { <span class="tag">{s.clone()}</span> }).collect_view();
+            let twin = (!i.twins.is_empty()).then(|| {
+                view! {
+                    <p class="twin-of error-text small">
+                        {format!("Same invoice as {}.", i.twins.join(", "))}" "
+                        <a href=without(&i.id) class="drop">"Drop this one"</a>
+                    </p>
+                }
+            });
+            let class = if i.twins.is_empty() { "card" } else { "card paired" };
             view! {
-                <li data-proposal=i.id.clone() class="card">
+                <li data-proposal=i.id.clone() class=class data-twins=i.twins.join(" ")>
                     <StatusBadge status=i.status.clone()/>" "
                     <a href=format!("/proposals/{}", i.id)>{i.sentence.clone()}</a>
                     <span class="num">" "{i.amount.clone()}</span>
                     <span class="tags">{tags}</span>
                     {i.approve_blocker.clone().map(|b| view! { <p class="muted small blocker">{b}</p> })}
+                    {twin}
                 </li>
             }
         })
@@ -77,7 +94,7 @@ fn BulkConfirm(page: BulkPage, csrf: String) -> impl IntoView {
         page.approvable_totals.join(" + ")
     };
     let count = approvable.len();
-    let approve = (count > 0).then(|| {
+    let approve = (count > 0 && !paired).then(|| {
         let total = total.clone();
         view! {
             <form method="post" action="/bulk/decision" class="stack" data-step-up-bulk="/api/v1/bulk/step-up">
@@ -104,7 +121,16 @@ fn BulkConfirm(page: BulkPage, csrf: String) -> impl IntoView {
             </form>
         }
     });
+    let twins_notice = paired.then(|| {
+        view! {
+            <p class="notice notice-error" role="alert" id="bulk-twins">
+                "Some of these are the same invoice twice: they cannot be approved together. Drop one of each pair \
+                 (or reject the copy), then approve the rest."
+            </p>
+        }
+    });
     view! {
+        {twins_notice}
         <p>{format!("{} selected.", payments(page.items.len()))}</p>
         {(page.unknown > 0).then(|| view! { <p class="muted">{format!("{} could not be found.", page.unknown)}</p> })}
         <ul class="bulk-list">{items}</ul>

@@ -22,6 +22,13 @@ pub fn outcome_message(code: &str) -> &'static str {
         "forbidden" => "Your role does not allow this.",
         "not_found" => "No such proposal in your tenant.",
         "invalid" => "The form was not understood; nothing was done.",
+        "duplicate_invoice" => {
+            "This invoice is already approved or paid: approve it only from its own page, saying why it is not a \
+             duplicate."
+        }
+        "duplicate_pair" => {
+            "Two of these payments are the same invoice: nothing was approved. Drop one of the pair, then approve."
+        }
         "step_up_required" => "Approving this payment needs your passkey: press Approve again and follow the prompt.",
         "passkey_required" => "Approving needs a passkey: register one on your Passkeys page first.",
         "passkey_cooling_off" => {
@@ -189,6 +196,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             })
             .into_any()
     };
+    let twins = (!detail.twins.is_empty()).then(|| view! { <Twins detail=detail.clone() csrf=csrf.clone()/> });
     let reject = detail.can_reject.then(|| {
         view! {
             <form method="post" action=format!("/proposals/{}/decision", detail.id) class="reject stack">
@@ -228,6 +236,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             <p class="notice notice-error" role="alert" id="no-approver">{format!("{gap}.")}</p>
         })}
         {payment}
+        {twins}
         <div class="card" id="signals">
             <h2>"Risk signals"</h2>
             <SignalList signals=detail.signals.clone()/>
@@ -276,6 +285,80 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             {evidence}
         </div>
     }
+}
+
+/// The other proposals for the same invoice, beside this one, fact by fact,
+/// and while this one waits a one-click "Reject as duplicate".
+#[component]
+fn Twins(detail: ProposalDetail, csrf: String) -> impl IntoView {
+    let invoice = detail.invoice_id.clone().unwrap_or_default();
+    let several = detail.twins.len() > 1;
+    let heads = detail
+        .twins
+        .iter()
+        .enumerate()
+        .map(|(n, t)| {
+            let label = if several { format!("Other {}", n + 1) } else { "The other".to_owned() };
+            view! { <th scope="col"><a href=format!("/proposals/{}", t.id) data-twin=t.id.clone()>{label}</a></th> }
+        })
+        .collect_view();
+    let row = |label: &'static str, this: AnyView, others: Vec<AnyView>| {
+        view! { <tr><th scope="row">{label}</th><td>{this}</td>{others.into_iter().map(|o| view! { <td>{o}</td> }).collect_view()}</tr> }
+    };
+    let each = |f: &dyn Fn(&crate::views::TwinLine) -> AnyView| detail.twins.iter().map(f).collect::<Vec<_>>();
+    let status = row(
+        "Status",
+        view! { <StatusBadge status=detail.status.clone()/> }.into_any(),
+        each(&|t| view! { <StatusBadge status=t.status.clone()/> }.into_any()),
+    );
+    let amount = row(
+        "Amount",
+        view! { <span class="num">{detail.amount.clone()}</span> }.into_any(),
+        each(&|t| view! { <span class="num">{t.amount.clone()}</span> }.into_any()),
+    );
+    let agent = row("Agent", detail.agent_id.clone().into_any(), each(&|t| t.agent_id.clone().into_any()));
+    let proposed = row(
+        "Proposed",
+        view! { <When at=detail.created_at.clone() now=detail.now.clone()/> }.into_any(),
+        each(&|t| view! { <When at=t.created_at.clone() now=detail.now.clone()/> }.into_any()),
+    );
+    let first = detail.twins.first().map(|t| t.id.clone()).unwrap_or_default();
+    let reject = detail.can_reject.then(|| {
+        let reason = format!("Duplicate of {first} (invoice {invoice}).");
+        view! {
+            <form method="post" action=format!("/proposals/{}/decision", detail.id) class="inline">
+                <CsrfField token=csrf/>
+                <input type="hidden" name="decision" value="reject"/>
+                <input type="hidden" name="reason" value=reason/>
+                <button type="submit" class="danger" id="reject-duplicate">"Reject as duplicate"</button>
+            </form>
+        }
+    });
+    let paid = detail.twins.iter().any(|t| t.approved_or_paid);
+    view! {
+        <div class="card twins" id="twins" role="region" aria-label="Same invoice">
+            <h2>{format!("Invoice {invoice}: {} for this payee", proposals(detail.twins.len() + 1))}</h2>
+            {paid.then(|| view! {
+                <p id="twin-paid">
+                    {if several { "One of the others is" } else { "The other is" }}
+                    " already approved or paid. Approving this one needs your statement that it is not a duplicate, \
+                     and one more approver."
+                </p>
+            })}
+            <div class="table-wrap">
+                <table class="compare">
+                    <thead><tr><td></td><th scope="col">"This one"</th>{heads}</tr></thead>
+                    <tbody>{status}{amount}{agent}{proposed}</tbody>
+                </table>
+            </div>
+            {reject}
+        </div>
+    }
+}
+
+/// "2 proposals".
+fn proposals(n: usize) -> String {
+    format!("{n} proposals")
 }
 
 /// "5 minutes", "90 seconds": a token lifetime in words.

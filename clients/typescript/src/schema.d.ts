@@ -856,6 +856,13 @@ export interface components {
         /** @description `POST /api/v1/proposals/{id}/approvals`'s body. */
         DecisionRequest: {
             decision: components["schemas"]["ApprovalDecision"];
+            /**
+             * @description To approve a proposal whose invoice is already approved or paid: why
+             *     this payment is not a duplicate (1–500 characters). Without it that
+             *     approval is refused (403 `policy_denied`, rule `duplicate_invoice`);
+             *     with it one more approver is needed than policy otherwise asks.
+             */
+            not_duplicate_reason?: string | null;
             /** @description Required to reject: 1–500 characters, not blank. */
             reason?: string | null;
             step_up?: null | components["schemas"]["StepUpAnswer"];
@@ -1106,7 +1113,10 @@ export interface components {
             reasons: components["schemas"]["PolicyReason"][];
             /**
              * Format: int32
-             * @description 3 only with `risk.extra_approval` and a risk signal.
+             * @description Policy asks 1 or 2; one more with `risk.extra_approval` and a risk
+             *     signal; one more again once an approver confirmed a payment whose
+             *     invoice is already approved or paid is not a duplicate (rule
+             *     `duplicate_invoice`).
              */
             required_approvals: number;
         };

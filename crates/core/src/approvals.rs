@@ -3,7 +3,7 @@
 //! `auto_approve` (policy); they differ only in how the approver was
 //! authenticated (`amr`) and the channel (`via`).
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -32,6 +32,10 @@ pub struct Approver {
     /// A passkey assertion over the payment, when they gave one (approving
     /// at or above the step-up threshold needs it).
     pub step_up: Option<StepUp>,
+    /// Their statement that this payment is not a duplicate, needed to
+    /// approve one whose invoice is already approved or paid
+    /// ([`crate::duplicates`]).
+    pub not_duplicate: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,8 +52,10 @@ pub enum DecideError {
     NotAnApprover,
     #[error("the proposal is {0}")]
     InvalidState(ProposalStatus),
-    #[error("{0}")]
-    BadReason(&'static str),
+    /// A reason (`field`: `reason`, or `not_duplicate_reason`) that is
+    /// missing or not acceptable, and why.
+    #[error("{why}")]
+    BadReason { field: &'static str, why: &'static str },
     #[error("denied by policy")]
     Denied(Decision),
     #[error("cannot mint the approval token: {0}")]
@@ -69,11 +75,12 @@ impl DecideError {
             DecideError::NotFound => "not_found",
             DecideError::NotAnApprover => "forbidden",
             DecideError::InvalidState(_) => "invalid_state",
-            DecideError::BadReason(_) => "reason_required",
+            DecideError::BadReason { .. } => "reason_required",
             DecideError::Denied(d) => match d.reasons.first().map(|r| r.rule.as_str()) {
                 Some("segregation_of_duties") => "segregation_of_duties",
                 Some("approver_limit") => "approver_limit",
                 Some("distinct_approvers") => "distinct_approvers",
+                Some(crate::duplicates::RULE) => "duplicate_invoice",
                 _ => "policy_denied",
             },
             DecideError::StepUp(StepUpError::Required) => "step_up_required",
@@ -99,16 +106,40 @@ fn denied(rule: &str, message: String) -> DecideError {
     DecideError::Denied(Decision::denied_by(rule, message))
 }
 
-/// A rejection reason: 1–500 characters after trimming, no control characters.
-fn check_reason(reason: &str) -> Result<String, DecideError> {
+/// A rejection reason (or a "not a duplicate" statement, `field`): 1–500
+/// characters after trimming, no control characters.
+fn check_reason(reason: &str, field: &'static str, missing: &'static str) -> Result<String, DecideError> {
     let reason = reason.trim();
     if reason.is_empty() {
-        return Err(DecideError::BadReason("a reason is required to reject"));
+        return Err(DecideError::BadReason { field, why: missing });
     }
     if reason.chars().count() > 500 || reason.chars().any(char::is_control) {
-        return Err(DecideError::BadReason("the reason must be at most 500 characters, without control characters"));
+        let why = "the reason must be at most 500 characters, without control characters";
+        return Err(DecideError::BadReason { field, why });
     }
     Ok(reason.to_owned())
+}
+
+/// For an approval: the approver's "not a duplicate" statement and the
+/// twins it answers, when the invoice is already approved or paid (refused
+/// without one); the decision then asks one more approver.
+async fn duplicate_gate(
+    state: &(impl Store + Config),
+    approver: &Approver,
+    row: &store::proposals::ProposalRow,
+    decision: Decision,
+) -> Result<(Decision, Option<serde_json::Value>), DecideError> {
+    use crate::duplicates;
+    let twins = duplicates::approved_twins(state, row).await?;
+    if twins.is_empty() {
+        return Ok((decision, None));
+    }
+    let Some(statement) = approver.not_duplicate.as_deref().filter(|s| !s.trim().is_empty()) else {
+        return Err(denied(duplicates::RULE, duplicates::unconfirmed(row, &twins)));
+    };
+    let statement = check_reason(statement, "not_duplicate_reason", "say why this payment is not a duplicate")?;
+    let recorded = json!({"reason": statement, "twins": duplicates::ids(&twins)});
+    Ok((duplicates::one_more(decision, &twins), Some(recorded)))
 }
 
 const DECIDABLE: [ProposalStatus; 2] = ProposalStatus::AWAITING_DECISION;
@@ -324,9 +355,9 @@ async fn decide_inner(
         return Err(DecideError::InvalidState(row.status));
     }
     let asker = Asker::from(approver);
-    let (decision, checked) = match &verdict {
+    let (decision, checked, not_duplicate) = match &verdict {
         Verdict::Reject { reason } => {
-            let reason = check_reason(reason)?;
+            let reason = check_reason(reason, "reason", "a reason is required to reject")?;
             reject(state, approver, &row, reason, now).await?;
             return load(state, approver, proposal_id).await;
         }
@@ -340,10 +371,11 @@ async fn decide_inner(
                 _ => None,
             };
             let decision = recheck(state, approver, &row).await?;
+            let (decision, not_duplicate) = duplicate_gate(state, approver, &row, decision).await?;
             // The assertion is decoded and verified here, before the write
             // transaction: against the payment as read now, which the
             // transaction then checks is still the one stored.
-            (decision, stepped_up(state, approver, &row, nonce, now).await?)
+            (decision, stepped_up(state, approver, &row, nonce, now).await?, not_duplicate)
         }
     };
 
@@ -378,7 +410,8 @@ async fn decide_inner(
         round: current.approval_round,
         approver_id: approver.user_id.clone(),
         decision: "approve".into(),
-        reason: None,
+        // An approval carries a reason only as a "not a duplicate" statement.
+        reason: not_duplicate.as_ref().and_then(|n| n["reason"].as_str()).map(str::to_owned),
         via: approver.via.into(),
         amr: if kept.is_some() { "passkey".into() } else { approver.amr.into() },
         at: now,
@@ -397,6 +430,9 @@ async fn decide_inner(
         store::passkeys::insert_assertion(&mut tx, kept).await?;
     }
     let mut data = json!({"via": approver.via, "amr": given.amr, "round": current.approval_round});
+    if let Some(not_duplicate) = not_duplicate {
+        data["not_duplicate"] = not_duplicate;
+    }
     if let Some(kept) = &kept {
         // Which passkey signed (its id, never key material), and a digest of
         // the assertion it gave (kept whole in approval_assertions): the
@@ -452,14 +488,26 @@ pub fn listed_ids(fields: &[(String, String)]) -> Vec<String> {
 /// One decision over several proposals, as a reviewer confirmed them on one
 /// page: each goes through [`decide`] on its own (its own limits, policy,
 /// risk and state checks), in the order given; one refusal stops nothing
-/// else. Each id is decided once even if listed twice.
+/// else. Each id is decided once even if listed twice. An approval that
+/// lists two proposals of one invoice is refused whole, nothing decided:
+/// the reviewer drops one first ([`crate::duplicates`]).
 pub async fn decide_many(
     state: &(impl Store + Config + Keys + Notifier + crate::approval::receipts::Receipts),
     approver: &Approver,
     ids: &[String],
     verdict: &Verdict,
     now: DateTime<Utc>,
-) -> Vec<(String, Result<ProposalView, DecideError>)> {
+) -> Result<Vec<(String, Result<ProposalView, DecideError>)>, BulkRefusal> {
+    if *verdict == Verdict::Approve {
+        let listed: Vec<&str> = ids.iter().take(BULK_MAX).map(String::as_str).collect();
+        let rows = store::proposals::get_many(&state.db().read, &approver.tenant_id, &listed).await?;
+        // In listed order, so the pairs read as the reviewer listed them.
+        let rows: Vec<_> = listed.iter().filter_map(|id| rows.iter().find(|r| r.id == *id).cloned()).collect();
+        let twins = crate::duplicates::pairs(&rows);
+        if !twins.is_empty() {
+            return Err(BulkRefusal::Twins(twins));
+        }
+    }
     let mut seen = std::collections::HashSet::new();
     let mut results = Vec::new();
     for id in ids.iter().take(BULK_MAX) {
@@ -467,7 +515,17 @@ pub async fn decide_many(
             results.push((id.clone(), decide(state, approver, id, verdict.clone(), now).await));
         }
     }
-    results
+    Ok(results)
+}
+
+/// Why a bulk decision was refused whole.
+#[derive(Debug, thiserror::Error)]
+pub enum BulkRefusal {
+    /// Pairs of listed proposals that name the same invoice.
+    #[error("the list holds the same invoice more than once")]
+    Twins(Vec<(String, String)>),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 async fn load(state: &(impl Store + Config), approver: &Approver, id: &str) -> Result<ProposalView, DecideError> {
@@ -623,50 +681,4 @@ impl From<crate::approval::grant::GrantError> for DecideError {
             GrantError::Store(e) => DecideError::Store(e),
         }
     }
-}
-
-/// Approved proposals whose token expired unredeemed go to
-/// `approval_expired`, and a new approval round begins. The approvers are
-/// told where they are (the tenant's Slack channel: "approval lapsed,
-/// approve again", with the buttons); the agent sees the status change
-/// (its status poll, event stream and webhook); the console lists lapsed
-/// ones first.
-pub async fn expire_approvals(
-    state: &(impl Store + Notifier + Config + crate::outbound::Outbound),
-    now: DateTime<Utc>,
-) -> crate::store::Result<usize> {
-    let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
-    let mut tx = state.db().begin().await?;
-    let due = store::proposals::approvals_expired_before(&mut tx, cutoff).await?;
-    let mut moved = Vec::new();
-    let mut announced = false;
-    for (id, tenant, hash) in due {
-        if store::proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now)
-            .await?
-        {
-            store::proposals::next_round(&mut tx, &id).await?;
-            let entry = AuditEntry {
-                tenant_id: Some(tenant.clone()),
-                actor: "system:expiry".into(),
-                action: "proposal.approval_expired".into(),
-                proposal_id: Some(id.clone()),
-                request_hash: Some(hash.clone()),
-                data: json!({"from": ProposalStatus::Approved, "to": ProposalStatus::ApprovalExpired}),
-            };
-            store::audit::append(&mut tx, &entry).await?;
-            if let Some(row) = store::proposals::get_in(&mut tx, &tenant, &id).await? {
-                let card = crate::slack::outbox::card(state, &id, &row.request, &hash, row.required_approvals);
-                announced |= crate::slack::outbox::announce_lapsed(state, &mut tx, &card, now).await?;
-            }
-            moved.push(id);
-        }
-    }
-    tx.commit().await?;
-    if announced {
-        crate::slack::outbox::wake(state);
-    }
-    for id in &moved {
-        state.changes().publish(id);
-    }
-    Ok(moved.len())
 }

@@ -31,7 +31,7 @@ async fn sweep(
         Ok(n) => tracing::info!(expired = n, "expired pending proposals"),
         Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
     }
-    match crate::approvals::expire_approvals(&**state, now).await {
+    match expire_approvals(&**state, now).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(expired = n, "approvals expired unredeemed"),
         Err(e) => tracing::error!(error = %e, "approval expiry sweep failed"),
@@ -45,4 +45,56 @@ async fn sweep(
     if let Err(e) = crate::store::oidc::delete_expired(&state.db().write, state.now()).await {
         tracing::error!(error = %e, "expired single sign-on purge failed");
     }
+}
+
+/// Approved proposals whose token expired unredeemed go to
+/// `approval_expired`, and a new approval round begins. The approvers are
+/// told where they are (the tenant's Slack channel: "approval lapsed,
+/// approve again", with the buttons); the agent sees the status change
+/// (its status poll, event stream and webhook); the console lists lapsed
+/// ones first.
+pub async fn expire_approvals(
+    state: &(impl Store + Notifier + Config + crate::outbound::Outbound),
+    now: chrono::DateTime<chrono::Utc>,
+) -> crate::store::Result<usize> {
+    let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
+    let mut tx = state.db().begin().await?;
+    let due = crate::store::proposals::approvals_expired_before(&mut tx, cutoff).await?;
+    let mut moved = Vec::new();
+    let mut announced = false;
+    for (id, tenant, hash) in due {
+        if crate::store::proposals::transition(
+            &mut tx,
+            &id,
+            &[crate::domain::ProposalStatus::Approved],
+            crate::domain::ProposalStatus::ApprovalExpired,
+            now,
+        )
+        .await?
+        {
+            crate::store::proposals::next_round(&mut tx, &id).await?;
+            let entry = crate::store::audit::AuditEntry {
+                tenant_id: Some(tenant.clone()),
+                actor: "system:expiry".into(),
+                action: "proposal.approval_expired".into(),
+                proposal_id: Some(id.clone()),
+                request_hash: Some(hash.clone()),
+                data: serde_json::json!({"from": crate::domain::ProposalStatus::Approved, "to": crate::domain::ProposalStatus::ApprovalExpired}),
+            };
+            crate::store::audit::append(&mut tx, &entry).await?;
+            if let Some(row) = crate::store::proposals::get_in(&mut tx, &tenant, &id).await? {
+                let card = crate::slack::outbox::card(state, &id, &row.request, &hash, row.required_approvals);
+                announced |= crate::slack::outbox::announce_lapsed(state, &mut tx, &card, now).await?;
+            }
+            moved.push(id);
+        }
+    }
+    tx.commit().await?;
+    if announced {
+        crate::slack::outbox::wake(state);
+    }
+    for id in &moved {
+        state.changes().publish(id);
+    }
+    Ok(moved.len())
 }

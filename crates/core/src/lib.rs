@@ -38,6 +38,7 @@ pub mod password;
 pub mod policy;
 pub mod proposals;
 pub use proposals::intake;
+pub mod duplicates;
 pub mod provision;
 pub mod queue;
 pub mod rail;

@@ -143,8 +143,11 @@ pub struct Reason {
 #[schema(as = PolicyDecision)]
 pub struct Decision {
     pub outcome: Outcome,
-    /// 3 only with `risk.extra_approval` and a risk signal.
-    #[schema(maximum = 3)]
+    /// Policy asks 1 or 2; one more with `risk.extra_approval` and a risk
+    /// signal; one more again once an approver confirmed a payment whose
+    /// invoice is already approved or paid is not a duplicate (rule
+    /// `duplicate_invoice`).
+    #[schema(maximum = 4)]
     pub required_approvals: u8,
     pub reasons: Vec<Reason>,
 }

@@ -40,14 +40,7 @@ const MIN_FOR_MEDIAN: usize = 3;
 pub struct Signal {
     pub code: &'static str,
     pub message: String,
-    pub related: Vec<Related>,
-}
-
-/// Another proposal a signal names: its id and its status in words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Related {
-    pub id: String,
-    pub status: &'static str,
+    pub related: Vec<Earlier>,
 }
 
 impl Signal {
@@ -220,7 +213,7 @@ fn judge(
         signals.push(Signal {
             code: "duplicate_invoice",
             message: format!("Invoice {invoice} to this payee is also in {others} ({}).", statuses.join(", ")),
-            related: same_invoice.iter().map(|e| Related { id: e.id.clone(), status: e.status.label() }).collect(),
+            related: same_invoice.to_vec(),
         });
     }
     if !history.any_paid {

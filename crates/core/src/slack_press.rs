@@ -121,6 +121,7 @@ async fn answer(
         amr: "slack",
         via: "slack",
         step_up: None,
+        not_duplicate: None,
     };
     let view = match approvals::decide(state, &approver, &row.id, verdict, state.now()).await {
         Ok(view) => view,
@@ -133,6 +134,10 @@ async fn answer(
                 }
                 DecideError::InvalidState(status) => {
                     ("invalid_state", format!("Nothing was done: this payment is already {status}."))
+                }
+                DecideError::Denied(decision) if decision.reasons.iter().any(|r| r.rule == crate::duplicates::RULE) => {
+                    let why = decision.reasons.first().map_or("", |r| r.message.as_str());
+                    ("duplicate_invoice", format!("Nothing was done: {why} Approve it in the console: {console_url}"))
                 }
                 DecideError::Denied(decision) => {
                     let why: Vec<&str> = decision.reasons.iter().map(|r| r.message.as_str()).collect();

@@ -210,9 +210,15 @@ impl ConsoleService {
         let tenancy = self.tenancy(&viewer.tenant_id).await?;
         let mut totals: std::collections::BTreeMap<String, (Currency, u64)> = std::collections::BTreeMap::new();
         let signals_of = risk::signals_while_waiting(state, &rows).await.map_err(unavailable)?;
+        let pairs = crate::duplicates::pairs(&rows);
         let mut items = Vec::with_capacity(rows.len());
         for ((row, view), signals) in rows.iter().zip(views).zip(signals_of) {
             let c = &row.request;
+            let twins = pairs
+                .iter()
+                .filter_map(|(a, b)| if *a == row.id { Some(b) } else { (*b == row.id).then_some(a) })
+                .cloned()
+                .collect();
             let check = tenancy.check(&viewer.user_id, &row.into(), &approved_by(&view));
             if check.is_ok() {
                 let total = totals.entry(c.currency.code().to_owned()).or_insert((c.currency, 0));
@@ -227,6 +233,7 @@ impl ConsoleService {
                 approve_blocker: check.err().map(|why| why.message()),
                 can_reject: viewer.can_approve() && waiting(row),
                 signals: signals.iter().map(|s| s.label().to_owned()).collect(),
+                twins,
                 outcome: outcomes.get(&row.id).cloned(),
             });
         }
@@ -341,10 +348,11 @@ impl ConsoleService {
                         .related
                         .iter()
                         .filter(|r| crate::domain::is_proposal_id(&r.id))
-                        .map(|r| RelatedLine { id: r.id.clone(), status: r.status.to_owned() })
+                        .map(|r| RelatedLine { id: r.id.clone(), status: r.status.label().to_owned() })
                         .collect(),
                 })
                 .collect(),
+            twins: waits::twins(&assessment.signals),
             payee_history: assessment
                 .history
                 .iter()

@@ -74,3 +74,22 @@ pub(super) fn why(op: &OperationRow, now: chrono::DateTime<chrono::Utc>) -> Stri
         (None, _) => "No finding was recorded.".into(),
     }
 }
+
+/// The proposals a duplicate-invoice signal names, as the detail page sets
+/// them beside this one.
+pub(super) fn twins(signals: &[Signal]) -> Vec<app::views::TwinLine> {
+    signals
+        .iter()
+        .filter(|s| s.code == crate::duplicates::RULE)
+        .flat_map(|s| &s.related)
+        .filter(|t| crate::domain::is_proposal_id(&t.id))
+        .map(|t| app::views::TwinLine {
+            id: t.id.clone(),
+            status: t.status.as_str().to_owned(),
+            amount: super::stored_amount(t.amount_minor, &t.currency),
+            agent_id: t.agent_id.clone(),
+            created_at: crate::store::ts(t.created_at),
+            approved_or_paid: crate::duplicates::approved_or_paid(t.status),
+        })
+        .collect()
+}

@@ -78,7 +78,12 @@ pub async fn bulk_form(
             }
         }
     }
-    let results = approvals::decide_many(&state, &approver, &ids, &verdict, state.now()).await;
+    let results = match approvals::decide_many(&state, &approver, &ids, &verdict, state.now()).await {
+        Ok(results) => results,
+        // Nothing was decided: the page pairs the twins until one is dropped.
+        Err(approvals::BulkRefusal::Twins(_)) => return bulk_page(&ids, &[("error", "duplicate_pair".into())]),
+        Err(approvals::BulkRefusal::Store(e)) => return ApiError::from(e).into_response(),
+    };
     let outcomes: Vec<(&str, String)> = results
         .iter()
         .map(|(id, result)| {

@@ -30,7 +30,9 @@ impl From<DecideError> for ApiError {
             DecideError::NotFound => ApiError::NotFound,
             DecideError::NotAnApprover => ApiError::ForbiddenBecause("only approvers can decide on proposals"),
             DecideError::InvalidState(s) => ApiError::InvalidState(s),
-            DecideError::BadReason(why) => ApiError::Validation(vec![FieldError::new("reason", "invalid_value", why)]),
+            DecideError::BadReason { field, why } => {
+                ApiError::Validation(vec![FieldError::new(field, "invalid_value", why)])
+            }
             DecideError::Denied(d) => ApiError::PolicyDenied(d),
             DecideError::Token(e) => ApiError::Internal(e.into()),
             DecideError::StepUp(e) => e.into(),
@@ -92,6 +94,12 @@ pub struct DecisionBody {
     /// To approve at or above the step-up threshold: the passkey assertion
     /// over this proposal's step-up challenge.
     step_up: Option<StepUpAnswer>,
+    /// To approve a proposal whose invoice is already approved or paid: why
+    /// this payment is not a duplicate (1–500 characters). Without it that
+    /// approval is refused (403 `policy_denied`, rule `duplicate_invoice`);
+    /// with it one more approver is needed than policy otherwise asks.
+    #[schema(min_length = 1, max_length = 500)]
+    not_duplicate_reason: Option<String>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
@@ -338,10 +346,11 @@ pub async fn decide_json(
     Path(ProposalPath { id }): Path<ProposalPath>,
     JsonBody { value }: JsonBody,
 ) -> Result<Json<ProposalView>, ApiError> {
-    let DecisionBody { decision, reason, step_up } = typed(value)?;
+    let DecisionBody { decision, reason, step_up, not_duplicate_reason } = typed(value)?;
     let verdict = verdict(decision, reason);
     let mut approver = user.approver("api");
     approver.step_up = step_up.map(StepUp::One);
+    approver.not_duplicate = not_duplicate_reason;
     let view = approvals::decide(&state, &approver, &id, verdict, state.now()).await?;
     Ok(Json(view))
 }
@@ -601,6 +610,9 @@ pub async fn sign_out_form(State(state): State<Shared>, session: Session) -> Res
 pub struct DecisionForm {
     decision: String,
     reason: Option<String>,
+    /// Approving a payment whose invoice is already approved or paid: why
+    /// it is not a duplicate.
+    not_duplicate: Option<String>,
     /// The step-up assertion, filled in by `passkeys.js` (all or none).
     step_up_challenge_id: Option<String>,
     step_up_credential_id: Option<String>,
@@ -664,6 +676,7 @@ pub async fn decide_form(
     };
     let mut approver = user.approver("console");
     approver.step_up = form.step_up().map(StepUp::One);
+    approver.not_duplicate = form.not_duplicate.clone();
     let verdict = verdict(decision, form.reason);
     let approving = verdict == Verdict::Approve;
     match approvals::decide(&state, &approver, &id, verdict, state.now()).await {

@@ -94,6 +94,7 @@ impl CurrentUser {
             },
             via,
             step_up: None,
+            not_duplicate: None,
         }
     }
 }

@@ -32,7 +32,7 @@ fn agent_with_deadline(
     cmd.arg(AGENT)
         .args(["--url", &server.base, "--run-id", run_id, "--amount-minor", "25000", "--currency", "usd"])
         .args(["--source", ACME_SOURCE, "--destination", ACME_PAYEE, "--purpose", "vendor"])
-        .args(["--reference", "Invoice 1842", "--invoice", "1842", "--timeout", &timeout_secs.to_string()])
+        .args(["--reference", "Invoice 1842", "--invoice", run_id, "--timeout", &timeout_secs.to_string()])
         .env("COUNTERSIGN_AGENT_KEY", ACME_BOT_KEY)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -259,7 +259,8 @@ pub async fn pending(server: &TestServer) -> String {
 pub async fn pending_for(server: &TestServer, amount_minor: u64) -> String {
     // A fresh run id each time, so equal amounts are distinct proposals.
     let run = format!("run-{amount_minor}-{}", rand_suffix());
-    let p = server.create(&with(transfer(), json!({"amount_minor": amount_minor, "run_id": run}))).await;
+    let p =
+        server.create(&with(transfer(), json!({"amount_minor": amount_minor, "run_id": run, "invoice_id": run}))).await;
     assert_eq!(p["status"], "pending_approval", "{p}");
     p["id"].as_str().unwrap().to_owned()
 }

@@ -425,7 +425,7 @@ async fn each_proposal_tab_names_its_payment_and_the_bulk_page_has_a_title() {
 }
 
 /// What the expiry sweep does to an approved proposal whose token lapsed
-/// unredeemed (`approvals::expire_approvals`): `approval_expired`, and a new
+/// unredeemed (`expiry::expire_approvals`): `approval_expired`, and a new
 /// round of approvals.
 async fn lapse(server: &TestServer, id: &str) {
     let changed = query(

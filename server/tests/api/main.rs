@@ -34,6 +34,7 @@ mod console_session;
 mod contract;
 mod controls;
 mod decision_support;
+mod duplicates;
 mod events;
 mod evidence;
 mod expiry;
