@@ -49,6 +49,11 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="icon" type="image/svg+xml" href="/favicon.svg"/>
                 // Passkey ceremonies: plain JavaScript, apart from the wasm.
                 <script src="/passkeys.js" defer nonce=leptos::nonce::use_nonce()></script>
+                // Drafts kept across an ended session; the idle warning.
+                <script src="/session.js" defer nonce=leptos::nonce::use_nonce()></script>
+                {use_context::<Viewer>().map(|v| view! {
+                    <meta name="countersign-idle-secs" content=v.idle_timeout_secs.to_string()/>
+                })}
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
@@ -111,6 +116,9 @@ pub fn App() -> impl IntoView {
         <Router>
             <TopBar viewer/>
             <main>
+                // Filled by /session.js only (a draft put back, the idle
+                // warning): the app renders it empty and never again.
+                <div id="session-notices" class="session-notices"></div>
                 // Async: the server sends each page whole, so it reads and works
                 // without JavaScript (forms post, nothing waits on streaming).
                 <Routes fallback=|| view! { <section class="notfound"><Title text="Page not found"/><h1>"Page not found"</h1><p><a href="/">"Go to the queue"</a></p></section> }>

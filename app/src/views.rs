@@ -16,6 +16,9 @@ pub struct Viewer {
     /// Notices about their own account not read yet (a passkey added or
     /// removed, an enrolment code issued): flagged in the top bar.
     pub unread_notices: u32,
+    /// The console's idle timeout (`console.idle_timeout_secs`): the page
+    /// warns a minute before it.
+    pub idle_timeout_secs: u64,
 }
 
 impl Viewer {

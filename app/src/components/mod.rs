@@ -18,10 +18,29 @@ pub fn StatusBadge(status: String) -> impl IntoView {
     view! { <span class=class data-status=status>{label}</span> }
 }
 
-/// The hidden CSRF field every form carries.
+/// The hidden fields every form carries: the CSRF token, and the page it
+/// was posted from (`return_to`: where a post from an ended session comes
+/// back to after sign-in, and a stale form to, its draft put back by
+/// `/session.js`), without the notices of an earlier post.
 #[component]
 pub fn CsrfField(token: String) -> impl IntoView {
-    view! { <input type="hidden" name="csrf_token" value=token/> }
+    let location = leptos_router::hooks::use_location();
+    let here = location.pathname.get_untracked();
+    let search = location.search.get_untracked();
+    let kept: Vec<&str> = search
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let key = pair.split('=').next().unwrap_or_default();
+            !["error", "done", "decided", "result", "outcome", "expired"].contains(&key)
+        })
+        .collect();
+    let return_to = if kept.is_empty() { here } else { format!("{here}?{}", kept.join("&")) };
+    view! {
+        <input type="hidden" name="csrf_token" value=token/>
+        <input type="hidden" name="return_to" value=return_to/>
+    }
 }
 
 /// A fixed message for a failed page load.

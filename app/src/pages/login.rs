@@ -35,6 +35,8 @@ pub fn LoginPage() -> impl IntoView {
         SharedValue::<_, crate::codec::Mini>::new_with_encoding(|| use_context::<SignInOptions>().unwrap_or_default())
             .into_inner();
     let error = move || query.with(|q| q.get("error").map(|code| error_message(&code)));
+    // Sent here by a form posted after the session ended.
+    let expired = query.with_untracked(|q| q.get("expired").is_some());
     let (username, next) = query.with_untracked(|q| {
         let username = q
             .get("username")
@@ -69,6 +71,12 @@ pub fn LoginPage() -> impl IntoView {
         <Title text="Sign in"/>
         <section class="card narrow">
             <h1>"Sign in"</h1>
+            {expired.then(|| view! {
+                <p class="notice" role="status" id="session-expired">
+                    "Your session had ended, so nothing was done. Sign in to go back to the page: what you typed \
+                     there is kept."
+                </p>
+            })}
             {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
             <form method="post" action="/login" class="stack">
                 {next.map(|next| view! { <input type="hidden" name="next" value=next/> })}

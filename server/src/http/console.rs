@@ -705,6 +705,16 @@ async fn onwards(state: &Shared, user: &CurrentUser, decided: &str, done: &str) 
     }
 }
 
+/// `GET /session/alive` — the person is at the console (a key or a click,
+/// reported by `/session.js`): 204, the session's idle timeout starting
+/// again; 401 when it has ended.
+pub async fn session_alive(user: Option<CurrentUser>) -> Response {
+    match user {
+        Some(_) => axum::http::StatusCode::NO_CONTENT.into_response(),
+        None => ApiError::Unauthenticated.into_response(),
+    }
+}
+
 /// Loads the signed-in user (if any) for the pages.
 pub async fn load_viewer(
     State(state): State<Shared>,
@@ -715,6 +725,7 @@ pub async fn load_viewer(
     if let Ok(Some(user)) = session::current_user(&state, &session).await {
         user.record_in(req.extensions());
         let mut viewer = user.viewer();
+        viewer.idle_timeout_secs = state.settings.console.idle_timeout_secs;
         if req.method() == axum::http::Method::GET {
             // The top bar flags what the person has not read about their account.
             let unread = crate::store::notices::unread(&state.db.read, &user.user.id).await.unwrap_or(0);

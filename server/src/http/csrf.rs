@@ -15,18 +15,26 @@
 //! server never grants, and then always with an `Origin`. It is judged by its
 //! credentials, session and CSRF token like any other; a present foreign
 //! `Origin` is still refused.
+//!
+//! A console page's form names its page (`return_to`, `CsrfField`). When
+//! such a form arrives from our origin after its session ended, nothing is
+//! done and the browser goes to sign-in and back to that page; with a
+//! stale token (another session's), straight back to it. There
+//! `/session.js` puts back what was typed. A form naming no page, and every
+//! JSON call, gets the 401 or 403 as before.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use subtle::ConstantTimeEq;
 use tower_sessions::Session;
 
 use super::error::ApiError;
 use super::extract::MAX_BODY_BYTES;
 use super::session::{ConsoleSession, SESSION_KEY};
+use crate::domain::ReturnPath;
 use crate::state::Shared;
 
 /// Paths whose POST creates a session, and so cannot present a token yet
@@ -107,13 +115,12 @@ pub async fn guard(State(state): State<Shared>, session: Session, req: Request, 
         return next.run(req).await;
     }
     let expected = match session.get::<ConsoleSession>(SESSION_KEY).await {
-        Ok(Some(s)) => s.csrf_token,
-        Ok(None) => return ApiError::Unauthenticated.into_response(),
+        Ok(found) => found.map(|s| s.csrf_token),
         Err(e) => return ApiError::Internal(Box::new(e)).into_response(),
     };
     let header_token = req.headers().get("x-csrf-token").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let (req, presented) = match header_token {
-        Some(token) => (req, Some(token)),
+    let (req, presented, return_to) = match header_token {
+        Some(token) => (req, Some(token), None),
         None if is_form(req.headers()) => {
             let (parts, body) = req.into_parts();
             let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
@@ -121,13 +128,40 @@ pub async fn guard(State(state): State<Shared>, session: Session, req: Request, 
                 Err(_) => return ApiError::PayloadTooLarge.into_response(),
             };
             let token = form_urlencoded_field(&bytes, "csrf_token");
-            (Request::from_parts(parts, Body::from(bytes)), token)
+            // A console page's form names its page (`return_to`); a bad
+            // one is the queue's.
+            let return_to = form_urlencoded_field(&bytes, "return_to").map(|p| ReturnPath::parse(&p));
+            (Request::from_parts(parts, Body::from(bytes)), token, return_to)
         }
-        None => (req, None),
+        None => (req, None, None),
+    };
+    let Some(expected) = expected else {
+        // A console form from a page whose session has ended (idle, or
+        // signed out in another tab): nothing is done; sign in, then back
+        // to that page, where `/session.js` puts the draft back.
+        return match return_to {
+            Some(page) => Redirect::to(&expired_sign_in(page.as_ref())).into_response(),
+            None => ApiError::Unauthenticated.into_response(),
+        };
     };
     match presented {
         Some(token) if bool::from(token.as_bytes().ct_eq(expected.as_bytes())) => next.run(req).await,
-        _ => ApiError::ForbiddenBecause("missing or wrong CSRF token").into_response(),
+        // A form of our own origin with another session's token (signed out
+        // and in again elsewhere): nothing is done; back to its page, now
+        // with this session's token, the draft put back.
+        _ => match return_to {
+            Some(page) => Redirect::to(page.as_ref().map_or("/", ReturnPath::as_str)).into_response(),
+            None => ApiError::ForbiddenBecause("missing or wrong CSRF token").into_response(),
+        },
+    }
+}
+
+/// The sign-in page after a form post from an ended session: back to
+/// `page` (the queue without one), saying why.
+fn expired_sign_in(page: Option<&ReturnPath>) -> String {
+    match page.map(ReturnPath::login_href) {
+        Some(href) if href.contains('?') => format!("{href}&expired=1"),
+        _ => "/login?expired=1".to_owned(),
     }
 }
 

@@ -139,12 +139,14 @@ pub fn router(state: Shared) -> Router {
         .route("/admin/passkeys/{id}/remove", post(admin::admin_remove_passkey))
         .route("/admin/enrolment-codes", post(admin::admin_propose_enrolment))
         .route("/admin/webhook-deliveries/{id}/redeliver", post(admin::admin_redeliver_webhook))
+        .route("/session/alive", get(console::session_alive))
         .with_state(state.clone());
     let console = forms
         .merge(pages)
         .layer(middleware::from_fn_with_state(state.clone(), console::load_viewer))
         .layer(csrf)
-        .layer(session_layer);
+        .layer(session_layer)
+        .layer(middleware::from_fn(session_store::mark_background));
 
     let routes = api
         // MCP over streamable HTTP: JSON-RPC described by the protocol and
@@ -171,6 +173,8 @@ pub fn router(state: Shared) -> Router {
         .route("/favicon.ico", get(|| async { axum::response::Redirect::permanent("/favicon.svg") }))
         // The passkey ceremonies' script (plain JavaScript, not wasm).
         .route("/passkeys.js", get(passkeys_js))
+        // Drafts kept across an ended session, the idle warning.
+        .route("/session.js", get(session_js))
         .with_state(state.clone())
         .merge(console)
         .route_layer(observe::RecordRouteLayer::new(state.clone()));
@@ -282,6 +286,13 @@ const PASSKEYS_JS: &str = include_str!("../../assets/passkeys.js");
 /// `GET /passkeys.js`
 async fn passkeys_js() -> Response {
     built_in(PASSKEYS_JS, "text/javascript; charset=utf-8", "public, max-age=300")
+}
+
+const SESSION_JS: &str = include_str!("../../assets/session.js");
+
+/// `GET /session.js` — the console's drafts and idle warning (`assets/session.js`).
+async fn session_js() -> Response {
+    built_in(SESSION_JS, "text/javascript; charset=utf-8", "public, max-age=300")
 }
 
 /// `GET /metrics` — Prometheus text, for a scraper holding

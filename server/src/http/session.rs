@@ -56,6 +56,7 @@ impl CurrentUser {
             roles: self.user.roles.clone(),
             csrf_token: self.session.csrf_token.clone(),
             unread_notices: 0,
+            idle_timeout_secs: 0,
         }
     }
 

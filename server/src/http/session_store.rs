@@ -13,6 +13,10 @@
 //! and skips a save that changes nothing but moves the expiry by less than
 //! `refresh` (a twentieth of the idle timeout, at most a minute): a session
 //! may end up to that much before a full idle timeout, never after it.
+//!
+//! A background read (a live page's own, [`mark_background`]) never moves
+//! the expiry: idle means the person did nothing, whatever their open tabs
+//! fetch meanwhile.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -22,6 +26,29 @@ use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
 
 use super::session::SESSION_KEY;
+
+tokio::task_local! {
+    /// Set while serving a background read (see [`mark_background`]).
+    static BACKGROUND: bool;
+}
+
+/// Whether `path` is a read the console's pages make on their own (a live
+/// page's long-poll and data read again, the title's count), rather than
+/// one the person asked for: the console's data endpoints (`/console/…`,
+/// GET). Such reads do not extend the session: the idle timeout counts
+/// from what the person last did (a page, a form, a key or click that
+/// `/session.js` reports through `/session/alive`), so a tab left open on a
+/// live page still ends.
+fn is_background(method: &axum::http::Method, path: &str) -> bool {
+    *method == axum::http::Method::GET && path.starts_with("/console/")
+}
+
+/// Middleware, outside the session layer: marks background reads, whose
+/// session save then never moves the expiry.
+pub async fn mark_background(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let background = is_background(req.method(), req.uri().path());
+    BACKGROUND.scope(background, next.run(req)).await
+}
 use crate::store::{self, sessions::SessionRow, Db};
 
 #[derive(Clone, Debug)]
@@ -58,7 +85,8 @@ impl ConsoleSessionStore {
     /// True when the store already holds `data` with an expiry less than
     /// `refresh` before `expires_at`.
     fn is_current(&self, id: &Id, data: &str, expires_at: DateTime<Utc>) -> bool {
-        self.known().get(id).is_some_and(|k| k.data == data && expires_at - k.expires_at < self.refresh)
+        let background = BACKGROUND.try_with(|b| *b).unwrap_or(false);
+        self.known().get(id).is_some_and(|k| k.data == data && (background || expires_at - k.expires_at < self.refresh))
     }
 
     fn remember(&self, id: Id, data: String, expires_at: DateTime<Utc>) {

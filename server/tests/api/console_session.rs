@@ -313,3 +313,97 @@ async fn the_queue_needs_a_session() {
     // An agent's bearer key is no console credential.
     send(server.get("/api/v1/queue", ACME_BOT_KEY)).await.assert_error(401, "unauthenticated");
 }
+
+/// A page's form post, as the browser sends it: `Origin`, the session
+/// cookie, the form's own `csrf_token` and `return_to`, no header token.
+async fn page_form(console: &Console, path: &str, csrf: &str, fields: &[(&str, &str)]) -> Reply {
+    let mut fields = fields.to_vec();
+    fields.push(("csrf_token", csrf));
+    send(console.with_origin(Method::POST, path).form(&fields)).await
+}
+
+#[tokio::test]
+async fn a_form_posted_after_the_session_ended_goes_to_sign_in_and_back_to_its_page() {
+    let server = TestServer::start_with("[console]\nidle_timeout_secs = 1\n").await;
+    let ana = Console::sign_in(&server, "ana").await;
+    let (id, other) = (pending(&server).await, pending(&server).await);
+    // The behaviour under test is the passing of time.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+
+    let back = format!("/proposals/{id}");
+    let reject = [("decision", "reject"), ("reason", "Not ours"), ("return_to", back.as_str())];
+    let r = page_form(&ana, &format!("/proposals/{id}/decision"), &ana.csrf, &reject).await;
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert_eq!(r.header("location"), Some(format!("/login?next=/proposals/{id}&expired=1").as_str()));
+    // The bulk page, with its listed ids, and the admin page: the same.
+    let bulk = format!("/bulk?id={id}&id={other}");
+    let fields = [("decision", "approve"), ("id", id.as_str()), ("id", other.as_str()), ("return_to", bulk.as_str())];
+    let r = page_form(&ana, "/bulk/decision", &ana.csrf, &fields).await;
+    let expected = format!("/login?next=/bulk%3Fid%3D{id}%26id%3D{other}&expired=1");
+    assert_eq!(r.header("location"), Some(expected.as_str()), "{}", r.text);
+    let r = page_form(&ana, "/admin/freezes", &ana.csrf, &[("scope", "tenant"), ("return_to", "/admin")]).await;
+    assert_eq!(r.header("location"), Some("/login?next=/admin&expired=1"));
+    // A page that is not ours, or an empty one: sign-in, then the queue.
+    for return_to in ["//evil.example/x", "https://evil.example/", ""] {
+        let fields = [("decision", "reject"), ("reason", "x"), ("return_to", return_to)];
+        let r = page_form(&ana, &format!("/proposals/{id}/decision"), &ana.csrf, &fields).await;
+        assert_eq!(r.header("location"), Some("/login?expired=1"), "{return_to}");
+    }
+    // A script's JSON call, or a form naming no page, still gets its 401;
+    // another site's form its 403.
+    ana.reject(&id, "Not ours").await.assert_error(401, "unauthenticated");
+    let r = page_form(&ana, &format!("/proposals/{id}/decision"), &ana.csrf, &reject[..2]).await;
+    r.assert_error(401, "unauthenticated");
+    let foreign = send(
+        ana.bare(Method::POST, &format!("/proposals/{id}/decision"))
+            .header("origin", "https://evil.example")
+            .form(&reject),
+    )
+    .await;
+    assert_eq!(foreign.status, 403, "{}", foreign.text);
+    for id in [&id, &other] {
+        assert_still_pending(&server, id).await;
+    }
+}
+
+#[tokio::test]
+async fn a_form_of_another_session_goes_back_to_its_page_and_does_nothing() {
+    let server = TestServer::start().await;
+    let ana = Console::sign_in(&server, "ana").await;
+    let id = pending(&server).await;
+    // Signed out and in again in another tab: this page's token is stale.
+    let back = format!("/proposals/{id}?q=kept");
+    let fields = [("decision", "reject"), ("reason", "Not ours"), ("return_to", back.as_str())];
+    let r = page_form(&ana, &format!("/proposals/{id}/decision"), "stale-token-of-an-ended-session", &fields).await;
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert_eq!(r.header("location"), Some(back.as_str()));
+    assert_still_pending(&server, &id).await;
+    // A form that names no page (not the console's) and a script: their 403.
+    let r = page_form(&ana, &format!("/proposals/{id}/decision"), "stale", &[("decision", "reject")]).await;
+    r.assert_error(403, "forbidden");
+    let r = send(ana.with_origin(Method::POST, &format!("/api/v1/proposals/{id}/approvals")).json(&json!({}))).await;
+    r.assert_error(403, "forbidden");
+    // The right token still works.
+    let r = page_form(&ana, &format!("/proposals/{id}/decision"), &ana.csrf, &fields).await;
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert_eq!(status_of(&server, &id).await, "rejected");
+}
+
+#[tokio::test]
+async fn a_live_pages_own_reads_do_not_keep_a_session_alive_but_the_person_does() {
+    let server = TestServer::start_with("[console]\nidle_timeout_secs = 2\n").await;
+    let (left_open, at_work) = (Console::sign_in(&server, "ana").await, Console::sign_in(&server, "ben").await);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(4500) {
+        // The title's count, read again and again by an open tab.
+        let r = send(left_open.bare(Method::GET, "/console/waiting")).await;
+        assert!(r.status == 200 || started.elapsed() > Duration::from_millis(1900), "{}", r.text);
+        // A key or a click, reported by /session.js.
+        let r = send(at_work.bare(Method::GET, "/session/alive")).await;
+        assert_eq!(r.status, 204, "active for {:?}: {}", started.elapsed(), r.text);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    left_open.queue("").await.assert_error(401, "unauthenticated");
+    send(left_open.bare(Method::GET, "/session/alive")).await.assert_error(401, "unauthenticated");
+    assert_eq!(at_work.queue("").await.status, 200);
+}
