@@ -16,8 +16,9 @@
 // browser tests): both must agree on each.
 //
 // The demo server has no `policy.step_up_at_minor`: whoever holds a usable
-// passkey steps up for every approval. The passkeys are removed at the end
-// (and on failure), so the other specs' approvals by ana are unaffected.
+// passkey steps up from the dual-approval amount (10,000.00 USD), and below
+// it approves as before. The passkeys are removed at the end (and on
+// failure), so the other specs' approvals by ana are unaffected.
 import { test, expect } from '@playwright/test';
 import { writeFileSync } from 'node:fs';
 import { lowContrast, poll, propose, signIn, verifyToken } from './helpers.mjs';
@@ -275,19 +276,53 @@ test('a passkey enrolled with two admins\' code and confirmed early signs the ex
       await ada.screenshot({ path: 'artifacts/admin-passkeys.png', fullPage: true });
     });
 
-    await test.step('approve with a step-up: the token says passkey', async () => {
+    await test.step('below the dual-approval amount a passkey holder approves without it', async () => {
+      // A passkey on one device must not block a small approval from another.
       const proposal = await propose(request, { amount_minor: 31_000, invoice_id: invoice() });
       await page.goto(`/proposals/${proposal.id}/approve`);
       await page.click('#confirm-approve');
       await page.waitForURL(/done=approved/);
       const after = await poll(request, proposal.id);
+      expect((await verifyToken(request, after.approval_token)).amr).toEqual(['pwd']);
+    });
+
+    await test.step('approve with a step-up: the token says passkey', async () => {
+      // 10,000.00 USD: two approvals, ana's with her passkey, ben's without.
+      const proposal = await propose(request, { amount_minor: 1_000_000, invoice_id: invoice() });
+      await page.goto(`/proposals/${proposal.id}/approve`);
+      await page.click('#confirm-approve');
+      await page.waitForURL(/done=approval_recorded/);
+      const ben = await asUser(browser, 'ben');
+      await ben.goto(`/proposals/${proposal.id}/approve`);
+      await ben.click('#confirm-approve');
+      await ben.waitForURL(/done=approved/);
+      await ben.context().close();
+      const after = await poll(request, proposal.id);
       expect(after.status).toBe('approved');
       const claims = await verifyToken(request, after.approval_token);
-      expect(claims.amr).toEqual(['passkey']);
+      expect(claims.amr).toEqual(['passkey', 'pwd']);
+    });
+
+    await test.step('on a device without the passkey, the page says what to do instead of looping', async () => {
+      const proposal = await propose(request, { amount_minor: 1_100_000, invoice_id: invoice() });
+      const phone = await asUser(browser, 'ana');
+      await phone.setViewportSize({ width: 390, height: 844 });
+      await virtualAuthenticator(phone); // an authenticator holding none of ana's passkeys
+      await phone.goto(`/proposals/${proposal.id}/approve`);
+      await phone.click('#confirm-approve');
+      const help = phone.locator('#step-up-help');
+      await expect(help).toContainText('Nothing was sent');
+      await expect(help).toContainText('use a phone or tablet');
+      await expect(help.locator('a[href="/account"]')).toBeVisible();
+      await expect(phone).toHaveURL(new RegExp(`/proposals/${proposal.id}/approve$`));
+      await expect(phone.locator('#confirm-approve')).toBeEnabled();
+      await phone.screenshot({ path: 'artifacts/step-up-other-device.png', fullPage: true });
+      await phone.context().close();
+      expect((await poll(request, proposal.id)).approvals).toHaveLength(0);
     });
 
     await test.step('a tampered challenge is refused', async () => {
-      const proposal = await propose(request, { amount_minor: 32_000, invoice_id: invoice() });
+      const proposal = await propose(request, { amount_minor: 1_200_000, invoice_id: invoice() });
       // The options the page receives carry a challenge that is not this payment's.
       record.tamperNext((options) => ({ ...options, challenge: Buffer.alloc(32, 7).toString('base64url') }));
       await page.goto(`/proposals/${proposal.id}/approve`);
@@ -310,7 +345,7 @@ test('a passkey enrolled with two admins\' code and confirmed early signs the ex
     });
 
     await test.step('a passkey removed after signing is refused', async () => {
-      const proposal = await propose(request, { amount_minor: 33_000, invoice_id: invoice() });
+      const proposal = await propose(request, { amount_minor: 1_300_000, invoice_id: invoice() });
       const body = await captureApproval(page, proposal.id);
       await removeAll(page);
       await expect(page.locator('#no-passkeys')).toBeVisible();

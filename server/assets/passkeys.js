@@ -6,10 +6,12 @@
 // the ceremony.
 // - A form with `data-step-up` (the approve confirmation) or
 //   `data-step-up-bulk` (the bulk page) asks that URL for a step-up
-//   challenge, has the passkey sign it (`navigator.credentials.get`), fills
-//   the form's `step_up_*` hidden fields and submits. Without a passkey, a
-//   cancelled prompt or no WebAuthn, the form is submitted as it is and the
-//   server says what is needed.
+//   challenge, has the passkey sign it (`navigator.credentials.get`, a
+//   phone over QR allowed), fills the form's `step_up_*` hidden fields and
+//   submits. When no step-up is asked, or there is no WebAuthn, the form is
+//   submitted as it is and the server says what is needed. When the
+//   passkey cannot sign here (the prompt closed, no passkey on this
+//   device), nothing is sent: the page says what to do instead.
 // - The account page: `#passkey-list` is filled from `GET /api/v1/me/passkeys`
 //   (names and dates; text only), `form[data-passkey-register]` registers
 //   one (`navigator.credentials.create`), allowed by an assertion from a
@@ -84,8 +86,10 @@
         publicKey: {
           challenge: decode(options.challenge),
           rpId: options.rp_id,
+          // "hybrid" lets the browser offer a phone (a QR code) when this
+          // device holds none of the person's passkeys.
           allowCredentials: options.allow_credentials.map(function (id) {
-            return { type: "public-key", id: decode(id) };
+            return { type: "public-key", id: decode(id), transports: ["internal", "hybrid", "usb", "nfc", "ble"] };
           }),
           userVerification: options.user_verification,
           timeout: options.timeout_ms,
@@ -140,16 +144,55 @@
       event.stopImmediatePropagation();
       var button = form.querySelector('button[type="submit"]');
       if (button) button.disabled = true;
-      stepUp(form)
-        .catch(function () {
-          // Cancelled or failed: the server refuses and says why.
-        })
-        .then(function () {
+      var help = document.getElementById("step-up-help");
+      if (help) help.remove();
+      stepUp(form).then(
+        function () {
           HTMLFormElement.prototype.submit.call(form);
-        });
+        },
+        function (error) {
+          // The passkey could not sign here (cancelled, or this device holds
+          // none of the person's passkeys): say what to do instead of
+          // sending a form the server would refuse again.
+          if (button) button.disabled = false;
+          stepUpHelp(form, error);
+        }
+      );
     },
     true
   );
+
+  function stepUpHelp(form, error) {
+    var help = document.createElement("div");
+    help.id = "step-up-help";
+    help.className = "notice notice-error";
+    help.setAttribute("role", "alert");
+    var lead = document.createElement("p");
+    lead.textContent =
+      error && error.name === "NotAllowedError"
+        ? "Your passkey did not sign this payment: the prompt was closed, or this device holds none of your passkeys. Nothing was sent."
+        : "Your passkey could not sign this payment here. Nothing was sent.";
+    help.appendChild(lead);
+    var ways = document.createElement("ul");
+    [
+      "Press Approve again and, in the browser's prompt, choose to use a phone or tablet: scan the QR code with the phone that holds your passkey.",
+      "Or open this page on the device that holds your passkey and approve there.",
+    ].forEach(function (text) {
+      var item = document.createElement("li");
+      item.textContent = text;
+      ways.appendChild(item);
+    });
+    var register = document.createElement("li");
+    register.appendChild(document.createTextNode("Or register a passkey on this device on your "));
+    var link = document.createElement("a");
+    link.href = "/account";
+    link.textContent = "Passkeys page";
+    register.appendChild(link);
+    register.appendChild(document.createTextNode(" (an admin gives you an enrolment code)."));
+    ways.appendChild(register);
+    help.appendChild(ways);
+    form.insertBefore(help, form.firstChild);
+  }
 
   // --- The account page --------------------------------------------------
 

@@ -29,7 +29,11 @@ pub fn outcome_message(code: &str) -> &'static str {
         "duplicate_pair" => {
             "Two of these payments are the same invoice: nothing was approved. Drop one of the pair, then approve."
         }
-        "step_up_required" => "Approving this payment needs your passkey: press Approve again and follow the prompt.",
+        "step_up_required" => {
+            "Approving this payment needs your passkey: press Approve again and follow the prompt. If this device \
+             holds none of your passkeys, choose to use a phone in the prompt (a QR code), or approve from the \
+             device that holds it."
+        }
         "passkey_required" => "Approving needs a passkey: register one on your Passkeys page first.",
         "passkey_cooling_off" => {
             "Your passkey is new: it can approve payments after its cool-off, or once an admin confirms it on the \

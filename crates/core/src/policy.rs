@@ -19,8 +19,10 @@ pub struct PolicyConfig {
     /// Refunds at or above this amount always need manual review.
     pub refund_review_at_minor: BTreeMap<String, u64>,
     /// Approving at or above this amount needs a passkey assertion over the
-    /// payment (step-up). A currency not listed: every approval by someone
-    /// who has registered a passkey needs one.
+    /// payment (step-up), for everyone (without a passkey: register one
+    /// first). A currency not listed: whoever holds a passkey steps up from
+    /// the dual-approval amount (`dual_approval_at_minor`), and nobody with
+    /// neither. 0 makes every approval step up.
     pub step_up_at_minor: BTreeMap<String, u64>,
     /// Commit refuses an approval token at or above this amount unless every
     /// approver gave their approval with a passkey (`amr` is `passkey`
@@ -88,6 +90,17 @@ impl PolicyConfig {
     /// The step-up threshold for `currency`, if one is configured.
     pub fn step_up_at(&self, currency: Currency) -> Option<u64> {
         Self::threshold(&self.step_up_at_minor, currency)
+    }
+
+    /// Without a configured step-up threshold: the amount from which those
+    /// who hold a passkey step up — the dual-approval one. A passkey
+    /// registered on one device then does not stop a small approval from
+    /// another.
+    pub fn holders_step_up_at(&self, currency: Currency) -> Option<u64> {
+        match self.step_up_at(currency) {
+            Some(_) => None,
+            None => Self::threshold(&self.dual_approval_at_minor, currency),
+        }
     }
 
     /// Whether commit needs every approval given with a passkey for this amount.

@@ -169,8 +169,8 @@ fn thief_clone(key: &SoftKey) -> SoftKey {
 
 #[tokio::test]
 async fn removing_a_passkey_needs_an_assertion_so_a_thief_cannot_drop_the_step_up() {
-    // No threshold in USD: whoever holds a passkey steps up for every USD approval.
-    let server = serve("[passkeys]\ncool_off_secs = 0\n").await;
+    // A threshold of 0: every USD approval by ana needs her passkey.
+    let server = serve("[passkeys]\ncool_off_secs = 0\n[policy]\nstep_up_at_minor = { USD = 0 }\n").await;
     let ana = sign_in(&server, "ana").await;
     let (mut own, made) = enrol(&server, &ana).await;
     let passkey = made.body["id"].as_str().unwrap().to_owned();

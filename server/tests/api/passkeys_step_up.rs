@@ -153,21 +153,6 @@ async fn below_the_threshold_no_assertion_is_needed_and_without_a_passkey_one_is
 }
 
 #[tokio::test]
-async fn without_a_threshold_everyone_with_a_passkey_steps_up() {
-    let server = serve("").await;
-    let ana = sign_in(&server, "ana").await;
-    let ben = sign_in(&server, "ben").await;
-    let (mut key, _) = with_passkey(&server, &ana).await;
-    let id = pending(&server).await;
-    assert_reason(&ana.approve(&id).await, 403, "step_up_required", "assertion_required");
-    let approved = approve_with(&ana, &id, &sign(&mut key, &step_up(&ana, &id).await)).await;
-    assert_eq!(approved.status, 200, "{}", approved.text);
-    // Someone without a passkey approves as before.
-    let other = pending(&server).await;
-    assert_eq!(ben.approve(&other).await.status, 200);
-}
-
-#[tokio::test]
 async fn an_assertion_for_another_payment_proposal_or_nonce_is_refused() {
     let server = serve(ABOVE_200).await;
     let ana = sign_in(&server, "ana").await;
@@ -383,19 +368,59 @@ async fn slack_presses_at_or_above_the_threshold_are_sent_to_the_console() {
 }
 
 #[tokio::test]
-async fn a_slack_press_by_someone_with_a_passkey_is_sent_to_the_console() {
+async fn without_a_threshold_a_passkey_is_asked_from_the_dual_approval_amount_and_not_below() {
+    // No `policy.step_up_at_minor`: whoever holds a passkey steps up from
+    // the amount at which two approvers are needed (10,000.00 USD by
+    // default). A passkey registered on a laptop does not stop a small
+    // approval from a phone, by password session or by Slack; and someone
+    // without a passkey approves as before.
     use crate::slack_harness::*;
     let slack = FakeSlack::start().await;
     let config = format!("public_url = \"{PUBLIC_URL}\"\n{}", slack_config(&slack));
     let server = TestServer::start_with(&no_cool_off(&config)).await;
-    link_slack(&server, "acme", "ana", "U0ANA").await;
-    with_passkey(&server, &sign_in(&server, "ana").await).await;
-    let p = pending(&server).await;
-    let p = server.get_proposal(ACME_BOT_KEY, &p).await.body;
-    press_signed(&server, NEW_SECRET, &press_body("U0ANA", "approve", &button_value(&p), &slack.url("/r/ana"))).await;
-    let reply = message_text(&slack.wait_for("/r/ana", 1, 10).await[0].body);
-    assert!(reply.contains("needs your passkey") && reply.contains(PUBLIC_URL), "{reply}");
-    assert_still_pending(&server, p["id"].as_str().unwrap()).await;
+    link_slack(&server, "acme", "ben", "U0BEN").await;
+    let ben = sign_in(&server, "ben").await;
+    let (mut key, _) = with_passkey(&server, &ben).await;
+
+    let small = pending_for(&server, 31_000).await; // 310.00 USD
+    let r = ben.approve(&small).await;
+    assert_eq!(r.status, 200, "no passkey asked below the threshold: {}", r.text);
+    assert_eq!(decode_jws(&token_of(&server, &small).await.0).claims["amr"], json!(["pwd"]));
+    let by_slack = server.get_proposal(ACME_BOT_KEY, &pending_for(&server, 32_000).await).await.body;
+    press_signed(
+        &server,
+        NEW_SECRET,
+        &press_body("U0BEN", "approve", &button_value(&by_slack), &slack.url("/r/small")),
+    )
+    .await;
+    assert_eq!(status_of(&server, by_slack["id"].as_str().unwrap()).await, "approved");
+
+    // At the dual-approval amount: the passkey, in the console only.
+    let large = pending_for(&server, 1_000_000).await; // 10,000.00 USD
+    assert_reason(&ben.approve(&large).await, 403, "step_up_required", "assertion_required");
+    let p = server.get_proposal(ACME_BOT_KEY, &large).await.body;
+    press_signed(&server, NEW_SECRET, &press_body("U0BEN", "approve", &button_value(&p), &slack.url("/r/large"))).await;
+    let reply = message_text(&slack.wait_for("/r/large", 1, 10).await[0].body);
+    assert!(reply.contains("in the console") && reply.contains(PUBLIC_URL), "{reply}");
+    assert_still_pending(&server, &large).await;
+    let r = approve_with(&ben, &large, &sign(&mut key, &step_up(&ben, &large).await)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["approvals"][0]["approver_id"], ben.user_id().as_str(), "{}", r.text);
+    add_acme_approver(&server, "kim", 5_000_000).await;
+    let kim = sign_in(&server, "kim").await;
+    assert_eq!(kim.approve(&large).await.status, 200, "no passkey, no step-up");
+    assert_eq!(decode_jws(&token_of(&server, &large).await.0).claims["amr"], json!(["passkey", "pwd"]));
+}
+
+#[tokio::test]
+async fn a_threshold_of_zero_asks_a_passkey_for_every_approval() {
+    let server = serve("[policy]\nstep_up_at_minor = { USD = 0 }\n").await;
+    let ana = sign_in(&server, "ana").await;
+    let (mut key, _) = with_passkey(&server, &ana).await;
+    let id = pending_for(&server, 1_000).await; // 10.00 USD
+    assert_reason(&ana.approve(&id).await, 403, "step_up_required", "assertion_required");
+    let r = approve_with(&ana, &id, &sign(&mut key, &step_up(&ana, &id).await)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
 }
 
 #[tokio::test]

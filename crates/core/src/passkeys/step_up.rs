@@ -158,13 +158,16 @@ pub struct Held {
 /// The rule: a role listed in `passkeys.required_roles` needs a usable
 /// passkey to approve at all; at or above `policy.step_up_at_minor.<CUR>`
 /// every approval needs an assertion (and so a usable passkey); a currency
-/// with no threshold needs one from everyone who holds a usable passkey. A
+/// with no such threshold needs one from whoever holds a usable passkey at
+/// or above the dual-approval amount, and below it none (a passkey
+/// registered on a laptop does not stop a small approval from a phone). A
 /// passkey in its cool-off counts for nothing but the reason given.
 pub fn need(state: &impl Config, roles: &[Role], held: Held, currency: Currency, amount_minor: u64) -> Need {
     let role_requires = roles.iter().any(|r| state.settings().passkeys.required_roles.contains(r));
-    let assertion = match state.settings().policy.step_up_at(currency) {
+    let policy = &state.settings().policy;
+    let assertion = match policy.step_up_at(currency) {
         Some(at) => amount_minor >= at,
-        None => held.usable > 0,
+        None => held.usable > 0 && policy.holders_step_up_at(currency).is_some_and(|at| amount_minor >= at),
     };
     match (held.usable > 0, assertion || role_requires) {
         (_, false) => Need::Nothing,
