@@ -101,6 +101,25 @@ export function countersign(args, env = {}) {
   return execFileSync(bin, ['--data-dir', dataDir, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
 }
 
+/**
+ * Makes the approval token of `proposalId` look expired an hour ago, in the
+ * e2e server's SQLite database (Python's sqlite3; the server is running):
+ * the browser tests' stand-in for the clock the API tests move. The
+ * server's expiry sweep (every 5 s) then lapses the approval.
+ */
+export function expireApprovalToken(proposalId) {
+  const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+  const db = path.join(path.resolve(repo, process.env.E2E_DATA_DIR || 'artifacts/data'), 'countersign.db');
+  const script = [
+    'import sqlite3, sys',
+    'c = sqlite3.connect(sys.argv[1], timeout=30)',
+    "n = c.execute(\"UPDATE approval_tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE proposal_id = ?\", (sys.argv[2],)).rowcount",
+    'c.commit()',
+    'print(n)',
+  ].join('\n');
+  return Number(execFileSync('python3', ['-c', script, db, proposalId], { encoding: 'utf8' }).trim());
+}
+
 export function simulatorUrl() {
   const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
   const dataDir = path.resolve(repo, process.env.E2E_DATA_DIR || 'artifacts/data');
