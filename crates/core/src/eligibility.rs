@@ -4,7 +4,7 @@
 //! clicks (a disabled Approve with the reason, who can approve), and the
 //! reviewer's flow counts and picks what waits for them with it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::approvals::{may_approve, Approvable, Candidate, Duties, Ineligible};
 use crate::store::Store;
@@ -29,6 +29,29 @@ impl Tenancy {
         drop(conn);
         let agents = store::directory::agents_of(&state.db().read, tenant).await?;
         Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect() })
+    }
+
+    /// [`Tenancy::load`] on a connection (inside a transaction).
+    pub async fn load_in(conn: &mut store::Conn, tenant: &str) -> Result<Tenancy, StoreError> {
+        let users = store::directory::users_of(conn, tenant).await?;
+        let agents = store::directory::agents_in(conn, tenant).await?;
+        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect() })
+    }
+
+    /// The same tenant as if `username` had `roles` and `limits` (a
+    /// registry change asked about before it is made).
+    pub fn with_user_as(
+        &self,
+        username: &str,
+        roles: &[crate::domain::Role],
+        limits: &BTreeMap<String, u64>,
+    ) -> Tenancy {
+        let mut users = self.users.clone();
+        for user in users.iter_mut().filter(|u| u.username == username) {
+            user.roles = roles.to_vec();
+            user.approval_limits_minor = limits.clone();
+        }
+        Tenancy { users, agents: self.agents.clone() }
     }
 
     fn duties(&self, agent: &str) -> Duties<'_> {

@@ -352,3 +352,13 @@ pub fn es256_verifies(jws: &Jws, jwk: &Value) -> bool {
     let Ok(signature) = Signature::from_slice(&jws.signature) else { return false };
     key.verify(jws.signing_input.as_bytes(), &signature).is_ok()
 }
+
+/// `username`'s USD approval limit, as stored.
+pub async fn usd_limit(server: &TestServer, username: &str) -> Option<i64> {
+    one("SELECT l.limit_minor FROM approval_limits l JOIN users u ON u.id = l.user_id
+         WHERE u.username = ? AND l.currency = 'USD'")
+    .bind(username)
+    .fetch_optional(&server.db().await)
+    .await
+    .unwrap()
+}

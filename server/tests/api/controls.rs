@@ -461,15 +461,6 @@ async fn the_resolve_form_needs_the_confirmation_that_restates_the_payment() {
 // 9. Registry changes from the console need a second admin
 // ---------------------------------------------------------------------------
 
-async fn usd_limit(server: &TestServer, username: &str) -> Option<i64> {
-    one("SELECT l.limit_minor FROM approval_limits l JOIN users u ON u.id = l.user_id
-         WHERE u.username = ? AND l.currency = 'USD'")
-    .bind(username)
-    .fetch_optional(&server.db().await)
-    .await
-    .unwrap()
-}
-
 async fn actor_of(server: &TestServer, action: &str) -> String {
     one("SELECT actor FROM audit_log WHERE action = ? ORDER BY seq DESC LIMIT 1")
         .bind(action)

@@ -18,7 +18,9 @@ pub(super) async fn grants(
     Ok(match stored {
         Stored::User { username, .. } => {
             let existing = user_here(store::directory::user_by_username(conn, username).await?);
-            user_lines(existing.as_ref(), stored)
+            let mut lines = user_lines(existing.as_ref(), stored).unwrap_or_default();
+            lines.extend(super::stranded::stranded(conn, tenant, stored).await?);
+            (!lines.is_empty()).then_some(lines)
         }
         Stored::Agent { id, acts_for, source_accounts, purposes, key_holder, .. } => {
             let existing = store::directory::agent(conn, tenant, id).await?;

@@ -51,6 +51,7 @@ pub use crate::actors::Admin;
 
 mod apply;
 mod grants;
+mod stranded;
 
 use apply::*;
 use grants::*;
@@ -471,7 +472,10 @@ async fn submit_user(
         limits: form.limits.clone(),
         slack_user_id: form.slack_user_id.clone(),
     };
-    match user_lines(existing.as_ref(), &stored) {
+    // A reduction applies at once, unless it strands a waiting payment.
+    let mut lines = user_lines(existing.as_ref(), &stored).unwrap_or_default();
+    lines.extend(stranded::stranded(&mut *state.db().reader().await?, tenant, &stored).await?);
+    match (!lines.is_empty()).then_some(lines) {
         None => apply_at_once(state, admin, &stored, now).await,
         Some(lines) => {
             let id = propose(state, admin, &stored, lines, now).await?;

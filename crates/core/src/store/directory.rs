@@ -455,6 +455,12 @@ pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
 }
 
 /// Agents of a tenant, by id.
+/// [`agents_of`] on a connection.
+pub async fn agents_in(conn: &mut Conn, tenant: &str) -> Result<Vec<Agent>> {
+    let rows = query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(conn).await?;
+    rows.iter().map(Row::decode).collect()
+}
+
 pub async fn agents_of(pool: &Pool, tenant: &str) -> Result<Vec<Agent>> {
     let rows = query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
     rows.iter().map(Row::decode).collect()

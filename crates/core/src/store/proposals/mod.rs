@@ -161,6 +161,19 @@ pub async fn get_many(pool: &Pool, tenant: &str, ids: &[&str]) -> Result<Vec<Pro
     Ok(rows)
 }
 
+/// The tenant's proposals waiting for a decision (pending, or whose
+/// approval lapsed), oldest first, at most `limit`.
+pub async fn waiting_in(conn: &mut Conn, tenant: &str, limit: u32) -> Result<Vec<ProposalRow>> {
+    let rows = query(format!(
+        "{SELECT} WHERE p.tenant_id = ? AND p.status IN ('pending_approval', 'approval_expired') ORDER BY p.id LIMIT ?"
+    ))
+    .bind(tenant)
+    .bind(i64::from(limit))
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(Row::decode).collect()
+}
+
 /// Same as `get`, on a connection (inside a transaction).
 pub async fn get_in(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
     let row = query(format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?"))

@@ -1,0 +1,54 @@
+//! A change to a user that leaves a waiting payment with nobody able to
+//! approve it is not a reduction like any other: it stops money the
+//! business expects to move (a payroll nobody can release). Such a change
+//! waits for a second admin, whatever else it does, and says which
+//! payments it strands.
+
+use super::*;
+use crate::eligibility::Tenancy;
+
+/// How many waiting proposals are looked at (oldest first).
+const WAITING_READ: u32 = 500;
+/// How many stranded payments a change names before "and N more".
+const NAMED: usize = 3;
+
+/// The lines saying which waiting payments applying `stored` (a user
+/// change) would leave with fewer possible approvers than they still need,
+/// where today enough people could give them; empty when none would.
+pub(super) async fn stranded(conn: &mut Conn, tenant: &str, stored: &Stored) -> Result<Vec<String>, ChangeError> {
+    let Stored::User { username, roles, limits, .. } = stored else { return Ok(Vec::new()) };
+    let waiting = store::proposals::waiting_in(conn, tenant, WAITING_READ).await?;
+    if waiting.is_empty() {
+        return Ok(Vec::new());
+    }
+    let before = Tenancy::load_in(conn, tenant).await?;
+    let after = before.with_user_as(username, roles, limits);
+    let mut found = Vec::new();
+    for row in &waiting {
+        let given = store::proposals::approvals_in_round(conn, &row.id, row.approval_round).await?;
+        let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
+        let missing = usize::from(row.required_approvals.max(1)).saturating_sub(approved_by.len()).max(1);
+        let approvable = crate::approvals::Approvable::from(row);
+        let could = before.eligible(&approvable, &approved_by).len() >= missing;
+        let can = after.eligible(&approvable, &approved_by).len() >= missing;
+        if could && !can {
+            found.push(format!(
+                "{} to {} ({})",
+                row.request.currency.format_minor(row.amount_minor),
+                row.request.destination.legal_name,
+                row.id
+            ));
+        }
+    }
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let count = found.len();
+    let mut named: Vec<String> = found.into_iter().take(NAMED).collect();
+    if count > NAMED {
+        named.push(format!("{} more", count - NAMED));
+    }
+    let (payments, them) =
+        if count == 1 { ("1 waiting payment".to_owned(), "it") } else { (format!("{count} waiting payments"), "them") };
+    Ok(vec![format!("Leaves {payments} with nobody able to approve {them}: {}", named.join("; "))])
+}
