@@ -322,6 +322,8 @@ pub struct UserRow {
     pub username: String,
     pub roles: Vec<Role>,
     pub limits: Vec<String>,
+    /// Each limit as the user form takes it: currency code → "50,000.00".
+    pub limit_amounts: std::collections::BTreeMap<String, String>,
     pub slack_user_id: Option<String>,
 }
 

@@ -3,7 +3,9 @@ use leptos_meta::Title;
 
 use crate::api::{console_error, load_admin};
 use crate::components::{CsrfField, LoadError, When};
+use crate::pages::admin_user::UserForm;
 use crate::views::{AdminData, DeliveryRow, FreezeRow, PasskeyAdminRow, PendingChangeRow, Viewer, WebhookRow};
+use leptos_router::hooks::use_query_map;
 
 /// Admin: users, agents (and their webhooks' delivery logs) and payees of
 /// the admin's tenant; create each.
@@ -31,10 +33,14 @@ fn Admin(admin: AdminData) -> impl IntoView {
     let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
     let users = admin
         .users
+        .clone()
         .into_iter()
         .map(|u| {
+            let edit = format!("/admin?edit={}#user-form", u.username);
+            let label = format!("Edit {}", u.username);
             view! {
-                <tr><td data-label="Username">{u.username}</td>
+                <tr data-user=u.username.clone()><td data-label="Username">{u.username.clone()}" "
+                    <a href=edit class="edit-user" aria-label=label rel="external">"Edit"</a></td>
                 <td data-label="Roles">{u.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")}</td>
                 <td data-label="Approval limits">{u.limits.join(", ")}</td>
                 <td data-label="Slack">{u.slack_user_id.unwrap_or_default()}</td></tr>
@@ -64,18 +70,8 @@ fn Admin(admin: AdminData) -> impl IntoView {
             }
         })
         .collect_view();
-    let limit_inputs = admin
-        .currencies
-        .into_iter()
-        .map(|code| {
-            view! {
-                <label class="limit">
-                    {format!("{code} limit ")}
-                    <input name=format!("limit_{code}") inputmode="decimal" placeholder="e.g. 5,000.00" autocomplete="off"/>
-                </label>
-            }
-        })
-        .collect_view();
+    let editing = use_query_map().with_untracked(|q| q.get("edit"));
+    let editing = editing.and_then(|name| admin.users.iter().find(|u| u.username == name).cloned());
     view! {
         {admin.flash.map(|f| view! { <p class="notice" role="status" id="admin-flash">{f}</p> })}
         <KillSwitch freezes=admin.freezes agents=agent_ids csrf=csrf.clone()/>
@@ -83,24 +79,7 @@ fn Admin(admin: AdminData) -> impl IntoView {
         <div class="card">
             <h2>"Users"</h2>
             <table class="list"><thead><tr><th>"Username"</th><th>"Roles"</th><th>"Approval limits"</th><th>"Slack"</th></tr></thead><tbody>{users}</tbody></table>
-            <h3>"Add or change a user"</h3>
-            <p class="muted small">
-                "The form sets the whole user: roles, limits in each currency (blank: none) and Slack id. "
-                "Anything that grants more — a new user, a role, a higher limit, a password, a Slack link — "
-                "waits for a second admin."
-            </p>
-            <form method="post" action="/admin/users" class="inline-form" aria-label="Add or change a user">
-                <CsrfField token=csrf.clone()/>
-                <input name="username" placeholder="username" required aria-label="Username"/>
-                <input name="password" type="password" placeholder="password (blank keeps the current one)" minlength="8" autocomplete="new-password" aria-label="Password"/>
-                <label><input type="checkbox" name="role_viewer" value="on"/>" viewer"</label>
-                <label><input type="checkbox" name="role_approver" value="on"/>" approver"</label>
-                <label><input type="checkbox" name="role_admin" value="on"/>" admin"</label>
-                <label><input type="checkbox" name="role_auditor" value="on"/>" auditor"</label>
-                {limit_inputs}
-                <input name="slack_user_id" placeholder="Slack user id" aria-label="Slack user id"/>
-                <button type="submit">"Save user"</button>
-            </form>
+            <UserForm editing currencies=admin.currencies.clone() csrf=csrf.clone()/>
             <form method="post" action="/admin/slack-links" class="inline-form" aria-label="Link a Slack user">
                 <CsrfField token=csrf.clone()/>
                 <input name="username" placeholder="username" required aria-label="Username to link"/>

@@ -1,5 +1,6 @@
 pub mod account;
 pub mod admin;
+mod admin_user;
 pub mod approve;
 pub mod bulk;
 pub mod home;

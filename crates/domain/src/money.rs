@@ -112,13 +112,19 @@ impl Currency {
     /// Formats a minor-unit amount with the currency's exponent and thousands
     /// separators: `1,842.50 USD`, `125,000 JPY`.
     pub fn format_minor(&self, minor: u64) -> String {
+        format!("{} {}", self.format_amount(minor), self.code())
+    }
+
+    /// [`Currency::format_minor`] without the code: `1,842.50`, as a
+    /// reviewer types an amount into a form.
+    pub fn format_amount(&self, minor: u64) -> String {
         let exp = u32::from(self.exponent());
         let unit = 10u64.pow(exp);
         let whole = group_thousands(minor / unit);
         if exp == 0 {
-            format!("{whole} {}", self.code())
+            whole
         } else {
-            format!("{whole}.{:0width$} {}", minor % unit, self.code(), width = exp as usize)
+            format!("{whole}.{:0width$}", minor % unit, width = exp as usize)
         }
     }
 }

@@ -563,6 +563,13 @@ impl ConsoleService {
                         .iter()
                         .map(|(c, l)| crate::domain::Currency::parse(c).map(|c| c.format_minor(*l)).unwrap_or_default())
                         .collect(),
+                    limit_amounts: u
+                        .approval_limits_minor
+                        .iter()
+                        .filter_map(|(c, l)| {
+                            crate::domain::Currency::parse(c).ok().map(|cur| (c.clone(), cur.format_amount(*l)))
+                        })
+                        .collect(),
                     slack_user_id: u.slack_user_id,
                 })
                 .collect(),

@@ -58,7 +58,7 @@ async fn a_change_that_strands_a_waiting_payment_waits_for_a_second_admin() {
         .fetch_one(&server.db().await)
         .await
         .unwrap();
-    assert!(summary.contains("Leaves 1 waiting payment with nobody able to approve it"), "{summary}");
+    assert!(summary.contains("Leaves 1 waiting payment without the approvers it needs"), "{summary}");
     assert!(summary.contains(&format!("6,000.00 USD to Northwind Traders GmbH ({id})")), "{summary}");
     let ben = Console::sign_in(&server, "ben").await;
     assert_eq!(ben.approve(&pending_for(&server, 610_000).await).await.status, 200, "ben still approves");

@@ -14,7 +14,8 @@ const NAMED: usize = 3;
 
 /// The lines saying which waiting payments applying `stored` (a user
 /// change) would leave with fewer possible approvers than they still need,
-/// where today enough people could give them; empty when none would.
+/// fewer than today (a payroll only ben could half-approve, nobody at all
+/// after); empty when none would.
 pub(super) async fn stranded(conn: &mut Conn, tenant: &str, stored: &Stored) -> Result<Vec<String>, ChangeError> {
     let Stored::User { username, roles, limits, .. } = stored else { return Ok(Vec::new()) };
     let waiting = store::proposals::waiting_in(conn, tenant, WAITING_READ).await?;
@@ -29,9 +30,10 @@ pub(super) async fn stranded(conn: &mut Conn, tenant: &str, stored: &Stored) -> 
         let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
         let missing = usize::from(row.required_approvals.max(1)).saturating_sub(approved_by.len()).max(1);
         let approvable = crate::approvals::Approvable::from(row);
-        let could = before.eligible(&approvable, &approved_by).len() >= missing;
-        let can = after.eligible(&approvable, &approved_by).len() >= missing;
-        if could && !can {
+        let (could, can) =
+            (before.eligible(&approvable, &approved_by).len(), after.eligible(&approvable, &approved_by).len());
+        // Short of what it needs afterwards, and because of this change.
+        if can < missing && can < could {
             found.push(format!(
                 "{} to {} ({})",
                 row.request.currency.format_minor(row.amount_minor),
@@ -48,7 +50,7 @@ pub(super) async fn stranded(conn: &mut Conn, tenant: &str, stored: &Stored) -> 
     if count > NAMED {
         named.push(format!("{} more", count - NAMED));
     }
-    let (payments, them) =
-        if count == 1 { ("1 waiting payment".to_owned(), "it") } else { (format!("{count} waiting payments"), "them") };
-    Ok(vec![format!("Leaves {payments} with nobody able to approve {them}: {}", named.join("; "))])
+    let payments = if count == 1 { "1 waiting payment".to_owned() } else { format!("{count} waiting payments") };
+    let needs = if count == 1 { "it needs" } else { "they need" };
+    Ok(vec![format!("Leaves {payments} without the approvers {needs}: {}", named.join("; "))])
 }
