@@ -148,12 +148,16 @@ mod tests {
     fn sample() -> QueuePage {
         QueuePage {
             change_seq: 7,
+            now: "2026-12-01T10:00:00Z".into(),
             items: vec![QueueItem {
                 id: "prop_1".into(),
                 status: "pending_approval".into(),
                 sentence: "Pay \"Acme\" <b>Ltd</b>, 250.00 USD \u{2014} é".into(),
                 amount: "250.00 USD".into(),
                 payee: "Acme".into(),
+                payee_masked: "acct_…0001 #abcd".into(),
+                invoice_id: Some("INV-1".into()),
+                expires_at: "2026-12-02T10:00:00Z".into(),
                 agent_id: "agent_1".into(),
                 approvals: 1,
                 required_approvals: 2,

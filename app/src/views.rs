@@ -57,6 +57,11 @@ pub struct QueueItem {
     pub sentence: String,
     pub amount: String,
     pub payee: String,
+    /// The payee's account, masked with its tag (`ba_…0007 #fjjk`).
+    pub payee_masked: String,
+    pub invoice_id: Option<String>,
+    /// When it expires if nobody decides.
+    pub expires_at: String,
     pub agent_id: String,
     pub approvals: usize,
     pub required_approvals: u8,
@@ -75,6 +80,8 @@ pub struct QueuePage {
     /// How many changes had been published when this page was read: the
     /// live update waits for more than this.
     pub change_seq: u64,
+    /// The server's time when this was read ("expires in 23 h").
+    pub now: String,
     pub items: Vec<QueueItem>,
     pub status: String,
     pub order: String,

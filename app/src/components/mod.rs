@@ -103,6 +103,10 @@ pub fn When(
     /// relative form is shown.
     #[prop(optional)]
     now: Option<String>,
+    /// Only how long from now ("in 23 h"), for tight spaces (the queue);
+    /// the instant stays in the tooltip. Needs `now`.
+    #[prop(optional)]
+    brief: bool,
 ) -> impl IntoView {
     use countersign_domain::when;
     let secs = when::epoch_secs(&at);
@@ -111,6 +115,7 @@ pub fn When(
     let render = move |offset_minutes: i64, now: Option<i64>| match secs {
         None => fallback.clone(),
         Some(s) => match now.filter(|_| relative) {
+            Some(n) if brief => when::relative(s - n),
             Some(n) => format!("{} ({})", when::local(s, offset_minutes), when::relative(s - n)),
             None => when::local(s, offset_minutes),
         },

@@ -203,7 +203,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
     let twins = (!detail.twins.is_empty()).then(|| view! { <Twins detail=detail.clone() csrf=csrf.clone()/> });
     let reject = detail.can_reject.then(|| {
         view! {
-            <form method="post" action=format!("/proposals/{}/decision", detail.id) class="reject stack">
+            <form method="post" action=format!("/proposals/{}/decision", detail.id) class="reject stack" id="reject-form">
                 <CsrfField token=csrf/>
                 <input type="hidden" name="decision" value="reject"/>
                 <label>"Reason for rejecting" <textarea name="reason" required maxlength="500"></textarea></label>
@@ -231,6 +231,21 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             />
         }
     });
+    // The decision first: on a phone the facts a reviewer checks and the two
+    // buttons are on the first screen, the buttons staying in reach while
+    // the evidence scrolls by (a sticky bar).
+    let decision_bar = (detail.can_approve || detail.approve_blocker.is_some() || detail.can_reject).then(|| {
+        let jump = detail.can_reject.then(|| {
+            view! { <a class="button danger-outline" id="reject-jump" href="#reject-form">"Reject…"</a> }
+        });
+        view! { <div class="decision-bar" id="decision-bar" role="group" aria-label="Decision">{approve}{jump}</div> }
+    });
+    let signal_tags = detail
+        .signals
+        .iter()
+        .map(|s| view! { <span class="tag" data-signal=s.code.clone()>{s.label.clone()}</span> })
+        .collect_view();
+    let no_signals = detail.signals.is_empty();
     view! {
         <header class="proposal-head">
             <StatusBadge status=detail.status.clone()/>
@@ -239,6 +254,15 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         {detail.approver_gap.clone().map(|gap| view! {
             <p class="notice notice-error" role="alert" id="no-approver">{format!("{gap}.")}</p>
         })}
+        <dl class="facts card facts-top" id="facts-card">
+            <dt>"Payee"</dt>
+            <dd>{detail.payee_name.clone()}" "<span class="muted">{detail.payee_masked.clone()}</span>{detail.payee_trusted.then(|| view! { " " <span class="badge">"trusted"</span> })}</dd>
+            <dt>"Amount"</dt><dd class="num amount-big">{detail.amount.clone()}</dd>
+            <dt>"Signals"</dt>
+            <dd class="tags">{signal_tags}{no_signals.then(|| view! { <span class="muted">"none"</span> })}</dd>
+            <dt>"Expires"</dt><dd id="expires"><When at=detail.expires_at.clone() now=detail.now.clone()/></dd>
+        </dl>
+        {decision_bar}
         {payment}
         {twins}
         <div class="card" id="signals">
@@ -247,16 +271,11 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         </div>
         <div class="grid">
             <dl class="facts card">
-                <dt>"Amount"</dt><dd class="num">{detail.amount.clone()}</dd>
-                <dt>"Payee"</dt><dd>{detail.payee_name.clone()}" "<span class="muted">{detail.payee_masked.clone()}</span>{detail.payee_trusted.then(|| view! { " " <span class="badge">"trusted"</span> })}</dd>
                 <dt>"From"</dt><dd>{detail.source_label.clone().map(|l| view! { {l}" " })}<span class="muted">{detail.source_masked.clone()}</span></dd>
                 {detail.budget_today.clone().map(|b| view! { <dt>"Budget"</dt><dd id="budget-today">{b}</dd> })}
                 <dt>"Purpose"</dt><dd>{detail.purpose.clone()}</dd>
                 <dt>"Invoice"</dt><dd>{detail.invoice_id.clone().unwrap_or_else(|| "—".into())}</dd>
-                <dt>"Agent"</dt><dd>{detail.agent_id.clone()}" "<span class="muted">{format!("run {}", detail.run_id)}</span></dd>
-                <dt>"Request hash"</dt><dd><code class="hash">{detail.request_hash.clone()}</code></dd>
                 <dt>"Proposed"</dt><dd><When at=detail.created_at.clone() now=detail.now.clone()/></dd>
-                <dt>"Expires"</dt><dd id="expires"><When at=detail.expires_at.clone() now=detail.now.clone()/></dd>
             </dl>
             <div class="card untrusted">
                 <h2>"Reference from the agent"</h2>
@@ -264,6 +283,13 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
                 <blockquote class="reference" id="agent-reference">{detail.reference.clone().unwrap_or_else(|| "(none)".into())}</blockquote>
             </div>
         </div>
+        <details class="card technical" id="technical">
+            <summary>"Technical details"</summary>
+            <dl class="facts">
+                <dt>"Agent"</dt><dd>{detail.agent_id.clone()}" "<span class="muted">{format!("run {}", detail.run_id)}</span></dd>
+                <dt>"Request hash"</dt><dd><code class="hash">{detail.request_hash.clone()}</code></dd>
+            </dl>
+        </details>
         <div class="card">
             <h2>{format!("Policy: {}", detail.policy_outcome)}</h2>
             <p>{format!("Approvals required: {}", detail.required_approvals)}</p>
@@ -276,7 +302,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             {if no_approvals { Some(view! { <p class="muted">"None in this round yet."</p> }) } else { None }}
             <ul id="approvals" data-round=round>{approvals}</ul>
             {earlier}
-            <div class="actions">{approve}{reject}</div>
+            <div class="actions">{reject}</div>
         </div>
         <div class="card" id="payee-history">
             <h2>"Earlier proposals to this payee"</h2>

@@ -114,6 +114,7 @@ fn QueueTable(page: Page) -> impl IntoView {
             }
         })
         .collect_view();
+    let now = page.now.clone();
     let empty = page.items.is_empty();
     let selectable = page.items.iter().any(|i| i.status == "pending_approval" || i.status == "approval_expired");
     let rows = page
@@ -140,15 +141,22 @@ fn QueueTable(page: Page) -> impl IntoView {
                 let label = format!("Select {}", item.sentence);
                 view! { <input type="checkbox" name="id" value=item.id.clone() aria-label=label/> }
             });
+            let waits = item.status == "pending_approval" || item.status == "approval_expired";
+            let expires = waits.then(|| view! { <When at=item.expires_at now=now.clone() brief=true/> });
             view! {
                 <tr data-proposal=item.id.clone()>
                     <td class="c-pick">{pick}</td>
                     <td class="c-status"><StatusBadge status=item.status/></td>
-                    <td class="c-payment"><a href=format!("/proposals/{}", item.id)>{item.sentence}</a>{flags}{again}</td>
+                    <td class="c-payee">
+                        <a href=format!("/proposals/{}", item.id) title=item.sentence.clone()>{item.payee}</a>
+                        " "<span class="muted account-tag">{item.payee_masked}</span>
+                        {again}
+                    </td>
+                    <td class="c-invoice" data-label="Invoice">{item.invoice_id.unwrap_or_else(|| "—".into())}</td>
                     <td class="num c-amount">{item.amount}</td>
-                    <td class="c-meta" data-label="Approvals">{format!("{}/{}", item.approvals, item.required_approvals)}</td>
-                    <td class="c-meta" data-label="Agent">{item.agent_id}</td>
-                    <td class="c-meta" data-label="Proposed"><When at=item.created_at/></td>
+                    <td class="c-signals" data-label="Signals">{flags}</td>
+                    <td class="c-expires" data-label="Expires">{expires}</td>
+                    <td class="c-approvals" data-label="Approvals">{format!("{}/{}", item.approvals, item.required_approvals)}</td>
                 </tr>
             }
         })
@@ -156,10 +164,14 @@ fn QueueTable(page: Page) -> impl IntoView {
     view! {
         <form class="filter" method="get" action="/" id="queue-search">
             <div class="filter-row">
-                <label for="status-filter">"Status"</label>
-                <select id="status-filter" name="status">{options}</select>
-                <label for="order">"Sort"</label>
-                <select id="order" name="order">{orders}</select>
+                <span class="filter-pair">
+                    <label for="status-filter">"Status"</label>
+                    <select id="status-filter" name="status">{options}</select>
+                </span>
+                <span class="filter-pair">
+                    <label for="order">"Sort"</label>
+                    <select id="order" name="order">{orders}</select>
+                </span>
             </div>
             <details class="search" open=searched>
                 <summary>"Search"</summary>
@@ -189,7 +201,7 @@ fn QueueTable(page: Page) -> impl IntoView {
                         <p class="toolbar"><button type="submit" id="bulk-review">"Decide on the selected…"</button></p>
                     })}
                     <table class="list queue-list">
-                        <thead><tr><th class="c-pick"><span class="visually-hidden">"Select"</span></th><th>"Status"</th><th>"Payment"</th><th class="num">"Amount"</th><th>"Approvals"</th><th>"Agent"</th><th>"Proposed"</th></tr></thead>
+                        <thead><tr><th class="c-pick"><span class="visually-hidden">"Select"</span></th><th>"Status"</th><th>"Payee"</th><th>"Invoice"</th><th class="num">"Amount"</th><th>"Signals"</th><th>"Expires"</th><th>"Approvals"</th></tr></thead>
                         <tbody>{rows}</tbody>
                     </table>
                 </form>

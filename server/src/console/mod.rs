@@ -117,6 +117,7 @@ impl ConsoleService {
                     .unwrap_or(("pending_approval".into(), "newest".into()));
                 return Ok(QueuePage {
                     change_seq,
+                    now: store::ts(self.state.now()),
                     items: Vec::new(),
                     status,
                     order,
@@ -167,6 +168,9 @@ impl ConsoleService {
                 sentence: c.sentence(),
                 amount: c.currency.format_minor(c.amount_minor),
                 payee: c.destination.legal_name.clone(),
+                payee_masked: mask_account_tagged(c.destination.id.expose()),
+                invoice_id: c.invoice_id.as_ref().map(|i| i.to_string()),
+                expires_at: store::ts(row.expires_at),
                 agent_id: row.agent_id.clone(),
                 approvals: approved.len(),
                 required_approvals: required_now(&self.state, row, &signals),
@@ -178,6 +182,7 @@ impl ConsoleService {
         }
         Ok(QueuePage {
             change_seq,
+            now: store::ts(self.state.now()),
             items,
             status: query.status.map(|s| s.as_str().to_owned()).unwrap_or_else(|| "all".into()),
             order: query.order_name().into(),
