@@ -5,6 +5,7 @@
 #   scripts/bench.sh                          # every benchmark (make bench)
 #   scripts/bench.sh suite --only poll,queue  # some of them
 #   scripts/bench.sh soak --minutes 10        # the soak test (make soak: 10 minutes)
+#   scripts/bench.sh hydrate [runs]           # the queue's cold load, slow link, CPU x4 (make bench-hydrate)
 #   scripts/bench.sh pg                       # intake and poll on PostgreSQL, two instances
 #                                             # (a durable throwaway cluster, make bench-pg)
 # Scratch databases and logs go to data/bench/ (emptied per benchmark).
@@ -19,6 +20,14 @@ scripts/site.sh --release
 cargo build --release -p server -p countersign-bench --bin countersign --bin countersign-bench
 
 [ $# -eq 0 ] && set -- suite
+if [ "$1" = hydrate ]; then
+  # The queue's cold load in Chromium on a slow phone link (e2e's npm packages).
+  shift
+  scripts/setup.sh --tests   # Chromium and the e2e npm packages
+  printf '\n==> the queue, cold, 10 Mbit/s 40 ms, CPU x4 (e2e/hydrate_bench.mjs)\n'
+  (cd e2e && node hydrate_bench.mjs "$CARGO_TARGET_DIR/release/countersign" "$@")
+  exit
+fi
 if [ "$1" = pg ]; then
   shift
   scripts/setup.sh --tests   # Debian's postgresql
