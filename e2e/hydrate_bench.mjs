@@ -19,7 +19,10 @@ const runs = Number(runsArg || 7);
 const port = 18900 + Math.floor(Math.random() * 90);
 const base = `http://localhost:${port}`;
 const dataDir = mkdtempSync(path.join(tmpdir(), 'countersign-hydrate-'));
+// From the repository root, where the built site is (target/site).
+const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const server = spawn(bin, ['--data-dir', dataDir, 'serve', '--demo', '--listen', `127.0.0.1:${port}`], {
+  cwd: repo,
   env: { ...process.env, COUNTERSIGN_PUBLIC_URL: base, COUNTERSIGN_LOG: 'warn' },
   stdio: ['ignore', 'ignore', 'inherit'],
 });
@@ -73,8 +76,16 @@ try {
         }
       }).observe(document, { subtree: true, attributes: true, attributeFilter: ['data-hydrated'] });
     });
+    const errors = [];
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(`${base}/`);
-    await page.waitForFunction(() => window.__hydratedAt > 0, null, { timeout: 60_000 });
+    try {
+      await page.waitForFunction(() => window.__hydratedAt > 0, null, { timeout: 60_000 });
+    } catch (e) {
+      const home = await page.evaluate(() => (document.querySelector('.home') || document.body).outerHTML.slice(0, 300));
+      throw new Error(`not hydrated within 60 s: ${home}\n${errors.join('\n')}`);
+    }
     const t = await page.evaluate(() => {
       const wasm = performance.getEntriesByType('resource').find((r) => r.name.endsWith('.wasm'));
       return { hydrated: window.__hydratedAt, wasm: wasm ? wasm.encodedBodySize : 0 };

@@ -30,7 +30,7 @@ function invoice() {
 async function virtualAuthenticator(page) {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable');
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
     options: {
       protocol: 'ctap2',
       transport: 'internal',
@@ -40,6 +40,7 @@ async function virtualAuthenticator(page) {
       automaticPresenceSimulation: true,
     },
   });
+  cdp.authenticatorId = authenticatorId;
   return cdp;
 }
 
@@ -199,7 +200,7 @@ async function asUser(browser, username) {
 
 test('a passkey enrolled with two admins\' code and confirmed early signs the exact payment, once', async ({ page, request, browser }) => {
   test.setTimeout(120_000);
-  await virtualAuthenticator(page);
+  const laptop = await virtualAuthenticator(page);
   const record = await recorder(page);
   await signIn(page, 'ana');
   const ada = await asUser(browser, 'ada');
@@ -301,6 +302,23 @@ test('a passkey enrolled with two admins\' code and confirmed early signs the ex
       expect(after.status).toBe('approved');
       const claims = await verifyToken(request, after.approval_token);
       expect(claims.amr).toEqual(['passkey', 'pwd']);
+    });
+
+    await test.step('the passkey signs ana in on the sign-in page, no username typed', async () => {
+      // Another browser with the same passkey (copied from this one's authenticator).
+      const { credentials } = await laptop.send('WebAuthn.getCredentials', { authenticatorId: laptop.authenticatorId });
+      expect(credentials).toHaveLength(1);
+      const context = await browser.newContext();
+      const other = await context.newPage();
+      const cdp = await virtualAuthenticator(other);
+      await cdp.send('WebAuthn.addCredential', { authenticatorId: cdp.authenticatorId, credential: credentials[0] });
+      await other.goto('/login?next=/account');
+      await expect(other.locator('#passkey-sign-in')).toBeVisible();
+      await other.click('#passkey-sign-in');
+      await expect(other).toHaveURL(/\/account$/);
+      await expect(other.locator('#signed-in-as')).toContainText('ana');
+      await other.screenshot({ path: 'artifacts/passkey-signed-in.png' });
+      await context.close();
     });
 
     await test.step('on a device without the passkey, the page says what to do instead of looping', async () => {

@@ -19,6 +19,9 @@
 //   options' `authorization` challenge) or by the form's enrolment code;
 //   `[data-passkey-remove]` removes one, allowed by an assertion over that
 //   removal. `#notice-list` shows the notices about the account.
+// - The sign-in page: `#passkey-sign-in` signs in with a passkey the
+//   browser offers (no username: discoverable credentials), then goes on
+//   to the page asked for.
 // Binary values travel base64url, as the server expects.
 (function () {
   "use strict";
@@ -192,6 +195,61 @@
     ways.appendChild(register);
     help.appendChild(ways);
     form.insertBefore(help, form.firstChild);
+  }
+
+  // --- Signing in with a passkey (the sign-in page) ----------------------
+
+  function signInWithPasskey(button) {
+    var line = document.getElementById("passkey-sign-in-status");
+    var say = function (text) {
+      if (line) line.textContent = text;
+    };
+    button.disabled = true;
+    say("Waiting for your passkey…");
+    call("POST", "/api/v1/session/passkey-challenges", "")
+      .then(function (answer) {
+        if (answer.status !== 201) throw failure(answer);
+        var options = answer.body;
+        return navigator.credentials
+          .get({
+            publicKey: {
+              challenge: decode(options.challenge),
+              rpId: options.rp_id,
+              allowCredentials: [],
+              userVerification: options.user_verification,
+              timeout: options.timeout_ms,
+            },
+          })
+          .then(function (credential) {
+            var handle = credential.response.userHandle;
+            return call("POST", "/api/v1/session/passkey", "", {
+              challenge_id: options.challenge_id,
+              credential_id: encode(credential.rawId),
+              authenticator_data: encode(credential.response.authenticatorData),
+              client_data_json: encode(credential.response.clientDataJSON),
+              signature: encode(credential.response.signature),
+              user_handle: handle ? encode(handle) : "",
+            });
+          });
+      })
+      .then(function (answer) {
+        if (answer.status !== 200) throw failure(answer);
+        var next = button.dataset.next || "/";
+        // Only a path on this site (the page already checked it).
+        location.assign(next.charAt(0) === "/" && next.charAt(1) !== "/" ? next : "/");
+      })
+      .catch(function () {
+        button.disabled = false;
+        say("Your passkey did not sign you in. Try again, or use your username and password.");
+      });
+  }
+
+  var passkeySignIn = document.getElementById("passkey-sign-in");
+  if (passkeySignIn && window.PublicKeyCredential && navigator.credentials) {
+    document.getElementById("passkey-sign-in-box").hidden = false;
+    passkeySignIn.addEventListener("click", function () {
+      signInWithPasskey(passkeySignIn);
+    });
   }
 
   // --- The account page --------------------------------------------------

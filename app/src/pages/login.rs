@@ -48,6 +48,7 @@ pub fn LoginPage() -> impl IntoView {
     let focus_password = username.is_some();
     let sso_next = next.as_ref().map(|n| format!("&next={}", n.query_value())).unwrap_or_default();
     let next = next.map(|p| p.as_str().to_owned());
+    let next_for_passkey = next.clone().unwrap_or_else(|| "/".to_owned());
     let sso = (!options.providers.is_empty()).then(|| {
         let links = options
             .providers
@@ -86,6 +87,14 @@ pub fn LoginPage() -> impl IntoView {
                     autofocus=focus_password/></label>
                 <button type="submit" class="primary">"Sign in"</button>
             </form>
+            // Shown by /passkeys.js where the browser can use passkeys.
+            <div class="stack passkey-sign-in" id="passkey-sign-in-box" hidden>
+                <p class="muted">"Or"</p>
+                <button type="button" class="button" id="passkey-sign-in" data-next=next_for_passkey>
+                    "Sign in with a passkey"
+                </button>
+                <p class="muted small" id="passkey-sign-in-status" role="status"></p>
+            </div>
             {sso}
         </section>
     }

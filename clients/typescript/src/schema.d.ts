@@ -652,6 +652,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/session/passkey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with a passkey
+         * @description The assertion over a challenge from `startPasskeySignIn`, by a passkey
+         *     past its cool-off (or confirmed by an admin) of an active user: the
+         *     user and the CSRF token, as a password sign-in answers. An unknown
+         *     passkey, a bad signature, a spent challenge and a deactivated user all
+         *     get the same 401. The session's `amr` is `passkey_session`; approving
+         *     at or above the step-up threshold still takes an assertion over the
+         *     payment. A user whose tenant signs in only with single sign-on is 403.
+         */
+        post: operations["signInWithPasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session/passkey-challenges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a passkey sign-in
+         * @description A single-use challenge (five minutes) and the options for
+         *     `navigator.credentials.get`, with no allowed credentials: the browser
+         *     offers the passkeys it holds for this site.
+         */
+        post: operations["startPasskeySignIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1078,6 +1126,24 @@ export interface components {
         };
         PasskeyList: {
             data: components["schemas"]["PasskeyView"][];
+        };
+        /**
+         * @description `POST /api/v1/session/passkey`'s body: the assertion as the browser
+         *     returns it (`navigator.credentials.get`), binary values base64url.
+         */
+        PasskeySignInRequest: {
+            /** @description `response.authenticatorData`. */
+            authenticator_data: string;
+            /** @description The `challenge_id` of the options answered. */
+            challenge_id: string;
+            /** @description `response.clientDataJSON`. */
+            client_data_json: string;
+            /** @description `rawId`. */
+            credential_id: string;
+            /** @description `response.signature` (DER). */
+            signature: string;
+            /** @description `response.userHandle`: the user id the passkey was registered for. */
+            user_handle: string;
         };
         /** @description A registered passkey as its owner sees it: no key material. */
         PasskeyView: {
@@ -4859,6 +4925,198 @@ export interface operations {
                             code?: "unauthenticated";
                         };
                     };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    signInWithPasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasskeySignInRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    /** @description The session cookie (HttpOnly; SameSite=Lax; Secure over HTTPS). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    startPasskeySignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request options. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StepUpOptions"];
                 };
             };
             /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */

@@ -144,6 +144,20 @@ pub struct SessionBody {
     csrf_token: String,
 }
 
+impl SessionBody {
+    /// The answer of a sign-in that started `current`'s session.
+    pub fn of(current: &CurrentUser) -> SessionBody {
+        let viewer = current.viewer();
+        let user = SessionUser {
+            id: viewer.user_id,
+            username: viewer.username,
+            tenant_id: viewer.tenant_id,
+            roles: viewer.roles,
+        };
+        SessionBody { user, csrf_token: viewer.csrf_token }
+    }
+}
+
 #[derive(Serialize, utoipa::ToSchema)]
 struct SessionUser {
     id: String,
@@ -197,14 +211,7 @@ pub async fn sign_in_json(
     let (username, password) = (username.as_str(), password.as_str());
     match session::sign_in(&state, &session, (username, password), &address, device.as_deref()).await {
         Ok(signed_in) => {
-            let viewer = signed_in.current.viewer();
-            let user = SessionUser {
-                id: viewer.user_id,
-                username: viewer.username,
-                tenant_id: viewer.tenant_id,
-                roles: viewer.roles,
-            };
-            let mut response = Json(SessionBody { user, csrf_token: viewer.csrf_token }).into_response();
+            let mut response = Json(SessionBody::of(&signed_in.current)).into_response();
             remember_device(&state, &mut response, signed_in.new_device.as_deref());
             Ok(response)
         }

@@ -39,7 +39,8 @@ use crate::state::Shared;
 
 /// Paths whose POST creates a session, and so cannot present a token yet
 /// (`DELETE /api/v1/session` is a state change like any other).
-const SIGN_IN_PATHS: &[&str] = &["/api/v1/session", "/login"];
+const SIGN_IN_PATHS: &[&str] =
+    &["/api/v1/session", "/login", "/api/v1/session/passkey-challenges", "/api/v1/session/passkey"];
 
 fn origin_of(url: &str) -> &str {
     // scheme://host[:port], without path

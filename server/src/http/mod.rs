@@ -18,6 +18,7 @@ pub mod observe;
 pub mod oidc;
 pub mod openapi;
 pub mod pages;
+pub mod passkey_sign_in;
 pub mod passkeys;
 pub mod session;
 pub mod session_store;
@@ -217,6 +218,8 @@ where
     };
     let console = OpenApiRouter::new()
         .routes(guarded(routes!(console::sign_in_json, console::sign_out_json)))
+        .routes(guarded(routes!(passkey_sign_in::challenge)))
+        .routes(guarded(routes!(passkey_sign_in::sign_in)))
         .routes(guarded(routes!(console::queue)))
         .routes(guarded(routes!(console::decide_json)))
         .routes(guarded(routes!(console::step_up_json)))

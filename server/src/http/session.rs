@@ -89,7 +89,9 @@ impl CurrentUser {
             roles: self.user.roles.clone(),
             approval_limits_minor: self.user.approval_limits_minor.clone(),
             amr: match self.session.amr.as_str() {
-                "passkey" => "passkey",
+                // Signed in with a passkey: still not an assertion over a
+                // payment, which alone makes an approval's amr `passkey`.
+                super::passkey_sign_in::AMR => super::passkey_sign_in::AMR,
                 "sso" => "sso",
                 _ => "pwd",
             },

@@ -49,6 +49,7 @@ mod multi_instance;
 mod observability;
 mod oidc;
 mod otlp;
+mod passkey_sign_in;
 mod passkeys;
 mod passkeys_step_up;
 mod policy;

@@ -9,6 +9,7 @@
 //! - [`webauthn`]: verifying registrations and assertions (ES256).
 //! - [`registry`]: a user's passkeys (register, list, remove).
 //! - [`step_up`]: approving with an assertion over the payment.
+//! - [`sign_in`]: signing in to the console with a passkey, no username.
 //! - [`admin`]: what admins do about someone else's passkeys: confirm a new
 //!   one before its cool-off ends, and the enrolment codes and removals two
 //!   of them agree on (`registry_changes`).
@@ -21,6 +22,7 @@
 pub mod admin;
 pub mod cbor;
 pub mod registry;
+pub mod sign_in;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod soft;
 pub mod step_up;

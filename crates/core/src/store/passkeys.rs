@@ -216,6 +216,13 @@ pub async fn take_challenge(
 }
 
 /// The user's passkey with this credential id (base64url), if they hold it.
+/// The passkey with `credential_id`, whoever holds it (a sign-in, before
+/// anyone is known; credential ids are unique).
+pub async fn by_credential_id(conn: &mut Conn, credential_id: &str) -> Result<Option<PasskeyRow>> {
+    let row = query("SELECT * FROM passkeys WHERE credential_id = ?").bind(credential_id).fetch_optional(conn).await?;
+    row.as_ref().map(Row::decode).transpose()
+}
+
 pub async fn by_credential(
     conn: &mut Conn,
     tenant: &str,
