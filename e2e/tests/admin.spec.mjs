@@ -105,39 +105,42 @@ test('on a phone the admin tables label every cell, and payees carry their accou
   await page.screenshot({ path: 'artifacts/admin-phone.png', fullPage: true });
 });
 
-test('editing a user starts from what they have, says what saving changes, and a change that strands a payment waits', async ({ page, request }) => {
-  // 62,000.00 USD: two approvals; only ben's limit covers it.
-  const payroll = await propose(request, { amount_minor: 6_200_000, purpose_code: 'payroll' });
-  await signIn(page, 'ada');
-  await page.goto('/admin');
-  await page.locator('tr[data-user=ben] a.edit-user').click();
-  await expect(page).toHaveURL(/\/admin\?edit=ben#user-form$/);
-  const form = page.locator('#user-form');
-  await expect(form.locator('input[name=username]')).toHaveValue('ben');
-  await expect(form.locator('input[name=username]')).toHaveAttribute('readonly', '');
-  await expect(form.locator('input[name=role_approver]')).toBeChecked();
-  await expect(form.locator('input[name=role_admin]')).not.toBeChecked();
-  await expect(form.locator('input[name=limit_USD]')).toHaveValue('500,000.00');
-  await expect(form.locator('input[name=slack_user_id]')).toHaveValue('U0DEMOBEN');
-  await expect(page.locator('#user-changes')).toHaveText('Nothing changes yet.');
+for (const [name, size] of [['desktop', { width: 1440, height: 900 }], ['phone', { width: 390, height: 844 }]]) {
+  test(`${name}: editing a user starts from what they have, says what saving changes, and a change that strands a payment waits`, async ({ page, request }) => {
+    await page.setViewportSize(size);
+    // 62,000.00 USD: two approvals; only ben's limit covers it.
+    const payroll = await propose(request, { amount_minor: 6_200_000, purpose_code: 'payroll' });
+    await signIn(page, 'ada');
+    await page.goto('/admin');
+    await page.locator('tr[data-user=ben] a.edit-user').click();
+    await expect(page).toHaveURL(/\/admin\?edit=ben#user-form$/);
+    const form = page.locator('#user-form');
+    await expect(form.locator('input[name=username]')).toHaveValue('ben');
+    await expect(form.locator('input[name=username]')).toHaveAttribute('readonly', '');
+    await expect(form.locator('input[name=role_approver]')).toBeChecked();
+    await expect(form.locator('input[name=role_admin]')).not.toBeChecked();
+    await expect(form.locator('input[name=limit_USD]')).toHaveValue('500,000.00');
+    await expect(form.locator('input[name=slack_user_id]')).toHaveValue('U0DEMOBEN');
+    await expect(page.locator('#user-changes')).toHaveText('Nothing changes yet.');
 
-  // Deleting only the Slack id says only that.
-  await form.locator('input[name=slack_user_id]').fill('');
-  await expect(page.locator('#user-changes li')).toHaveText(['Unlink ben from Slack user U0DEMOBEN']);
-  await form.locator('input[name=slack_user_id]').fill('U0DEMOBEN');
-  // Emptying the USD limit is said before saving.
-  await form.locator('input[name=limit_USD]').fill('');
-  await expect(page.locator('#user-changes li')).toHaveText(["Remove ben's USD limit (500,000.00)"]);
-  await page.screenshot({ path: 'artifacts/admin-user-preview.png', fullPage: true });
-  await page.click('#save-user');
+    // Deleting only the Slack id says only that.
+    await form.locator('input[name=slack_user_id]').fill('');
+    await expect(page.locator('#user-changes li')).toHaveText(['Unlink ben from Slack user U0DEMOBEN']);
+    await form.locator('input[name=slack_user_id]').fill('U0DEMOBEN');
+    // Emptying the USD limit is said before saving.
+    await form.locator('input[name=limit_USD]').fill('');
+    await expect(page.locator('#user-changes li')).toHaveText(["Remove ben's USD limit (500,000.00)"]);
+    await page.screenshot({ path: `artifacts/admin-user-preview-${name}.png`, fullPage: true });
+    await page.click('#save-user');
 
-  // It would leave the payroll with nobody to approve it: a second admin decides.
-  await expect(page.locator('#admin-flash')).toContainText('Another admin must confirm');
-  const change = page.locator('.pending-change', { hasText: payroll.id });
-  await expect(change).toContainText(/Leaves \d+ waiting payments? without the approvers/);
-  await expect(change).toContainText(`62,000.00 USD to Northwind Traders GmbH (${payroll.id})`);
-  await expect(page.locator('tr[data-user=ben]')).toContainText('500,000.00 USD');
-  await change.locator('textarea, input[name=note]').first().fill('Kept: the payroll waits for ben');
-  await change.locator('button.danger').click();
-  await expect(page.locator('.pending-change', { hasText: payroll.id })).toHaveCount(0);
-});
+    // It would leave the payroll with nobody to approve it: a second admin decides.
+    await expect(page.locator('#admin-flash')).toContainText('Another admin must confirm');
+    const change = page.locator('.pending-change', { hasText: payroll.id });
+    await expect(change).toContainText(/Leaves \d+ waiting payments? without the approvers/);
+    await expect(change).toContainText(`62,000.00 USD to Northwind Traders GmbH (${payroll.id})`);
+    await expect(page.locator('tr[data-user=ben]')).toContainText('500,000.00 USD');
+    await change.locator('textarea, input[name=note]').first().fill('Kept: the payroll waits for ben');
+    await change.locator('button.danger').click();
+    await expect(page.locator('.pending-change', { hasText: payroll.id })).toHaveCount(0);
+  });
+}

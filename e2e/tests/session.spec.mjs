@@ -22,32 +22,35 @@ async function signInAgain(page, username) {
   await page.click('button[type=submit]');
 }
 
-test('a rejection reason typed before the session ended comes back after sign-in', async ({ page, request }) => {
-  const proposal = await propose(request, { amount_minor: 35_000 });
-  await signIn(page, 'ben');
-  await page.goto(`/proposals/${proposal.id}`);
-  const reason = 'Wrong vendor: confirmed with accounts payable';
-  await page.fill('textarea[name=reason]', reason);
-  await signOutElsewhere(page);
+for (const [name, size] of [['desktop', { width: 1440, height: 900 }], ['phone', { width: 390, height: 844 }]]) {
+  test(`${name}: a rejection reason typed before the session ended comes back after sign-in`, async ({ page, request }) => {
+    await page.setViewportSize(size);
+    const proposal = await propose(request, { amount_minor: 35_000 });
+    await signIn(page, 'ben');
+    await page.goto(`/proposals/${proposal.id}`);
+    const reason = 'Wrong vendor: confirmed with accounts payable';
+    await page.fill('textarea[name=reason]', reason);
+    await signOutElsewhere(page);
 
-  await page.click('#reject');
-  await expect(page).toHaveURL(new RegExp(`/login\\?next=/proposals/${proposal.id}&expired=1$`));
-  await expect(page.locator('#session-expired')).toContainText('nothing was done');
-  await page.screenshot({ path: 'artifacts/session-expired-sign-in.png', fullPage: true });
-  expect((await poll(request, proposal.id)).status).toBe('pending_approval');
+    await page.click('#reject');
+    await expect(page).toHaveURL(new RegExp(`/login\\?next=/proposals/${proposal.id}&expired=1$`));
+    await expect(page.locator('#session-expired')).toContainText('nothing was done');
+    await page.screenshot({ path: `artifacts/session-expired-sign-in-${name}.png`, fullPage: true });
+    expect((await poll(request, proposal.id)).status).toBe('pending_approval');
 
-  await signInAgain(page, 'ben');
-  await expect(page).toHaveURL(new RegExp(`/proposals/${proposal.id}$`));
-  await expect(page.locator('textarea[name=reason]')).toHaveValue(reason);
-  await expect(page.locator('#draft-restored')).toContainText('What you typed is back');
-  await page.screenshot({ path: 'artifacts/session-draft-restored.png', fullPage: true });
-  await page.click('#reject');
-  await expect.poll(async () => (await poll(request, proposal.id)).status).toBe('rejected');
-  expect((await poll(request, proposal.id)).approvals[0].reason).toBe(reason);
-  // Sent: the draft is gone, not put back on the next visit.
-  await page.goto(`/proposals/${proposal.id}`);
-  await expect(page.locator('#draft-restored')).toHaveCount(0);
-});
+    await signInAgain(page, 'ben');
+    await expect(page).toHaveURL(new RegExp(`/proposals/${proposal.id}$`));
+    await expect(page.locator('textarea[name=reason]')).toHaveValue(reason);
+    await expect(page.locator('#draft-restored')).toContainText('What you typed is back');
+    await page.screenshot({ path: `artifacts/session-draft-restored-${name}.png`, fullPage: true });
+    await page.click('#reject');
+    await expect.poll(async () => (await poll(request, proposal.id)).status).toBe('rejected');
+    expect((await poll(request, proposal.id)).approvals[0].reason).toBe(reason);
+    // Sent: the draft is gone, not put back on the next visit.
+    await page.goto(`/proposals/${proposal.id}`);
+    await expect(page.locator('#draft-restored')).toHaveCount(0);
+  });
+}
 
 test('the bulk page comes back after sign-in with its reason', async ({ page, request }) => {
   const [a, b] = [await propose(request, { amount_minor: 36_000 }), await propose(request, { amount_minor: 37_000 })];
