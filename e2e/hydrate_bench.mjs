@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { recordHydration } from './tests/helpers.mjs';
 
 const [bin, runsArg] = process.argv.slice(2);
 if (!bin) {
@@ -67,15 +68,7 @@ try {
     await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
     await cdp.send('Network.emulateNetworkConditions', LINK);
     await cdp.send('Emulation.setCPUThrottlingRate', { rate: 4 });
-    await page.addInitScript(() => {
-      new MutationObserver((_, observer) => {
-        const home = document.querySelector('.home');
-        if (home && home.dataset.hydrated === 'true') {
-          window.__hydratedAt = performance.now();
-          observer.disconnect();
-        }
-      }).observe(document, { subtree: true, attributes: true, attributeFilter: ['data-hydrated'] });
-    });
+    await page.addInitScript(recordHydration);
     const errors = [];
     page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
     page.on('pageerror', (e) => errors.push(String(e)));

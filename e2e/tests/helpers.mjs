@@ -171,3 +171,18 @@ export async function lowContrast(page) {
     return found;
   });
 }
+
+/**
+ * An init script that records, in `window.__hydratedAt`, when the queue's
+ * `.home` turns `data-hydrated="true"` (performance.now(), from navigation
+ * start). For `page.addInitScript`.
+ */
+export function recordHydration() {
+  new MutationObserver((_, observer) => {
+    const home = document.querySelector('.home');
+    if (home && home.dataset.hydrated === 'true') {
+      window.__hydratedAt = performance.now();
+      observer.disconnect();
+    }
+  }).observe(document, { subtree: true, attributes: true, attributeFilter: ['data-hydrated'] });
+}

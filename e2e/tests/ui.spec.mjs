@@ -7,7 +7,7 @@ import AxeBuilder from '@axe-core/playwright';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import zlib from 'node:zlib';
-import { commit, countersign, lowContrast, poll, pollUntil, propose, simulatorUrl, signIn } from './helpers.mjs';
+import { commit, countersign, lowContrast, poll, pollUntil, propose, recordHydration, simulatorUrl, signIn } from './helpers.mjs';
 
 const SIZES = {
   desktop: { width: 1440, height: 900 },
@@ -240,15 +240,7 @@ test('cold load of the queue: navigation start to hydrated', async ({ browser })
   // A fresh context: nothing cached, the session cookie only.
   const context = await browser.newContext({ viewport: SIZES.desktop, storageState: state });
   const page = await context.newPage();
-  await page.addInitScript(() => {
-    new MutationObserver((_, observer) => {
-      const home = document.querySelector('.home');
-      if (home && home.dataset.hydrated === 'true') {
-        window.__hydratedAt = performance.now();
-        observer.disconnect();
-      }
-    }).observe(document, { subtree: true, attributes: true, attributeFilter: ['data-hydrated'] });
-  });
+  await page.addInitScript(recordHydration);
   await page.goto('/');
   await expect(page.locator('.home')).toHaveAttribute('data-hydrated', 'true');
   const timing = await page.evaluate(() => {

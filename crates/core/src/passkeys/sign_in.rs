@@ -16,15 +16,14 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use chrono::{DateTime, Duration, Utc};
-use rand::RngCore;
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use super::registry::{relying_party, CHALLENGE_TTL_SECS};
 use super::step_up::{self, Asker, StepUpAnswer, StepUpOptions};
 use crate::config::Config;
-use crate::store::passkeys::{self as store_passkeys, NewChallenge};
-use crate::store::{directory::User, new_id, Store, StoreError};
+use crate::store::passkeys as store_passkeys;
+use crate::store::{directory::User, Store, StoreError};
 
 /// The challenge purpose; no tenant or user is known when it is handed out.
 pub const SIGN_IN: &str = "sign_in";
@@ -60,20 +59,7 @@ use SignInError::Refused;
 /// with no allowed credentials (the browser offers the site's passkeys).
 pub async fn start(state: &(impl Store + Config), now: DateTime<Utc>) -> Result<StepUpOptions, SignInError> {
     let rp = relying_party(state).map_err(|_| SignInError::NoRelyingParty)?;
-    let mut nonce = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut nonce);
-    let challenge_id = new_id("pkc", now);
-    let stored = URL_SAFE_NO_PAD.encode(nonce);
-    let new = NewChallenge {
-        id: &challenge_id,
-        tenant: NOBODY,
-        user: NOBODY,
-        purpose: SIGN_IN,
-        subject: "",
-        challenge: &stored,
-        expires_at: now + Duration::seconds(CHALLENGE_TTL_SECS),
-    };
-    store_passkeys::insert_challenge(&state.db().write, &new).await?;
+    let (challenge_id, nonce) = step_up::new_nonce(state, (NOBODY, NOBODY), (SIGN_IN, ""), now).await?;
     Ok(StepUpOptions {
         challenge_id,
         challenge: URL_SAFE_NO_PAD.encode(sign_in_challenge(&nonce)),

@@ -241,20 +241,7 @@ async fn issue(
         return Err(cooling_off(&all));
     }
     let held = Held { usable: passkeys.len() as u32, cooling: (all.len() - passkeys.len()) as u32 };
-    let mut nonce = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut nonce);
-    let challenge_id = new_id("pkc", now);
-    let stored = URL_SAFE_NO_PAD.encode(nonce);
-    let new = NewChallenge {
-        id: &challenge_id,
-        tenant: asker.tenant_id,
-        user: asker.user_id,
-        purpose,
-        subject,
-        challenge: &stored,
-        expires_at: now + Duration::seconds(CHALLENGE_TTL_SECS),
-    };
-    store_passkeys::insert_challenge(&state.db().write, &new).await?;
+    let (challenge_id, nonce) = new_nonce(state, (asker.tenant_id, asker.user_id), (purpose, subject), now).await?;
     Ok(StepUpOptions {
         challenge_id,
         challenge: URL_SAFE_NO_PAD.encode(derive(&nonce)),
@@ -264,6 +251,32 @@ async fn issue(
         timeout_ms: (CHALLENGE_TTL_SECS as u64) * 1000,
         required: payments.iter().any(|(c, a)| need(state, asker.roles, held, *c, *a) == Need::Assertion),
     })
+}
+
+/// Stores a fresh single-use nonce for `(tenant, user)` and `(purpose,
+/// subject)`, valid for [`CHALLENGE_TTL_SECS`]; its challenge id and the
+/// nonce.
+pub(super) async fn new_nonce(
+    state: &impl Store,
+    (tenant, user): (&str, &str),
+    (purpose, subject): (&str, &str),
+    now: DateTime<Utc>,
+) -> Result<(String, [u8; 32]), StoreError> {
+    let mut nonce = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut nonce);
+    let challenge_id = new_id("pkc", now);
+    let stored = URL_SAFE_NO_PAD.encode(nonce);
+    let new = NewChallenge {
+        id: &challenge_id,
+        tenant,
+        user,
+        purpose,
+        subject,
+        challenge: &stored,
+        expires_at: now + Duration::seconds(CHALLENGE_TTL_SECS),
+    };
+    store_passkeys::insert_challenge(&state.db().write, &new).await?;
+    Ok((challenge_id, nonce))
 }
 
 /// A step-up challenge for approving proposal `id`.
