@@ -62,10 +62,8 @@ pub struct QueueItem {
     pub invoice_id: Option<String>,
     /// When it expires if nobody decides.
     pub expires_at: String,
-    pub agent_id: String,
     pub approvals: usize,
     pub required_approvals: u8,
-    pub created_at: String,
     /// Short labels of its risk signals ("First payment", …).
     pub signals: Vec<String>,
     /// Waiting, and the tenant's people cannot give every approval missing.

@@ -367,7 +367,7 @@ fn Twins(detail: ProposalDetail, csrf: String) -> impl IntoView {
     let paid = detail.twins.iter().any(|t| t.approved_or_paid);
     view! {
         <div class="card twins" id="twins" role="region" aria-label="Same invoice">
-            <h2>{format!("Invoice {invoice}: {} for this payee", proposals(detail.twins.len() + 1))}</h2>
+            <h2>{format!("Invoice {invoice}: {} proposals for this payee", detail.twins.len() + 1)}</h2>
             {paid.then(|| view! {
                 <p id="twin-paid">
                     {if several { "One of the others is" } else { "The other is" }}
@@ -384,11 +384,6 @@ fn Twins(detail: ProposalDetail, csrf: String) -> impl IntoView {
             {reject}
         </div>
     }
-}
-
-/// "2 proposals".
-fn proposals(n: usize) -> String {
-    format!("{n} proposals")
 }
 
 /// "5 minutes", "90 seconds": a token lifetime in words.

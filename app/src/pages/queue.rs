@@ -141,8 +141,7 @@ fn QueueTable(page: Page) -> impl IntoView {
                 let label = format!("Select {}", item.sentence);
                 view! { <input type="checkbox" name="id" value=item.id.clone() aria-label=label/> }
             });
-            let waits = item.status == "pending_approval" || item.status == "approval_expired";
-            let expires = waits.then(|| view! { <When at=item.expires_at now=now.clone() brief=true/> });
+            let expires = waiting.then(|| view! { <When at=item.expires_at now=now.clone() brief=true/> });
             view! {
                 <tr data-proposal=item.id.clone()>
                     <td class="c-pick">{pick}</td>

@@ -120,6 +120,12 @@ fn check_reason(reason: &str, field: &'static str, missing: &'static str) -> Res
     Ok(reason.to_owned())
 }
 
+/// An approver's "not a duplicate" statement and the twins it answers.
+struct NotDuplicate {
+    reason: String,
+    twins: Vec<String>,
+}
+
 /// For an approval: the approver's "not a duplicate" statement and the
 /// twins it answers, when the invoice is already approved or paid (refused
 /// without one); the decision then asks one more approver.
@@ -128,7 +134,7 @@ async fn duplicate_gate(
     approver: &Approver,
     row: &store::proposals::ProposalRow,
     decision: Decision,
-) -> Result<(Decision, Option<serde_json::Value>), DecideError> {
+) -> Result<(Decision, Option<NotDuplicate>), DecideError> {
     use crate::duplicates;
     let twins = duplicates::approved_twins(state, row).await?;
     if twins.is_empty() {
@@ -137,8 +143,8 @@ async fn duplicate_gate(
     let Some(statement) = approver.not_duplicate.as_deref().filter(|s| !s.trim().is_empty()) else {
         return Err(denied(duplicates::RULE, duplicates::unconfirmed(row, &twins)));
     };
-    let statement = check_reason(statement, "not_duplicate_reason", "say why this payment is not a duplicate")?;
-    let recorded = json!({"reason": statement, "twins": duplicates::ids(&twins)});
+    let reason = check_reason(statement, "not_duplicate_reason", "say why this payment is not a duplicate")?;
+    let recorded = NotDuplicate { reason, twins: duplicates::ids(&twins).into_iter().map(str::to_owned).collect() };
     Ok((duplicates::one_more(decision, &twins), Some(recorded)))
 }
 
@@ -411,7 +417,7 @@ async fn decide_inner(
         approver_id: approver.user_id.clone(),
         decision: "approve".into(),
         // An approval carries a reason only as a "not a duplicate" statement.
-        reason: not_duplicate.as_ref().and_then(|n| n["reason"].as_str()).map(str::to_owned),
+        reason: not_duplicate.as_ref().map(|n| n.reason.clone()),
         via: approver.via.into(),
         amr: if kept.is_some() { "passkey".into() } else { approver.amr.into() },
         at: now,
@@ -430,8 +436,8 @@ async fn decide_inner(
         store::passkeys::insert_assertion(&mut tx, kept).await?;
     }
     let mut data = json!({"via": approver.via, "amr": given.amr, "round": current.approval_round});
-    if let Some(not_duplicate) = not_duplicate {
-        data["not_duplicate"] = not_duplicate;
+    if let Some(NotDuplicate { reason, twins }) = not_duplicate {
+        data["not_duplicate"] = json!({"reason": reason, "twins": twins});
     }
     if let Some(kept) = &kept {
         // Which passkey signed (its id, never key material), and a digest of
@@ -500,9 +506,8 @@ pub async fn decide_many(
 ) -> Result<Vec<(String, Result<ProposalView, DecideError>)>, BulkRefusal> {
     if *verdict == Verdict::Approve {
         let listed: Vec<&str> = ids.iter().take(BULK_MAX).map(String::as_str).collect();
+        // In listed order (get_many keeps it), so the pairs read as listed.
         let rows = store::proposals::get_many(&state.db().read, &approver.tenant_id, &listed).await?;
-        // In listed order, so the pairs read as the reviewer listed them.
-        let rows: Vec<_> = listed.iter().filter_map(|id| rows.iter().find(|r| r.id == *id).cloned()).collect();
         let twins = crate::duplicates::pairs(&rows);
         if !twins.is_empty() {
             return Err(BulkRefusal::Twins(twins));

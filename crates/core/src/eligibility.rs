@@ -24,11 +24,7 @@ fn candidate(user: &User) -> Candidate<'_> {
 
 impl Tenancy {
     pub async fn load(state: &impl Store, tenant: &str) -> Result<Tenancy, StoreError> {
-        let mut conn = state.db().reader().await?;
-        let users = store::directory::users_of(&mut conn, tenant).await?;
-        drop(conn);
-        let agents = store::directory::agents_of(&state.db().read, tenant).await?;
-        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect() })
+        Self::load_in(&mut *state.db().reader().await?, tenant).await
     }
 
     /// [`Tenancy::load`] on a connection (inside a transaction).

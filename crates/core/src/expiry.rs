@@ -5,10 +5,15 @@
 use crate::changes::Notifier;
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::domain::ProposalStatus;
 use crate::outbound::Outbound;
 use crate::shutdown::Shutdown;
+use crate::slack::outbox;
+use crate::store::audit::{self, AuditEntry};
+use crate::store::proposals;
 use crate::store::Store;
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
 use std::time::Duration as StdDuration;
 
 /// Runs until `shutdown` fires.
@@ -55,43 +60,37 @@ async fn sweep(
 /// ones first.
 pub async fn expire_approvals(
     state: &(impl Store + Notifier + Config + crate::outbound::Outbound),
-    now: chrono::DateTime<chrono::Utc>,
+    now: DateTime<Utc>,
 ) -> crate::store::Result<usize> {
     let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
     let mut tx = state.db().begin().await?;
-    let due = crate::store::proposals::approvals_expired_before(&mut tx, cutoff).await?;
+    let due = proposals::approvals_expired_before(&mut tx, cutoff).await?;
     let mut moved = Vec::new();
     let mut announced = false;
     for (id, tenant, hash) in due {
-        if crate::store::proposals::transition(
-            &mut tx,
-            &id,
-            &[crate::domain::ProposalStatus::Approved],
-            crate::domain::ProposalStatus::ApprovalExpired,
-            now,
-        )
-        .await?
+        if proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now)
+            .await?
         {
-            crate::store::proposals::next_round(&mut tx, &id).await?;
-            let entry = crate::store::audit::AuditEntry {
+            proposals::next_round(&mut tx, &id).await?;
+            let entry = AuditEntry {
                 tenant_id: Some(tenant.clone()),
                 actor: "system:expiry".into(),
                 action: "proposal.approval_expired".into(),
                 proposal_id: Some(id.clone()),
                 request_hash: Some(hash.clone()),
-                data: serde_json::json!({"from": crate::domain::ProposalStatus::Approved, "to": crate::domain::ProposalStatus::ApprovalExpired}),
+                data: json!({"from": ProposalStatus::Approved, "to": ProposalStatus::ApprovalExpired}),
             };
-            crate::store::audit::append(&mut tx, &entry).await?;
-            if let Some(row) = crate::store::proposals::get_in(&mut tx, &tenant, &id).await? {
-                let card = crate::slack::outbox::card(state, &id, &row.request, &hash, row.required_approvals);
-                announced |= crate::slack::outbox::announce_lapsed(state, &mut tx, &card, now).await?;
+            audit::append(&mut tx, &entry).await?;
+            if let Some(row) = proposals::get_in(&mut tx, &tenant, &id).await? {
+                let card = outbox::card(state, &id, &row.request, &hash, row.required_approvals);
+                announced |= outbox::announce_lapsed(state, &mut tx, &card, now).await?;
             }
             moved.push(id);
         }
     }
     tx.commit().await?;
     if announced {
-        crate::slack::outbox::wake(state);
+        outbox::wake(state);
     }
     for id in &moved {
         state.changes().publish(id);

@@ -462,8 +462,7 @@ pub async fn agents_in(conn: &mut Conn, tenant: &str) -> Result<Vec<Agent>> {
 }
 
 pub async fn agents_of(pool: &Pool, tenant: &str) -> Result<Vec<Agent>> {
-    let rows = query("SELECT * FROM agents WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
-    rows.iter().map(Row::decode).collect()
+    agents_in(&mut *pool.acquire().await?, tenant).await
 }
 
 /// Payees of a tenant, by legal name.
