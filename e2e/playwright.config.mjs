@@ -42,6 +42,8 @@ export default defineConfig({
       COUNTERSIGN_RAIL__RESUBMIT_WINDOW_SECS: '0',
       // The demo agent's webhook goes to a receiver on loopback (ui.spec.mjs).
       COUNTERSIGN_WEBHOOKS__ALLOW_HTTP_LOOPBACK: 'true',
+      // Web Push goes to the push service stand-in on loopback (push.spec.mjs).
+      COUNTERSIGN_NOTIFICATIONS__PUSH__ALLOWED_HOSTS: '["127.0.0.1"]',
     },
   },
 });

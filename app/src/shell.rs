@@ -47,10 +47,15 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 // the scripts (the server sets `site_pkg_dir`).
                 <link rel="stylesheet" id="leptos" href=format!("/{}/countersign.css", options.site_pkg_dir)/>
                 <link rel="icon" type="image/svg+xml" href="/favicon.svg"/>
+                // Installable on a phone; Web Push through /sw.js.
+                <link rel="manifest" href="/manifest.webmanifest"/>
+                <meta name="theme-color" content="#1f5fbf"/>
                 // Passkey ceremonies: plain JavaScript, apart from the wasm.
                 <script src="/passkeys.js" defer nonce=leptos::nonce::use_nonce()></script>
                 // Drafts kept across an ended session; the idle warning.
                 <script src="/session.js" defer nonce=leptos::nonce::use_nonce()></script>
+                // Notification settings on the account page (email, Web Push).
+                <script src="/reach.js" defer nonce=leptos::nonce::use_nonce()></script>
                 {use_context::<Viewer>().map(|v| view! {
                     <meta name="countersign-idle-secs" content=v.idle_timeout_secs.to_string()/>
                 })}
@@ -148,7 +153,7 @@ fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
                 <a href="/operations">"Operations"</a>
                 {admin}
                 <a href="/account" id="account-link">
-                    "Passkeys"
+                    "Account"
                     {(v.unread_notices > 0).then(|| view! {
                         <span class="badge badge-notice" id="notice-count" title="New notices about your account">
                             {v.unread_notices.to_string()}

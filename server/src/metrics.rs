@@ -16,6 +16,9 @@ use std::time::Duration;
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
+/// Buckets of what waits on people and their devices, in seconds.
+const HUMAN_BUCKETS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0];
+
 const REQUESTS: &str = "countersign_http_requests_total";
 const REQUEST_SECONDS: &str = "countersign_http_request_duration_seconds";
 
@@ -32,7 +35,18 @@ impl Metrics {
     /// The process's metrics, installing the recorder the first time.
     pub fn shared() -> Metrics {
         let handle = HANDLE.get_or_init(|| {
-            let recorder = PrometheusBuilder::new().set_buckets(&BUCKETS).expect("latency buckets").build_recorder();
+            let recorder = PrometheusBuilder::new()
+                .set_buckets(&BUCKETS)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        metrics_exporter_prometheus::Matcher::Full(
+                            countersign_core::metrics::NOTIFICATION_DELAY.into(),
+                        ),
+                        &HUMAN_BUCKETS,
+                    )
+                })
+                .expect("latency buckets")
+                .build_recorder();
             let handle = recorder.handle();
             // Another recorder (a test's) may be installed already: then
             // this handle renders what is recorded here, which is nothing.
@@ -67,6 +81,10 @@ impl Metrics {
 /// The help lines of the business metrics (`countersign_core::metrics`).
 fn describe_business() {
     use countersign_core::metrics as m;
+    metrics::describe_histogram!(
+        m::NOTIFICATION_DELAY,
+        "From a proposal's creation to its approvers' first notification delivered, by channel (email, push)."
+    );
     metrics::describe_counter!(m::PROPOSALS, "Proposals created, by the status they were created in.");
     metrics::describe_counter!(m::DECISIONS, "Approvers' decisions recorded, by channel and verdict.");
     metrics::describe_counter!(m::COMMITS, "Commits answered, by the payment's status after them (or refused).");

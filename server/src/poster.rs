@@ -25,7 +25,7 @@ impl Poster for HttpPoster {
             .client
             .post(post.url.clone())
             .timeout(post.timeout)
-            .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8");
+            .header(reqwest::header::CONTENT_TYPE, post.content_type);
         for (name, value) in post.headers {
             request = request.header(*name, value);
         }

@@ -8,13 +8,16 @@ use crate::views::Viewer;
 /// assertion by one they hold, or an enrolment code for their first), remove
 /// (with an assertion); and the notices about their account. The ceremonies
 /// need the browser's WebAuthn, so `/passkeys.js` does them (plain
-/// JavaScript, not wasm); this page only lays out what it fills in.
+/// JavaScript, not wasm); this page only lays out what it fills in. The
+/// same for their notifications (email, Web Push on each device):
+/// `/reach.js`.
 #[component]
 pub fn AccountPage() -> impl IntoView {
     // Signed out, the server sends the sign-in page first (`load_viewer`).
     let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
+    let reach_csrf = csrf.clone();
     view! {
-        <Title text="Passkeys"/>
+        <Title text="Your account"/>
         <section class="card narrow stack" id="account">
             <h1>"Your passkeys"</h1>
             <p>
@@ -39,6 +42,32 @@ pub fn AccountPage() -> impl IntoView {
             </form>
             <p id="passkey-status" role="status" class="muted"></p>
             <noscript><p>"Passkeys need JavaScript in this browser."</p></noscript>
+        </section>
+        <section class="card narrow stack" id="reach">
+            <h2>"Notifications"</h2>
+            <p>
+                "Be told when a payment you can approve arrives, and again before one expires. A notification \
+                 links to the payment here: you sign in and decide as usual. Nothing is ever approved from an \
+                 email or a notification."
+            </p>
+            <CsrfField token=reach_csrf/>
+            <form id="email-form" class="stack">
+                <label>"Email" <input id="email-input" name="email" type="email" maxlength="254" autocomplete="email"/></label>
+                <p id="email-off" class="muted small" hidden=true>
+                    "This deployment has no mail relay set up yet: your address is kept, nothing is sent."
+                </p>
+                <button type="submit" id="email-save">"Save email"</button>
+            </form>
+            <h3>"Devices"</h3>
+            <ul id="device-list" class="plain"></ul>
+            <label>"Name for this device" <input id="device-label" maxlength="100" autocomplete="off"/></label>
+            <button type="button" class="primary" id="push-subscribe" disabled=true>"Notify this device"</button>
+            <p id="push-unsupported" class="muted small" hidden=true>
+                "This browser cannot get push notifications here. On an iPhone, add Countersign to the Home Screen \
+                 (Share, Add to Home Screen) and open it from there."
+            </p>
+            <p id="reach-status" role="status" class="muted"></p>
+            <noscript><p>"Notifications are set up with JavaScript in this browser."</p></noscript>
         </section>
         <section class="card narrow stack" id="notices">
             <h2>"About your account"</h2>

@@ -199,6 +199,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Sets (or, null or blank, clears) where the person's email notifications
+         *     go. Refused with `validation_failed` (`email`) when it is not an address.
+         */
+        put: operations["setNotificationEmail"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/notices": {
         parameters: {
             query?: never;
@@ -230,6 +250,26 @@ export interface paths {
         put?: never;
         /** Marks every notice of the signed-in user read. */
         post: operations["markNoticesRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in person's notification settings: their email address, and
+         *     their devices subscribed to Web Push with the key to subscribe with.
+         */
+        get: operations["getNotificationSettings"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -323,6 +363,46 @@ export interface paths {
          */
         post: operations["startPasskeyRemoval"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/push-subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Subscribes a device of the signed-in person to Web Push: they are told
+         *     there when a payment they can approve arrives, and before it expires.
+         *     The same endpoint again replaces the earlier subscription. Refused with
+         *     `validation_failed` naming `endpoint` (`not_allowed`), `keys.p256dh`,
+         *     `keys.auth` or `label`, or (`too_many`) past ten devices.
+         */
+        post: operations["subscribeToPush"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/push-subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Stops Web Push to one of the signed-in person's devices. */
+        delete: operations["unsubscribeFromPush"];
         options?: never;
         head?: never;
         patch?: never;
@@ -915,11 +995,25 @@ export interface components {
             reason?: string | null;
             step_up?: null | components["schemas"]["StepUpAnswer"];
         };
+        /** @description A subscribed device, as its owner sees it (never its keys or endpoint). */
+        DeviceView: {
+            created_at: string;
+            /** @description `psub_…` */
+            id: string;
+            /** @description What the browser said it is ("Chrome on Android"). */
+            label: string;
+            /** @description When a notification last reached its push service. */
+            last_sent_at?: string | null;
+        };
         /** @description An account's value and salt, when the exporter disclosed it. */
         Disclosed: {
             /** @description 32 bytes, base64url without padding. */
             salt: string;
             value: string;
+        };
+        EmailBody: {
+            /** @description Where email notifications go; null or blank stops them. */
+            email?: string | null;
         };
         /**
          * @description Every error's body (SPEC §9). 5xx bodies are generic; the cause is
@@ -1063,6 +1157,22 @@ export interface components {
             kind: string;
             message: string;
             read: boolean;
+        };
+        /** @description Someone's notification settings. */
+        NotificationSettings: {
+            /** @description Their devices subscribed to Web Push, oldest first. */
+            devices: components["schemas"]["DeviceView"][];
+            /** @description Where email notifications go; none when unset. */
+            email?: string | null;
+            /** @description Whether this deployment sends email (`[notifications.email]`). */
+            email_available: boolean;
+            /** @description Whether this deployment sends Web Push. */
+            push_available: boolean;
+            /**
+             * @description The VAPID public key browsers subscribe with
+             *     (`applicationServerKey`): SEC1 uncompressed, base64url.
+             */
+            vapid_public_key: string;
         };
         /**
          * @description Where an operation (the payment of a committed proposal) stands.
@@ -1512,6 +1622,26 @@ export interface components {
             /** Format: int64 */
             timeout_ms: number;
             user_verification: string;
+        };
+        /** @description `PushSubscription.toJSON()`, and what to call the device. */
+        SubscriptionBody: {
+            /**
+             * @description The push service's URL for this device; its host must be one of
+             *     `notifications.push.allowed_hosts`.
+             */
+            endpoint: string;
+            /** @description Sent by browsers; not used. */
+            expirationTime?: unknown;
+            keys: components["schemas"]["SubscriptionKeys"];
+            /** @description 1–100 characters ("Phone", "Chrome on Android"). */
+            label: string;
+        };
+        /** @description A browser's push subscription keys (`PushSubscription.toJSON().keys`). */
+        SubscriptionKeys: {
+            /** @description Its 16-byte auth secret, base64url. */
+            auth: string;
+            /** @description The browser's P-256 public key, base64url. */
+            p256dh: string;
         };
         /** @description A payment proposal (SPEC §3). */
         TransferProposalRequest: {
@@ -2292,6 +2422,131 @@ export interface operations {
             };
         };
     };
+    setNotificationEmail: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailBody"];
+            };
+        };
+        responses: {
+            /** @description Their settings, changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSettings"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
     listNotices: {
         parameters: {
             query?: never;
@@ -2443,6 +2698,76 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getNotificationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Their settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSettings"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
                         };
                     };
                 };
@@ -2946,6 +3271,221 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["AuthorizationOptions"];
                 };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    subscribeToPush: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionBody"];
+            };
+        };
+        responses: {
+            /** @description The device, subscribed. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceView"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    unsubscribeFromPush: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path: {
+                /** @description The device's id (`psub_…`). Someone else's is 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
             401: {

@@ -42,7 +42,15 @@ impl fmt::Display for DemoSummary {
 }
 
 pub async fn load(
-    state: &(impl Store + Clock + Config + Keys + Notifier + Batching + Outbound + crate::approval::receipts::Receipts),
+    state: &(impl Store
+          + Clock
+          + Config
+          + Keys
+          + Notifier
+          + Batching
+          + Outbound
+          + crate::approval::receipts::Receipts
+          + crate::notify::Reaching),
 ) -> anyhow::Result<DemoSummary> {
     let (db, settings) = (&state.db(), &state.settings());
     crate::provision::apply_toml(db, settings, "demo.toml", DEMO_TOML).await?;

@@ -12,6 +12,7 @@ pub use crate::changes::Notifier;
 pub use crate::clock::Clock;
 pub use crate::config::Config;
 pub use crate::hooks::Hooks;
+pub use crate::notify::Reaching;
 pub use crate::outbound::Outbound;
 pub use crate::password::Passwords;
 pub use crate::proposals::intake::Batching;

@@ -70,6 +70,11 @@ impl Tenancy {
         self.users.iter().filter(|u| self.may(u, row, approved_by).is_ok()).map(|u| u.username.as_str()).collect()
     }
 
+    /// The active users who may give the next approval.
+    pub fn eligible_users(&self, row: &Approvable<'_>, approved_by: &[&str]) -> Vec<&User> {
+        self.users.iter().filter(|u| self.may(u, row, approved_by).is_ok()).collect()
+    }
+
     /// [`may_approve`] for one of the tenant's users; an inactive user may not.
     fn may(&self, user: &User, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
         if !user.active {

@@ -18,7 +18,9 @@ use std::time::Duration as StdDuration;
 
 /// Runs until `shutdown` fires.
 pub async fn run(
-    state: std::sync::Arc<impl Store + Clock + Config + Notifier + Outbound + Send + Sync + 'static>,
+    state: std::sync::Arc<
+        impl Store + Clock + Config + Notifier + Outbound + crate::notify::Reaching + Send + Sync + 'static,
+    >,
     shutdown: Shutdown,
 ) {
     let every = StdDuration::from_secs(state.settings().proposals.expiry_sweep_secs);
@@ -27,7 +29,9 @@ pub async fn run(
 }
 
 async fn sweep(
-    state: &std::sync::Arc<impl Store + Clock + Config + Notifier + Outbound + Send + Sync + 'static>,
+    state: &std::sync::Arc<
+        impl Store + Clock + Config + Notifier + Outbound + crate::notify::Reaching + Send + Sync + 'static,
+    >,
     retention: Duration,
 ) {
     let now = state.now();
@@ -59,7 +63,7 @@ async fn sweep(
 /// (its status poll, event stream and webhook); the console lists lapsed
 /// ones first.
 pub async fn expire_approvals(
-    state: &(impl Store + Notifier + Config + crate::outbound::Outbound),
+    state: &(impl Store + Notifier + Config + crate::outbound::Outbound + crate::notify::Reaching),
     now: DateTime<Utc>,
 ) -> crate::store::Result<usize> {
     let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
@@ -84,6 +88,7 @@ pub async fn expire_approvals(
             if let Some(row) = proposals::get_in(&mut tx, &tenant, &id).await? {
                 let card = outbox::card(state, &id, &row.request, &hash, row.required_approvals);
                 announced |= outbox::announce_lapsed(state, &mut tx, &card, now).await?;
+                crate::notify::announce(state, &mut tx, &tenant, &id, row.expires_at, now).await?;
             }
             moved.push(id);
         }
@@ -91,6 +96,9 @@ pub async fn expire_approvals(
     tx.commit().await?;
     if announced {
         outbox::wake(state);
+    }
+    if !moved.is_empty() {
+        crate::notify::wake(state);
     }
     for id in &moved {
         state.changes().publish(id);

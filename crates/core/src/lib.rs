@@ -31,6 +31,8 @@ pub mod freeze;
 pub mod hooks;
 pub mod idempotency;
 pub mod metrics;
+pub mod notifications;
+pub mod notify;
 pub mod operations;
 pub mod outbound;
 pub mod passkeys;

@@ -6,10 +6,15 @@
 use std::time::Duration;
 use url::Url;
 
+/// The content type of a JSON post.
+pub const JSON: &str = "application/json; charset=utf-8";
+
 /// What to post.
 pub struct Post<'a> {
     pub url: &'a url::Url,
-    /// Besides `Content-Type: application/json`.
+    /// `application/json; charset=utf-8` for JSON ([`JSON`]).
+    pub content_type: &'static str,
+    /// Besides `Content-Type`.
     pub headers: &'a [(&'static str, String)],
     pub body: Vec<u8>,
     /// The whole exchange, connecting included.
@@ -40,18 +45,34 @@ pub trait Poster: Send + Sync {
     async fn post(&self, post: Post<'_>) -> Result<u16, PostError>;
 }
 
-/// The hosts outbound requests may go to.
+/// The hosts outbound requests may go to: exact names, or, for an entry
+/// with a leading `.`, any subdomain of it.
 #[derive(Debug, Clone)]
-pub struct Allowlist(Vec<String>);
+pub struct Allowlist {
+    hosts: Vec<String>,
+    /// The setting that lists them, named in refusals.
+    refusal: &'static str,
+}
 
 impl Allowlist {
+    /// Slack's (`slack.allowed_hosts`).
     pub fn new(hosts: &[String]) -> Allowlist {
-        Allowlist(hosts.iter().map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase()).collect())
+        Self::named(hosts, "names a host that is not in slack.allowed_hosts")
     }
 
-    /// The URL, if it may be called: https (plain http only to a loopback
-    /// address), no credentials in it, and its host on the list. The reason
-    /// for a refusal never repeats the URL (a webhook URL is a secret).
+    /// A list whose refusal says `refusal`.
+    pub fn named(hosts: &[String], refusal: &'static str) -> Allowlist {
+        let hosts = hosts.iter().map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase()).collect();
+        Allowlist { hosts, refusal }
+    }
+
+    fn allows(&self, host: &str) -> bool {
+        self.hosts.iter().any(|h| match h.strip_prefix('.') {
+            Some(domain) => host.strip_suffix(domain).is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+            None => h == host,
+        })
+    }
+
     pub fn check(&self, url: &str) -> Result<Url, &'static str> {
         let url = Url::parse(url).map_err(|_| "is not a valid URL")?;
         let host = url.host_str().ok_or("has no host")?.trim_end_matches('.').to_ascii_lowercase();
@@ -64,8 +85,8 @@ impl Allowlist {
         if !url.username().is_empty() || url.password().is_some() {
             return Err("must not carry a user name or password");
         }
-        if !self.0.contains(&host) {
-            return Err("names a host that is not in slack.allowed_hosts");
+        if !self.allows(&host) {
+            return Err(self.refusal);
         }
         Ok(url)
     }
@@ -112,7 +133,8 @@ impl Slack {
     /// POSTs a JSON body to an allowed URL through `poster`; 2xx is delivered.
     pub async fn post(&self, poster: &dyn Poster, url: &str, body: &str) -> Result<(), DeliveryError> {
         let url = self.allow.check(url).map_err(DeliveryError::NotAllowed)?;
-        let post = Post { url: &url, headers: &[], body: body.as_bytes().to_vec(), timeout: self.timeout };
+        let post =
+            Post { url: &url, content_type: JSON, headers: &[], body: body.as_bytes().to_vec(), timeout: self.timeout };
         let status = poster.post(post).await.map_err(|e| DeliveryError::Transport(e.describe()))?;
         match status {
             200..=299 => Ok(()),

@@ -63,6 +63,8 @@ pub struct Services {
     pub intake: Intake,
     /// The transparency log's note key.
     pub log: crate::tlog::note::NoteSigner,
+    /// Email and Web Push to approvers.
+    pub reach: crate::notify::Reach,
 }
 
 impl Services {
@@ -72,7 +74,7 @@ impl Services {
         keys: KeyStore,
         (rail, poster): (Arc<dyn Rail>, Arc<dyn Poster>),
         shutdown: Shutdown,
-    ) -> Result<Services, crate::approval::keys::KeyError> {
+    ) -> Result<Services, crate::notify::ReachError> {
         let hooks = TestHooks::from_env();
         let origin = url::Url::parse(&settings.public_url)
             .map(|u| crate::tlog::note::origin_of(&u))
@@ -80,6 +82,7 @@ impl Services {
         let log = crate::tlog::note::NoteSigner::open_or_create(keys.dir(), &origin)?;
         let data_dir = keys.dir().parent().unwrap_or(&settings.data_dir).to_owned();
         let receipt_keys = KeyStore::open_or_create_receipts(&data_dir)?;
+        let reach = crate::notify::Reach::open(&settings, &data_dir)?;
         Ok(Services {
             currencies: settings.currency_rules(),
             slack: Slack::new(&settings.slack.allowed_hosts, settings.slack.timeout_ms),
@@ -97,6 +100,7 @@ impl Services {
             poster,
             intake: Intake::default(),
             log,
+            reach,
         })
     }
 }
@@ -196,6 +200,11 @@ impl<T: HasServices + ?Sized> Outbound for T {
 impl<T: HasServices + ?Sized> Lifecycle for T {
     fn shutdown(&self) -> &Shutdown {
         &self.services().shutdown
+    }
+}
+impl<T: HasServices + ?Sized> crate::notify::Reaching for T {
+    fn reach(&self) -> &crate::notify::Reach {
+        &self.services().reach
     }
 }
 impl<T: HasServices + ?Sized> Hooks for T {

@@ -378,7 +378,13 @@ async fn post(
     let t = state.now().timestamp();
     let headers =
         [("Countersign-Event-Id", event_id.to_owned()), ("Countersign-Signature", signature(secrets, t, &body))];
-    let post = Post { url: &parsed, headers: &headers, body, timeout: Duration::from_millis(settings.timeout_ms) };
+    let post = Post {
+        url: &parsed,
+        content_type: crate::outbound::JSON,
+        headers: &headers,
+        body,
+        timeout: Duration::from_millis(settings.timeout_ms),
+    };
     match state.poster().post(post).await {
         Ok(status) if (200..300).contains(&status) => (Some(status), None),
         Ok(status) => {

@@ -20,6 +20,7 @@ pub mod openapi;
 pub mod pages;
 pub mod passkey_sign_in;
 pub mod passkeys;
+pub mod reach;
 pub mod session;
 pub mod session_store;
 pub mod slack;
@@ -176,6 +177,9 @@ pub fn router(state: Shared) -> Router {
         .route("/passkeys.js", get(passkeys_js))
         // Drafts kept across an ended session, the idle warning.
         .route("/session.js", get(session_js))
+        .route("/reach.js", get(reach_js))
+        .route("/sw.js", get(service_worker))
+        .route("/manifest.webmanifest", get(manifest))
         .with_state(state.clone())
         .merge(console)
         .route_layer(observe::RecordRouteLayer::new(state.clone()));
@@ -233,7 +237,11 @@ where
         .routes(guarded(routes!(passkeys::remove)))
         .routes(guarded(routes!(passkeys::start_removal)))
         .routes(guarded(routes!(passkeys::notices)))
-        .routes(guarded(routes!(passkeys::mark_notices_read)));
+        .routes(guarded(routes!(passkeys::mark_notices_read)))
+        .routes(guarded(routes!(reach::get)))
+        .routes(guarded(routes!(reach::set_email)))
+        .routes(guarded(routes!(reach::subscribe)))
+        .routes(guarded(routes!(reach::unsubscribe)));
     // Registered under their full paths rather than nested: a nested router
     // rewrites every request's URI on the way in, on the status poll's path.
     OpenApiRouter::new()
@@ -289,6 +297,29 @@ const PASSKEYS_JS: &str = include_str!("../../assets/passkeys.js");
 /// `GET /passkeys.js`
 async fn passkeys_js() -> Response {
     built_in(PASSKEYS_JS, "text/javascript; charset=utf-8", "public, max-age=300")
+}
+
+const REACH_JS: &str = include_str!("../../assets/reach.js");
+
+/// `GET /reach.js` — notification settings on the account page (`assets/reach.js`).
+async fn reach_js() -> Response {
+    built_in(REACH_JS, "text/javascript; charset=utf-8", "public, max-age=300")
+}
+
+const SERVICE_WORKER_JS: &str = include_str!("../../assets/sw.js");
+
+/// `GET /sw.js` — the service worker that shows Web Push notifications
+/// (`assets/sw.js`). Revalidated on every check, so a new version reaches
+/// devices at once.
+async fn service_worker() -> Response {
+    built_in(SERVICE_WORKER_JS, "text/javascript; charset=utf-8", "no-cache")
+}
+
+const MANIFEST: &str = include_str!("../../assets/manifest.webmanifest");
+
+/// `GET /manifest.webmanifest` — makes the console installable on a phone.
+async fn manifest() -> Response {
+    built_in(MANIFEST, "application/manifest+json", "public, max-age=3600")
 }
 
 const SESSION_JS: &str = include_str!("../../assets/session.js");

@@ -66,6 +66,10 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/me/passkeys/{id}/removal-challenges"),
     ("GET", "/api/v1/me/notices"),
     ("POST", "/api/v1/me/notices/read"),
+    ("GET", "/api/v1/me/notifications"),
+    ("PUT", "/api/v1/me/email"),
+    ("POST", "/api/v1/me/push-subscriptions"),
+    ("DELETE", "/api/v1/me/push-subscriptions/{id}"),
 ];
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that

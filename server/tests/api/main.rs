@@ -55,6 +55,7 @@ mod passkeys_step_up;
 mod policy;
 mod proposals_create;
 mod queue_search;
+mod reach;
 mod read_cache;
 mod receipts;
 mod slack;

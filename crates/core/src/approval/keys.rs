@@ -52,6 +52,8 @@ pub const KEYS_DIR: &str = "keys";
 /// The receipt keys' directory, inside the keys directory (the same
 /// layout: `<kid>.pem` files and `active`; docs/EVIDENCE.md).
 pub const RECEIPT_KEYS_DIR: &str = "receipts";
+/// The Web Push (VAPID) key's directory, inside the keys directory.
+pub const VAPID_KEYS_DIR: &str = "vapid";
 /// The file naming the active kid, inside the keys directory.
 pub const ACTIVE_FILE: &str = "active";
 /// The file listing the kids marked compromised, inside the keys directory.
@@ -329,6 +331,33 @@ impl KeyStore {
 
     /// Whether `kid` is marked compromised (re-reading the mark at most once
     /// per interval, so another process's mark is followed).
+    /// Loads the Web Push (VAPID) key (`<data_dir>/keys/vapid/`), generating
+    /// it when there is none. Browsers subscribe with its public key, so it
+    /// is never rotated by itself: a new one means every device subscribes
+    /// again (docs/NOTIFICATIONS.md).
+    pub fn open_or_create_vapid(data_dir: &Path) -> Result<KeyStore, KeyError> {
+        prepare_dir(&data_dir.join(KEYS_DIR))?;
+        Self::open_dir(data_dir.join(KEYS_DIR).join(VAPID_KEYS_DIR), RELOAD_INTERVAL, None)
+    }
+
+    /// The active key's public point, SEC1 uncompressed (65 bytes), base64url
+    /// without padding: Web Push's `applicationServerKey` and VAPID's `k`.
+    pub fn active_public_sec1(&self) -> String {
+        let key = self.active_key();
+        let mut point = vec![4u8];
+        for coordinate in [&key.x, &key.y] {
+            point.extend(URL_SAFE_NO_PAD.decode(coordinate).expect("coordinates are base64url"));
+        }
+        URL_SAFE_NO_PAD.encode(point)
+    }
+
+    /// An ES256 JWT of `claims` signed with the active key, with no `kid`
+    /// in its header (VAPID names its key beside the token).
+    pub fn sign_jwt_without_kid(&self, claims: &impl serde::Serialize) -> Result<String, jsonwebtoken::errors::Error> {
+        let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        jsonwebtoken::encode(&header, claims, &self.active_key().encoding)
+    }
+
     pub fn is_compromised(&self, kid: &str) -> bool {
         self.follow_compromise();
         self.read_state().compromised.contains(kid)

@@ -17,9 +17,11 @@ use crate::domain::{Currency, CurrencyRules};
 use crate::policy::PolicyConfig;
 
 mod operations;
+mod reach;
 mod validate;
 
 pub use operations::{AgentApiSettings, AgentLimit, ReportSettings, TracingSettings};
+pub use reach::{EmailSettings, NotifySettings, PushSettings};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,6 +64,8 @@ pub struct Settings {
     pub tracing: TracingSettings,
     /// The nightly reconciliation report.
     pub reports: ReportSettings,
+    /// Email and Web Push to approvers (`crate::notify`).
+    pub notifications: NotifySettings,
 }
 
 /// `[passkeys]`: who must hold a passkey, and when a new one counts.
@@ -444,6 +448,7 @@ impl Default for Settings {
             agent_api: AgentApiSettings::default(),
             tracing: TracingSettings::default(),
             reports: ReportSettings::default(),
+            notifications: NotifySettings::default(),
         }
     }
 }
@@ -474,6 +479,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "agent_api",
     "tracing",
     "reports",
+    "notifications",
 ];
 
 /// Command-line values that override every other source.

@@ -65,7 +65,14 @@ pub enum Proposed {
     outcome = tracing::field::Empty, otel.status_code = tracing::field::Empty,
 ))]
 pub async fn propose(
-    state: &(impl Store + Config + Keys + Notifier + Batching + Outbound + crate::approval::receipts::Receipts),
+    state: &(impl Store
+          + Config
+          + Keys
+          + Notifier
+          + Batching
+          + Outbound
+          + crate::approval::receipts::Receipts
+          + crate::notify::Reaching),
     agent: &AgentPrincipal,
     body: &Value,
     now: DateTime<Utc>,
@@ -81,7 +88,14 @@ pub async fn propose(
 }
 
 async fn propose_inner(
-    state: &(impl Store + Config + Keys + Notifier + Batching + Outbound + crate::approval::receipts::Receipts),
+    state: &(impl Store
+          + Config
+          + Keys
+          + Notifier
+          + Batching
+          + Outbound
+          + crate::approval::receipts::Receipts
+          + crate::notify::Reaching),
     agent: &AgentPrincipal,
     body: &Value,
     now: DateTime<Utc>,
@@ -99,6 +113,7 @@ async fn propose_inner(
     };
     state.changes().publish(&id);
     crate::slack::outbox::wake(state);
+    crate::notify::wake(state);
     if auto_approved {
         // Approved by policy in the same transaction: read back its approval and token.
         return Ok(Proposed::Created(owned_view(state, agent, &id).await?));
@@ -327,6 +342,7 @@ impl NewProposalJob {
                 card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
             }
             crate::slack::outbox::announce(state, tx, &card, now).await?;
+            crate::notify::announce(state, tx, &row.tenant_id, id, row.expires_at, now).await?;
             return Ok(row);
         };
         let approval = store::proposals::ApprovalRow {

@@ -716,6 +716,7 @@ mod tests {
             username: "ben".into(),
             roles: roles.to_vec(),
             slack_user_id: slack.map(str::to_owned),
+            email: None,
             active: true,
             oidc: None,
             approval_limits_minor: limits.iter().map(|(c, n)| (c.to_string(), *n)).collect(),

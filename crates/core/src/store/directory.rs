@@ -90,6 +90,8 @@ pub struct User {
     #[sqlx(try_from = "Roles")]
     pub roles: Vec<Role>,
     pub slack_user_id: Option<String>,
+    /// Where their email notifications go (`notify`), when they gave one.
+    pub email: Option<String>,
     #[sqlx(try_from = "Flag")]
     pub active: bool,
     /// Rows of their own (`approval_limits`): [`with_limits`] reads them.

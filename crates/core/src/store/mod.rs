@@ -23,6 +23,7 @@ pub mod oidc;
 pub mod operations;
 pub mod passkeys;
 pub mod proposals;
+pub mod reach;
 pub mod registry_changes;
 pub mod risk;
 pub mod sessions;

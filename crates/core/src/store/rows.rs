@@ -23,6 +23,7 @@ use sqlx::sqlite::{SqliteRow, SqliteTypeInfo, SqliteValueRef};
 use sqlx::{Database, Decode, FromRow, Postgres, Sqlite, Type, TypeInfo, ValueRef};
 
 use super::parse_ts;
+use super::reach::{Channel, Kind};
 use super::slack::Target;
 use crate::domain::{CanonicalRequest, OpStatus, ProposalStatus, Role};
 use crate::policy::Decision;
@@ -250,7 +251,7 @@ macro_rules! into_field {
 into_field! {
     Unsigned<u64, usize, u32, u16, u8>;
     Json<CanonicalRequest, Decision, Vec<String>, serde_json::Value>;
-    Known<ProposalStatus, OpStatus, Target>;
+    Known<ProposalStatus, OpStatus, Target, Kind, Channel>;
 }
 
 /// A JSON list of role names; an unknown name is an error (that does not

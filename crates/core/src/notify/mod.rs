@@ -1,0 +1,121 @@
+//! Reaching the people who can approve (issue 29, docs/NOTIFICATIONS.md):
+//! email and Web Push, beside the Slack channel message.
+//!
+//! - [`announce`] queues one `fanout` row in the transaction that makes a
+//!   proposal wait for a decision, and one more due shortly before it
+//!   expires ([`NotifySettings::expiry_warning_secs`](crate::config::NotifySettings)).
+//! - `crate::notifications::run` delivers (a sibling module, so this one
+//!   stays below the use cases that announce): a `fanout` row is expanded, when due, into one row
+//!   per recipient and channel, for the people who may approve the proposal
+//!   *then* (eligibility as `decide` enforces it, so an approver already
+//!   counted, the agent's own human or someone over their limit are not
+//!   asked); each of those is sent with backoff. A notification whose
+//!   proposal no longer waits for a decision is dropped, never sent late.
+//! - [`message`] says it: payee, masked account, amount, signals, time
+//!   left, a link to the proposal (sign-in first; never approve-by-link).
+//! - [`push`] encrypts and posts (RFC 8291, 8292); [`email`] sends (SMTP).
+
+pub mod account;
+pub mod email;
+pub mod message;
+pub mod push;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::approval::keys::{KeyError, KeyStore};
+use crate::config::{Config, Settings};
+use crate::outbound::Allowlist;
+use crate::store;
+use crate::store::reach::{self as outbox, Channel, Kind, NewNotification};
+
+/// What the channels need: the VAPID key, the SMTP relay, the push
+/// services allowed, and the worker's wake-up.
+pub struct Reach {
+    pub vapid: KeyStore,
+    pub mailer: Option<email::Mailer>,
+    pub push_hosts: Allowlist,
+    pub wake: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reach").field("email", &self.mailer.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl Reach {
+    pub fn open(settings: &Settings, data_dir: &std::path::Path) -> Result<Reach, ReachError> {
+        let n = &settings.notifications;
+        let timeout = std::time::Duration::from_millis(n.timeout_ms);
+        Ok(Reach {
+            vapid: KeyStore::open_or_create_vapid(data_dir)?,
+            mailer: email::Mailer::from_settings(&n.email, timeout).map_err(|e| ReachError::Email(e.to_string()))?,
+            push_hosts: push::allowlist(&n.push.allowed_hosts),
+            wake: tokio::sync::Notify::new(),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReachError {
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error("notifications.email: {0}")]
+    Email(String),
+}
+
+/// The capability: what reaches people.
+pub trait Reaching {
+    fn reach(&self) -> &Reach;
+}
+
+/// Whether any channel is on (else nothing is queued at all).
+fn enabled(settings: &Settings) -> bool {
+    settings.notifications.push.enabled || settings.notifications.email.smtp_url.is_some()
+}
+
+/// The VAPID `sub` claim.
+pub fn vapid_subject(settings: &Settings) -> String {
+    match &settings.notifications.push.subject {
+        Some(subject) => subject.clone(),
+        None if settings.public_url.starts_with("https://") => settings.public_url.trim_end_matches('/').to_owned(),
+        None => "mailto:countersign@localhost".into(),
+    }
+}
+
+/// Queues the notifications of `row`, which just started waiting for a
+/// decision: its approvers now, and again before it expires. Call it inside
+/// the transaction that stores the change, then [`wake`] after the commit.
+pub async fn announce(
+    state: &impl Config,
+    conn: &mut store::Conn,
+    tenant_id: &str,
+    proposal_id: &str,
+    expires_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> store::Result<()> {
+    let settings = state.settings();
+    if !enabled(settings) {
+        return Ok(());
+    }
+    let fanout = |kind, due| NewNotification {
+        tenant_id,
+        proposal_id,
+        kind,
+        channel: Channel::Fanout,
+        user_id: None,
+        subscription_id: None,
+        due,
+    };
+    let mut rows = vec![fanout(Kind::Arrived, now)];
+    let warning = Duration::seconds(settings.notifications.expiry_warning_secs as i64);
+    if warning > Duration::zero() && expires_at - warning > now {
+        rows.push(fanout(Kind::Expiring, expires_at - warning));
+    }
+    outbox::enqueue(conn, &rows, now).await
+}
+
+/// Lets the worker deliver what was just queued without waiting for its tick.
+pub fn wake(state: &impl Reaching) {
+    state.reach().wake.notify_one();
+}

@@ -1,0 +1,263 @@
+//! Reaching approvers (`crate::notify`): each person's email address, their
+//! devices subscribed to Web Push, and the notifications outbox.
+
+use chrono::{DateTime, Utc};
+
+use super::{new_id, query, ts, Conn, Exec, Int, Known, OptTimestamp, Pool, Result, Row, Timestamp};
+
+/// What a notification is about; stored as its name in snake case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
+pub enum Kind {
+    /// A proposal started waiting for a decision (or its approval lapsed).
+    Arrived,
+    /// A waiting proposal expires soon.
+    Expiring,
+}
+
+/// How a notification travels; stored as its name in snake case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
+pub enum Channel {
+    /// Not yet addressed: the worker expands it into one row per recipient
+    /// and channel, reading who may approve when it does.
+    Fanout,
+    Email,
+    Push,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// A notification to queue.
+#[derive(Debug, Clone)]
+pub struct NewNotification<'a> {
+    pub tenant_id: &'a str,
+    pub proposal_id: &'a str,
+    pub kind: Kind,
+    pub channel: Channel,
+    /// Set for email and push.
+    pub user_id: Option<&'a str>,
+    /// Set for push.
+    pub subscription_id: Option<&'a str>,
+    pub due: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct NotificationRow {
+    pub id: String,
+    pub tenant_id: String,
+    pub proposal_id: String,
+    #[sqlx(try_from = "Known<Kind>")]
+    pub kind: Kind,
+    #[sqlx(try_from = "Known<Channel>")]
+    pub channel: Channel,
+    pub user_id: Option<String>,
+    pub subscription_id: Option<String>,
+    #[sqlx(try_from = "Int")]
+    pub attempts: i64,
+    #[sqlx(try_from = "Timestamp")]
+    pub created_at: DateTime<Utc>,
+}
+
+/// Queues notifications. Call it inside the transaction that makes the
+/// change they announce.
+pub async fn enqueue(conn: &mut Conn, items: &[NewNotification<'_>], now: DateTime<Utc>) -> Result<()> {
+    for n in items {
+        query(
+            "INSERT INTO notifications (id, tenant_id, proposal_id, kind, channel, user_id, subscription_id,
+             next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(new_id("ntf", now))
+        .bind(n.tenant_id)
+        .bind(n.proposal_id)
+        .bind(n.kind.as_str())
+        .bind(n.channel.as_str())
+        .bind(n.user_id)
+        .bind(n.subscription_id)
+        .bind(ts(n.due))
+        .bind(ts(now))
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Claims up to `limit` notifications due at `now` for this instance, as
+/// `slack::claim_due` does (`FOR UPDATE SKIP LOCKED` on PostgreSQL), oldest
+/// first.
+pub async fn claim_due(
+    pool: &Pool,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<NotificationRow>> {
+    let skip_locked = if pool.is_postgres() { " FOR UPDATE SKIP LOCKED" } else { "" };
+    let sql = format!(
+        "UPDATE notifications SET next_attempt_at = ?
+         WHERE id IN (SELECT id FROM notifications WHERE status = 'pending' AND next_attempt_at <= ?
+                      ORDER BY next_attempt_at, id LIMIT ?{skip_locked})
+         RETURNING id, tenant_id, proposal_id, kind, channel, user_id, subscription_id, attempts, created_at"
+    );
+    let rows = query(&sql).bind(ts(lease_until)).bind(ts(now)).bind(i64::from(limit)).fetch_all(pool).await?;
+    let mut claimed = rows.iter().map(Row::decode).collect::<Result<Vec<NotificationRow>>>()?;
+    claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    Ok(claimed)
+}
+
+/// Ends a pending notification: `delivered`, or `abandoned` with why.
+pub async fn finish<'e>(
+    db: impl Into<Exec<'e>>,
+    id: &str,
+    delivered: bool,
+    error: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    query(
+        "UPDATE notifications SET status = ?, attempts = attempts + ?, last_error = COALESCE(?, last_error),
+         finished_at = ? WHERE id = ? AND status = 'pending'",
+    )
+    .bind(if delivered { "delivered" } else { "abandoned" })
+    .bind(i64::from(delivered))
+    .bind(error)
+    .bind(ts(now))
+    .bind(id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Counts a failed attempt and sets the next one.
+pub async fn retry_at<'e>(db: impl Into<Exec<'e>>, id: &str, at: DateTime<Utc>, error: &str) -> Result<()> {
+    query(
+        "UPDATE notifications SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
+         WHERE id = ? AND status = 'pending'",
+    )
+    .bind(ts(at))
+    .bind(error)
+    .bind(id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Whom a proposal's notifications reached, by channel: (user id, channel,
+/// when), first delivery of each pair only, oldest first.
+pub async fn delivered_for(
+    pool: &Pool,
+    tenant: &str,
+    proposal_id: &str,
+) -> Result<Vec<(String, Channel, DateTime<Utc>)>> {
+    #[derive(sqlx::FromRow)]
+    struct Reached {
+        user_id: String,
+        #[sqlx(try_from = "Known<Channel>")]
+        channel: Channel,
+        #[sqlx(try_from = "Timestamp")]
+        at: DateTime<Utc>,
+    }
+    let rows = query(
+        "SELECT user_id, channel, MIN(finished_at) AS at FROM notifications
+         WHERE tenant_id = ? AND proposal_id = ? AND status = 'delivered' AND user_id IS NOT NULL
+         GROUP BY user_id, channel ORDER BY at, user_id",
+    )
+    .bind(tenant)
+    .bind(proposal_id)
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(|r| r.decode::<Reached>().map(|r| (r.user_id, r.channel, r.at))).collect()
+}
+
+/// Sets (or, with `None`, clears) a user's email address.
+pub async fn set_email<'e>(db: impl Into<Exec<'e>>, user_id: &str, email: Option<&str>) -> Result<()> {
+    query("UPDATE users SET email = ? WHERE id = ?").bind(email).bind(user_id).execute(db).await?;
+    Ok(())
+}
+
+/// A device subscribed to Web Push.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Subscription {
+    pub id: String,
+    pub tenant_id: String,
+    pub user_id: String,
+    pub endpoint: String,
+    pub p256dh: String,
+    pub auth: String,
+    pub label: String,
+    #[sqlx(try_from = "Timestamp")]
+    pub created_at: DateTime<Utc>,
+    #[sqlx(try_from = "OptTimestamp")]
+    pub last_sent_at: Option<DateTime<Utc>>,
+}
+
+/// What a browser gave when subscribing.
+pub struct NewSubscription<'a> {
+    pub tenant_id: &'a str,
+    pub user_id: &'a str,
+    pub endpoint: &'a str,
+    pub p256dh: &'a str,
+    pub auth: &'a str,
+    pub label: &'a str,
+}
+
+/// Stores a subscription. An endpoint already stored (the same browser
+/// subscribing again, perhaps for someone else now signed in on it) is
+/// replaced: one device, one current owner.
+pub async fn subscribe(conn: &mut Conn, s: &NewSubscription<'_>, now: DateTime<Utc>) -> Result<Subscription> {
+    query("DELETE FROM push_subscriptions WHERE endpoint = ?").bind(s.endpoint).execute(&mut *conn).await?;
+    let row = query(
+        "INSERT INTO push_subscriptions (id, tenant_id, user_id, endpoint, p256dh, auth, label, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+    )
+    .bind(new_id("psub", now))
+    .bind(s.tenant_id)
+    .bind(s.user_id)
+    .bind(s.endpoint)
+    .bind(s.p256dh)
+    .bind(s.auth)
+    .bind(s.label)
+    .bind(ts(now))
+    .fetch_one(&mut *conn)
+    .await?;
+    row.decode()
+}
+
+/// A user's subscriptions, oldest first.
+pub async fn subscriptions_of<'e>(db: impl Into<Exec<'e>>, user_id: &str) -> Result<Vec<Subscription>> {
+    let rows = query("SELECT * FROM push_subscriptions WHERE user_id = ? ORDER BY created_at, id")
+        .bind(user_id)
+        .fetch_all(db)
+        .await?;
+    rows.iter().map(Row::decode).collect()
+}
+
+pub async fn subscription<'e>(db: impl Into<Exec<'e>>, id: &str) -> Result<Option<Subscription>> {
+    let row = query("SELECT * FROM push_subscriptions WHERE id = ?").bind(id).fetch_optional(db).await?;
+    row.as_ref().map(Row::decode).transpose()
+}
+
+/// Removes a subscription; `user_id` scopes it to its owner when given.
+/// Returns whether one was removed.
+pub async fn unsubscribe<'e>(db: impl Into<Exec<'e>>, id: &str, user_id: Option<&str>) -> Result<bool> {
+    let done = match user_id {
+        Some(user) => query("DELETE FROM push_subscriptions WHERE id = ? AND user_id = ?").bind(id).bind(user),
+        None => query("DELETE FROM push_subscriptions WHERE id = ?").bind(id),
+    }
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn mark_sent<'e>(db: impl Into<Exec<'e>>, id: &str, now: DateTime<Utc>) -> Result<()> {
+    query("UPDATE push_subscriptions SET last_sent_at = ? WHERE id = ?").bind(ts(now)).bind(id).execute(db).await?;
+    Ok(())
+}
