@@ -7,7 +7,9 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::GetUrl;
 
 use crate::codec::MiniJson;
-use crate::views::{AdminData, BulkPage, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage};
+use crate::views::{
+    AdminData, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, ProposalDetail, QueuePage, ResolvePage,
+};
 
 #[cfg(feature = "ssr")]
 fn context() -> Result<(crate::console::Port, crate::views::Viewer), ServerFnError> {
@@ -64,6 +66,12 @@ pub async fn load_bulk(query: String) -> Result<BulkPage, ServerFnError> {
 pub async fn load_admin() -> Result<AdminData, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.admin(&viewer).await.map_err(failure)
+}
+
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "human-loop")]
+pub async fn load_human_loop() -> Result<HumanLoopPage, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.human_loop(&viewer).await.map_err(failure)
 }
 
 #[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "operations")]

@@ -8,7 +8,8 @@ pub use ssr::*;
 #[cfg(feature = "ssr")]
 mod ssr {
     use crate::views::{
-        AdminData, BulkPage, ConsoleError, OperationsPage, ProposalDetail, QueuePage, ResolvePage, Viewer,
+        AdminData, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, ProposalDetail, QueuePage, ResolvePage,
+        Viewer,
     };
     use std::future::Future;
     use std::pin::Pin;
@@ -25,6 +26,8 @@ mod ssr {
         /// decision, `outcome=<id>:<code>` (repeated).
         fn bulk<'a>(&'a self, viewer: &'a Viewer, query: String) -> PortFuture<'a, BulkPage>;
         fn admin<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, AdminData>;
+        /// The human loop page (admins): decisions, expiries, delays.
+        fn human_loop<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, HumanLoopPage>;
         /// The tenant's operations needing review, and those being reconciled.
         fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage>;
         /// An operation needing review and the rail's records for it (admins).

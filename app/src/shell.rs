@@ -13,6 +13,7 @@ use crate::pages::{
     approve::ApprovePage,
     bulk::BulkDecisionPage,
     home::HomePage,
+    human_loop::HumanLoopPage,
     login::LoginPage,
     operations::{OperationsPage, ResolveOperationPage},
     proposal::ProposalPage,
@@ -136,6 +137,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/operations/:id/resolve") view=ResolveOperationPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/loop") view=HumanLoopPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

@@ -420,6 +420,36 @@ pub struct DeliveryRow {
     pub redelivery: bool,
 }
 
+/// One UTC day of the human loop page: decisions and expiries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct DayCount {
+    /// `YYYY-MM-DD`
+    pub day: String,
+    pub approvals: u32,
+    pub rejections: u32,
+    pub expiries: u32,
+}
+
+/// How long something took on one channel: median and 90th percentile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct ChannelSpread {
+    pub channel: String,
+    pub count: u32,
+    pub median_secs: f64,
+    pub p90_secs: f64,
+}
+
+/// The human loop page (`/admin/loop`, admins): the last 30 days.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct HumanLoopPage {
+    /// Oldest first, today last.
+    pub days: Vec<DayCount>,
+    /// Proposal → a person's decision, by channel.
+    pub decisions: Vec<ChannelSpread>,
+    /// Proposal → its first notice delivered, by channel.
+    pub notices: Vec<ChannelSpread>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct AdminData {
     pub users: Vec<UserRow>,

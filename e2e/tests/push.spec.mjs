@@ -112,7 +112,8 @@ test('the console subscribes this device and a push notification opens the propo
         return (await registration.getNotifications()).map((n) => ({ title: n.title, body: n.body, tag: n.tag }));
       });
     await expect.poll(shown).toEqual([{ title: message.payload.title, body: message.payload.body, tag: proposal.id }]);
-    expect(message.payload.body).toMatch(/^⚠ \w/); // the risk signals come first
+    // Signals (or "No risk signals"), the invoice, the time left.
+    expect(message.payload.body).toMatch(/ · invoice E2E-[\w-]+ · expires in 23 h 59 min$/);
 
     // A click on it opens the proposal in the console tab.
     const sw = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
@@ -123,6 +124,11 @@ test('the console subscribes this device and a push notification opens the propo
     await expect(page).toHaveURL(`${baseURL}/proposals/${proposal.id}`);
     await expect(page.locator('#decision-bar')).toBeVisible();
     await expect.poll(shown).toEqual([]);
+
+    // Removed from the account page, the device gets nothing more.
+    await page.goto('/account');
+    await page.locator('#device-list li', { hasText: 'Test phone' }).getByRole('button', { name: 'Remove' }).click();
+    await expect(page.locator('#device-list')).toContainText('No device gets push notifications yet.');
   } finally {
     service.child.kill();
   }

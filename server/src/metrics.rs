@@ -19,6 +19,9 @@ const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 /// Buckets of what waits on people and their devices, in seconds.
 const HUMAN_BUCKETS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0];
 
+/// Buckets of the time people take to decide, in seconds (10 s to a day).
+const DECISION_BUCKETS: [f64; 10] = [10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14_400.0, 43_200.0, 86_400.0];
+
 const REQUESTS: &str = "countersign_http_requests_total";
 const REQUEST_SECONDS: &str = "countersign_http_request_duration_seconds";
 
@@ -43,6 +46,12 @@ impl Metrics {
                             countersign_core::metrics::NOTIFICATION_DELAY.into(),
                         ),
                         &HUMAN_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        metrics_exporter_prometheus::Matcher::Full(countersign_core::metrics::DECISION_DELAY.into()),
+                        &DECISION_BUCKETS,
                     )
                 })
                 .expect("latency buckets")
@@ -84,6 +93,10 @@ fn describe_business() {
     metrics::describe_histogram!(
         m::NOTIFICATION_DELAY,
         "From a proposal's creation to its approvers' first notification delivered, by channel (email, push)."
+    );
+    metrics::describe_histogram!(
+        m::DECISION_DELAY,
+        "From a proposal's creation to a person's decision on it, by channel (console, slack)."
     );
     metrics::describe_counter!(m::PROPOSALS, "Proposals created, by the status they were created in.");
     metrics::describe_counter!(m::DECISIONS, "Approvers' decisions recorded, by channel and verdict.");

@@ -16,6 +16,7 @@ pub fn AdminPage() -> impl IntoView {
         <section class="admin">
             <Title text="Administration"/>
             <h1>"Administration"</h1>
+            <p><a href="/admin/loop">"Human loop: how fast people decide, and what expires"</a></p>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {

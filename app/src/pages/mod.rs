@@ -4,6 +4,7 @@ mod admin_user;
 pub mod approve;
 pub mod bulk;
 pub mod home;
+pub mod human_loop;
 pub mod login;
 pub mod operations;
 pub mod proposal;

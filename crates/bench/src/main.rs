@@ -6,7 +6,7 @@
 //! SQLite files on disk under `--work-dir`. This process is the client.
 //!
 //! ```text
-//! countersign-bench suite [--only poll,intake,commit,longpoll,queue,wasm] [--connections 32] [--duration 10]
+//! countersign-bench suite [--only poll,intake,commit,longpoll,queue,wasm,notify] [--connections 32] [--duration 10]
 //! countersign-bench suite --postgres postgres://…/DB --only pg-intake,pg-poll   # PostgreSQL, two instances
 //! countersign-bench soak [--minutes 2]
 //! countersign-bench baseline [--listen 127.0.0.1:0]   # the status poll's baseline server
@@ -18,6 +18,7 @@ mod commit;
 mod env;
 mod intake;
 mod longpoll;
+mod notify;
 mod pg;
 mod poll;
 mod queue;

@@ -336,8 +336,11 @@ pub async fn decide(
         Verdict::Reject { .. } => "reject",
     };
     let result = crate::metrics::use_case("decide", decide_inner(state, approver, proposal_id, verdict, now)).await;
-    if result.is_ok() {
+    if let Ok(view) = &result {
         crate::metrics::decision(approver.via, verdict_name);
+        if let Some(created) = crate::store::parse_ts(&view.created_at) {
+            crate::metrics::decided_after(approver.via, (now - created).to_std().unwrap_or_default());
+        }
     }
     result
 }

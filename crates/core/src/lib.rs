@@ -29,6 +29,7 @@ pub mod expiry;
 pub mod exports;
 pub mod freeze;
 pub mod hooks;
+pub mod human_loop;
 pub mod idempotency;
 pub mod metrics;
 pub mod notifications;

@@ -47,15 +47,21 @@ pub const RECONCILIATION_LAG: &str = "countersign_reconciliation_lag_seconds";
 /// Approval tokens that expired without a commit.
 pub const TOKENS_EXPIRED_UNUSED: &str = "countersign_approval_tokens_expired_unused";
 
-/// Proposal created → notification delivered, by channel (first notices
-/// only, not the reminders before expiry).
+/// Proposal created → its first notice delivered, by channel (email, push,
+/// slack; not the reminders before expiry).
 pub const NOTIFICATION_DELAY: &str = "countersign_notification_delay_seconds";
 
-/// A notification delivered `took` after its proposal was created.
-pub fn notified(channel: &'static str, kind: &'static str, took: std::time::Duration) {
-    if kind == "arrived" {
-        metrics::histogram!(NOTIFICATION_DELAY, "channel" => channel).record(took.as_secs_f64());
-    }
+/// Proposal created → a person's decision, by channel.
+pub const DECISION_DELAY: &str = "countersign_decision_delay_seconds";
+
+/// A person decided (`channel`: console, slack…) `took` after the proposal was created.
+pub fn decided_after(channel: &'static str, took: std::time::Duration) {
+    metrics::histogram!(DECISION_DELAY, "channel" => channel).record(took.as_secs_f64());
+}
+
+/// A proposal's first notice on `channel` delivered `took` after it was created.
+pub fn notified(channel: &'static str, took: std::time::Duration) {
+    metrics::histogram!(NOTIFICATION_DELAY, "channel" => channel).record(took.as_secs_f64());
 }
 
 pub fn proposal_created(status: &'static str) {

@@ -6,6 +6,7 @@
 
 use chrono::Duration;
 use futures::StreamExt;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::clock::Clock;
@@ -15,11 +16,13 @@ use crate::notify::{email, message, push, vapid_subject, Reaching};
 use crate::outbound::Outbound;
 use crate::shutdown::Shutdown;
 use crate::store::proposals::ProposalRow;
-use crate::store::reach::{self as outbox, Channel, NewNotification, NotificationRow};
+use crate::store::reach::{self as outbox, Channel, Kind, NewNotification, NotificationRow};
 use crate::store::{self, Store};
 
 /// Notifications sent at the same time.
-const PARALLEL: usize = 8;
+const PARALLEL: usize = 32;
+/// Notifications claimed by one pass.
+const BATCH: u32 = 200;
 /// How long a claimed notification stays out of other instances' way.
 const CLAIM_LEASE_SECS: i64 = 300;
 
@@ -44,169 +47,251 @@ pub async fn run(
     }
 }
 
-/// One pass: every due notification claimed for this instance and handled.
-/// Returns how many were handled (sent, expanded, retried or dropped).
+/// One pass: the due notifications claimed for this instance (up to
+/// [`BATCH`]), handled with three write transactions whatever their number:
+/// the claim, the fan-outs expanded, and every send's outcome recorded. The
+/// sends themselves run [`PARALLEL`] at a time and write nothing. (One
+/// statement per notification would queue behind intake on SQLite's one
+/// writer, each with its own fsync.) Returns how many were handled.
 pub async fn deliver_due(state: &(impl Store + Clock + Config + Outbound + Reaching)) -> store::Result<usize> {
     let now = state.now();
-    let due = outbox::claim_due(&state.db().write, now, now + Duration::seconds(CLAIM_LEASE_SECS), 100).await?;
+    let due = outbox::claim_due(&state.db().write, now, now + Duration::seconds(CLAIM_LEASE_SECS), BATCH).await?;
     let count = due.len();
-    let results: Vec<store::Result<()>> =
-        futures::stream::iter(due).map(|row| handle(state, row)).buffer_unordered(PARALLEL).collect().await;
-    results.into_iter().collect::<store::Result<()>>()?;
+    if count == 0 {
+        return Ok(0);
+    }
+    let mut proposals: HashMap<String, Option<ProposalRow>> = HashMap::new();
+    for row in &due {
+        if !proposals.contains_key(&row.proposal_id) {
+            let p = store::proposals::get(&state.db().read, &row.tenant_id, &row.proposal_id).await?;
+            proposals.insert(row.proposal_id.clone(), p.filter(|p| p.status.awaits_decision()));
+        }
+    }
+    let (fanouts, sends): (Vec<NotificationRow>, Vec<NotificationRow>) =
+        due.into_iter().partition(|r| r.channel == Channel::Fanout);
+    if !fanouts.is_empty() {
+        expand(state, &fanouts, &proposals).await?;
+    }
+    // Every proposal's risk signals at once (three statements for the batch).
+    let waiting: Vec<&ProposalRow> = proposals.values().flatten().collect();
+    let subjects: Vec<crate::risk::Subject<'_>> = waiting.iter().map(|p| crate::risk::Subject::of(p)).collect();
+    let signals: HashMap<&str, Vec<crate::risk::Signal>> =
+        waiting.iter().map(|p| p.id.as_str()).zip(crate::risk::signals_all(state, &subjects).await?).collect();
+    let outcomes: Vec<store::Result<Outcome>> = futures::stream::iter(sends)
+        .map(|row| {
+            let p = proposals.get(&row.proposal_id).and_then(Option::as_ref);
+            let found = p.and_then(|p| signals.get(p.id.as_str())).map_or(&[][..], Vec::as_slice);
+            attempt(state, row, p, found)
+        })
+        .buffer_unordered(PARALLEL)
+        .collect()
+        .await;
+    let outcomes = outcomes.into_iter().collect::<store::Result<Vec<Outcome>>>()?;
+    record(state, outcomes).await?;
     Ok(count)
 }
 
-async fn abandon(state: &(impl Store + Clock), row: &NotificationRow, why: &str) -> store::Result<()> {
-    tracing::info!(notification_id = %row.id, proposal_id = %row.proposal_id, channel = row.channel.as_str(), why,
-        "notification dropped");
-    outbox::finish(&state.db().write, &row.id, false, Some(why), state.now()).await
-}
-
-async fn handle(
-    state: &(impl Store + Clock + Config + Outbound + Reaching),
+/// What became of one addressed notification.
+struct Outcome {
     row: NotificationRow,
-) -> store::Result<()> {
-    let proposal = store::proposals::get(&state.db().read, &row.tenant_id, &row.proposal_id).await?;
-    let Some(proposal) = proposal.filter(|p| p.status.awaits_decision()) else {
-        return abandon(state, &row, "the proposal no longer waits for a decision").await;
-    };
-    let now = state.now();
-    let give_up = Duration::seconds(state.settings().notifications.give_up_after_secs as i64);
-    if row.channel != Channel::Fanout && now - row.created_at > give_up {
-        return abandon(state, &row, "not delivered in time").await;
-    }
-    match row.channel {
-        Channel::Fanout => expand(state, &row, &proposal).await,
-        Channel::Email | Channel::Push => send(state, &row, &proposal).await,
+    result: Result<(), (bool, String)>,
+    /// When its proposal was created (for the delay metric).
+    created_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// A subscription that was posted to, or that its push service calls gone.
+    sent_to: Option<String>,
+    gone: Option<String>,
+}
+
+impl Outcome {
+    fn dropped(row: NotificationRow, why: &str) -> Outcome {
+        Outcome { row, result: Err((false, why.to_owned())), created_at: None, sent_to: None, gone: None }
     }
 }
 
-/// Replaces a `fanout` row by one row per recipient and channel, in one
-/// transaction.
+/// Records every outcome in one transaction, then the delay of each
+/// proposal's first notice per channel.
+async fn record(state: &(impl Store + Clock + Config), outcomes: Vec<Outcome>) -> store::Result<()> {
+    if outcomes.is_empty() {
+        return Ok(());
+    }
+    let now = state.now();
+    let max_backoff = state.settings().notifications.max_backoff_secs;
+    // First notices on a channel: none delivered before this batch.
+    let mut firsts: Vec<(Channel, chrono::DateTime<chrono::Utc>)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for o in outcomes.iter().filter(|o| o.result.is_ok() && o.row.kind == Kind::Arrived) {
+        if !seen.insert((o.row.proposal_id.as_str(), o.row.channel)) {
+            continue;
+        }
+        if let Some(created) = o.created_at {
+            if outbox::delivered_count(&state.db().read, &o.row.proposal_id, o.row.channel).await? == 0 {
+                firsts.push((o.row.channel, created));
+            }
+        }
+    }
+    let mut tx = state.db().begin().await?;
+    for o in &outcomes {
+        match &o.result {
+            Ok(()) => outbox::finish(&mut *tx, &o.row.id, true, None, now).await?,
+            Err((false, why)) => {
+                tracing::info!(notification_id = %o.row.id, proposal_id = %o.row.proposal_id,
+                    channel = o.row.channel.as_str(), why, "notification dropped");
+                outbox::finish(&mut *tx, &o.row.id, false, Some(why), now).await?
+            }
+            Err((true, why)) => {
+                let wait = crate::slack::outbox::backoff(o.row.attempts, max_backoff);
+                tracing::warn!(notification_id = %o.row.id, channel = o.row.channel.as_str(),
+                    attempt = o.row.attempts + 1, error = %why, retry_in_secs = wait,
+                    "notification not delivered; will retry");
+                outbox::retry_at(&mut *tx, &o.row.id, now + Duration::seconds(wait as i64), why).await?
+            }
+        }
+        if let Some(sub) = &o.sent_to {
+            outbox::mark_sent(&mut *tx, sub, now).await?;
+        }
+        if let Some(sub) = &o.gone {
+            outbox::unsubscribe(&mut *tx, sub, None).await?;
+            tracing::info!(subscription_id = %sub, "push subscription gone: removed");
+        }
+    }
+    tx.commit().await?;
+    for (channel, created) in firsts {
+        crate::metrics::notified(channel.as_str(), (now - created).to_std().unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// Replaces each `fanout` row by one row per recipient and channel, all in
+/// one transaction; a fan-out whose proposal no longer waits is dropped.
 async fn expand(
     state: &(impl Store + Clock + Config + Reaching),
-    row: &NotificationRow,
-    p: &ProposalRow,
+    fanouts: &[NotificationRow],
+    proposals: &HashMap<String, Option<ProposalRow>>,
 ) -> store::Result<()> {
     let settings = &state.settings().notifications;
     let now = state.now();
     let mut tx = state.db().begin().await?;
-    let tenancy = Tenancy::load_in(&mut tx, &p.tenant_id).await?;
-    let given = store::proposals::approvals_in_round(&mut tx, &p.id, p.approval_round).await?;
-    let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
-    let mut items = Vec::new();
-    let mut subscriptions = Vec::new();
-    for user in tenancy.eligible_users(&crate::approvals::Approvable::from(p), &approved_by) {
-        if state.reach().mailer.is_some() && user.email.is_some() {
-            items.push((user.id.clone(), Channel::Email, None));
+    let mut tenancies: HashMap<String, Tenancy> = HashMap::new();
+    let mut devices: HashMap<String, Vec<String>> = HashMap::new();
+    for row in fanouts {
+        let Some(p) = proposals.get(&row.proposal_id).and_then(Option::as_ref) else {
+            outbox::finish(&mut *tx, &row.id, false, Some("the proposal no longer waits for a decision"), now).await?;
+            continue;
+        };
+        if !tenancies.contains_key(&p.tenant_id) {
+            tenancies.insert(p.tenant_id.clone(), Tenancy::load_in(&mut tx, &p.tenant_id).await?);
         }
-        if settings.push.enabled {
-            for sub in outbox::subscriptions_of(&mut *tx, &user.id).await? {
-                subscriptions.push(sub.id.clone());
-                items.push((user.id.clone(), Channel::Push, Some(sub.id)));
+        let given = store::proposals::approvals_in_round(&mut tx, &p.id, p.approval_round).await?;
+        let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
+        let tenancy = &tenancies[&p.tenant_id];
+        let mut items: Vec<(String, Channel, Option<String>)> = Vec::new();
+        for user in tenancy.eligible_users(&crate::approvals::Approvable::from(p), &approved_by) {
+            if state.reach().mailer.is_some() && user.email.is_some() {
+                items.push((user.id.clone(), Channel::Email, None));
+            }
+            if settings.push.enabled {
+                if !devices.contains_key(&user.id) {
+                    let subs = outbox::subscriptions_of(&mut *tx, &user.id).await?;
+                    devices.insert(user.id.clone(), subs.into_iter().map(|s| s.id).collect());
+                }
+                for sub in &devices[&user.id] {
+                    items.push((user.id.clone(), Channel::Push, Some(sub.clone())));
+                }
             }
         }
+        let rows: Vec<NewNotification<'_>> = items
+            .iter()
+            .map(|(user, channel, sub)| NewNotification {
+                tenant_id: &p.tenant_id,
+                proposal_id: &p.id,
+                kind: row.kind,
+                channel: *channel,
+                user_id: Some(user),
+                subscription_id: sub.as_deref(),
+                due: now,
+            })
+            .collect();
+        outbox::enqueue(&mut tx, &rows, now).await?;
+        outbox::finish(&mut *tx, &row.id, true, None, now).await?;
     }
-    let rows: Vec<NewNotification<'_>> = items
-        .iter()
-        .map(|(user, channel, sub)| NewNotification {
-            tenant_id: &p.tenant_id,
-            proposal_id: &p.id,
-            kind: row.kind,
-            channel: *channel,
-            user_id: Some(user),
-            subscription_id: sub.as_deref(),
-            due: now,
-        })
-        .collect();
-    outbox::enqueue(&mut tx, &rows, now).await?;
-    outbox::finish(&mut *tx, &row.id, true, None, now).await?;
-    tx.commit().await?;
-    Ok(())
+    tx.commit().await
 }
 
-/// Sends one addressed notification; retries with backoff what may
-/// succeed later, drops what cannot, and removes a subscription its push
-/// service says is gone.
-async fn send(
+/// Sends one addressed notification and says what became of it (nothing is
+/// written here: [`record`] does, for the whole batch). What may succeed
+/// later is retried; what cannot is dropped; a subscription its push
+/// service calls gone is removed.
+async fn attempt(
     state: &(impl Store + Clock + Config + Outbound + Reaching),
-    row: &NotificationRow,
-    p: &ProposalRow,
-) -> store::Result<()> {
+    row: NotificationRow,
+    p: Option<&ProposalRow>,
+    signals: &[crate::risk::Signal],
+) -> store::Result<Outcome> {
     let settings = state.settings();
     let now = state.now();
-    let Some(user_id) = row.user_id.as_deref() else {
-        return abandon(state, row, "the notification names no one").await;
+    let Some(p) = p else {
+        return Ok(Outcome::dropped(row, "the proposal no longer waits for a decision"));
     };
-    let signals = crate::risk::signals(state, &crate::risk::Subject::of(p)).await?;
-    let notice = message::Notice { kind: row.kind, row: p, signals: &signals, url: settings.proposal_url(&p.id), now };
-    let outcome = match row.channel {
+    if now - row.created_at > Duration::seconds(settings.notifications.give_up_after_secs as i64) {
+        return Ok(Outcome::dropped(row, "not delivered in time"));
+    }
+    let Some(user_id) = row.user_id.clone() else {
+        return Ok(Outcome::dropped(row, "the notification names no one"));
+    };
+    let notice = message::Notice { kind: row.kind, row: p, signals, url: settings.proposal_url(&p.id), now };
+    let mut outcome = Outcome { row, result: Ok(()), created_at: Some(p.created_at), sent_to: None, gone: None };
+    outcome.result = match outcome.row.channel {
         Channel::Email => {
-            let mut conn = state.db().reader().await?;
-            let user = store::directory::user_by_id(&mut conn, user_id).await?;
-            drop(conn);
-            let (Some(mailer), Some(user)) = (&state.reach().mailer, user) else {
-                return abandon(state, row, "email is off or the person is gone").await;
-            };
-            let Some(address) = user.email.as_deref() else {
-                return abandon(state, row, "the person has no email address now").await;
-            };
-            mailer.send(address, &notice.subject(), notice.email_text(&user.username)).await.map_err(|e| match e {
-                email::MailError::Permanent(why) => (false, why),
-                email::MailError::Transient(why) => (true, why),
-            })
+            let user = store::directory::user_by_id(&mut *state.db().reader().await?, &user_id).await?;
+            match (&state.reach().mailer, user) {
+                (Some(mailer), Some(user)) => match user.email.as_deref() {
+                    Some(address) => mailer
+                        .send(address, &notice.subject(), notice.email_text(&user.username))
+                        .await
+                        .map_err(|e| match e {
+                            email::MailError::Permanent(why) => (false, why),
+                            email::MailError::Transient(why) => (true, why),
+                        }),
+                    None => Err((false, "the person has no email address now".into())),
+                },
+                _ => Err((false, "email is off or the person is gone".into())),
+            }
         }
         Channel::Push => {
-            let sub = match row.subscription_id.as_deref() {
+            let sub = match outcome.row.subscription_id.as_deref() {
                 Some(id) => outbox::subscription(&state.db().read, id).await?,
                 None => None,
             };
-            let Some(sub) = sub.filter(|s| s.user_id == user_id) else {
-                return abandon(state, row, "the device is no longer subscribed").await;
-            };
-            let payload = serde_json::to_vec(&notice.push()).expect("the payload serializes");
-            let subject = vapid_subject(settings);
-            let delivery = push::Delivery {
-                allow: &state.reach().push_hosts,
-                keys: &state.reach().vapid,
-                subject: &subject,
-                timeout: std::time::Duration::from_millis(settings.notifications.timeout_ms),
-                ttl_secs: (p.expires_at - now).num_seconds(),
-                now,
-            };
-            match delivery.send(state.poster(), &sub, &payload).await {
-                Ok(()) => {
-                    outbox::mark_sent(&state.db().write, &sub.id, state.now()).await?;
-                    Ok(())
+            match sub.filter(|s| s.user_id == user_id) {
+                None => Err((false, "the device is no longer subscribed".into())),
+                Some(sub) => {
+                    let payload = serde_json::to_vec(&notice.push()).expect("the payload serializes");
+                    let subject = vapid_subject(settings);
+                    let delivery = push::Delivery {
+                        allow: &state.reach().push_hosts,
+                        keys: &state.reach().vapid,
+                        vapid: &state.reach().vapid_tokens,
+                        subject: &subject,
+                        timeout: std::time::Duration::from_millis(settings.notifications.timeout_ms),
+                        ttl_secs: (p.expires_at - now).num_seconds(),
+                        now,
+                    };
+                    match delivery.send(state.poster(), &sub, &payload).await {
+                        Ok(()) => {
+                            outcome.sent_to = Some(sub.id);
+                            Ok(())
+                        }
+                        Err(push::PushError::Gone(code)) => {
+                            outcome.gone = Some(sub.id);
+                            Err((false, format!("subscription gone (HTTP {code}); removed")))
+                        }
+                        Err(push::PushError::Permanent(why)) => Err((false, why)),
+                        Err(push::PushError::Transient(why)) => Err((true, why)),
+                    }
                 }
-                Err(push::PushError::Gone(code)) => {
-                    outbox::unsubscribe(&state.db().write, &sub.id, None).await?;
-                    tracing::info!(subscription_id = %sub.id, status = code, "push subscription gone: removed");
-                    Err((false, format!("subscription gone (HTTP {code}); removed")))
-                }
-                Err(push::PushError::Permanent(why)) => Err((false, why)),
-                Err(push::PushError::Transient(why)) => Err((true, why)),
             }
         }
-        Channel::Fanout => unreachable!("expanded, never sent"),
+        Channel::Fanout => Err((false, "a fan-out is expanded, never sent".into())),
     };
-    match outcome {
-        Ok(()) => {
-            let done = state.now();
-            outbox::finish(&state.db().write, &row.id, true, None, done).await?;
-            crate::metrics::notified(
-                row.channel.as_str(),
-                row.kind.as_str(),
-                (done - p.created_at).to_std().unwrap_or_default(),
-            );
-            Ok(())
-        }
-        Err((false, why)) => abandon(state, row, &why).await,
-        Err((true, why)) => {
-            let wait = crate::slack::outbox::backoff(row.attempts, settings.notifications.max_backoff_secs);
-            tracing::warn!(notification_id = %row.id, channel = row.channel.as_str(), attempt = row.attempts + 1,
-                error = %why, retry_in_secs = wait, "notification not delivered; will retry");
-            outbox::retry_at(&state.db().write, &row.id, state.now() + Duration::seconds(wait as i64), &why).await
-        }
-    }
+    Ok(outcome)
 }

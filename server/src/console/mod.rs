@@ -24,6 +24,7 @@ use crate::store::{
     proposals::ProposalRow,
 };
 
+mod human_loop;
 mod waits;
 use waits::{approver_gap, missing, required_now, still_needed, why};
 
@@ -616,6 +617,10 @@ impl ConsolePort for ConsoleService {
 
     fn bulk<'a>(&'a self, viewer: &'a Viewer, query: String) -> PortFuture<'a, BulkPage> {
         Box::pin(self.bulk_page(viewer, query))
+    }
+
+    fn human_loop<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, app::views::HumanLoopPage> {
+        Box::pin(self.human_loop_page(viewer))
     }
 
     fn admin<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, AdminData> {

@@ -39,6 +39,7 @@ mod events;
 mod evidence;
 mod expiry;
 mod exports;
+mod human_loop;
 mod idempotency;
 mod in_process;
 mod kill_switch;

@@ -212,6 +212,13 @@ async fn push_reaches_each_device_of_whoever_may_approve_encrypted_and_signed() 
         "{metrics}"
     );
 
+    // The admins' human loop page charts it too.
+    apply_user(&server, "acme", "ada", &["admin"], 0).await;
+    let ada = Console::sign_in_from(&server, "ada", PUBLIC_URL).await;
+    let page = send(ada.authed(Method::GET, "/admin/loop")).await.text;
+    let notices = &page[page.find(r#"id="notice-times""#).expect("the notice chart")..];
+    assert!(notices.contains(r#"data-channel="push""#), "{notices}");
+
     // Removing a device stops it.
     let r = send(ana.authed(Method::DELETE, &format!("/api/v1/me/push-subscriptions/{ana_device}"))).await;
     assert_eq!(r.status, 204, "{}", r.text);

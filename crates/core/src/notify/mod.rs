@@ -5,15 +5,17 @@
 //!   proposal wait for a decision, and one more due shortly before it
 //!   expires ([`NotifySettings::expiry_warning_secs`](crate::config::NotifySettings)).
 //! - `crate::notifications::run` delivers (a sibling module, so this one
-//!   stays below the use cases that announce): a `fanout` row is expanded, when due, into one row
-//!   per recipient and channel, for the people who may approve the proposal
-//!   *then* (eligibility as `decide` enforces it, so an approver already
-//!   counted, the agent's own human or someone over their limit are not
-//!   asked); each of those is sent with backoff. A notification whose
-//!   proposal no longer waits for a decision is dropped, never sent late.
+//!   stays below the use cases that announce): a `fanout` row is expanded,
+//!   when due, into one row per recipient and channel, for the people who
+//!   may approve the proposal *then* (eligibility as `decide` enforces it,
+//!   so an approver already counted, the agent's own human or someone over
+//!   their limit are not asked); each of those is sent with backoff. A
+//!   notification whose proposal no longer waits for a decision is
+//!   dropped, never sent late.
 //! - [`message`] says it: payee, masked account, amount, signals, time
 //!   left, a link to the proposal (sign-in first; never approve-by-link).
-//! - [`push`] encrypts and posts (RFC 8291, 8292); [`email`] sends (SMTP).
+//! - [`push`] encrypts and posts (RFC 8291, 8292); [`email`] sends (SMTP);
+//!   [`account`] is a person's own settings (address, devices).
 
 pub mod account;
 pub mod email;
@@ -34,6 +36,8 @@ pub struct Reach {
     pub vapid: KeyStore,
     pub mailer: Option<email::Mailer>,
     pub push_hosts: Allowlist,
+    /// VAPID headers kept for reuse, by push service.
+    pub vapid_tokens: push::VapidTokens,
     pub wake: tokio::sync::Notify,
 }
 
@@ -51,6 +55,7 @@ impl Reach {
             vapid: KeyStore::open_or_create_vapid(data_dir)?,
             mailer: email::Mailer::from_settings(&n.email, timeout).map_err(|e| ReachError::Email(e.to_string()))?,
             push_hosts: push::allowlist(&n.push.allowed_hosts),
+            vapid_tokens: push::VapidTokens::default(),
             wake: tokio::sync::Notify::new(),
         })
     }

@@ -92,10 +92,40 @@ pub fn vapid_authorization(
     Ok(format!("vapid t={jwt},k={}", keys.active_public_sec1()))
 }
 
+/// VAPID headers already signed, by push service origin: a JWT is good for
+/// [`VAPID_LIFETIME_SECS`], so one is reused until an hour before it ends
+/// (signing one per message would cost an ECDSA signature each).
+#[derive(Default)]
+pub struct VapidTokens(std::sync::Mutex<std::collections::HashMap<String, (String, DateTime<Utc>)>>);
+
+impl VapidTokens {
+    /// The header for `endpoint`, signed again when the kept one is near its end.
+    pub fn header(
+        &self,
+        keys: &KeyStore,
+        endpoint: &url::Url,
+        subject: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String, PushError> {
+        let origin = endpoint.origin().ascii_serialization();
+        let mut kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((header, until)) = kept.get(&origin) {
+            if *until > now {
+                return Ok(header.clone());
+            }
+        }
+        let header = vapid_authorization(keys, endpoint, subject, now)?;
+        let until = now + chrono::Duration::seconds(VAPID_LIFETIME_SECS - 3600);
+        kept.insert(origin, (header.clone(), until));
+        Ok(header)
+    }
+}
+
 /// One post of `payload` to `sub`'s push service.
 pub struct Delivery<'a> {
     pub allow: &'a Allowlist,
     pub keys: &'a KeyStore,
+    pub vapid: &'a VapidTokens,
     pub subject: &'a str,
     pub timeout: std::time::Duration,
     /// Seconds the push service may hold it for an offline device.
@@ -115,7 +145,7 @@ impl Delivery<'_> {
         let body =
             ece::encrypt(&key, &auth, payload).map_err(|e| PushError::Permanent(format!("encryption failed: {e}")))?;
         let headers = [
-            ("Authorization", vapid_authorization(self.keys, &url, self.subject, self.now)?),
+            ("Authorization", self.vapid.header(self.keys, &url, self.subject, self.now)?),
             ("Content-Encoding", "aes128gcm".to_owned()),
             ("TTL", self.ttl_secs.max(0).to_string()),
             ("Urgency", "high".to_owned()),

@@ -186,7 +186,19 @@ async fn deliver_one(state: &(impl Store + Clock + Config + Outbound), row: Outb
     };
     match state.slack().post(state.poster(), &url, &row.body).await {
         Ok(()) => {
-            outbox::finish(&state.db().write, &row.id, true, None, state.now()).await?;
+            let done = state.now();
+            let first = match (row.target, &row.tenant_id, &row.proposal_id) {
+                (Target::Webhook, Some(tenant), Some(id))
+                    if outbox::delivered_to_channel(&state.db().write, id).await? == 0 =>
+                {
+                    store::proposals::get(&state.db().read, tenant, id).await?.map(|p| p.created_at)
+                }
+                _ => None,
+            };
+            outbox::finish(&state.db().write, &row.id, true, None, done).await?;
+            if let Some(created) = first {
+                crate::metrics::notified("slack", (done - created).to_std().unwrap_or_default());
+            }
             Ok(true)
         }
         // A URL that is refused or redirects will not get better by waiting.

@@ -17,6 +17,7 @@ pub mod evidence;
 pub mod exports;
 pub mod freezes;
 pub mod gauges;
+pub mod human_loop;
 pub mod idempotency;
 pub mod notices;
 pub mod oidc;

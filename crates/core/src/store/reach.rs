@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use super::{new_id, query, ts, Conn, Exec, Int, Known, OptTimestamp, Pool, Result, Row, Timestamp};
 
 /// What a notification is about; stored as its name in snake case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
 pub enum Kind {
     /// A proposal started waiting for a decision (or its approval lapsed).
@@ -16,7 +16,7 @@ pub enum Kind {
 }
 
 /// How a notification travels; stored as its name in snake case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
 pub enum Channel {
     /// Not yet addressed: the worker expands it into one row per recipient
@@ -148,6 +148,18 @@ pub async fn retry_at<'e>(db: impl Into<Exec<'e>>, id: &str, at: DateTime<Utc>, 
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// How many first notices (`arrived`) of a proposal were delivered on `channel`.
+pub async fn delivered_count(pool: &Pool, proposal_id: &str, channel: Channel) -> Result<i64> {
+    Ok(super::scalar(
+        "SELECT COUNT(*) FROM notifications WHERE proposal_id = ? AND channel = ? AND kind = 'arrived'
+         AND status = 'delivered'",
+    )
+    .bind(proposal_id)
+    .bind(channel.as_str())
+    .fetch_one(pool)
+    .await?)
 }
 
 /// Whom a proposal's notifications reached, by channel: (user id, channel,

@@ -120,6 +120,16 @@ pub async fn finish<'e>(
     Ok(())
 }
 
+/// How many of a proposal's channel (webhook) messages were delivered.
+pub async fn delivered_to_channel(pool: &Pool, proposal_id: &str) -> Result<i64> {
+    Ok(super::scalar(
+        "SELECT COUNT(*) FROM slack_outbox WHERE proposal_id = ? AND target = 'webhook' AND status = 'delivered'",
+    )
+    .bind(proposal_id)
+    .fetch_one(pool)
+    .await?)
+}
+
 /// Counts a failed attempt and sets the next one.
 pub async fn retry_at<'e>(db: impl Into<Exec<'e>>, id: &str, at: DateTime<Utc>, error: &str) -> Result<()> {
     query(
