@@ -88,7 +88,7 @@ pub async fn expire_approvals(
             if let Some(row) = proposals::get_in(&mut tx, &tenant, &id).await? {
                 let card = outbox::card(state, &id, &row.request, &hash, row.required_approvals);
                 announced |= outbox::announce_lapsed(state, &mut tx, &card, now).await?;
-                crate::notify::announce(state, &mut tx, &tenant, &id, row.expires_at, now).await?;
+                crate::notify::announce_again(state, &mut tx, &tenant, &id, now).await?;
             }
             moved.push(id);
         }

@@ -21,6 +21,8 @@ use crate::store::{self, Store};
 
 /// Notifications sent at the same time.
 const PARALLEL: usize = 32;
+/// Passes running at once in this process (each claims its own rows).
+const WORKERS: usize = 2;
 /// Notifications claimed by one pass.
 const BATCH: u32 = 200;
 /// How long a claimed notification stays out of other instances' way.
@@ -29,6 +31,28 @@ const CLAIM_LEASE_SECS: i64 = 300;
 /// Delivers due notifications until shutdown: at once when woken, else
 /// every second.
 pub async fn run(
+    state: Arc<impl Store + Clock + Config + Outbound + Reaching + Send + Sync + 'static>,
+    shutdown: Shutdown,
+) {
+    // Two passes overlap: one sends while the other reads and writes.
+    let workers = (0..WORKERS).map(|_| worker(state.clone(), shutdown.clone()));
+    tokio::join!(futures::future::join_all(workers), audience(state.clone(), shutdown.clone()));
+}
+
+/// Keeps `Reach::audience` current: at once, then every second.
+async fn audience(state: Arc<impl Store + Config + Reaching + Send + Sync + 'static>, shutdown: Shutdown) {
+    loop {
+        if let Err(e) = crate::notify::refresh_audience(&*state).await {
+            tracing::error!(error = %e, "notifications: cannot read who can be reached");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            _ = shutdown.wait() => return,
+        }
+    }
+}
+
+async fn worker(
     state: Arc<impl Store + Clock + Config + Outbound + Reaching + Send + Sync + 'static>,
     shutdown: Shutdown,
 ) {
@@ -55,7 +79,8 @@ pub async fn run(
 /// writer, each with its own fsync.) Returns how many were handled.
 pub async fn deliver_due(state: &(impl Store + Clock + Config + Outbound + Reaching)) -> store::Result<usize> {
     let now = state.now();
-    let due = outbox::claim_due(&state.db().write, now, now + Duration::seconds(CLAIM_LEASE_SECS), BATCH).await?;
+    let lease = now + Duration::seconds(CLAIM_LEASE_SECS);
+    let due = outbox::claim_due(&state.db().write, now, lease, BATCH).await?;
     let count = due.len();
     if count == 0 {
         return Ok(0);
@@ -67,10 +92,12 @@ pub async fn deliver_due(state: &(impl Store + Clock + Config + Outbound + Reach
             proposals.insert(row.proposal_id.clone(), p.filter(|p| p.status.awaits_decision()));
         }
     }
-    let (fanouts, sends): (Vec<NotificationRow>, Vec<NotificationRow>) =
+    let (fanouts, mut sends): (Vec<NotificationRow>, Vec<NotificationRow>) =
         due.into_iter().partition(|r| r.channel == Channel::Fanout);
     if !fanouts.is_empty() {
-        expand(state, &fanouts, &proposals).await?;
+        // What a fan-out queues is sent in this same pass (stored claimed
+        // by it until `lease`, so no other pass takes it meanwhile).
+        sends.extend(expand(state, &fanouts, &proposals, lease).await?);
     }
     // Every proposal's risk signals at once (three statements for the batch).
     let waiting: Vec<&ProposalRow> = proposals.values().flatten().collect();
@@ -167,10 +194,12 @@ async fn expand(
     state: &(impl Store + Clock + Config + Reaching),
     fanouts: &[NotificationRow],
     proposals: &HashMap<String, Option<ProposalRow>>,
-) -> store::Result<()> {
+    lease: chrono::DateTime<chrono::Utc>,
+) -> store::Result<Vec<NotificationRow>> {
     let settings = &state.settings().notifications;
     let now = state.now();
     let mut tx = state.db().begin().await?;
+    let mut queued = Vec::new();
     let mut tenancies: HashMap<String, Tenancy> = HashMap::new();
     let mut devices: HashMap<String, Vec<String>> = HashMap::new();
     for row in fanouts {
@@ -208,13 +237,14 @@ async fn expand(
                 channel: *channel,
                 user_id: Some(user),
                 subscription_id: sub.as_deref(),
-                due: now,
+                due: lease,
             })
             .collect();
-        outbox::enqueue(&mut tx, &rows, now).await?;
+        queued.extend(outbox::enqueue(&mut tx, &rows, now).await?);
         outbox::finish(&mut *tx, &row.id, true, None, now).await?;
     }
-    tx.commit().await
+    tx.commit().await?;
+    Ok(queued)
 }
 
 /// Sends one addressed notification and says what became of it (nothing is

@@ -96,6 +96,12 @@ async fn push_reaches_each_device_of_whoever_may_approve_encrypted_and_signed() 
         Console::sign_in_from(&server, "vic", PUBLIC_URL).await,
     );
 
+    // Nobody in acme can be reached yet: intake queues nothing for it.
+    let unheard = pending_for(&server, 24_000).await;
+    let queued: i64 =
+        server.scalar(&format!("SELECT COUNT(*) FROM notifications WHERE proposal_id = '{unheard}'")).await;
+    assert_eq!(queued, 0, "no notification rows while nobody can be reached");
+
     // Subscribing: each refusal names its field; CSRF and sign-in as on every console route.
     let phone = push.subscription(false).await;
     for (change, field) in [
@@ -142,6 +148,8 @@ async fn push_reaches_each_device_of_whoever_may_approve_encrypted_and_signed() 
 
     // A payment ana and ben may approve: both their devices, nobody else's.
     let small = pending_for(&server, 25_000).await;
+    let queued: i64 = server.scalar(&format!("SELECT COUNT(*) FROM notifications WHERE proposal_id = '{small}'")).await;
+    assert!(queued >= 1, "someone can be reached now: queued");
     let m = push.wait_for(phone["endpoint"].as_str().unwrap(), "ana's notice", |m| about(m, &small)).await;
     assert!(m.get("error").is_none(), "the push service refused it: {m}");
     let payload = &m["payload"];

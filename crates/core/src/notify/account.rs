@@ -97,6 +97,9 @@ pub async fn set_email(
         return Err(AccountError::BadEmail);
     }
     stored::set_email(&state.db().write, &user.id, email).await?;
+    if email.is_some() {
+        state.reach().audience.add(&user.tenant_id);
+    }
     settings(state, user).await
 }
 
@@ -138,6 +141,7 @@ pub async fn subscribe(
     };
     let stored = stored::subscribe(&mut tx, &new, now).await?;
     tx.commit().await?;
+    state.reach().audience.add(&user.tenant_id);
     Ok(stored.into())
 }
 

@@ -36,6 +36,8 @@ pub struct Reach {
     pub vapid: KeyStore,
     pub mailer: Option<email::Mailer>,
     pub push_hosts: Allowlist,
+    /// The tenants in which someone can be reached now.
+    pub audience: Audience,
     /// VAPID headers kept for reuse, by push service.
     pub vapid_tokens: push::VapidTokens,
     pub wake: tokio::sync::Notify,
@@ -56,9 +58,42 @@ impl Reach {
             mailer: email::Mailer::from_settings(&n.email, timeout).map_err(|e| ReachError::Email(e.to_string()))?,
             push_hosts: push::allowlist(&n.push.allowed_hosts),
             vapid_tokens: push::VapidTokens::default(),
+            audience: Audience::default(),
             wake: tokio::sync::Notify::new(),
         })
     }
+}
+
+/// The tenants in which at least one person has a device subscribed (push
+/// on) or an email address (email on): intake queues nothing for the
+/// others, so a deployment nobody subscribed to pays nothing per proposal.
+/// Read from the database every second by the notifications worker (so a
+/// subscription made on another instance counts within a second), and
+/// added to at once when someone subscribes or sets an address here.
+#[derive(Default)]
+pub struct Audience(std::sync::RwLock<std::collections::HashSet<String>>);
+
+impl Audience {
+    pub fn contains(&self, tenant: &str) -> bool {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).contains(tenant)
+    }
+
+    pub fn add(&self, tenant: &str) {
+        self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(tenant.to_owned());
+    }
+
+    pub fn replace(&self, tenants: std::collections::HashSet<String>) {
+        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = tenants;
+    }
+}
+
+/// Reads [`Audience`] again from the database.
+pub async fn refresh_audience(state: &(impl crate::store::Store + Config + Reaching)) -> store::Result<()> {
+    let settings = &state.settings().notifications;
+    let tenants =
+        outbox::reachable_tenants(&state.db().read, settings.push.enabled, state.reach().mailer.is_some()).await?;
+    state.reach().audience.replace(tenants);
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +127,7 @@ pub fn vapid_subject(settings: &Settings) -> String {
 /// decision: its approvers now, and again before it expires. Call it inside
 /// the transaction that stores the change, then [`wake`] after the commit.
 pub async fn announce(
-    state: &impl Config,
+    state: &(impl Config + Reaching),
     conn: &mut store::Conn,
     tenant_id: &str,
     proposal_id: &str,
@@ -100,7 +135,7 @@ pub async fn announce(
     now: DateTime<Utc>,
 ) -> store::Result<()> {
     let settings = state.settings();
-    if !enabled(settings) {
+    if !enabled(settings) || !state.reach().audience.contains(tenant_id) {
         return Ok(());
     }
     let fanout = |kind, due| NewNotification {
@@ -117,7 +152,32 @@ pub async fn announce(
     if warning > Duration::zero() && expires_at - warning > now {
         rows.push(fanout(Kind::Expiring, expires_at - warning));
     }
-    outbox::enqueue(conn, &rows, now).await
+    outbox::enqueue(conn, &rows, now).await.map(drop)
+}
+
+/// Queues the notice of a proposal whose approval lapsed unredeemed (it
+/// waits for a decision again). Its reminder before expiry was queued when
+/// it first arrived, and still goes if it still waits then.
+pub async fn announce_again(
+    state: &(impl Config + Reaching),
+    conn: &mut store::Conn,
+    tenant_id: &str,
+    proposal_id: &str,
+    now: DateTime<Utc>,
+) -> store::Result<()> {
+    if !enabled(state.settings()) || !state.reach().audience.contains(tenant_id) {
+        return Ok(());
+    }
+    let row = NewNotification {
+        tenant_id,
+        proposal_id,
+        kind: Kind::Arrived,
+        channel: Channel::Fanout,
+        user_id: None,
+        subscription_id: None,
+        due: now,
+    };
+    outbox::enqueue(conn, &[row], now).await.map(drop)
 }
 
 /// Lets the worker deliver what was just queued without waiting for its tick.

@@ -54,7 +54,7 @@ impl Intake {
     /// run, nothing was written.
     pub async fn store(
         &self,
-        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts + crate::notify::Reaching),
         job: NewProposalJob,
     ) -> Result<Option<ProposalRow>, ProposeError> {
         if !self.running.load(Ordering::Acquire) {
@@ -83,7 +83,15 @@ impl Intake {
 /// sit idle in between (docs/BENCHMARKS.md, "Intake").
 pub fn spawn(
     state: std::sync::Arc<
-        impl Store + Config + Keys + Batching + crate::approval::receipts::Receipts + Send + Sync + 'static,
+        impl Store
+            + Config
+            + Keys
+            + Batching
+            + crate::approval::receipts::Receipts
+            + crate::notify::Reaching
+            + Send
+            + Sync
+            + 'static,
     >,
     shutdown: Shutdown,
 ) -> tokio::task::JoinHandle<()> {
@@ -99,7 +107,15 @@ pub fn spawn(
 /// The batch writer; runs until `shutdown` fires, then writes what is queued.
 pub async fn run(
     state: std::sync::Arc<
-        impl Store + Config + Keys + Batching + crate::approval::receipts::Receipts + Send + Sync + 'static,
+        impl Store
+            + Config
+            + Keys
+            + Batching
+            + crate::approval::receipts::Receipts
+            + crate::notify::Reaching
+            + Send
+            + Sync
+            + 'static,
     >,
     shutdown: Shutdown,
 ) {
@@ -125,7 +141,7 @@ pub async fn run(
 }
 
 async fn write(
-    state: &(impl Store + Config + Keys + Batching + crate::approval::receipts::Receipts),
+    state: &(impl Store + Config + Keys + Batching + crate::approval::receipts::Receipts + crate::notify::Reaching),
     batch: Vec<(NewProposalJob, Reply)>,
 ) {
     state.intake().largest_batch.fetch_max(batch.len(), Ordering::Relaxed);
@@ -150,7 +166,7 @@ async fn write(
 }
 
 async fn write_together(
-    state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
+    state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts + crate::notify::Reaching),
     batch: &[(NewProposalJob, Reply)],
 ) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
     let mut tx = state.db().begin().await?;

@@ -232,7 +232,7 @@ impl NewProposalJob {
     /// In a transaction of its own.
     pub async fn store_alone(
         &self,
-        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts + crate::notify::Reaching),
     ) -> Result<Option<ProposalRow>, ProposeError> {
         let mut tx = state.db().begin().await?;
         let stored = self.insert(state, &mut tx).await?;
@@ -246,7 +246,7 @@ impl NewProposalJob {
     /// written nothing, when the identical request is already in this run.
     pub async fn insert(
         &self,
-        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts + crate::notify::Reaching),
         tx: &mut crate::store::Conn,
     ) -> Result<Option<ProposalRow>, ProposeError> {
         Ok(NewProposalJob::insert_all(&[self], state, tx).await?.pop().flatten())
@@ -258,7 +258,7 @@ impl NewProposalJob {
     /// each one's policy approval or announcement.
     pub async fn insert_all(
         jobs: &[&NewProposalJob],
-        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts + crate::notify::Reaching),
         tx: &mut crate::store::Conn,
     ) -> Result<Vec<Option<ProposalRow>>, ProposeError> {
         let texts: Vec<(String, String)> = jobs
@@ -328,7 +328,7 @@ impl NewProposalJob {
     /// approves it alone, else the announcement to the approvers.
     async fn after_insert(
         &self,
-        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts),
+        state: &(impl Store + Config + Keys + crate::approval::receipts::Receipts + crate::notify::Reaching),
         tx: &mut crate::store::Conn,
         mut row: ProposalRow,
     ) -> Result<ProposalRow, ProposeError> {

@@ -70,14 +70,20 @@ pub struct NotificationRow {
 }
 
 /// Queues notifications. Call it inside the transaction that makes the
-/// change they announce.
-pub async fn enqueue(conn: &mut Conn, items: &[NewNotification<'_>], now: DateTime<Utc>) -> Result<()> {
+/// change they announce. Returns the rows as stored.
+pub async fn enqueue(
+    conn: &mut Conn,
+    items: &[NewNotification<'_>],
+    now: DateTime<Utc>,
+) -> Result<Vec<NotificationRow>> {
+    let mut stored = Vec::with_capacity(items.len());
     for n in items {
+        let id = new_id("ntf", now);
         query(
             "INSERT INTO notifications (id, tenant_id, proposal_id, kind, channel, user_id, subscription_id,
              next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
-        .bind(new_id("ntf", now))
+        .bind(&id)
         .bind(n.tenant_id)
         .bind(n.proposal_id)
         .bind(n.kind.as_str())
@@ -88,8 +94,19 @@ pub async fn enqueue(conn: &mut Conn, items: &[NewNotification<'_>], now: DateTi
         .bind(ts(now))
         .execute(&mut *conn)
         .await?;
+        stored.push(NotificationRow {
+            id,
+            tenant_id: n.tenant_id.to_owned(),
+            proposal_id: n.proposal_id.to_owned(),
+            kind: n.kind,
+            channel: n.channel,
+            user_id: n.user_id.map(str::to_owned),
+            subscription_id: n.subscription_id.map(str::to_owned),
+            attempts: 0,
+            created_at: now,
+        });
     }
-    Ok(())
+    Ok(stored)
 }
 
 /// Claims up to `limit` notifications due at `now` for this instance, as
@@ -187,6 +204,27 @@ pub async fn delivered_for(
     .fetch_all(pool)
     .await?;
     rows.iter().map(|r| r.decode::<Reached>().map(|r| (r.user_id, r.channel, r.at))).collect()
+}
+
+/// The tenants with a subscribed device (`push`) or an active user with an
+/// email address (`email`).
+pub async fn reachable_tenants(pool: &Pool, push: bool, email: bool) -> Result<std::collections::HashSet<String>> {
+    let mut tenants = std::collections::HashSet::new();
+    if push {
+        let rows = query("SELECT DISTINCT tenant_id FROM push_subscriptions").fetch_all(pool).await?;
+        for r in &rows {
+            tenants.insert(r.decode::<(String,)>()?.0);
+        }
+    }
+    if email {
+        let rows = query("SELECT DISTINCT tenant_id FROM users WHERE email IS NOT NULL AND active = 1")
+            .fetch_all(pool)
+            .await?;
+        for r in &rows {
+            tenants.insert(r.decode::<(String,)>()?.0);
+        }
+    }
+    Ok(tenants)
 }
 
 /// Sets (or, with `None`, clears) a user's email address.
