@@ -22,6 +22,7 @@ pub mod idempotency;
 pub mod notices;
 pub mod oidc;
 pub mod operations;
+pub mod outbox;
 pub mod passkeys;
 pub mod proposals;
 pub mod reach;

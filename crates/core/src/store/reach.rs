@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::outbox::{self, Table};
 use super::{new_id, query, ts, Conn, Exec, Int, Known, OptTimestamp, Pool, Result, Row, Timestamp};
 
 /// What a notification is about; stored as its name in snake case.
@@ -109,24 +110,17 @@ pub async fn enqueue(
     Ok(stored)
 }
 
-/// Claims up to `limit` notifications due at `now` for this instance, as
-/// `slack::claim_due` does (`FOR UPDATE SKIP LOCKED` on PostgreSQL), oldest
-/// first.
+/// Claims up to `limit` notifications due at `now` for this instance
+/// ([`outbox::claim`]), oldest first.
 pub async fn claim_due(
     pool: &Pool,
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<NotificationRow>> {
-    let skip_locked = if pool.is_postgres() { " FOR UPDATE SKIP LOCKED" } else { "" };
-    let sql = format!(
-        "UPDATE notifications SET next_attempt_at = ?
-         WHERE id IN (SELECT id FROM notifications WHERE status = 'pending' AND next_attempt_at <= ?
-                      ORDER BY next_attempt_at, id LIMIT ?{skip_locked})
-         RETURNING id, tenant_id, proposal_id, kind, channel, user_id, subscription_id, attempts, created_at"
-    );
-    let rows = query(&sql).bind(ts(lease_until)).bind(ts(now)).bind(i64::from(limit)).fetch_all(pool).await?;
-    let mut claimed = rows.iter().map(Row::decode).collect::<Result<Vec<NotificationRow>>>()?;
+    let columns = "id, tenant_id, proposal_id, kind, channel, user_id, subscription_id, attempts, created_at";
+    let mut claimed: Vec<NotificationRow> =
+        outbox::claim(pool, Table::Notifications, columns, now, lease_until, limit).await?;
     claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     Ok(claimed)
 }
@@ -139,32 +133,12 @@ pub async fn finish<'e>(
     error: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    query(
-        "UPDATE notifications SET status = ?, attempts = attempts + ?, last_error = COALESCE(?, last_error),
-         finished_at = ? WHERE id = ? AND status = 'pending'",
-    )
-    .bind(if delivered { "delivered" } else { "abandoned" })
-    .bind(i64::from(delivered))
-    .bind(error)
-    .bind(ts(now))
-    .bind(id)
-    .execute(db)
-    .await?;
-    Ok(())
+    outbox::finish(db, Table::Notifications, id, delivered, error, now).await
 }
 
 /// Counts a failed attempt and sets the next one.
 pub async fn retry_at<'e>(db: impl Into<Exec<'e>>, id: &str, at: DateTime<Utc>, error: &str) -> Result<()> {
-    query(
-        "UPDATE notifications SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
-         WHERE id = ? AND status = 'pending'",
-    )
-    .bind(ts(at))
-    .bind(error)
-    .bind(id)
-    .execute(db)
-    .await?;
-    Ok(())
+    outbox::retry_at(db, Table::Notifications, id, at, error).await
 }
 
 /// How many first notices (`arrived`) of a proposal were delivered on `channel`.

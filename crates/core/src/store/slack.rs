@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{new_id, query, ts, Exec, Int, Known, Pool, Result, Row, Timestamp};
+use super::outbox::{self, Table};
+use super::{new_id, query, ts, Exec, Int, Known, Pool, Result, Timestamp};
 
 /// Where a message goes; stored as its name in snake case (`webhook`,
 /// `response_url`).
@@ -72,27 +73,15 @@ pub async fn enqueue<'e>(db: impl Into<Exec<'e>>, m: &NewMessage<'_>, now: DateT
     Ok(id)
 }
 
-/// Claims up to `limit` messages due at `now` for this instance: each is
-/// moved out of everyone's way until `lease_until` (its next attempt, should
-/// this instance stop before finishing it) and returned. Several instances
-/// on one PostgreSQL database each get other messages (`FOR UPDATE SKIP
-/// LOCKED`), so one message is posted once; on SQLite the one writer
-/// serializes the claims anyway.
+/// Claims up to `limit` messages due at `now` for this instance
+/// ([`outbox::claim`]), oldest first.
 pub async fn claim_due(
     pool: &Pool,
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<OutboxRow>> {
-    let skip_locked = if pool.is_postgres() { " FOR UPDATE SKIP LOCKED" } else { "" };
-    let sql = format!(
-        "UPDATE slack_outbox SET next_attempt_at = ?
-         WHERE id IN (SELECT id FROM slack_outbox WHERE status = 'pending' AND next_attempt_at <= ?
-                      ORDER BY next_attempt_at, id LIMIT ?{skip_locked})
-         RETURNING *"
-    );
-    let rows = query(&sql).bind(ts(lease_until)).bind(ts(now)).bind(i64::from(limit)).fetch_all(pool).await?;
-    let mut claimed = rows.iter().map(Row::decode).collect::<Result<Vec<OutboxRow>>>()?;
+    let mut claimed: Vec<OutboxRow> = outbox::claim(pool, Table::Slack, "*", now, lease_until, limit).await?;
     // RETURNING follows no ORDER BY: oldest first, as they were queued.
     claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     Ok(claimed)
@@ -106,18 +95,7 @@ pub async fn finish<'e>(
     error: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    query(
-        "UPDATE slack_outbox SET status = ?, attempts = attempts + ?, last_error = COALESCE(?, last_error),
-         finished_at = ? WHERE id = ? AND status = 'pending'",
-    )
-    .bind(if delivered { "delivered" } else { "abandoned" })
-    .bind(i64::from(delivered))
-    .bind(error)
-    .bind(ts(now))
-    .bind(id)
-    .execute(db)
-    .await?;
-    Ok(())
+    outbox::finish(db, Table::Slack, id, delivered, error, now).await
 }
 
 /// How many of a proposal's channel (webhook) messages were delivered.
@@ -132,16 +110,7 @@ pub async fn delivered_to_channel(pool: &Pool, proposal_id: &str) -> Result<i64>
 
 /// Counts a failed attempt and sets the next one.
 pub async fn retry_at<'e>(db: impl Into<Exec<'e>>, id: &str, at: DateTime<Utc>, error: &str) -> Result<()> {
-    query(
-        "UPDATE slack_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
-         WHERE id = ? AND status = 'pending'",
-    )
-    .bind(ts(at))
-    .bind(error)
-    .bind(id)
-    .execute(db)
-    .await?;
-    Ok(())
+    outbox::retry_at(db, Table::Slack, id, at, error).await
 }
 
 /// Remembers a verified request; false when it was seen before (a replay).
