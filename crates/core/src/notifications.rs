@@ -58,7 +58,7 @@ async fn worker(
 ) {
     loop {
         match deliver_due(&*state).await {
-            // More may be due (a fan-out queues its deliveries): go again.
+            // A full batch may have left more due: go again at once.
             Ok(n) if n > 0 => continue,
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "notifications: cannot read or update the outbox"),
