@@ -85,11 +85,22 @@ pub async fn deliver_due(state: &(impl Store + Clock + Config + Outbound + Reach
     if count == 0 {
         return Ok(0);
     }
-    let mut proposals: HashMap<String, Option<ProposalRow>> = HashMap::new();
+    // The batch's proposals, one statement per tenant; a proposal gone or
+    // no longer waiting for a decision maps to None.
+    let mut proposals: HashMap<String, Option<ProposalRow>> =
+        due.iter().map(|r| (r.proposal_id.clone(), None)).collect();
+    let mut by_tenant: HashMap<&str, Vec<&str>> = HashMap::new();
     for row in &due {
-        if !proposals.contains_key(&row.proposal_id) {
-            let p = store::proposals::get(&state.db().read, &row.tenant_id, &row.proposal_id).await?;
-            proposals.insert(row.proposal_id.clone(), p.filter(|p| p.status.awaits_decision()));
+        let ids = by_tenant.entry(row.tenant_id.as_str()).or_default();
+        if !ids.contains(&row.proposal_id.as_str()) {
+            ids.push(&row.proposal_id);
+        }
+    }
+    for (tenant, ids) in by_tenant {
+        for p in store::proposals::get_many(&state.db().read, tenant, &ids).await? {
+            if p.status.awaits_decision() {
+                proposals.insert(p.id.clone(), Some(p));
+            }
         }
     }
     let (fanouts, mut sends): (Vec<NotificationRow>, Vec<NotificationRow>) =

@@ -109,9 +109,11 @@ pub trait Reaching {
     fn reach(&self) -> &Reach;
 }
 
-/// Whether any channel is on (else nothing is queued at all).
-fn enabled(settings: &Settings) -> bool {
-    settings.notifications.push.enabled || settings.notifications.email.smtp_url.is_some()
+/// Whether a notice about `tenant`'s proposals would reach anyone: a
+/// channel is on and someone there can be reached ([`Audience`]).
+fn worth_queueing(state: &(impl Config + Reaching), tenant: &str) -> bool {
+    let n = &state.settings().notifications;
+    (n.push.enabled || n.email.smtp_url.is_some()) && state.reach().audience.contains(tenant)
 }
 
 /// The VAPID `sub` claim.
@@ -134,10 +136,10 @@ pub async fn announce(
     expires_at: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> store::Result<()> {
-    let settings = state.settings();
-    if !enabled(settings) || !state.reach().audience.contains(tenant_id) {
+    if !worth_queueing(state, tenant_id) {
         return Ok(());
     }
+    let settings = state.settings();
     let fanout = |kind, due| NewNotification {
         tenant_id,
         proposal_id,
@@ -165,7 +167,7 @@ pub async fn announce_again(
     proposal_id: &str,
     now: DateTime<Utc>,
 ) -> store::Result<()> {
-    if !enabled(state.settings()) || !state.reach().audience.contains(tenant_id) {
+    if !worth_queueing(state, tenant_id) {
         return Ok(());
     }
     let row = NewNotification {

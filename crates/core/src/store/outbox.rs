@@ -8,6 +8,12 @@ use chrono::{DateTime, Utc};
 
 use super::{query, ts, Exec, Pool, Result, Row};
 
+/// A claimed row: when and under which id it was queued (claims come back
+/// oldest first, as queued).
+pub trait Queued {
+    fn queued(&self) -> (DateTime<Utc>, &str);
+}
+
 /// An outbox table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Table {
@@ -27,11 +33,11 @@ impl Table {
 /// Claims up to `limit` rows of `table` due at `now` for this instance:
 /// each is moved out of everyone's way until `lease_until` (its next
 /// attempt, should this instance stop before finishing it) and returned
-/// (`returning`: the columns to read), in no particular order. Several
+/// (`returning`: the columns to read), oldest first. Several
 /// instances on one PostgreSQL database each get other rows (`FOR UPDATE
 /// SKIP LOCKED`), so one row is handled once; on SQLite the one writer
 /// serializes the claims anyway.
-pub async fn claim<T: super::rows::Decoded>(
+pub async fn claim<T: super::rows::Decoded + Queued>(
     pool: &Pool,
     table: Table,
     returning: &str,
@@ -47,7 +53,10 @@ pub async fn claim<T: super::rows::Decoded>(
          RETURNING {returning}"
     );
     let rows = query(&sql).bind(ts(lease_until)).bind(ts(now)).bind(i64::from(limit)).fetch_all(pool).await?;
-    rows.iter().map(Row::decode).collect()
+    let mut claimed = rows.iter().map(Row::decode).collect::<Result<Vec<T>>>()?;
+    // RETURNING follows no ORDER BY.
+    claimed.sort_by(|a, b| a.queued().cmp(&b.queued()));
+    Ok(claimed)
 }
 
 /// Ends a pending row: `delivered`, or `abandoned` with why.

@@ -119,10 +119,13 @@ pub async fn claim_due(
     limit: u32,
 ) -> Result<Vec<NotificationRow>> {
     let columns = "id, tenant_id, proposal_id, kind, channel, user_id, subscription_id, attempts, created_at";
-    let mut claimed: Vec<NotificationRow> =
-        outbox::claim(pool, Table::Notifications, columns, now, lease_until, limit).await?;
-    claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    Ok(claimed)
+    outbox::claim(pool, Table::Notifications, columns, now, lease_until, limit).await
+}
+
+impl outbox::Queued for NotificationRow {
+    fn queued(&self) -> (DateTime<Utc>, &str) {
+        (self.created_at, &self.id)
+    }
 }
 
 /// Ends a pending notification: `delivered`, or `abandoned` with why.
@@ -151,33 +154,6 @@ pub async fn delivered_count(pool: &Pool, proposal_id: &str, channel: Channel) -
     .bind(channel.as_str())
     .fetch_one(pool)
     .await?)
-}
-
-/// Whom a proposal's notifications reached, by channel: (user id, channel,
-/// when), first delivery of each pair only, oldest first.
-pub async fn delivered_for(
-    pool: &Pool,
-    tenant: &str,
-    proposal_id: &str,
-) -> Result<Vec<(String, Channel, DateTime<Utc>)>> {
-    #[derive(sqlx::FromRow)]
-    struct Reached {
-        user_id: String,
-        #[sqlx(try_from = "Known<Channel>")]
-        channel: Channel,
-        #[sqlx(try_from = "Timestamp")]
-        at: DateTime<Utc>,
-    }
-    let rows = query(
-        "SELECT user_id, channel, MIN(finished_at) AS at FROM notifications
-         WHERE tenant_id = ? AND proposal_id = ? AND status = 'delivered' AND user_id IS NOT NULL
-         GROUP BY user_id, channel ORDER BY at, user_id",
-    )
-    .bind(tenant)
-    .bind(proposal_id)
-    .fetch_all(pool)
-    .await?;
-    rows.iter().map(|r| r.decode::<Reached>().map(|r| (r.user_id, r.channel, r.at))).collect()
 }
 
 /// The tenants with a subscribed device (`push`) or an active user with an

@@ -81,10 +81,13 @@ pub async fn claim_due(
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<OutboxRow>> {
-    let mut claimed: Vec<OutboxRow> = outbox::claim(pool, Table::Slack, "*", now, lease_until, limit).await?;
-    // RETURNING follows no ORDER BY: oldest first, as they were queued.
-    claimed.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    Ok(claimed)
+    outbox::claim(pool, Table::Slack, "*", now, lease_until, limit).await
+}
+
+impl outbox::Queued for OutboxRow {
+    fn queued(&self) -> (DateTime<Utc>, &str) {
+        (self.created_at, &self.id)
+    }
 }
 
 /// Ends a pending message: `delivered` or `abandoned` (with why).
