@@ -131,8 +131,11 @@ if ! (cd e2e && COUNTERSIGN_BIN="$CARGO_TARGET_DIR/debug/countersign" E2E_PORT="
   # CI keeps only this log: print what each failed test saw (its error and
   # the page's accessibility snapshot), so a rare failure can be read there.
   find e2e/artifacts/test-results -name error-context.md -exec sh -c 'echo "==== $1"; head -c 6000 "$1"' _ {} \;
+  # Last, which tests failed and why, in a few lines each.
+  [ -f e2e/artifacts/results.json ] && node e2e/failures.mjs e2e/artifacts/results.json
   exit 1
 fi
+node e2e/failures.mjs e2e/artifacts/results.json
 echo "screenshots: e2e/artifacts/"
 
 step "passkey ceremonies of the browser tests, verified again by py_webauthn"
