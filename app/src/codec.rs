@@ -163,6 +163,7 @@ mod tests {
                 signals: vec!["First payment".into()],
                 no_one_can_approve: false,
                 approver_gap: None,
+                reach: None,
             }],
             status: "pending".into(),
             order: "oldest".into(),

@@ -71,6 +71,39 @@ pub struct QueueItem {
     /// Then, exactly what is missing ("Only ben can approve: 1 more
     /// approver with a USD limit needed"; "No one can approve: …").
     pub approver_gap: Option<String>,
+    /// Its reminders and escalation, and who has been told (while it waits).
+    pub reach: Option<ReachLine>,
+}
+
+/// How a waiting proposal reaches its approvers: the tenant's escalation
+/// rule's steps, and the people notified so far.
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize,
+)]
+pub struct ReachLine {
+    /// When its approvers are reminded (RFC 3339).
+    pub remind_at: Option<String>,
+    /// When it escalates, and to which group.
+    pub escalate_at: Option<String>,
+    pub escalate_to: Option<String>,
+    /// When it did escalate.
+    pub escalated_at: Option<String>,
+    /// Each person told about it (or held back by their quiet hours).
+    pub notified: Vec<NotifiedLine>,
+}
+
+/// One person and how they were told.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct NotifiedLine {
+    pub username: String,
+    /// "push and email"; empty when nothing reached them.
+    pub channels: String,
+    /// When the last notice reached them.
+    pub at: Option<String>,
+    /// Escalated to them.
+    pub escalated: bool,
+    /// Not told (at least once) because of their quiet hours.
+    pub quiet: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
@@ -184,6 +217,8 @@ pub struct ProposalDetail {
     pub no_one_can_approve: bool,
     /// Then, exactly what is missing (as on the queue).
     pub approver_gap: Option<String>,
+    /// Its reminders and escalation, and who has been told.
+    pub reach: ReachLine,
     pub signals: Vec<SignalLine>,
     /// The other proposals for the same invoice (same payee, same invoice
     /// id), shown beside this one.
@@ -428,6 +463,8 @@ pub struct DayCount {
     pub approvals: u32,
     pub rejections: u32,
     pub expiries: u32,
+    /// Proposals escalated to a backup group that day.
+    pub escalations: u32,
 }
 
 /// How long something took on one channel: median and 90th percentile.

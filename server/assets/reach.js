@@ -7,6 +7,9 @@
 //   the deployment's VAPID key, and sends it (POST
 //   /api/v1/me/push-subscriptions). `#device-list` lists the person's
 //   devices, each with Remove (DELETE …/{id}).
+// - `form#quiet-form` sets the person's quiet hours in their time zone (the
+//   browser's, unless they change it), or clears them
+//   (PUT /api/v1/me/quiet-hours).
 // Every text is set with textContent: nothing from the server is parsed as HTML.
 (function () {
   "use strict";
@@ -76,6 +79,12 @@
       none.textContent = "No device gets push notifications yet.";
       list.append(none);
     }
+    var quiet = data.quiet_hours;
+    var zone = document.getElementById("quiet-zone");
+    document.getElementById("quiet-from").value = quiet ? quiet.hours.split("-")[0] : "";
+    document.getElementById("quiet-until").value = quiet ? quiet.hours.split("-")[1] : "";
+    zone.value = quiet ? quiet.time_zone : Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+    document.getElementById("quiet-clear").hidden = !quiet;
     var button = document.getElementById("push-subscribe");
     var supported = "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
     button.disabled = !data.push_available || !supported;
@@ -132,6 +141,21 @@
     call("PUT", "/api/v1/me/email", { email: value || null })
       .then(show)
       .then(function () { say(value ? "Email notifications go to " + value + "." : "Email notifications are off."); })
+      .catch(function (e) { say("Not saved: " + e.message); });
+  });
+  document.getElementById("quiet-form").addEventListener("submit", function (event) {
+    event.preventDefault();
+    var hours = document.getElementById("quiet-from").value + "-" + document.getElementById("quiet-until").value;
+    var zone = document.getElementById("quiet-zone").value.trim();
+    call("PUT", "/api/v1/me/quiet-hours", { time_zone: zone, hours: hours })
+      .then(show)
+      .then(function () { say("Quiet from " + hours.replace("-", " until ") + " (" + zone + "), but for escalations."); })
+      .catch(function (e) { say("Not saved: " + e.message); });
+  });
+  document.getElementById("quiet-clear").addEventListener("click", function () {
+    call("PUT", "/api/v1/me/quiet-hours", { time_zone: null, hours: null })
+      .then(show)
+      .then(function () { say("No quiet hours: you are notified at any time."); })
       .catch(function (e) { say("Not saved: " + e.message); });
   });
   load().catch(function (e) { say("Your notification settings cannot be read: " + e.message); });

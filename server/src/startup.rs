@@ -68,7 +68,10 @@ pub struct Bound {
 /// Opens the database, reaches the rail (or starts the bundled simulator),
 /// binds `settings.listen` and starts the background tasks. Prints nothing
 /// and installs no signal handler: the caller decides when to stop.
-pub async fn bind(settings: Settings, demo: bool) -> anyhow::Result<Bound> {
+pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
+    if demo {
+        crate::demo::escalation_defaults(&mut settings);
+    }
     let db = Db::connect(&settings.backend()?).await?;
     let keys = open_keys(&settings)?;
     let (rail_url, simulator) = match &settings.rail.url {

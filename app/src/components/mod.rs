@@ -4,7 +4,9 @@ use countersign_domain::{OpStatus, ProposalStatus};
 use leptos::prelude::*;
 
 mod decided;
+mod reach;
 pub use decided::{done_message, DecidedNotice};
+pub use reach::{ReachCard, ReachNote};
 
 /// A status as a coloured badge, in words: a proposal's status, or an
 /// operation's (the codes both have share one label, tested in the domain).

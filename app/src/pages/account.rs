@@ -66,6 +66,21 @@ pub fn AccountPage() -> impl IntoView {
                 "This browser cannot get push notifications here. On an iPhone, add Countersign to the Home Screen \
                  (Share, Add to Home Screen) and open it from there."
             </p>
+            <h3>"Quiet hours"</h3>
+            <form id="quiet-form" class="stack">
+                <p class="muted small">
+                    "No arrivals or reminders then, by email or push. A payment escalated to you still reaches you."
+                </p>
+                <div class="pair">
+                    <label>"From" <input id="quiet-from" type="time" required=true/></label>
+                    <label>"Until" <input id="quiet-until" type="time" required=true/></label>
+                </div>
+                <label>"Time zone" <input id="quiet-zone" maxlength="64" autocomplete="off" required=true/></label>
+                <div class="pair">
+                    <button type="submit" id="quiet-save">"Save quiet hours"</button>
+                    <button type="button" class="link" id="quiet-clear">"No quiet hours"</button>
+                </div>
+            </form>
             <p id="reach-status" role="status" class="muted"></p>
             <noscript><p>"Notifications are set up with JavaScript in this browser."</p></noscript>
         </section>

@@ -44,21 +44,24 @@ pub fn HumanLoopPage() -> impl IntoView {
 
 #[component]
 fn Charts(page: Page) -> impl IntoView {
-    let totals = page.days.iter().fold((0, 0, 0), |(a, r, e), d| (a + d.approvals, r + d.rejections, e + d.expiries));
+    let totals = page
+        .days
+        .iter()
+        .fold((0, 0, 0, 0), |(a, r, e, x), d| (a + d.approvals, r + d.rejections, e + d.expiries, x + d.escalations));
     view! {
         <p class="muted">
             {format!(
-                "The last {} days (UTC): {} approved, {} rejected, {} expired undecided.",
-                page.days.len(), totals.0, totals.1, totals.2,
+                "The last {} days (UTC): {} approved, {} rejected, {} expired undecided, {} escalated.",
+                page.days.len(), totals.0, totals.1, totals.2, totals.3,
             )}
         </p>
         <div class="card stack">
-            <h2 id="per-day-title">"Decisions and expiries per day"</h2>
+            <h2 id="per-day-title">"Decisions, expiries and escalations per day"</h2>
             <DayChart days=page.days.clone()/>
             <details>
                 <summary>"The numbers"</summary>
                 <table class="numbers" id="per-day">
-                    <thead><tr><th>"Day"</th><th>"Approved"</th><th>"Rejected"</th><th>"Expired"</th></tr></thead>
+                    <thead><tr><th>"Day"</th><th>"Approved"</th><th>"Rejected"</th><th>"Expired"</th><th>"Escalated"</th></tr></thead>
                     <tbody>
                         {page.days.iter().rev().map(|d| view! {
                             <tr data-day=d.day.clone()>
@@ -66,6 +69,7 @@ fn Charts(page: Page) -> impl IntoView {
                                 <td class="approvals">{d.approvals}</td>
                                 <td class="rejections">{d.rejections}</td>
                                 <td class="expiries">{d.expiries}</td>
+                                <td class="escalations">{d.escalations}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>
@@ -82,9 +86,6 @@ fn Charts(page: Page) -> impl IntoView {
             <p class="muted small">"From the agent's proposal to its first notice delivered on each channel."</p>
             <SpreadChart id="notice-times" spreads=page.notices what="notices"/>
         </div>
-        <p class="muted small">
-            "Escalations are not counted yet: escalation to a backup group comes with its policy (docs/NOTIFICATIONS.md)."
-        </p>
     }
 }
 
@@ -96,29 +97,36 @@ const BOTTOM: f64 = 24.0;
 /// Grouped bars per day: approved, rejected, expired.
 #[component]
 fn DayChart(days: Vec<DayCount>) -> impl IntoView {
-    let top = days.iter().map(|d| d.approvals.max(d.rejections).max(d.expiries)).max().unwrap_or(0).max(1);
+    let top = days.iter().map(|d| d.approvals.max(d.rejections).max(d.expiries).max(d.escalations)).max();
+    let top = top.unwrap_or(0).max(1);
     let slot = (WIDTH - LEFT) / days.len().max(1) as f64;
-    let bar = (slot / 4.0).max(1.0);
+    let bar = (slot / 5.0).max(1.0);
     let y = move |n: u32| (HEIGHT - BOTTOM) * (1.0 - f64::from(n) / f64::from(top));
-    let label =
-        format!("Bar chart: per day, the payments approved, rejected and expired undecided; at most {top} in a day.");
+    let label = format!(
+        "Bar chart: per day, the payments approved, rejected, expired undecided and escalated; at most {top} in a day."
+    );
     let bars = days
         .iter()
         .enumerate()
         .flat_map(|(i, d)| {
             let x0 = LEFT + slot * i as f64 + bar / 2.0;
-            [(d.approvals, "approved", 0.0), (d.rejections, "rejected", 1.0), (d.expiries, "expired", 2.0)]
-                .into_iter()
-                .filter(|(n, _, _)| *n > 0)
-                .map(move |(n, class, k)| {
-                    let top_y = y(n);
-                    view! {
-                        <rect class=format!("bar {class}") x=format!("{:.1}", x0 + bar * k) y=format!("{top_y:.1}")
-                            width=format!("{bar:.1}") height=format!("{:.1}", HEIGHT - BOTTOM - top_y)>
-                            <title>{format!("{}: {n} {class}", d.day)}</title>
-                        </rect>
-                    }
-                })
+            [
+                (d.approvals, "approved", 0.0),
+                (d.rejections, "rejected", 1.0),
+                (d.expiries, "expired", 2.0),
+                (d.escalations, "escalated", 3.0),
+            ]
+            .into_iter()
+            .filter(|(n, _, _)| *n > 0)
+            .map(move |(n, class, k)| {
+                let top_y = y(n);
+                view! {
+                    <rect class=format!("bar {class}") x=format!("{:.1}", x0 + bar * k) y=format!("{top_y:.1}")
+                        width=format!("{bar:.1}") height=format!("{:.1}", HEIGHT - BOTTOM - top_y)>
+                        <title>{format!("{}: {n} {class}", d.day)}</title>
+                    </rect>
+                }
+            })
         })
         .collect_view();
     let ticks = days
@@ -147,6 +155,7 @@ fn DayChart(days: Vec<DayCount>) -> impl IntoView {
             <span class="key approved">"Approved"</span>
             <span class="key rejected">"Rejected"</span>
             <span class="key expired">"Expired undecided"</span>
+            <span class="key escalated">"Escalated"</span>
         </p>
     }
 }

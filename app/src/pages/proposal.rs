@@ -3,7 +3,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{console_error, load_proposal};
-use crate::components::{CsrfField, DecidedNotice, LoadError, SignalList, StatusBadge, When};
+use crate::components::{CsrfField, DecidedNotice, LoadError, ReachCard, SignalList, StatusBadge, When};
 use crate::views::{ProposalDetail, Viewer};
 
 /// Fixed messages for the outcome of a decision form (never reflected text).
@@ -146,6 +146,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         }
     };
     let round = detail.approval_round;
+    let waiting = matches!(detail.status.as_str(), "pending_approval" | "approval_expired");
     let approvals = detail.approvals.iter().filter(|a| a.round == round).map(line).collect_view();
     // Earlier rounds: their approvals lapsed with an unused token.
     let earlier = (1..round)
@@ -299,6 +300,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             <h2>"Approvals"</h2>
             {token}
             {detail.still_needed.clone().map(|n| view! { <p id="still-needed">{n}</p> })}
+            {waiting.then(|| view! { <ReachCard reach=detail.reach.clone() now=detail.now.clone()/> })}
             {if no_approvals { Some(view! { <p class="muted">"None in this round yet."</p> }) } else { None }}
             <ul id="approvals" data-round=round>{approvals}</ul>
             {earlier}

@@ -3,7 +3,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::api::{console_error, load_queue};
-use crate::components::{CsrfField, DecidedNotice, LoadError, StatusBadge, When};
+use crate::components::{CsrfField, DecidedNotice, LoadError, ReachNote, StatusBadge, When};
 use crate::views::{QueuePage as Page, Viewer};
 use countersign_domain::ProposalStatus;
 
@@ -141,7 +141,8 @@ fn QueueTable(page: Page) -> impl IntoView {
                 let label = format!("Select {}", item.sentence);
                 view! { <input type="checkbox" name="id" value=item.id.clone() aria-label=label/> }
             });
-            let expires = waiting.then(|| view! { <When at=item.expires_at now=now.clone() brief=true/> });
+            let note = item.reach.filter(|_| waiting).map(|reach| view! { <ReachNote reach=reach now=now.clone()/> });
+            let expires = waiting.then(|| view! { <When at=item.expires_at now=now.clone() brief=true/>{note} });
             view! {
                 <tr data-proposal=item.id.clone()>
                     <td class="c-pick">{pick}</td>

@@ -70,6 +70,10 @@ def test_the_proposal_object_parses_typed() -> None:
     assert p.approvals[0].at is not None and p.approvals[0].at.microsecond == 123456
     assert p.approval_expires_at is not None and p.approval_expires_at.minute == 9
     assert p.operation is None and not p.paid and not p.final and p.expires_at is None
+    assert p.status_reason is None
+    expired = Proposal.from_json({**PROPOSAL, "status": "expired",
+                                  "status_reason": {"code": "no_decision", "message": "Nobody decided."}})
+    assert expired.status_reason is not None and expired.status_reason.code == "no_decision"
 
 
 def test_errors_map_to_their_codes() -> None:

@@ -408,6 +408,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/quiet-hours": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Sets (or, both null, clears) the person's quiet hours: arrival notices
+         *     and reminders are not sent to them by push or email then; an
+         *     escalation is. Refused with `validation_failed` naming `time_zone` or
+         *     `hours`.
+         */
+        put: operations["setQuietHours"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -1168,6 +1190,7 @@ export interface components {
             email_available: boolean;
             /** @description Whether this deployment sends Web Push. */
             push_available: boolean;
+            quiet_hours?: null | components["schemas"]["QuietHoursView"];
             /**
              * @description The VAPID public key browsers subscribe with
              *     (`applicationServerKey`): SEC1 uncompressed, base64url.
@@ -1361,6 +1384,7 @@ export interface components {
             request_hash: components["schemas"]["RequestHash"];
             run_id: components["schemas"]["RunId"];
             status: components["schemas"]["ProposalStatus"];
+            status_reason: null | components["schemas"]["StatusReason"];
             /** Format: date-time */
             updated_at: string;
         };
@@ -1413,6 +1437,25 @@ export interface components {
             data: components["schemas"]["QueueEntry"][];
             /** @description Pass as `cursor` for the next page; `null` on the last page. */
             next_cursor: string | null;
+        };
+        QuietHoursBody: {
+            /** @description "HH:MM-HH:MM" in that zone; may span midnight ("22:00-07:00"). */
+            hours?: string | null;
+            /** @description An IANA time zone ("Europe/Paris"); null with `hours` null clears them. */
+            time_zone?: string | null;
+        };
+        /** @description When arrivals and reminders are not sent to someone (an escalation is). */
+        QuietHoursView: {
+            /**
+             * @description From-until in that zone; may span midnight.
+             * @example 22:00-07:00
+             */
+            hours: string;
+            /**
+             * @description An IANA time zone.
+             * @example Europe/Paris
+             */
+            time_zone: string;
         };
         /** @description One of the rail's records, and whether it settles the operation. */
         RailRecord: {
@@ -1584,6 +1627,12 @@ export interface components {
          * @example acct_0123456789abcdef
          */
         SourceAccount: string;
+        /** @description Why a proposal is in its status. */
+        StatusReason: {
+            /** @example no_decision */
+            code: string;
+            message: string;
+        };
         /**
          * @description A step-up assertion as the browser returns it
          *     (`navigator.credentials.get`), binary values base64url.
@@ -3533,6 +3582,131 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    setQuietHours: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QuietHoursBody"];
+            };
+        };
+        responses: {
+            /** @description Their settings, changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSettings"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
                         };
                     };
                 };

@@ -41,6 +41,23 @@ impl fmt::Display for DemoSummary {
     }
 }
 
+/// `serve --demo`: the demo tenant's escalation, unless the configuration
+/// gives it one (docs/NOTIFICATIONS.md): remind its approvers after 10
+/// minutes, escalate to `treasury` (ben) after 30.
+pub fn escalation_defaults(settings: &mut crate::config::Settings) {
+    let tenant = settings.tenants.entry("demo".into()).or_default();
+    if tenant.escalation.is_empty() && tenant.approval_groups.is_empty() {
+        tenant.approval_groups.insert("treasury".into(), vec!["ben".into()]);
+        tenant.escalation.push(crate::config::EscalationRule {
+            currency: None,
+            from_minor: 0,
+            remind_after_secs: Some(600),
+            escalate_after_secs: Some(1800),
+            escalate_to: Some("treasury".into()),
+        });
+    }
+}
+
 pub async fn load(
     state: &(impl Store
           + Clock

@@ -1,4 +1,5 @@
-//! Background housekeeping: pending proposals past their TTL become
+//! Background housekeeping: waiting proposals due for escalation are
+//! escalated (`crate::escalation`); pending proposals past their TTL become
 //! `expired`; idempotency keys past their retention and expired console
 //! sessions and single sign-ons nobody came back from are purged.
 
@@ -35,6 +36,11 @@ async fn sweep(
     retention: Duration,
 ) {
     let now = state.now();
+    match crate::escalation::escalate_due(&**state, now).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(escalated = n, "escalated waiting proposals"),
+        Err(e) => tracing::error!(error = %e, "escalation sweep failed"),
+    }
     match crate::proposals::expire_due(&**state, now).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(expired = n, "expired pending proposals"),

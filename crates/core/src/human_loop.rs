@@ -19,6 +19,7 @@ pub struct Day {
     pub approvals: u32,
     pub rejections: u32,
     pub expiries: u32,
+    pub escalations: u32,
 }
 
 /// How long something took on one channel: the median and the 90th
@@ -82,10 +83,11 @@ pub async fn measure(state: &impl Store, tenant: &str, now: DateTime<Utc>) -> st
     let pool = &state.db().read;
     let decided = store::human_loop::decisions_since(pool, tenant, since).await?;
     let expired = store::human_loop::expiries_since(pool, tenant, since).await?;
+    let escalated = store::human_loop::escalations_since(pool, tenant, since).await?;
     let noticed = store::human_loop::first_notices_since(pool, tenant, since).await?;
 
     let mut days: Vec<Day> = (0..WINDOW_DAYS)
-        .map(|i| Day { day: first + Duration::days(i), approvals: 0, rejections: 0, expiries: 0 })
+        .map(|i| Day { day: first + Duration::days(i), approvals: 0, rejections: 0, expiries: 0, escalations: 0 })
         .collect();
     let slot = |at: DateTime<Utc>| usize::try_from((at.date_naive() - first).num_days()).ok();
     for d in &decided {
@@ -99,6 +101,11 @@ pub async fn measure(state: &impl Store, tenant: &str, now: DateTime<Utc>) -> st
     for at in &expired {
         if let Some(day) = slot(*at).and_then(|i| days.get_mut(i)) {
             day.expiries += 1;
+        }
+    }
+    for at in &escalated {
+        if let Some(day) = slot(*at).and_then(|i| days.get_mut(i)) {
+            day.escalations += 1;
         }
     }
     Ok(HumanLoop {

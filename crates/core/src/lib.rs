@@ -24,6 +24,7 @@ pub mod demo;
 pub mod deps;
 pub mod digest;
 pub mod eligibility;
+pub mod escalation;
 pub mod evidence;
 pub mod expiry;
 pub mod exports;

@@ -64,6 +64,13 @@ pub fn notified(channel: &'static str, took: std::time::Duration) {
     metrics::histogram!(NOTIFICATION_DELAY, "channel" => channel).record(took.as_secs_f64());
 }
 
+/// Proposals escalated to a backup group (`crate::escalation`).
+pub const ESCALATIONS: &str = "countersign_escalations_total";
+
+pub fn escalated(count: usize) {
+    metrics::counter!(ESCALATIONS).increment(count as u64);
+}
+
 pub fn proposal_created(status: &'static str) {
     metrics::counter!(PROPOSALS, "status" => status).increment(1);
 }

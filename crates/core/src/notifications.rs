@@ -213,6 +213,14 @@ async fn expand(
     let mut queued = Vec::new();
     let mut tenancies: HashMap<String, Tenancy> = HashMap::new();
     let mut devices: HashMap<String, Vec<String>> = HashMap::new();
+    // The group each escalation notice goes to.
+    let escalated: Vec<&str> =
+        fanouts.iter().filter(|r| r.kind == Kind::Escalated).map(|r| r.proposal_id.as_str()).collect();
+    let groups: HashMap<String, String> = store::escalations::of(&mut *tx, &escalated)
+        .await?
+        .into_iter()
+        .filter_map(|e| Some((e.proposal_id, e.escalate_to?)))
+        .collect();
     for row in fanouts {
         let Some(p) = proposals.get(&row.proposal_id).and_then(Option::as_ref) else {
             outbox::finish(&mut *tx, &row.id, false, Some("the proposal no longer waits for a decision"), now).await?;
@@ -225,7 +233,16 @@ async fn expand(
         let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
         let tenancy = &tenancies[&p.tenant_id];
         let mut items: Vec<(String, Channel, Option<String>)> = Vec::new();
-        for user in tenancy.eligible_users(&crate::approvals::Approvable::from(p), &approved_by) {
+        let mut quiet: Vec<String> = Vec::new();
+        for user in recipients(state, row, p, tenancy, &approved_by, &groups) {
+            // Quiet hours hold for everything but an escalation.
+            if row.kind != Kind::Escalated {
+                if let (Some(zone), Some(hours)) = (&user.time_zone, &user.quiet_hours) {
+                    if crate::notify::quiet::is_quiet(zone, hours, now) {
+                        quiet.push(user.id.clone());
+                    }
+                }
+            }
             if state.reach().mailer.is_some() && user.email.is_some() {
                 items.push((user.id.clone(), Channel::Email, None));
             }
@@ -251,11 +268,39 @@ async fn expand(
                 due: lease,
             })
             .collect();
-        queued.extend(outbox::enqueue(&mut tx, &rows, now).await?);
+        for addressed in outbox::enqueue(&mut tx, &rows, now).await? {
+            // Kept, so the console says who was not told and why.
+            if addressed.user_id.as_ref().is_some_and(|u| quiet.contains(u)) {
+                outbox::finish(&mut *tx, &addressed.id, false, Some(QUIET), now).await?;
+            } else {
+                queued.push(addressed);
+            }
+        }
         outbox::finish(&mut *tx, &row.id, true, None, now).await?;
     }
     tx.commit().await?;
     Ok(queued)
+}
+
+/// Why a notice was not sent to someone in their quiet hours.
+pub const QUIET: &str = "quiet hours";
+
+/// Who a fan-out reaches: those who may approve the proposal now; for an
+/// escalation, those of them in the group it was escalated to.
+fn recipients<'t>(
+    state: &impl Config,
+    row: &NotificationRow,
+    p: &ProposalRow,
+    tenancy: &'t Tenancy,
+    approved_by: &[&str],
+    groups: &HashMap<String, String>,
+) -> Vec<&'t store::directory::User> {
+    let eligible = tenancy.eligible_users(&crate::approvals::Approvable::from(p), approved_by);
+    if row.kind != Kind::Escalated {
+        return eligible;
+    }
+    let members = groups.get(&p.id).and_then(|g| state.settings().approval_group(&p.tenant_id, g)).unwrap_or_default();
+    eligible.into_iter().filter(|u| members.contains(&u.username)).collect()
 }
 
 /// Sends one addressed notification and says what became of it (nothing is

@@ -27,6 +27,7 @@ impl ConsoleService {
                     approvals: d.approvals,
                     rejections: d.rejections,
                     expiries: d.expiries,
+                    escalations: d.escalations,
                 })
                 .collect(),
             decisions: measured.decisions.into_iter().map(spread).collect(),

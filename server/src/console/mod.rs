@@ -25,6 +25,7 @@ use crate::store::{
 };
 
 mod human_loop;
+mod reach;
 mod waits;
 use waits::{approver_gap, missing, required_now, still_needed, why};
 
@@ -152,6 +153,8 @@ impl ConsoleService {
         let tenancy = self.tenancy(&viewer.tenant_id).await?;
         // Signals and eligibility matter while a decision is awaited.
         let signals_of = risk::signals_while_waiting(&self.state, &rows).await.map_err(unavailable)?;
+        let waiting_ids: Vec<&str> = rows.iter().filter(|r| waiting(r)).map(|r| r.id.as_str()).collect();
+        let mut reach = reach::of(&self.state, &tenancy, &waiting_ids).await?;
         let mut items = Vec::with_capacity(rows.len());
         for ((row, view), signals) in rows.iter().zip(views).zip(signals_of) {
             let c = &row.request;
@@ -177,6 +180,7 @@ impl ConsoleService {
                 signals: signals.iter().map(|s| s.label().to_owned()).collect(),
                 no_one_can_approve,
                 approver_gap,
+                reach: reach.remove(&row.id),
             });
         }
         Ok(QueuePage {
@@ -278,6 +282,7 @@ impl ConsoleService {
             (None, None)
         };
         let no_one_can_approve = approver_gap.is_some();
+        let reach = reach::of(state, &tenancy, &[row.id.as_str()]).await?.remove(&row.id).unwrap_or_default();
         let timeline = store::audit::for_proposal(&state.db.read, &row.id)
             .await
             .map_err(unavailable)?
@@ -341,6 +346,7 @@ impl ConsoleService {
             still_needed,
             no_one_can_approve,
             approver_gap,
+            reach,
             signals: assessment
                 .signals
                 .iter()

@@ -240,6 +240,7 @@ where
         .routes(guarded(routes!(passkeys::mark_notices_read)))
         .routes(guarded(routes!(reach::get)))
         .routes(guarded(routes!(reach::set_email)))
+        .routes(guarded(routes!(reach::set_quiet_hours)))
         .routes(guarded(routes!(reach::subscribe)))
         .routes(guarded(routes!(reach::unsubscribe)));
     // Registered under their full paths rather than nested: a nested router

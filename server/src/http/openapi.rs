@@ -68,6 +68,7 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/me/notices/read"),
     ("GET", "/api/v1/me/notifications"),
     ("PUT", "/api/v1/me/email"),
+    ("PUT", "/api/v1/me/quiet-hours"),
     ("POST", "/api/v1/me/push-subscriptions"),
     ("DELETE", "/api/v1/me/push-subscriptions/{id}"),
 ];

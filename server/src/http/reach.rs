@@ -32,6 +32,8 @@ impl From<AccountError> for ApiError {
             AccountError::TooMany => field("", "too_many"),
             AccountError::PushOff => ApiError::ForbiddenBecause("web push is off on this deployment"),
             AccountError::NotFound => ApiError::NotFound,
+            AccountError::BadTimeZone(_) => field("time_zone", "invalid_value"),
+            AccountError::BadHours(_) => field("hours", "invalid_value"),
             AccountError::Store(s) => s.into(),
         }
     }
@@ -83,6 +85,44 @@ pub async fn set_email(
 ) -> Result<Json<NotificationSettings>, ApiError> {
     let body: EmailBody = typed(value)?;
     Ok(Json(account::set_email(&state, &user.user, body.email.as_deref()).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuietHoursBody {
+    /// An IANA time zone ("Europe/Paris"); null with `hours` null clears them.
+    #[schema(max_length = 64)]
+    time_zone: Option<String>,
+    /// "HH:MM-HH:MM" in that zone; may span midnight ("22:00-07:00").
+    #[schema(max_length = 11)]
+    hours: Option<String>,
+}
+
+/// Sets (or, both null, clears) the person's quiet hours: arrival notices
+/// and reminders are not sent to them by push or email then; an
+/// escalation is. Refused with `validation_failed` naming `time_zone` or
+/// `hours`.
+#[utoipa::path(
+    put,
+    path = "/api/v1/me/quiet-hours",
+    operation_id = "setQuietHours",
+    tag = "console",
+    security(("consoleSession" = [])),
+    params(CsrfHeader),
+    request_body(content = QuietHoursBody, content_type = "application/json"),
+    responses((status = 200, body = NotificationSettings, description = "Their settings, changed."), WriteErrors),
+)]
+pub async fn set_quiet_hours(
+    State(state): State<Shared>,
+    user: CurrentUser,
+    JsonBody { value }: JsonBody,
+) -> Result<Json<NotificationSettings>, ApiError> {
+    let body: QuietHoursBody = typed(value)?;
+    let quiet = match (body.time_zone.as_deref(), body.hours.as_deref()) {
+        (None, None) => None,
+        (zone, hours) => Some((zone.unwrap_or_default(), hours.unwrap_or_default())),
+    };
+    Ok(Json(account::set_quiet_hours(&state, &user.user, quiet).await?))
 }
 
 /// A browser's push subscription keys (`PushSubscription.toJSON().keys`).

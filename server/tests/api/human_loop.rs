@@ -12,13 +12,13 @@ use crate::helpers::*;
 const TOKEN: &str = "human-loop-metrics-token-0123456789";
 
 /// The `<tr data-day=…>` row of `day` in the page's table, as text.
-fn row_of<'a>(html: &'a str, day: &str) -> &'a str {
+pub(crate) fn row_of<'a>(html: &'a str, day: &str) -> &'a str {
     let start = html.find(&format!("data-day=\"{day}\"")).unwrap_or_else(|| panic!("no row for {day}: {html}"));
     let end = html[start..].find("</tr>").unwrap() + start;
     &html[start..end]
 }
 
-fn cell(row: &str, class: &str) -> String {
+pub(crate) fn cell(row: &str, class: &str) -> String {
     let start =
         row.find(&format!("class=\"{class}\">")).unwrap_or_else(|| panic!("no {class} in {row}")) + class.len() + 9;
     row[start..].split('<').next().unwrap().to_owned()

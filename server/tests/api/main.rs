@@ -35,6 +35,7 @@ mod contract;
 mod controls;
 mod decision_support;
 mod duplicates;
+mod escalation;
 mod events;
 mod evidence;
 mod expiry;

@@ -19,7 +19,7 @@ const PUBLIC_URL: &str = "https://console.example";
 const METRICS_TOKEN: &str = "reach-metrics-token-0123456789";
 
 /// Starts a checker from `e2e/` and returns it with its port.
-async fn checker(script: &str, args: &[&std::path::Path]) -> Option<(tokio::process::Child, String)> {
+pub(crate) async fn checker(script: &str, args: &[&std::path::Path]) -> Option<(tokio::process::Child, String)> {
     let Some(python) = checkers_python() else {
         eprintln!("SKIPPED: ~/.cache/countersign/venv is missing (scripts/setup.sh --tests)");
         return None;
@@ -30,29 +30,29 @@ async fn checker(script: &str, args: &[&std::path::Path]) -> Option<(tokio::proc
 }
 
 /// The push service stand-in's address.
-struct PushService {
-    base: String,
+pub(crate) struct PushService {
+    pub(crate) base: String,
 }
 
 impl PushService {
     /// A new subscription (endpoint and keys), as a browser would get it.
-    async fn subscription(&self, gone: bool) -> Value {
+    pub(crate) async fn subscription(&self, gone: bool) -> Value {
         let url = format!("{}/subscriptions{}", self.base, if gone { "?gone=1" } else { "" });
         http_client().post(url).send().await.unwrap().json().await.unwrap()
     }
 
-    async fn messages(&self) -> Vec<Value> {
+    pub(crate) async fn messages(&self) -> Vec<Value> {
         http_client().get(format!("{}/messages", self.base)).send().await.unwrap().json().await.unwrap()
     }
 
     /// The records for `endpoint`'s subscription.
-    async fn for_endpoint(&self, endpoint: &str) -> Vec<Value> {
+    pub(crate) async fn for_endpoint(&self, endpoint: &str) -> Vec<Value> {
         let id = endpoint.rsplit('/').next().unwrap();
         self.messages().await.into_iter().filter(|m| m["subscription"] == id).collect()
     }
 
     /// Waits until `endpoint` has a record that `matches`.
-    async fn wait_for(&self, endpoint: &str, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn wait_for(&self, endpoint: &str, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..150 {
             if let Some(m) = self.for_endpoint(endpoint).await.into_iter().find(&matches) {
                 return m;
@@ -63,17 +63,17 @@ impl PushService {
     }
 }
 
-async fn subscribe(console: &Console, subscription: &Value, label: &str) -> Reply {
+pub(crate) async fn subscribe(console: &Console, subscription: &Value, label: &str) -> Reply {
     let body = with(subscription.clone(), json!({"label": label}));
     send(console.authed(Method::POST, "/api/v1/me/push-subscriptions").json(&body)).await
 }
 
-fn about(message: &Value, id: &str) -> bool {
+pub(crate) fn about(message: &Value, id: &str) -> bool {
     message["payload"]["proposal_id"] == id
 }
 
 /// Nothing a notification shows may name a full account or carry a secret.
-fn assert_nothing_secret(text: &str) {
+pub(crate) fn assert_nothing_secret(text: &str) {
     for secret in [ACME_PAYEE, ACME_SOURCE, ACME_BOT_KEY, "sha256:", "eyJ"] {
         assert!(!text.contains(secret), "{secret} in {text}");
     }

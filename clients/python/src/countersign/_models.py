@@ -81,7 +81,8 @@ def _str(value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class ApiErrorInfo:
-    """``{code, message}`` as carried by an operation that failed or needs review."""
+    """``{code, message}``: an operation that failed or needs review, or why a
+    proposal is in its status (``status_reason``)."""
 
     code: str
     message: str | None = None
@@ -209,6 +210,10 @@ class Proposal:
     created_at: datetime | None
     updated_at: datetime | None
     expires_at: datetime | None
+    #: Why it is in its status, when that needs saying: ``expired`` with
+    #: ``no_decision`` (nobody decided in time; never approved by default),
+    #: ``approval_expired`` with ``approval_lapsed``.
+    status_reason: ApiErrorInfo | None = None
     #: The ETag the server sent with it (``None`` when the answer carried none).
     etag: str | None = field(default=None, compare=False)
     #: The JSON it was read from.
@@ -234,6 +239,7 @@ class Proposal:
             created_at=parse_time(data.get("created_at")),
             updated_at=parse_time(data.get("updated_at")),
             expires_at=parse_time(data.get("expires_at")),
+            status_reason=ApiErrorInfo.from_json(data.get("status_reason")),
             etag=etag,
             raw=dict(data),
         )

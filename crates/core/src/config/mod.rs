@@ -16,10 +16,12 @@ use std::path::{Path, PathBuf};
 use crate::domain::{Currency, CurrencyRules};
 use crate::policy::PolicyConfig;
 
+pub mod escalation;
 mod operations;
 mod reach;
 mod validate;
 
+pub use escalation::EscalationRule;
 pub use operations::{AgentApiSettings, AgentLimit, ReportSettings, TracingSettings};
 pub use reach::{EmailSettings, NotifySettings, PushSettings};
 
@@ -196,11 +198,15 @@ pub struct TenantSettings {
     /// a password sign-in is refused (after the password was checked, so
     /// the refusal tells nothing to someone who does not know it).
     pub local_passwords: bool,
+    /// Named groups of the tenant's users, by username (`escalate_to`).
+    pub approval_groups: BTreeMap<String, Vec<String>>,
+    /// When to remind and to escalate, per amount band (`escalation`).
+    pub escalation: Vec<EscalationRule>,
 }
 
 impl Default for TenantSettings {
     fn default() -> Self {
-        TenantSettings { local_passwords: true }
+        TenantSettings { local_passwords: true, approval_groups: BTreeMap::new(), escalation: Vec::new() }
     }
 }
 

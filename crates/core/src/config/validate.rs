@@ -193,6 +193,9 @@ impl Settings {
                     "no provider in oidc.providers lists this tenant: nobody could sign in",
                 );
             }
+            if let Err((key, why)) = super::escalation::check(tenant, &t.approval_groups, &t.escalation) {
+                return bad(&key, &why);
+            }
         }
         Ok(())
     }

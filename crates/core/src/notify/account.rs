@@ -51,6 +51,19 @@ pub struct NotificationSettings {
     pub vapid_public_key: String,
     /// Their devices subscribed to Web Push, oldest first.
     pub devices: Vec<DeviceView>,
+    /// Their quiet hours, when they set them.
+    pub quiet_hours: Option<QuietHoursView>,
+}
+
+/// When arrivals and reminders are not sent to someone (an escalation is).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct QuietHoursView {
+    /// An IANA time zone.
+    #[schema(examples("Europe/Paris"))]
+    pub time_zone: String,
+    /// From-until in that zone; may span midnight.
+    #[schema(examples("22:00-07:00"))]
+    pub hours: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +80,10 @@ pub enum AccountError {
     PushOff,
     #[error("no such device")]
     NotFound,
+    #[error("time_zone {0}")]
+    BadTimeZone(super::quiet::BadQuietHours),
+    #[error("hours {0}")]
+    BadHours(super::quiet::BadQuietHours),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -77,8 +94,14 @@ pub async fn settings(
 ) -> Result<NotificationSettings, AccountError> {
     let devices = stored::subscriptions_of(&state.db().read, &user.id).await?;
     let current = crate::store::directory::user_by_id(&mut *state.db().reader().await?, &user.id).await?;
+    let current = current.unwrap_or_else(|| user.clone());
+    let quiet_hours = match (current.time_zone, current.quiet_hours) {
+        (Some(time_zone), Some(hours)) => Some(QuietHoursView { time_zone, hours }),
+        _ => None,
+    };
     Ok(NotificationSettings {
-        email: current.and_then(|u| u.email),
+        email: current.email,
+        quiet_hours,
         email_available: state.reach().mailer.is_some(),
         push_available: state.settings().notifications.push.enabled,
         vapid_public_key: state.reach().vapid.active_public_sec1(),
@@ -100,6 +123,26 @@ pub async fn set_email(
     if email.is_some() {
         state.reach().audience.add(&user.tenant_id);
     }
+    settings(state, user).await
+}
+
+/// Sets their quiet hours (`hours` such as "22:00-07:00" in `time_zone`),
+/// or clears them (none).
+pub async fn set_quiet_hours(
+    state: &(impl Store + Config + Reaching),
+    user: &User,
+    quiet: Option<(&str, &str)>,
+) -> Result<NotificationSettings, AccountError> {
+    let quiet = match quiet {
+        Some((zone, hours)) => {
+            let zone = zone.trim();
+            super::quiet::check_zone(zone).map_err(AccountError::BadTimeZone)?;
+            let hours = super::quiet::QuietHours::parse(hours).map_err(AccountError::BadHours)?.to_string();
+            Some((zone.to_owned(), hours))
+        }
+        None => None,
+    };
+    stored::set_quiet_hours(&state.db().write, &user.id, quiet.as_ref().map(|(z, h)| (z.as_str(), h.as_str()))).await?;
     settings(state, user).await
 }
 

@@ -57,6 +57,8 @@ impl Notice<'_> {
             Kind::Expiring => {
                 format!("Expires in {}: {} to {payee}", remaining(self.row.expires_at, self.now), amount(self.row))
             }
+            Kind::Reminder => format!("Still waiting: {} to {payee}", amount(self.row)),
+            Kind::Escalated => format!("Escalated to you: {} to {payee}", amount(self.row)),
         }
     }
 
@@ -90,7 +92,7 @@ impl Notice<'_> {
             Kind::Arrived => {
                 format!("Approval needed: {} to {}", amount(self.row), self.row.request.destination.legal_name)
             }
-            Kind::Expiring => self.title(),
+            Kind::Expiring | Kind::Reminder | Kind::Escalated => self.title(),
         }
     }
 
@@ -100,6 +102,11 @@ impl Notice<'_> {
         let opening = match self.kind {
             Kind::Arrived => "A payment is waiting for your approval.",
             Kind::Expiring => "A payment you can approve expires soon. Unless it is decided, it ends unpaid.",
+            Kind::Reminder => "A payment you can approve is still waiting for a decision.",
+            Kind::Escalated => {
+                "Nobody has decided this payment in time, so it was escalated to you as its backup approver. \
+                 Unless it is decided, it ends unpaid."
+            }
         };
         let signals = if self.signals.is_empty() {
             "none".to_owned()

@@ -21,6 +21,7 @@ pub mod account;
 pub mod email;
 pub mod message;
 pub mod push;
+pub mod quiet;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -126,23 +127,35 @@ pub fn vapid_subject(settings: &Settings) -> String {
 }
 
 /// Queues the notifications of `row`, which just started waiting for a
-/// decision: its approvers now, and again before it expires. Call it inside
-/// the transaction that stores the change, then [`wake`] after the commit.
+/// decision: its approvers now, again before it expires, and as its
+/// tenant's escalation rule says (a reminder; the escalation itself is
+/// stored here and done by `crate::escalation::escalate_due`, notified or
+/// not). Call it inside the transaction that stores the change, then
+/// [`wake`] after the commit.
 pub async fn announce(
     state: &(impl Config + Reaching),
     conn: &mut store::Conn,
-    tenant_id: &str,
-    proposal_id: &str,
-    expires_at: DateTime<Utc>,
+    row: &store::proposals::ProposalRow,
     now: DateTime<Utc>,
 ) -> store::Result<()> {
-    if !worth_queueing(state, tenant_id) {
+    let settings = state.settings();
+    let plan = settings.escalation_plan(&row.tenant_id, &row.currency, row.amount_minor, now, row.expires_at);
+    if let Some(plan) = &plan {
+        let planned = store::escalations::Planned {
+            tenant_id: &row.tenant_id,
+            proposal_id: &row.id,
+            remind_at: plan.remind_at,
+            escalate_at: plan.escalate_at,
+            escalate_to: plan.escalate_to.as_deref(),
+        };
+        store::escalations::insert(conn, &planned).await?;
+    }
+    if !worth_queueing(state, &row.tenant_id) {
         return Ok(());
     }
-    let settings = state.settings();
     let fanout = |kind, due| NewNotification {
-        tenant_id,
-        proposal_id,
+        tenant_id: &row.tenant_id,
+        proposal_id: &row.id,
         kind,
         channel: Channel::Fanout,
         user_id: None,
@@ -151,10 +164,25 @@ pub async fn announce(
     };
     let mut rows = vec![fanout(Kind::Arrived, now)];
     let warning = Duration::seconds(settings.notifications.expiry_warning_secs as i64);
-    if warning > Duration::zero() && expires_at - warning > now {
-        rows.push(fanout(Kind::Expiring, expires_at - warning));
+    if warning > Duration::zero() && row.expires_at - warning > now {
+        rows.push(fanout(Kind::Expiring, row.expires_at - warning));
+    }
+    if let Some(remind_at) = plan.and_then(|p| p.remind_at) {
+        rows.push(fanout(Kind::Reminder, remind_at));
     }
     outbox::enqueue(conn, &rows, now).await.map(drop)
+}
+
+/// Queues the escalation notice of a proposal just escalated to its
+/// backup group (`crate::escalation`).
+pub async fn announce_escalation(
+    state: &(impl Config + Reaching),
+    conn: &mut store::Conn,
+    tenant_id: &str,
+    proposal_id: &str,
+    now: DateTime<Utc>,
+) -> store::Result<()> {
+    queue_now(state, conn, tenant_id, proposal_id, Kind::Escalated, now).await
 }
 
 /// Queues the notice of a proposal whose approval lapsed unredeemed (it
@@ -167,13 +195,25 @@ pub async fn announce_again(
     proposal_id: &str,
     now: DateTime<Utc>,
 ) -> store::Result<()> {
+    queue_now(state, conn, tenant_id, proposal_id, Kind::Arrived, now).await
+}
+
+/// One `fanout` row of `kind`, due now, when it would reach anyone.
+async fn queue_now(
+    state: &(impl Config + Reaching),
+    conn: &mut store::Conn,
+    tenant_id: &str,
+    proposal_id: &str,
+    kind: Kind,
+    now: DateTime<Utc>,
+) -> store::Result<()> {
     if !worth_queueing(state, tenant_id) {
         return Ok(());
     }
     let row = NewNotification {
         tenant_id,
         proposal_id,
-        kind: Kind::Arrived,
+        kind,
         channel: Channel::Fanout,
         user_id: None,
         subscription_id: None,

@@ -342,7 +342,7 @@ impl NewProposalJob {
                 card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
             }
             crate::slack::outbox::announce(state, tx, &card, now).await?;
-            crate::notify::announce(state, tx, &row.tenant_id, id, row.expires_at, now).await?;
+            crate::notify::announce(state, tx, &row, now).await?;
             return Ok(row);
         };
         let approval = store::proposals::ApprovalRow {

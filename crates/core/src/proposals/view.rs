@@ -32,6 +32,11 @@ pub struct ProposalView {
     /// The durable operation once `commit` created one, else `null`.
     #[schema(required = true)]
     pub operation: Option<OperationView>,
+    /// Why the proposal is in its status, when that needs saying: `expired`
+    /// (`no_decision`: nobody decided in time; never approved by default)
+    /// and `approval_expired` (`approval_lapsed`); else `null`.
+    #[schema(required = true)]
+    pub status_reason: Option<StatusReason>,
     /// Where a human reviews this proposal in the console.
     #[schema(format = "uri")]
     pub approval_url: String,
@@ -51,6 +56,36 @@ impl ProposalView {
     /// Changes whenever the proposal changes; used as the `ETag`.
     pub fn etag(&self) -> String {
         format!("\"{}.{}\"", self.id, self.version)
+    }
+}
+
+/// Why a proposal is in its status.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct StatusReason {
+    #[schema(examples("no_decision"))]
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl StatusReason {
+    fn of(row: &ProposalRow) -> Option<StatusReason> {
+        match row.status {
+            ProposalStatus::Expired => Some(StatusReason {
+                code: "no_decision",
+                message: format!(
+                    "Nobody approved or rejected this proposal before it expired at {}. It was not approved: \
+                     Countersign never approves by default. Propose again if the payment is still needed.",
+                    store::ts(row.expires_at)
+                ),
+            }),
+            ProposalStatus::ApprovalExpired => Some(StatusReason {
+                code: "approval_lapsed",
+                message: "The approval token expired before it was committed; the approvers are asked to \
+                          approve again."
+                    .into(),
+            }),
+            _ => None,
+        }
     }
 }
 
@@ -218,6 +253,7 @@ pub(super) fn to_view(state: &impl Config, row: ProposalRow, approvals: Vec<Appr
     };
     ProposalView {
         approval_url: state.settings().proposal_url(&row.id),
+        status_reason: StatusReason::of(&row),
         id: row.id,
         status: row.status,
         kind: row.kind,

@@ -717,6 +717,8 @@ mod tests {
             roles: roles.to_vec(),
             slack_user_id: slack.map(str::to_owned),
             email: None,
+            time_zone: None,
+            quiet_hours: None,
             active: true,
             oidc: None,
             approval_limits_minor: limits.iter().map(|(c, n)| (c.to_string(), *n)).collect(),

@@ -92,6 +92,9 @@ pub struct User {
     pub slack_user_id: Option<String>,
     /// Where their email notifications go (`notify`), when they gave one.
     pub email: Option<String>,
+    /// Their IANA time zone and quiet hours in it (`notify::quiet`): both or neither.
+    pub time_zone: Option<String>,
+    pub quiet_hours: Option<String>,
     #[sqlx(try_from = "Flag")]
     pub active: bool,
     /// Rows of their own (`approval_limits`): [`with_limits`] reads them.

@@ -57,6 +57,21 @@ pub async fn expiries_since(pool: &Pool, tenant: &str, since: DateTime<Utc>) -> 
     rows.iter().map(|r| r.decode::<At>().map(|a| a.updated_at)).collect()
 }
 
+/// When the tenant's proposals escalated since `since` were escalated.
+pub async fn escalations_since(pool: &Pool, tenant: &str, since: DateTime<Utc>) -> Result<Vec<DateTime<Utc>>> {
+    #[derive(sqlx::FromRow)]
+    struct At {
+        #[sqlx(try_from = "Timestamp")]
+        escalated_at: DateTime<Utc>,
+    }
+    let rows = query("SELECT escalated_at FROM escalations WHERE tenant_id = ? AND escalated_at >= ?")
+        .bind(tenant)
+        .bind(ts(since))
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(|r| r.decode::<At>().map(|a| a.escalated_at)).collect()
+}
+
 /// Each proposal's first notice delivered on each channel (email and push
 /// from the notifications outbox, the channel message from Slack's), for
 /// proposals created since `since`.

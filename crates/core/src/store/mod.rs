@@ -13,6 +13,7 @@ pub mod audit;
 pub mod change_log;
 pub mod devices;
 pub mod directory;
+pub mod escalations;
 pub mod evidence;
 pub mod exports;
 pub mod freezes;

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use super::outbox::{self, Table};
-use super::{new_id, query, ts, Conn, Exec, Int, Known, OptTimestamp, Pool, Result, Row, Timestamp};
+use super::{new_id, query, ts, Builder, Conn, Exec, Int, Known, OptTimestamp, Pool, Result, Row, Timestamp};
 
 /// What a notification is about; stored as its name in snake case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::EnumString, strum::IntoStaticStr, strum::VariantArray)]
@@ -14,6 +14,10 @@ pub enum Kind {
     Arrived,
     /// A waiting proposal expires soon.
     Expiring,
+    /// Its approvers, reminded by the tenant's escalation rule.
+    Reminder,
+    /// The backup group, when the rule escalates (through quiet hours).
+    Escalated,
 }
 
 /// How a notification travels; stored as its name in snake case.
@@ -180,6 +184,54 @@ pub async fn reachable_tenants(pool: &Pool, push: bool, email: bool) -> Result<s
 /// Sets (or, with `None`, clears) a user's email address.
 pub async fn set_email<'e>(db: impl Into<Exec<'e>>, user_id: &str, email: Option<&str>) -> Result<()> {
     query("UPDATE users SET email = ? WHERE id = ?").bind(email).bind(user_id).execute(db).await?;
+    Ok(())
+}
+
+/// Someone told about a proposal on a channel, or held back by their quiet
+/// hours (`notifications::QUIET`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Told {
+    pub proposal_id: String,
+    pub user_id: String,
+    #[sqlx(try_from = "Known<Channel>")]
+    pub channel: Channel,
+    #[sqlx(try_from = "Known<Kind>")]
+    pub kind: Kind,
+    pub status: String,
+    #[sqlx(try_from = "OptTimestamp")]
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Told {
+    pub fn delivered(&self) -> bool {
+        self.status == "delivered"
+    }
+}
+
+/// Who was told about these proposals (delivered notices, and those held
+/// back by quiet hours), oldest first.
+pub async fn told_about(pool: &Pool, proposal_ids: &[&str], quiet: &str) -> Result<Vec<Told>> {
+    if proposal_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Builder::new(
+        "SELECT proposal_id, user_id, channel, kind, status, finished_at FROM notifications
+         WHERE channel <> 'fanout' AND user_id IS NOT NULL AND (status = 'delivered' OR last_error = ",
+    );
+    q.push_bind(quiet).push(") AND proposal_id IN (");
+    q.push_list(proposal_ids.iter().copied());
+    q.push(") ORDER BY finished_at");
+    q.build().fetch_all(pool).await?.iter().map(Row::decode).collect()
+}
+
+/// Sets (or clears) their time zone and quiet hours, checked by the caller.
+pub async fn set_quiet_hours<'e>(db: impl Into<Exec<'e>>, user_id: &str, quiet: Option<(&str, &str)>) -> Result<()> {
+    query("UPDATE users SET time_zone = ?, quiet_hours = ? WHERE id = ?")
+        .bind(quiet.map(|q| q.0))
+        .bind(quiet.map(|q| q.1))
+        .bind(user_id)
+        .execute(db)
+        .await?;
     Ok(())
 }
 
