@@ -125,7 +125,12 @@ impl axum::extract::OptionalFromRequest<Shared> for JsonBody {
 /// A body already read strictly ([`JsonBody`]) as a typed request (a
 /// struct with `deny_unknown_fields`): a refusal names its field (422
 /// `validation_failed`), as the strict proposal parser does.
+/// The body must be a JSON object: serde would also read a struct from an
+/// array of its fields in order (`[null, null]`), which no schema allows.
 pub fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    if !value.is_object() {
+        return Err(ApiError::Validation(vec![FieldError::new("", "invalid_value", "the body must be a JSON object")]));
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let message = e.inner().to_string();
@@ -291,6 +296,10 @@ mod tests {
         assert_eq!(field(serde_json::json!({"decision": 1})), ("decision".to_owned(), "invalid_value"));
         assert_eq!(field(serde_json::json!({"decision": "a", "count": 300})), ("count".to_owned(), "invalid_value"));
         assert!(typed::<Body>(serde_json::json!({"decision": "a"})).is_ok());
+        // Not read from an array of the fields in order, nor from anything but an object.
+        for not_an_object in [serde_json::json!(["a", null]), serde_json::json!("a"), serde_json::json!(null)] {
+            assert_eq!(field(not_an_object), (String::new(), "invalid_value"));
+        }
     }
 
     #[test]
