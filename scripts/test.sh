@@ -122,6 +122,19 @@ scripts/pg.sh stop "$pg_dir"
 pg_dir=""
 unset COUNTERSIGN_TEST_DATABASE_URL
 
+step "benchmark guard, report only: status poll and intake against their baselines (debug build, short)"
+# Issue 31 item 7: the two hot-path ratios, measured the way `make bench`
+# measures them (alternating rounds against the same-run baselines), only
+# shorter and on the debug binaries, so a change that eats a hot path shows
+# up in every run's log. A report, never a timed assertion: the figures and
+# their goals are for the release build (docs/BENCHMARKS.md); nothing here
+# fails the run.
+guard_dir=$(mktemp -d)
+"$CARGO_TARGET_DIR/debug/countersign-bench" --bin "$CARGO_TARGET_DIR/debug/countersign" --work-dir "$guard_dir" \
+  --site-root target/site suite --only poll,intake --duration 4 --rounds 2 | sed -n '/== summary/,$p' \
+  || echo "(the benchmark guard did not run; it is a report only)"
+rm -rf "$guard_dir"
+
 step "browser tests (Playwright driving /usr/bin/chromium)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data_dir=$(mktemp -d)/data

@@ -55,8 +55,8 @@ pub async fn run(env: &Env, load: &LoadArgs) -> anyhow::Result<Vec<Figure>> {
     Ok(vec![Figure::new(
         "intake throughput",
         format!("{:.0} proposals/s vs raw inserts {:.0} rows/s = {ratio:.1} %", real.per_sec(), base.per_sec()),
-        "≥ 40 % of baseline",
-        ratio >= 40.0 && real.failed == 0,
+        "≥ 75 % of baseline (issue 31)",
+        ratio >= 75.0 && real.failed == 0,
     )])
 }
 

@@ -1,4 +1,4 @@
-//! Benchmark 4: 10,000 concurrent long-polls. Each is its own connection
+//! Benchmark 4: concurrent long-polls (10,000 by default; the goal is 100,000 in < 1 GB). Each is its own connection
 //! holding `GET /api/v1/proposals/{id}?wait=60` with the proposal's current
 //! ETag in `If-None-Match`, spread over 100 pending proposals. Once every
 //! connection is open and no answer has come back, the server's VmRSS and
@@ -20,7 +20,9 @@ use crate::suite::Figure;
 
 const PROPOSALS: usize = 100;
 const BATCH: usize = 500;
-const GOAL_MB: f64 = 250.0;
+/// Issue 31: 100,000 held under 1 GB.
+const GOAL_MB: f64 = 1024.0;
+const GOAL_HELD: usize = 100_000;
 
 pub async fn run(env: &Env, count: usize) -> anyhow::Result<Vec<Figure>> {
     let server_dir = env.provision("longpoll", "").await?;
@@ -130,7 +132,7 @@ pub async fn run(env: &Env, count: usize) -> anyhow::Result<Vec<Figure>> {
     let mb = |kb: u64| kb as f64 / 1024.0;
     let all_held = open == count && early == 0;
     Ok(vec![Figure::new(
-        "10,000 concurrent long-polls: server memory",
+        "concurrent long-polls: server memory",
         format!(
             "{open} held: VmRSS {:.1} MB, VmHWM {:.1} MB (idle {:.1} MB; after the wake-up storm VmHWM {:.1} MB)",
             mb(holding.rss_kb),
@@ -138,8 +140,8 @@ pub async fn run(env: &Env, count: usize) -> anyhow::Result<Vec<Figure>> {
             mb(idle.rss_kb),
             mb(after.hwm_kb)
         ),
-        "< 250 MB",
-        all_held && mb(holding.hwm_kb) < GOAL_MB,
+        "100,000 held in < 1 GB (issue 31)",
+        all_held && count >= GOAL_HELD && mb(holding.hwm_kb) < GOAL_MB,
     )])
 }
 

@@ -160,7 +160,7 @@ fn bench_name(bench: &str) -> &'static str {
         "poll" => "status poll throughput",
         "intake" => "intake throughput",
         "commit" => "commit latency, rail subtracted",
-        "longpoll" => "10,000 concurrent long-polls: server memory",
+        "longpoll" => "concurrent long-polls: server memory",
         "queue" => "queue page SSR (100k proposals, 10k pending)",
         "notify" => "proposal → push delivered",
         "pg-intake" => "intake throughput, PostgreSQL",
