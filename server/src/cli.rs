@@ -84,7 +84,7 @@ pub enum Command {
     /// instance, from the next commit (docs/SECURITY.md "Kill switch").
     Freeze {
         #[command(flatten)]
-        scope: FreezeScope,
+        scope: crate::operator::FreezeScope,
         /// Why (shown to the refused agents and in the audit trail).
         #[arg(long)]
         reason: String,
@@ -93,7 +93,7 @@ pub enum Command {
     /// the operator's, who holds the server's files (and so everything).
     Unfreeze {
         #[command(flatten)]
-        scope: FreezeScope,
+        scope: crate::operator::FreezeScope,
     },
     /// Approval-token signing keys.
     Keys {
@@ -130,6 +130,11 @@ pub enum Command {
     Evidence {
         #[command(subcommand)]
         command: EvidenceCommand,
+    },
+    /// The payment policy.
+    Policy {
+        #[command(subcommand)]
+        command: crate::operator::PolicyCommand,
     },
     /// Serve the Model Context Protocol on stdin/stdout for one agent: its
     /// tools call this deployment's agent API with the agent's key. (`serve`
@@ -340,48 +345,6 @@ pub enum LogCommand {
         #[arg(long)]
         key: Option<String>,
     },
-}
-
-/// What a freeze covers: `--all`, `--tenant T`, or `--tenant T --agent A`.
-#[derive(Args, Debug)]
-#[group(required = true, multiple = true)]
-pub struct FreezeScope {
-    /// Every commit of every tenant.
-    #[arg(long, conflicts_with_all = ["tenant", "agent"])]
-    all: bool,
-    #[arg(long)]
-    tenant: Option<String>,
-    /// One agent of --tenant.
-    #[arg(long, requires = "tenant")]
-    agent: Option<String>,
-}
-
-impl FreezeScope {
-    fn scope(&self) -> crate::store::freezes::Scope {
-        use crate::store::freezes::Scope;
-        match (self.all, &self.tenant, &self.agent) {
-            (_, Some(tenant), Some(agent)) => Scope::Agent { tenant: tenant.clone(), agent: agent.clone() },
-            (_, Some(tenant), None) => Scope::Tenant(tenant.clone()),
-            _ => Scope::All,
-        }
-    }
-}
-
-/// `countersign freeze` / `unfreeze`: audited as the operator (`cli`).
-async fn set_freeze(settings: Settings, scope: &FreezeScope, frozen: bool, reason: &str) -> anyhow::Result<i32> {
-    let db = Db::connect(&settings.backend()?).await?;
-    let scope = scope.scope();
-    let now = crate::clock::system_now();
-    let mut tx = db.begin().await?;
-    let changed = crate::freeze::set(&mut tx, &scope, frozen, "cli", reason, None, now).await?;
-    tx.commit().await?;
-    match (frozen, changed) {
-        (true, true) => println!("frozen: {}; commits are refused before the rail is called", scope.describe()),
-        (true, false) => println!("already frozen: {}", scope.describe()),
-        (false, true) => println!("lifted: {}", scope.describe()),
-        (false, false) => println!("was not frozen: {}", scope.describe()),
-    }
-    Ok(0)
 }
 
 #[derive(Subcommand, Debug)]
@@ -616,8 +579,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Backup(args) => return crate::operator::backup(&settings, args).await,
         Command::Restore(args) => return crate::operator::restore(&settings, args).await,
         Command::Report { command } => return crate::operator::report(&settings, command).await,
-        Command::Freeze { scope, reason } => return set_freeze(settings, &scope, true, &reason).await,
-        Command::Unfreeze { scope } => return set_freeze(settings, &scope, false, "").await,
+        Command::Policy { command: crate::operator::PolicyCommand::Explain { tenant, agent, file } } => {
+            return crate::operator::explain_policy(settings, &tenant, &agent, &file).await;
+        }
+        Command::Freeze { scope, reason } => return crate::operator::set_freeze(settings, &scope, true, &reason).await,
+        Command::Unfreeze { scope } => return crate::operator::set_freeze(settings, &scope, false, "").await,
         Command::RailSim { listen, db, settle_after_ms } => {
             let options = crate::rail::sim::SimOptions {
                 settle_after: std::time::Duration::from_millis(settle_after_ms),

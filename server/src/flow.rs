@@ -76,7 +76,7 @@ async fn waiting(
 /// The proposal to show a reviewer after they decided on `decided`: the
 /// oldest other one waiting for their approval, if any.
 pub async fn next_after(
-    state: &impl Store,
+    state: &(impl Store + crate::config::Config),
     tenant: &str,
     user_id: &str,
     decided: &str,
@@ -108,7 +108,12 @@ mod tests {
     /// The count as it was first written: every proposal awaiting a decision
     /// read whole (lapsed ones first), its approvals read apart, each checked
     /// by [`Tenancy::check`].
-    async fn waiting_read_whole(state: &impl Store, tenant: &str, user_id: &str, except: Option<&str>) -> Vec<String> {
+    async fn waiting_read_whole(
+        state: &(impl Store + crate::config::Config),
+        tenant: &str,
+        user_id: &str,
+        except: Option<&str>,
+    ) -> Vec<String> {
         let tenancy = Tenancy::load(state, tenant).await.unwrap();
         let filters = ListFilters::default();
         let mut rows = Vec::new();

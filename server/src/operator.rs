@@ -46,6 +46,23 @@ pub enum ReportCommand {
     },
 }
 
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Which rules apply to a sample request (a proposal body, JSON, as an
+    /// agent would post it): the decision and its reasons, the approval
+    /// groups it needs, the escalation, who could approve it. Stores and
+    /// audits nothing.
+    Explain {
+        #[arg(long)]
+        tenant: String,
+        /// The agent that would propose it (its scope and segregation of duties).
+        #[arg(long)]
+        agent: String,
+        /// The request (JSON); `-` reads standard input.
+        file: PathBuf,
+    },
+}
+
 /// The environment variable a backup passphrase may come from.
 pub const PASSPHRASE_ENV: &str = "COUNTERSIGN_BACKUP_PASSPHRASE";
 
@@ -187,5 +204,74 @@ pub async fn report(settings: &Settings, command: ReportCommand) -> anyhow::Resu
     let path = out.unwrap_or_else(|| crate::exports::report_path(&settings.reports_dir(), now.date_naive()));
     crate::exports::write_report(&path, &report)?;
     println!("{} operation(s) unknown or needing review: report written to {}", report.open, path.display());
+    Ok(0)
+}
+
+/// `countersign policy explain`: prints the explanation; exits 1 naming what is wrong with the request.
+pub async fn explain_policy(
+    settings: Settings,
+    tenant: &str,
+    agent: &str,
+    file: &std::path::Path,
+) -> anyhow::Result<i32> {
+    let text = if file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
+    };
+    let body: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{} is not JSON: {e}", file.display()))?;
+    let (state, _trigger) = crate::startup::offline_state(settings).await?;
+    match crate::policy_explain::explain(&state, tenant, agent, &body, state.now()).await {
+        Ok(text) => {
+            print!("{text}");
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("countersign: {e}");
+            Ok(1)
+        }
+    }
+}
+
+/// What a freeze covers: `--all`, `--tenant T`, or `--tenant T --agent A`.
+#[derive(Args, Debug)]
+#[group(required = true, multiple = true)]
+pub struct FreezeScope {
+    /// Every commit of every tenant.
+    #[arg(long, conflicts_with_all = ["tenant", "agent"])]
+    all: bool,
+    #[arg(long)]
+    tenant: Option<String>,
+    /// One agent of --tenant.
+    #[arg(long, requires = "tenant")]
+    agent: Option<String>,
+}
+
+impl FreezeScope {
+    pub fn scope(&self) -> crate::store::freezes::Scope {
+        use crate::store::freezes::Scope;
+        match (self.all, &self.tenant, &self.agent) {
+            (_, Some(tenant), Some(agent)) => Scope::Agent { tenant: tenant.clone(), agent: agent.clone() },
+            (_, Some(tenant), None) => Scope::Tenant(tenant.clone()),
+            _ => Scope::All,
+        }
+    }
+}
+
+/// `countersign freeze` / `unfreeze`: audited as the operator (`cli`).
+pub async fn set_freeze(settings: Settings, scope: &FreezeScope, frozen: bool, reason: &str) -> anyhow::Result<i32> {
+    let db = Db::connect(&settings.backend()?).await?;
+    let scope = scope.scope();
+    let now = crate::clock::system_now();
+    let mut tx = db.begin().await?;
+    let changed = crate::freeze::set(&mut tx, &scope, frozen, "cli", reason, None, now).await?;
+    tx.commit().await?;
+    match (frozen, changed) {
+        (true, true) => println!("frozen: {}; commits are refused before the rail is called", scope.describe()),
+        (true, false) => println!("already frozen: {}", scope.describe()),
+        (false, true) => println!("lifted: {}", scope.describe()),
+        (false, false) => println!("was not frozen: {}", scope.describe()),
+    }
     Ok(0)
 }

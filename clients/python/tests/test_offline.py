@@ -71,6 +71,10 @@ def test_the_proposal_object_parses_typed() -> None:
     assert p.approval_expires_at is not None and p.approval_expires_at.minute == 9
     assert p.operation is None and not p.paid and not p.final and p.expires_at is None
     assert p.status_reason is None
+    assert p.policy.groups == ()
+    grouped = Proposal.from_json({**PROPOSAL, "policy": {**PROPOSAL["policy"],
+                                  "groups": [{"group": "treasury", "count": 1}]}})
+    assert grouped.policy is not None and grouped.policy.groups == (("treasury", 1),)
     expired = Proposal.from_json({**PROPOSAL, "status": "expired",
                                   "status_reason": {"code": "no_decision", "message": "Nobody decided."}})
     assert expired.status_reason is not None and expired.status_reason.code == "no_decision"

@@ -1089,6 +1089,16 @@ export interface components {
             field: string;
             message: string;
         };
+        /** @description So many approvals from the members of an approval group. */
+        GroupNeed: {
+            /** Format: int32 */
+            count: number;
+            /**
+             * @description A group of the tenant (`tenants.<id>.approval_groups`).
+             * @example treasury
+             */
+            group: string;
+        };
         /**
          * @description An invoice number.
          * @example 1842
@@ -1308,6 +1318,12 @@ export interface components {
         PayeeId: string;
         /** @description The policy decision and every rule that fired. */
         PolicyDecision: {
+            /**
+             * @description Approvals required from named approval groups (the tenant's
+             *     `group_approval` rule): each approver counts for one group at most.
+             *     Absent when no group rule applies.
+             */
+            groups?: components["schemas"]["GroupNeed"][];
             outcome: components["schemas"]["PolicyOutcome"];
             reasons: components["schemas"]["PolicyReason"][];
             /**

@@ -179,6 +179,11 @@ pub enum Ineligible {
     },
     /// They gave an approval in this round already.
     AlreadyApproved,
+    /// The approvals still missing must come from these groups, and they
+    /// are in none of them.
+    NotInGroup {
+        groups: Vec<String>,
+    },
 }
 
 impl Ineligible {
@@ -200,6 +205,11 @@ impl Ineligible {
             Ineligible::AlreadyApproved => {
                 "You have already approved this proposal; another approver must give the next approval.".into()
             }
+            Ineligible::NotInGroup { groups } => format!(
+                "The approvals still missing must come from {}; you are not in {}.",
+                groups.join(" and "),
+                if groups.len() == 1 { "it" } else { "any of them" }
+            ),
         }
     }
 }
@@ -226,6 +236,10 @@ pub struct Approvable<'a> {
     pub agent_id: &'a str,
     pub currency: Currency,
     pub amount_minor: u64,
+    /// The approvals its policy requires from named groups, and in all
+    /// (a row of the waiting count has neither: no group is checked there).
+    pub groups: &'a [policy::GroupNeed],
+    pub required: u8,
 }
 
 impl<'a> From<&'a store::proposals::ProposalRow> for Approvable<'a> {
@@ -235,6 +249,8 @@ impl<'a> From<&'a store::proposals::ProposalRow> for Approvable<'a> {
             agent_id: &row.agent_id,
             currency: row.request.currency,
             amount_minor: row.amount_minor,
+            groups: &row.policy.groups,
+            required: row.required_approvals,
         }
     }
 }
@@ -246,6 +262,8 @@ impl<'a> From<&'a store::proposals::PendingRow> for Approvable<'a> {
             agent_id: &row.agent_id,
             currency: row.currency,
             amount_minor: row.amount_minor,
+            groups: &[],
+            required: 1,
         }
     }
 }
@@ -312,6 +330,7 @@ impl From<Ineligible> for DecideError {
             Ineligible::ActsFor { .. } | Ineligible::KeyHolder { .. } => denied("segregation_of_duties", message),
             Ineligible::NoLimit { .. } | Ineligible::OverLimit { .. } => denied("approver_limit", message),
             Ineligible::AlreadyApproved => denied("distinct_approvers", message),
+            Ineligible::NotInGroup { .. } => denied(policy::RULE_GROUPS, message),
         }
     }
 }
@@ -469,7 +488,14 @@ async fn decide_inner(
         // stored, so the agent and the console see what is now needed.
         store::proposals::raise_required_approvals(&mut tx, proposal_id, &decision).await?;
     }
-    if approvals.len() >= usize::from(required) {
+    // Named groups (fixed when it was proposed) must be met as well, each
+    // approver counting for one group at most.
+    let groups_met = current.policy.groups.is_empty() || {
+        let members = crate::groups::Members::load_in(&mut tx, state.settings(), &current.tenant_id).await?;
+        let ids: Vec<&str> = approvals.iter().map(|a| a.approver_id.as_str()).collect();
+        members.unmet(&current.policy.groups, &ids).is_empty()
+    };
+    if approvals.len() >= usize::from(required) && groups_met {
         grant(state, &mut tx, &current, &approvals, now).await?;
     } else {
         store::proposals::touch(&mut tx, proposal_id, now).await?;
@@ -646,6 +672,14 @@ async fn recheck(
     drop(conn);
     let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
     may_approve(&approver.candidate(), &row.into(), Duties::from(&agent), &approved_by)?;
+    if !row.policy.groups.is_empty() {
+        // The approvals still missing may have to come from named groups.
+        let mut conn = state.db().reader().await?;
+        let members = crate::groups::Members::load_in(&mut conn, state.settings(), &row.tenant_id).await?;
+        members
+            .helps(&row.policy.groups, row.required_approvals, &approved_by, &approver.user_id)
+            .map_err(|groups| Ineligible::NotInGroup { groups })?;
+    }
     let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
     if decision.outcome == Outcome::Denied {
         return Err(DecideError::Denied(decision));
@@ -663,7 +697,7 @@ pub fn evaluate_now(state: &impl Config, agent: &AgentPrincipal, row: &store::pr
     let trusted = row.kind == ProposalKind::Transfer.as_str() && row.payee_trusted;
     let source: &SourceAccount = &canonical.source_account;
     let purpose: PurposeCode = canonical.purpose_code;
-    policy::evaluate(
+    let decision = policy::evaluate(
         &state.settings().policy,
         &PolicyInput {
             kind: canonical.kind,
@@ -674,7 +708,8 @@ pub fn evaluate_now(state: &impl Config, agent: &AgentPrincipal, row: &store::pr
             payee_trusted: trusted,
             agent: &agent.scope,
         },
-    )
+    );
+    state.settings().with_group_rule(&row.tenant_id, canonical.currency, canonical.amount_minor, decision)
 }
 
 pub use crate::approval::grant::grant;

@@ -253,6 +253,22 @@ async fn recheck(
         }
         humans += 1;
     }
+    if !row.policy.groups.is_empty() {
+        // The groups it was proposed under, with their members as they stand now.
+        let members = crate::groups::Members::load_in(&mut conn, state.settings(), &row.tenant_id).await?;
+        let people: Vec<&str> =
+            claims.approvers.iter().filter(|a| !a.starts_with("policy:")).map(String::as_str).collect();
+        let short = members.unmet(&row.policy.groups, &people);
+        if !short.is_empty() {
+            return Err(denied(
+                crate::policy::RULE_GROUPS,
+                format!(
+                    "The approvals do not include {} (approval groups as they stand now).",
+                    crate::policy::describe_groups(&short)
+                ),
+            ));
+        }
+    }
     if decision.outcome == Outcome::NeedsApproval && humans < usize::from(decision.required_approvals.max(1)) {
         return Err(denied(
             "dual_approval",

@@ -108,7 +108,7 @@ mod tests {
     use chrono::{DateTime, Utc};
 
     fn decision(n: u8) -> Decision {
-        Decision { outcome: Outcome::NeedsApproval, required_approvals: n, reasons: Vec::new() }
+        Decision { outcome: Outcome::NeedsApproval, required_approvals: n, reasons: Vec::new(), groups: Vec::new() }
     }
 
     fn twin(id: &str, status: ProposalStatus) -> Earlier {

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::approvals::{may_approve, Approvable, Candidate, Duties, Ineligible};
+use crate::config::{Config, Settings};
 use crate::store::Store;
 use crate::store::{self, directory::User, StoreError};
 
@@ -16,6 +17,8 @@ pub struct Tenancy {
     users: Vec<User>,
     /// Each agent's id, and who may never approve its proposals.
     agents: HashMap<String, store::directory::Agent>,
+    /// The tenant's approval groups.
+    groups: crate::groups::Members,
 }
 
 fn candidate(user: &User) -> Candidate<'_> {
@@ -23,15 +26,29 @@ fn candidate(user: &User) -> Candidate<'_> {
 }
 
 impl Tenancy {
-    pub async fn load(state: &impl Store, tenant: &str) -> Result<Tenancy, StoreError> {
-        Self::load_in(&mut *state.db().reader().await?, tenant).await
+    pub async fn load(state: &(impl Store + Config), tenant: &str) -> Result<Tenancy, StoreError> {
+        Self::load_in(&mut *state.db().reader().await?, state.settings(), tenant).await
     }
 
     /// [`Tenancy::load`] on a connection (inside a transaction).
-    pub async fn load_in(conn: &mut store::Conn, tenant: &str) -> Result<Tenancy, StoreError> {
+    pub async fn load_in(conn: &mut store::Conn, settings: &Settings, tenant: &str) -> Result<Tenancy, StoreError> {
         let users = store::directory::users_of(conn, tenant).await?;
         let agents = store::directory::agents_in(conn, tenant).await?;
-        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect() })
+        let groups = crate::groups::Members::new(settings, tenant, &users);
+        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect(), groups })
+    }
+
+    /// Whether one more approval by `user_id` would help meet `row`'s group
+    /// requirements (always, without any): see `policy::helps`.
+    pub fn helps(&self, user_id: &str, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
+        self.groups
+            .helps(row.groups, row.required, approved_by, user_id)
+            .map_err(|groups| Ineligible::NotInGroup { groups })
+    }
+
+    /// What `row`'s groups still lack given `approved_by`.
+    pub fn unmet(&self, groups: &[crate::policy::GroupNeed], approved_by: &[&str]) -> Vec<crate::policy::GroupNeed> {
+        self.groups.unmet(groups, approved_by)
     }
 
     /// The same tenant as if `username` had `roles` and `limits` (a
@@ -47,7 +64,7 @@ impl Tenancy {
             user.roles = roles.to_vec();
             user.approval_limits_minor = limits.clone();
         }
-        Tenancy { users, agents: self.agents.clone() }
+        Tenancy { users, agents: self.agents.clone(), groups: self.groups.clone() }
     }
 
     fn duties(&self, agent: &str) -> Duties<'_> {
@@ -80,6 +97,7 @@ impl Tenancy {
         if !user.active {
             return Err(Ineligible::NotAnApprover);
         }
-        may_approve(&candidate(user), row, self.duties(row.agent_id), approved_by)
+        may_approve(&candidate(user), row, self.duties(row.agent_id), approved_by)?;
+        self.helps(&user.id, row, approved_by)
     }
 }

@@ -92,7 +92,8 @@ pub async fn expire_approvals(
             };
             audit::append(&mut tx, &entry).await?;
             if let Some(row) = proposals::get_in(&mut tx, &tenant, &id).await? {
-                let card = outbox::card(state, &id, &row.request, &hash, row.required_approvals);
+                let mut card = outbox::card(state, &id, &row.request, &hash, row.required_approvals);
+                card.groups = crate::policy::describe_groups(&row.policy.groups);
                 announced |= outbox::announce_lapsed(state, &mut tx, &card, now).await?;
                 crate::notify::announce_again(state, &mut tx, &tenant, &id, now).await?;
             }

@@ -227,7 +227,7 @@ async fn expand(
             continue;
         };
         if !tenancies.contains_key(&p.tenant_id) {
-            tenancies.insert(p.tenant_id.clone(), Tenancy::load_in(&mut tx, &p.tenant_id).await?);
+            tenancies.insert(p.tenant_id.clone(), Tenancy::load_in(&mut tx, state.settings(), &p.tenant_id).await?);
         }
         let given = store::proposals::approvals_in_round(&mut tx, &p.id, p.approval_round).await?;
         let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();

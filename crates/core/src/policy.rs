@@ -160,9 +160,126 @@ pub struct Decision {
     /// signal; one more again once an approver confirmed a payment whose
     /// invoice is already approved or paid is not a duplicate (rule
     /// `duplicate_invoice`).
-    #[schema(maximum = 4)]
+    #[schema(maximum = 12)]
     pub required_approvals: u8,
     pub reasons: Vec<Reason>,
+    /// Approvals required from named approval groups (the tenant's
+    /// `group_approval` rule): each approver counts for one group at most.
+    /// Absent when no group rule applies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupNeed>,
+}
+
+/// So many approvals from the members of an approval group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroupNeed {
+    /// A group of the tenant (`tenants.<id>.approval_groups`).
+    #[schema(examples("treasury"))]
+    pub group: String,
+    #[schema(minimum = 1, maximum = 10)]
+    pub count: u8,
+}
+
+/// "1 from treasury and 2 from directors".
+pub fn describe_groups(needs: &[GroupNeed]) -> String {
+    let parts: Vec<String> = needs.iter().map(|n| format!("{} from {}", n.count, n.group)).collect();
+    match parts.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// `decision` with the tenant's group rule applied (`needs`, from the rule
+/// that covers the payment): a human approval is needed (never approved by
+/// policy alone), as many approvals as the groups ask at least, and the
+/// reason. A denial stays a denial.
+pub fn with_groups(mut decision: Decision, needs: &[GroupNeed], amount: &str) -> Decision {
+    if needs.is_empty() || decision.outcome == Outcome::Denied {
+        return decision;
+    }
+    if decision.outcome == Outcome::AutoApproved {
+        decision.outcome = Outcome::NeedsApproval;
+        decision.reasons.retain(|r| r.rule != RULE_AUTO_APPROVE);
+    }
+    decision.reasons.retain(|r| r.rule != "single_approval");
+    let sum: u32 = needs.iter().map(|n| u32::from(n.count)).sum();
+    decision.required_approvals = decision.required_approvals.max(u8::try_from(sum).unwrap_or(u8::MAX)).max(1);
+    decision.reasons.push(Reason {
+        rule: RULE_GROUPS.into(),
+        message: format!("{amount} needs approvals from named groups: {}.", describe_groups(needs)),
+    });
+    decision.groups = needs.to_vec();
+    decision
+}
+
+pub const RULE_GROUPS: &str = "group_approval";
+
+/// What each group still lacks, given the people who approved (each counts
+/// for one group at most, matched so that as many needs as possible are
+/// met: a maximum bipartite matching). `member(group, approver)`.
+pub fn unmet(needs: &[GroupNeed], approvers: &[&str], member: impl Fn(&str, &str) -> bool) -> Vec<GroupNeed> {
+    // One slot per approval a group needs.
+    let slots: Vec<usize> =
+        needs.iter().enumerate().flat_map(|(i, n)| std::iter::repeat_n(i, n.count.into())).collect();
+    let mut holder: Vec<Option<usize>> = vec![None; slots.len()];
+    fn place(
+        a: usize,
+        slots: &[usize],
+        holder: &mut [Option<usize>],
+        seen: &mut [bool],
+        fits: &dyn Fn(usize, usize) -> bool,
+    ) -> bool {
+        for s in 0..slots.len() {
+            if seen[s] || !fits(a, slots[s]) {
+                continue;
+            }
+            seen[s] = true;
+            if holder[s].is_none_or(|b| place(b, slots, holder, seen, fits)) {
+                holder[s] = Some(a);
+                return true;
+            }
+        }
+        false
+    }
+    let fits = |a: usize, need: usize| member(&needs[need].group, approvers[a]);
+    for a in 0..approvers.len() {
+        let mut seen = vec![false; slots.len()];
+        place(a, &slots, &mut holder, &mut seen, &fits);
+    }
+    needs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let filled = slots.iter().zip(&holder).filter(|(need, h)| **need == i && h.is_some()).count();
+            let left = usize::from(n.count).saturating_sub(filled);
+            (left > 0).then(|| GroupNeed { group: n.group.clone(), count: u8::try_from(left).unwrap_or(u8::MAX) })
+        })
+        .collect()
+}
+
+/// Whether one more approval by `candidate` would help: it fills a group
+/// still short, or every group is met and plain approvals are still
+/// missing (`required` in all). Else the names of the groups still short.
+pub fn helps(
+    needs: &[GroupNeed],
+    required: u8,
+    approvers: &[&str],
+    candidate: &str,
+    member: impl Fn(&str, &str) -> bool + Copy,
+) -> Result<(), Vec<String>> {
+    let short = unmet(needs, approvers, member);
+    let short_total: usize = short.iter().map(|n| usize::from(n.count)).sum();
+    let mut with: Vec<&str> = approvers.to_vec();
+    with.push(candidate);
+    let after: usize = unmet(needs, &with, member).iter().map(|n| usize::from(n.count)).sum();
+    let plain_left = usize::from(required).saturating_sub(approvers.len()).saturating_sub(short_total);
+    if after < short_total || plain_left > 0 {
+        Ok(())
+    } else {
+        Err(short.into_iter().map(|n| n.group).collect())
+    }
 }
 
 pub const RULE_AUTO_APPROVE: &str = "auto_approve_trusted_payee";
@@ -175,6 +292,7 @@ impl Decision {
             outcome: Outcome::Denied,
             required_approvals: 0,
             reasons: vec![Reason { rule: rule.into(), message }],
+            groups: Vec::new(),
         }
     }
 
@@ -206,7 +324,7 @@ pub fn evaluate(config: &PolicyConfig, input: &PolicyInput<'_>) -> Decision {
         );
     }
     if denied {
-        return Decision { outcome: Outcome::Denied, required_approvals: 0, reasons };
+        return Decision { outcome: Outcome::Denied, required_approvals: 0, reasons, groups: Vec::new() };
     }
 
     let mut manual_only = false;
@@ -248,20 +366,85 @@ pub fn evaluate(config: &PolicyConfig, input: &PolicyInput<'_>) -> Decision {
                         input.currency.format_minor(t)
                     ),
                 );
-                return Decision { outcome: Outcome::AutoApproved, required_approvals: 0, reasons };
+                return Decision { outcome: Outcome::AutoApproved, required_approvals: 0, reasons, groups: Vec::new() };
             }
         }
     }
     if required == 1 {
         reason("single_approval", format!("{amount} needs one human approval."));
     }
-    Decision { outcome: Outcome::NeedsApproval, required_approvals: required, reasons }
+    Decision { outcome: Outcome::NeedsApproval, required_approvals: required, reasons, groups: Vec::new() }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn need(group: &str, count: u8) -> GroupNeed {
+        GroupNeed { group: group.into(), count }
+    }
+
+    /// treasury: ana, ben; controllers: ben, carol; directors: ana, ben, carol.
+    fn member(group: &str, who: &str) -> bool {
+        match group {
+            "treasury" => ["ana", "ben"].contains(&who),
+            "controllers" => ["ben", "carol"].contains(&who),
+            "directors" => ["ana", "ben", "carol"].contains(&who),
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn groups_are_met_by_distinct_people_matched_at_best() {
+        let both = [need("treasury", 1), need("controllers", 1)];
+        assert_eq!(unmet(&both, &[], member), both.to_vec());
+        // ben is in both groups but counts once.
+        assert_eq!(unmet(&both, &["ben"], member).len(), 1);
+        // Given ben first then ana, the matching moves ben to controllers.
+        assert_eq!(unmet(&both, &["ben", "ana"], member), vec![]);
+        assert_eq!(unmet(&both, &["ana", "dan"], member), vec![need("controllers", 1)]);
+        let two_directors = [need("directors", 2)];
+        assert_eq!(unmet(&two_directors, &["ana"], member), vec![need("directors", 1)]);
+        assert_eq!(unmet(&two_directors, &["ana", "carol"], member), vec![]);
+    }
+
+    #[test]
+    fn an_approval_that_helps_no_group_is_refused_while_groups_are_short() {
+        let both = [need("treasury", 1), need("controllers", 1)];
+        // Two in all: after ana, only a controller helps.
+        assert_eq!(helps(&both, 2, &["ana"], "carol", member), Ok(()));
+        assert_eq!(helps(&both, 2, &["ana"], "dan", member), Err(vec!["controllers".to_owned()]));
+        assert_eq!(helps(&both, 2, &["ana"], "ben", member), Ok(()), "ben can be the controller");
+        // Three in all (dual approval on top): dan may give the third.
+        assert_eq!(helps(&both, 3, &["ana", "carol"], "dan", member), Ok(()));
+        assert_eq!(helps(&both, 3, &["ana"], "dan", member), Ok(()), "a plain approval is still missing");
+    }
+
+    #[test]
+    fn a_group_rule_needs_humans_and_enough_approvals() {
+        let auto = Decision {
+            outcome: Outcome::AutoApproved,
+            required_approvals: 0,
+            reasons: vec![Reason { rule: RULE_AUTO_APPROVE.into(), message: "x".into() }],
+            groups: Vec::new(),
+        };
+        let d = with_groups(auto, &[need("treasury", 1), need("controllers", 1)], "50.00 USD");
+        assert_eq!((d.outcome, d.required_approvals), (Outcome::NeedsApproval, 2));
+        assert_eq!(d.reasons.len(), 1);
+        assert_eq!(
+            d.reasons[0].message,
+            "50.00 USD needs approvals from named groups: 1 from treasury and 1 from controllers."
+        );
+        let denied = Decision::denied_by("x", "no".into());
+        assert_eq!(with_groups(denied.clone(), &[need("treasury", 1)], "1"), denied);
+        let serialized = serde_json::to_value(with_groups(decide_usd(25_000), &[], "")).unwrap();
+        assert!(serialized.get("groups").is_none(), "absent without a rule: {serialized}");
+    }
+
+    fn decide_usd(amount: u64) -> Decision {
+        decide(amount, PurposeCode::Vendor, false, "acct_0123456789abcdef")
+    }
 
     fn scope() -> AgentScope {
         AgentScope {

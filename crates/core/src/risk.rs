@@ -337,7 +337,7 @@ mod tests {
 
     #[test]
     fn an_extra_approval_is_asked_only_when_configured_and_signalled() {
-        let base = |outcome, n| Decision { outcome, required_approvals: n, reasons: Vec::new() };
+        let base = |outcome, n| Decision { outcome, required_approvals: n, reasons: Vec::new(), groups: Vec::new() };
         let signal = [Signal::new("first_payment", String::new())];
         let on = RiskSettings { extra_approval: true, ..RiskSettings::default() };
         let off = RiskSettings::default();

@@ -102,6 +102,7 @@ async fn answer(
         return Ok(refused("hash_mismatch", text, about));
     }
     let mut card = outbox::card(state, &row.id, &row.request, &row.request_hash, row.required_approvals);
+    card.groups = crate::policy::describe_groups(&row.policy.groups);
     card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
     if verdict == Verdict::Approve && !card.direct_approve {
         let text =

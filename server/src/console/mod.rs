@@ -274,10 +274,9 @@ impl ConsoleService {
         let (still_needed, approver_gap) = if waiting(&row) {
             let eligible = tenancy.eligible(&(&row).into(), &approved);
             let missing = missing(state, &row, &assessment.signals, approved.len());
-            (
-                Some(still_needed(missing, &eligible, c.currency.code())),
-                approver_gap(missing, &eligible, c.currency.code()),
-            )
+            let short = tenancy.unmet(&row.policy.groups, &approved);
+            let needed = still_needed(missing, &eligible, c.currency.code(), &short);
+            (Some(needed), approver_gap(missing, &eligible, c.currency.code()))
         } else {
             (None, None)
         };

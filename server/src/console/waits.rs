@@ -2,6 +2,7 @@
 //! are still missing and from whom, what stops a proposal from ever being
 //! approved, and why an operation waits for reconciliation or a human.
 
+use crate::policy::GroupNeed;
 use crate::risk::{self, Signal};
 use crate::store::{
     operations::{OpStatus, OperationRow},
@@ -18,8 +19,16 @@ pub(super) fn required_now(state: &crate::state::AppState, row: &ProposalRow, si
 }
 
 /// "1 more approval needed, from: ben or carol" — or that the people of the
-/// tenant cannot give what is missing.
-pub(super) fn still_needed(missing: usize, eligible: &[&str], currency: &str) -> String {
+/// tenant cannot give what is missing; and what named groups still lack.
+pub(super) fn still_needed(missing: usize, eligible: &[&str], currency: &str, groups: &[GroupNeed]) -> String {
+    let needed = approvals_needed(missing, eligible, currency);
+    if groups.is_empty() {
+        return needed;
+    }
+    format!("{needed} Still needed from named groups: {}.", crate::policy::describe_groups(groups))
+}
+
+fn approvals_needed(missing: usize, eligible: &[&str], currency: &str) -> String {
     let approvals = if missing == 1 { "1 more approval".to_owned() } else { format!("{missing} more approvals") };
     let fix = format!("an admin must give an approver a {currency} limit that covers this amount.");
     match eligible {

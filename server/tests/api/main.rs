@@ -15,6 +15,7 @@ mod slack_harness;
 mod admin_forms;
 mod agent_example;
 mod agent_limits;
+mod approval_groups;
 mod approval_tokens;
 mod audit;
 mod backup;

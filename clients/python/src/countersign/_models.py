@@ -124,6 +124,9 @@ class PolicyDecision:
     outcome: Literal["auto_approved", "needs_approval", "denied"] | str
     required_approvals: int
     reasons: tuple[PolicyReason, ...]
+    #: Approvals required from named groups: ``(group, count)`` pairs
+    #: (empty when no group rule applies).
+    groups: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_json(cls, data: Any) -> PolicyDecision | None:
@@ -139,6 +142,11 @@ class PolicyDecision:
             outcome=str(data.get("outcome", "")),
             required_approvals=required if isinstance(required, int) else 0,
             reasons=reasons,
+            groups=tuple(
+                (str(g.get("group", "")), int(g.get("count", 0)))
+                for g in data.get("groups") or []
+                if isinstance(g, Mapping)
+            ),
         )
 
 

@@ -1,7 +1,9 @@
-//! `[tenants.<id>]`'s escalation policy (issue 29 item 3,
-//! docs/NOTIFICATIONS.md): named approval groups, and per amount band when
-//! to remind the eligible approvers and when to escalate to a group. It
-//! never approves: a proposal nobody decides ends `expired` at its expiry.
+//! `[tenants.<id>]`'s approval groups and the rules that use them
+//! (issue 29 items 3 and 5, docs/NOTIFICATIONS.md, docs/POLICY.md): named
+//! groups; per amount band, the approvals required from groups
+//! (`group_approval`); and when to remind the eligible approvers and when
+//! to escalate to a group (`escalation`). Escalation never approves: a
+//! proposal nobody decides ends `expired` at its expiry.
 //!
 //! ```toml
 //! [tenants.acme.approval_groups]
@@ -44,6 +46,45 @@ pub struct EscalationRule {
     pub escalate_to: Option<String>,
 }
 
+/// One amount band's group approvals: "one from treasury and one from
+/// controllers from 50,000.00 USD", "any 2 of the 3 directors".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupRule {
+    /// Only proposals in this currency (ISO 4217); none: any currency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    /// Only proposals of at least this amount (needs `currency` when above 0).
+    #[serde(default)]
+    pub from_minor: u64,
+    /// The approvals each group must give; one person counts for one group.
+    pub require: Vec<crate::policy::GroupNeed>,
+}
+
+/// A rule that applies from an amount, in a currency or any.
+pub trait Band {
+    fn currency(&self) -> Option<&str>;
+    fn lower_bound(&self) -> u64;
+}
+
+impl Band for EscalationRule {
+    fn currency(&self) -> Option<&str> {
+        self.currency.as_deref()
+    }
+    fn lower_bound(&self) -> u64 {
+        self.from_minor
+    }
+}
+
+impl Band for GroupRule {
+    fn currency(&self) -> Option<&str> {
+        self.currency.as_deref()
+    }
+    fn lower_bound(&self) -> u64 {
+        self.from_minor
+    }
+}
+
 /// When a proposal is reminded about and escalated, from its tenant's rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -55,11 +96,11 @@ pub struct Plan {
 /// The rule for a proposal of `amount_minor` in `currency`: among the rules
 /// that cover it, those naming its currency before those for any currency,
 /// then the highest `from_minor`.
-pub fn rule_for<'a>(rules: &'a [EscalationRule], currency: &str, amount_minor: u64) -> Option<&'a EscalationRule> {
+pub fn rule_for<'a, R: Band>(rules: &'a [R], currency: &str, amount_minor: u64) -> Option<&'a R> {
     rules
         .iter()
-        .filter(|r| r.currency.as_deref().is_none_or(|c| c == currency) && amount_minor >= r.from_minor)
-        .max_by_key(|r| (r.currency.is_some(), r.from_minor))
+        .filter(|r| r.currency().is_none_or(|c| c == currency) && amount_minor >= r.lower_bound())
+        .max_by_key(|r| (r.currency().is_some(), r.lower_bound()))
 }
 
 impl EscalationRule {
@@ -99,6 +140,78 @@ impl super::Settings {
     pub fn approval_group(&self, tenant: &str, name: &str) -> Option<&[String]> {
         self.tenants.get(tenant)?.approval_groups.get(name).map(Vec::as_slice)
     }
+
+    /// The approvals `tenant`'s group rule requires of a payment of
+    /// `amount_minor` `currency` (empty: no rule covers it).
+    pub fn group_needs(&self, tenant: &str, currency: &str, amount_minor: u64) -> &[crate::policy::GroupNeed] {
+        self.tenants
+            .get(tenant)
+            .and_then(|t| rule_for(&t.group_approval, currency, amount_minor))
+            .map_or(&[], |r| r.require.as_slice())
+    }
+
+    /// `decision` with `tenant`'s group rule for the payment applied
+    /// (`policy::with_groups`).
+    pub fn with_group_rule(
+        &self,
+        tenant: &str,
+        currency: crate::domain::Currency,
+        amount_minor: u64,
+        decision: crate::policy::Decision,
+    ) -> crate::policy::Decision {
+        let needs = self.group_needs(tenant, currency.code(), amount_minor);
+        crate::policy::with_groups(decision, needs, &currency.format_minor(amount_minor))
+    }
+}
+
+/// Checks one band of a rule list: its currency, its amount, and that no
+/// earlier rule starts at the same place.
+fn check_band<R: Band>(rules: &[R], i: usize, key: &dyn Fn(&str) -> String) -> Result<(), (String, String)> {
+    let rule = &rules[i];
+    if let Some(code) = rule.currency() {
+        if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
+            return Err((key("currency"), "is not an upper-case ISO 4217 code".into()));
+        }
+    } else if rule.lower_bound() > 0 {
+        return Err((key("from_minor"), "an amount needs its `currency`".into()));
+    }
+    if rules[..i].iter().any(|r| r.currency() == rule.currency() && r.lower_bound() == rule.lower_bound()) {
+        return Err((key("from_minor"), "another rule already starts at this amount in this currency".into()));
+    }
+    Ok(())
+}
+
+/// Checks a tenant's group approval rules against its groups.
+pub(super) fn check_group_rules(
+    tenant: &str,
+    groups: &BTreeMap<String, Vec<String>>,
+    rules: &[GroupRule],
+) -> Result<(), (String, String)> {
+    for (i, rule) in rules.iter().enumerate() {
+        let key = |field: &str| format!("tenants.{tenant}.group_approval[{i}].{field}");
+        check_band(rules, i, &key)?;
+        if rule.require.is_empty() {
+            return Err((key("require"), "must name at least one group".into()));
+        }
+        for (j, need) in rule.require.iter().enumerate() {
+            let Some(members) = groups.get(&need.group) else {
+                return Err((
+                    key(&format!("require[{j}].group")),
+                    format!("`{}` is not one of this tenant's approval_groups", need.group),
+                ));
+            };
+            if need.count == 0 || usize::from(need.count) > members.len() {
+                return Err((
+                    key(&format!("require[{j}].count")),
+                    format!("must be between 1 and the {} members of `{}`", members.len(), need.group),
+                ));
+            }
+            if rule.require[..j].iter().any(|n| n.group == need.group) {
+                return Err((key(&format!("require[{j}].group")), format!("`{}` is named twice", need.group)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks a tenant's groups and rules; the error names the key.
@@ -118,13 +231,7 @@ pub(super) fn check(
     }
     for (i, rule) in rules.iter().enumerate() {
         let key = |field: &str| key(&format!("escalation[{i}].{field}"));
-        if let Some(code) = &rule.currency {
-            if Currency::parse(code).map(|c| c.code() != code).unwrap_or(true) {
-                return Err((key("currency"), "is not an upper-case ISO 4217 code".into()));
-            }
-        } else if rule.from_minor > 0 {
-            return Err((key("from_minor"), "an amount needs its `currency`".into()));
-        }
+        check_band(rules, i, &key)?;
         if rule.remind_after_secs.is_none() && rule.escalate_after_secs.is_none() {
             return Err((key("remind_after_secs"), "a rule reminds, escalates or both".into()));
         }
@@ -143,10 +250,6 @@ pub(super) fn check(
             if remind >= escalate {
                 return Err((key("remind_after_secs"), "must come before `escalate_after_secs`".into()));
             }
-        }
-        let same_band = rules[..i].iter().any(|r| r.currency == rule.currency && r.from_minor == rule.from_minor);
-        if same_band {
-            return Err((key("from_minor"), "another rule already starts at this amount in this currency".into()));
         }
     }
     Ok(())
@@ -206,6 +309,26 @@ mod tests {
         std::fs::write(&path, good.replace("escalate_to = \"treasury\"", "escalate_to = \"board\"")).unwrap();
         let err = super::super::Settings::load(Some(&path), &Default::default()).unwrap_err().to_string();
         assert!(err.contains("tenants.acme.escalation[0].escalate_to"), "{err}");
+    }
+
+    #[test]
+    fn group_rules_are_checked_against_the_groups() {
+        let groups: BTreeMap<String, Vec<String>> =
+            [("treasury".to_owned(), vec!["ana".to_owned(), "ben".to_owned()])].into();
+        let rule = |group: &str, count: u8| GroupRule {
+            currency: Some("USD".into()),
+            from_minor: 5_000_000,
+            require: vec![crate::policy::GroupNeed { group: group.into(), count }],
+        };
+        let bad = |rules: &[GroupRule]| check_group_rules("acme", &groups, rules).unwrap_err().0;
+        assert_eq!(bad(&[rule("board", 1)]), "tenants.acme.group_approval[0].require[0].group");
+        assert_eq!(bad(&[rule("treasury", 3)]), "tenants.acme.group_approval[0].require[0].count");
+        assert_eq!(bad(&[rule("treasury", 0)]), "tenants.acme.group_approval[0].require[0].count");
+        assert_eq!(bad(&[rule("treasury", 1), rule("treasury", 2)]), "tenants.acme.group_approval[1].from_minor");
+        let mut twice = rule("treasury", 1);
+        twice.require.push(twice.require[0].clone());
+        assert_eq!(bad(&[twice]), "tenants.acme.group_approval[0].require[1].group");
+        assert!(check_group_rules("acme", &groups, &[rule("treasury", 2)]).is_ok());
     }
 
     #[test]

@@ -202,11 +202,18 @@ pub struct TenantSettings {
     pub approval_groups: BTreeMap<String, Vec<String>>,
     /// When to remind and to escalate, per amount band (`escalation`).
     pub escalation: Vec<EscalationRule>,
+    /// Approvals required from named groups, per amount band.
+    pub group_approval: Vec<escalation::GroupRule>,
 }
 
 impl Default for TenantSettings {
     fn default() -> Self {
-        TenantSettings { local_passwords: true, approval_groups: BTreeMap::new(), escalation: Vec::new() }
+        TenantSettings {
+            local_passwords: true,
+            approval_groups: BTreeMap::new(),
+            escalation: Vec::new(),
+            group_approval: Vec::new(),
+        }
     }
 }
 

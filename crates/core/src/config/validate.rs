@@ -193,7 +193,9 @@ impl Settings {
                     "no provider in oidc.providers lists this tenant: nobody could sign in",
                 );
             }
-            if let Err((key, why)) = super::escalation::check(tenant, &t.approval_groups, &t.escalation) {
+            if let Err((key, why)) = super::escalation::check(tenant, &t.approval_groups, &t.escalation)
+                .and_then(|()| super::escalation::check_group_rules(tenant, &t.approval_groups, &t.group_approval))
+            {
                 return bad(&key, &why);
             }
         }

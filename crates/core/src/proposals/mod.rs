@@ -123,6 +123,17 @@ async fn propose_inner(
     Ok(Proposed::Created(to_view(state, row, Vec::new())))
 }
 
+/// What policy makes of a request before anything is stored
+/// ([`assess`]; `countersign policy explain` shows it).
+pub struct Assessed {
+    pub canonical: CanonicalRequest,
+    pub payee_trusted: bool,
+    pub hash: RequestHash,
+    pub run_id: String,
+    pub decision: Decision,
+    pub id: String,
+}
+
 /// Everything before storing: parse, canonicalize, hash, evaluate policy. A
 /// denial is audited here and returned as an error.
 pub(crate) async fn prepare(
@@ -131,6 +142,38 @@ pub(crate) async fn prepare(
     body: &Value,
     now: DateTime<Utc>,
 ) -> Result<NewProposalJob, ProposeError> {
+    let Assessed { canonical, payee_trusted, hash, run_id, decision, id } = assess(state, agent, body, now).await?;
+    let summary = audit_summary(&canonical, &run_id, &decision);
+
+    if decision.outcome == Outcome::Denied {
+        let mut tx = state.db().begin().await?;
+        store::audit::append(
+            &mut tx,
+            &AuditEntry {
+                tenant_id: Some(agent.tenant_id.clone()),
+                actor: agent.actor(),
+                action: "proposal.denied".into(),
+                proposal_id: None,
+                request_hash: Some(hash.to_string()),
+                data: summary,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        return Err(ProposeError::Denied(decision));
+    }
+    Ok(NewProposalJob { agent: agent.clone(), canonical, payee_trusted, hash, run_id, decision, id, now, summary })
+}
+
+/// Parses, canonicalizes, hashes and evaluates policy (with the tenant's
+/// group rule and, when on, the risk signals' extra approval); writes
+/// nothing.
+pub async fn assess(
+    state: &(impl Store + Config),
+    agent: &AgentPrincipal,
+    body: &Value,
+    now: DateTime<Utc>,
+) -> Result<Assessed, ProposeError> {
     let request = ProposalRequest::parse(body, state.currencies()).map_err(ProposeError::Validation)?;
     // Reversals are never treated as going to a trusted payee.
     let (canonical, payee_trusted) = match &request {
@@ -151,6 +194,8 @@ pub(crate) async fn prepare(
             agent: &agent.scope,
         },
     );
+    let decision =
+        state.settings().with_group_rule(&agent.tenant_id, canonical.currency, canonical.amount_minor, decision);
     let decision = if state.settings().risk.extra_approval && decision.outcome != Outcome::Denied {
         let subject = crate::risk::Subject {
             id: &id,
@@ -167,36 +212,7 @@ pub(crate) async fn prepare(
     } else {
         decision
     };
-    let summary = audit_summary(&canonical, request.run_id().as_str(), &decision);
-
-    if decision.outcome == Outcome::Denied {
-        let mut tx = state.db().begin().await?;
-        store::audit::append(
-            &mut tx,
-            &AuditEntry {
-                tenant_id: Some(agent.tenant_id.clone()),
-                actor: agent.actor(),
-                action: "proposal.denied".into(),
-                proposal_id: None,
-                request_hash: Some(hash.to_string()),
-                data: summary,
-            },
-        )
-        .await?;
-        tx.commit().await?;
-        return Err(ProposeError::Denied(decision));
-    }
-    Ok(NewProposalJob {
-        agent: agent.clone(),
-        canonical,
-        payee_trusted,
-        hash,
-        run_id: request.run_id().as_str().to_owned(),
-        decision,
-        id,
-        now,
-        summary,
-    })
+    Ok(Assessed { canonical, payee_trusted, hash, run_id: request.run_id().as_str().to_owned(), decision, id })
 }
 
 async fn owned_view(
@@ -337,6 +353,7 @@ impl NewProposalJob {
         row.payee_trusted = self.payee_trusted;
         let Some(approver) = decision.auto_approver() else {
             let mut card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+            card.groups = crate::policy::describe_groups(&decision.groups);
             if state.settings().slack.webhook_for(&agent.tenant_id).is_some() {
                 // Read only when a message will be posted: intake stays lean.
                 card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;

@@ -19,7 +19,7 @@ pub(super) async fn grants(
         Stored::User { username, .. } => {
             let existing = user_here(store::directory::user_by_username(conn, username).await?);
             let mut lines = user_lines(existing.as_ref(), stored).unwrap_or_default();
-            lines.extend(super::stranded::stranded(conn, tenant, stored).await?);
+            lines.extend(super::stranded::stranded(conn, settings, tenant, stored).await?);
             (!lines.is_empty()).then_some(lines)
         }
         Stored::Agent { id, acts_for, source_accounts, purposes, key_holder, .. } => {

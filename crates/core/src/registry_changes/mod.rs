@@ -474,7 +474,7 @@ async fn submit_user(
     };
     // A reduction applies at once, unless it strands a waiting payment.
     let mut lines = user_lines(existing.as_ref(), &stored).unwrap_or_default();
-    lines.extend(stranded::stranded(&mut *state.db().reader().await?, tenant, &stored).await?);
+    lines.extend(stranded::stranded(&mut *state.db().reader().await?, state.settings(), tenant, &stored).await?);
     match (!lines.is_empty()).then_some(lines) {
         None => apply_at_once(state, admin, &stored, now).await,
         Some(lines) => {

@@ -16,13 +16,18 @@ const NAMED: usize = 3;
 /// change) would leave with fewer possible approvers than they still need,
 /// fewer than today (a payroll only ben could half-approve, nobody at all
 /// after); empty when none would.
-pub(super) async fn stranded(conn: &mut Conn, tenant: &str, stored: &Stored) -> Result<Vec<String>, ChangeError> {
+pub(super) async fn stranded(
+    conn: &mut Conn,
+    settings: &crate::config::Settings,
+    tenant: &str,
+    stored: &Stored,
+) -> Result<Vec<String>, ChangeError> {
     let Stored::User { username, roles, limits, .. } = stored else { return Ok(Vec::new()) };
     let waiting = store::proposals::waiting_in(conn, tenant, WAITING_READ).await?;
     if waiting.is_empty() {
         return Ok(Vec::new());
     }
-    let before = Tenancy::load_in(conn, tenant).await?;
+    let before = Tenancy::load_in(conn, settings, tenant).await?;
     let after = before.with_user_as(username, roles, limits);
     let mut found = Vec::new();
     for row in &waiting {

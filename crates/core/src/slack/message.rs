@@ -17,6 +17,9 @@ pub struct Card<'a> {
     pub request: &'a CanonicalRequest,
     pub request_hash: &'a str,
     pub required_approvals: u8,
+    /// The approvals required from named groups ("1 from treasury and 1
+    /// from controllers"; empty without a group rule).
+    pub groups: String,
     /// The proposal's page in the console.
     pub console_url: String,
     /// Whether the amount is at most `slack.max_direct_approve_minor`: if
@@ -64,6 +67,8 @@ impl Card<'_> {
             0 | 1 => "1 approval".to_owned(),
             n => format!("{n} approvals from different people"),
         };
+        let approvals =
+            if self.groups.is_empty() { approvals } else { format!("{approvals}, including {}", self.groups) };
         let mut blocks = vec![
             json!({"type": "header", "text": text(&truncate(&self.title(), 150))}),
             json!({"type": "section", "text": text(&r.sentence()), "fields": [
@@ -190,6 +195,7 @@ mod tests {
             request,
             request_hash: "sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
             required_approvals: 2,
+            groups: String::new(),
             console_url: "http://console.test/proposals/prop_01abc".into(),
             direct_approve: direct,
             signals: Vec::new(),
@@ -238,6 +244,19 @@ mod tests {
         assert_eq!(buttons[0]["value"], format!("prop_01abc:{}", card(&r, true).request_hash));
         assert!(buttons[0]["confirm"]["text"]["text"].as_str().unwrap().contains("1,250.00 USD"));
         assert_eq!(buttons[2]["url"], "http://console.test/proposals/prop_01abc");
+    }
+
+    #[test]
+    fn the_card_names_the_groups_an_approval_must_come_from() {
+        let r = request();
+        let mut c = card(&r, true);
+        assert!(!c.pending().to_string().contains("including"));
+        c.groups = "1 from treasury and 1 from controllers".into();
+        let m = c.pending().to_string();
+        assert!(
+            m.contains("Needs: 2 approvals from different people, including 1 from treasury and 1 from controllers"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub fn card<'a>(
         request,
         request_hash,
         required_approvals,
+        groups: String::new(),
         console_url: state.settings().proposal_url(proposal_id),
         direct_approve: cap.is_none_or(|cap| request.amount_minor <= *cap)
             && step_up.is_none_or(|at| request.amount_minor < at),

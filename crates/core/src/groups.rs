@@ -1,0 +1,58 @@
+//! Who is in a tenant's approval groups (issue 29 item 5), by user id: the
+//! groups name usernames (`tenants.<id>.approval_groups`), approvals and
+//! tokens carry user ids. What a group rule still lacks and whether one
+//! more approval would help are `policy::unmet` and `policy::helps`, asked
+//! here with the tenant's people.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::config::Settings;
+use crate::policy::GroupNeed;
+use crate::store::{self, directory::User};
+
+/// A tenant's approval groups, with its users' names.
+#[derive(Debug, Clone, Default)]
+pub struct Members {
+    groups: BTreeMap<String, Vec<String>>,
+    names: HashMap<String, String>,
+}
+
+impl Members {
+    pub fn new(settings: &Settings, tenant: &str, users: &[User]) -> Members {
+        Members {
+            groups: settings.tenants.get(tenant).map(|t| t.approval_groups.clone()).unwrap_or_default(),
+            names: users.iter().map(|u| (u.id.clone(), u.username.clone())).collect(),
+        }
+    }
+
+    /// The tenant's groups and people, read on `conn`.
+    pub async fn load_in(conn: &mut store::Conn, settings: &Settings, tenant: &str) -> store::Result<Members> {
+        Ok(Members::new(settings, tenant, &store::directory::users_of(conn, tenant).await?))
+    }
+
+    /// Whether user `id` is in `group`.
+    pub fn in_group(&self, group: &str, id: &str) -> bool {
+        let Some(name) = self.names.get(id) else { return false };
+        self.groups.get(group).is_some_and(|members| members.contains(name))
+    }
+
+    /// What `needs` still lack, given the users `approved_by`.
+    pub fn unmet(&self, needs: &[GroupNeed], approved_by: &[&str]) -> Vec<GroupNeed> {
+        crate::policy::unmet(needs, approved_by, |g, id| self.in_group(g, id))
+    }
+
+    /// Whether one more approval by `candidate` helps meet `needs`, with
+    /// `required` approvals in all; else the groups still short.
+    pub fn helps(
+        &self,
+        needs: &[GroupNeed],
+        required: u8,
+        approved_by: &[&str],
+        candidate: &str,
+    ) -> Result<(), Vec<String>> {
+        if needs.is_empty() {
+            return Ok(());
+        }
+        crate::policy::helps(needs, required, approved_by, candidate, |g, id| self.in_group(g, id))
+    }
+}
