@@ -85,8 +85,11 @@ async fn one_from_treasury_and_one_from_controllers_each_counting_once() {
     let token = server.get_proposal(ACME_BOT_KEY, &id).await.body["approval_token"].as_str().unwrap().to_owned();
 
     // Commit checks the groups as they stand then: ana has left treasury.
+    // (The config file holds more than GROUPS, the database URL on PostgreSQL among it.)
     let (dir, config) = server.stop().await;
-    let moved = GROUPS.replace("treasury = [\"ana\"]", "treasury = [\"dan\"]");
+    let written = std::fs::read_to_string(&config).unwrap();
+    let moved = written.replace("treasury = [\"ana\"]", "treasury = [\"dan\"]");
+    assert_ne!(moved, written);
     std::fs::write(&config, moved).unwrap();
     let server = TestServer::spawn_env(dir, config.clone(), &[]).await;
     let r = server.commit(&id, &token).await;
@@ -95,7 +98,7 @@ async fn one_from_treasury_and_one_from_controllers_each_counting_once() {
     assert!(r.text.contains("1 from treasury"), "{}", r.text);
     // Back in treasury, the same token pays.
     let (dir, config) = server.stop().await;
-    std::fs::write(&config, GROUPS).unwrap();
+    std::fs::write(&config, written).unwrap();
     let server = TestServer::spawn_env(dir, config, &[]).await;
     let r = server.commit(&id, &token).await;
     assert_eq!(r.status, 200, "{}", r.text);
