@@ -40,7 +40,7 @@ pub async fn escalate_due(
             data: json!({"to": group, "members": members}),
         };
         audit::append(&mut tx, &entry).await?;
-        crate::notify::announce_escalation(state, &mut tx, &tenant, &id, now).await?;
+        crate::notify::announce_now(state, &mut tx, &tenant, &id, crate::store::reach::Kind::Escalated, now).await?;
         escalated.push(id);
     }
     tx.commit().await?;

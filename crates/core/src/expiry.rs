@@ -12,6 +12,7 @@ use crate::shutdown::Shutdown;
 use crate::slack::outbox;
 use crate::store::audit::{self, AuditEntry};
 use crate::store::proposals;
+use crate::store::reach::Kind;
 use crate::store::Store;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
@@ -95,7 +96,7 @@ pub async fn expire_approvals(
                 let mut card = outbox::card(state, &id, &row.request, &hash, row.required_approvals);
                 card.groups = crate::policy::describe_groups(&row.policy.groups);
                 announced |= outbox::announce_lapsed(state, &mut tx, &card, now).await?;
-                crate::notify::announce_again(state, &mut tx, &tenant, &id, now).await?;
+                crate::notify::announce_now(state, &mut tx, &tenant, &id, Kind::Arrived, now).await?;
             }
             moved.push(id);
         }

@@ -173,33 +173,12 @@ pub async fn announce(
     outbox::enqueue(conn, &rows, now).await.map(drop)
 }
 
-/// Queues the escalation notice of a proposal just escalated to its
-/// backup group (`crate::escalation`).
-pub async fn announce_escalation(
-    state: &(impl Config + Reaching),
-    conn: &mut store::Conn,
-    tenant_id: &str,
-    proposal_id: &str,
-    now: DateTime<Utc>,
-) -> store::Result<()> {
-    queue_now(state, conn, tenant_id, proposal_id, Kind::Escalated, now).await
-}
-
-/// Queues the notice of a proposal whose approval lapsed unredeemed (it
-/// waits for a decision again). Its reminder before expiry was queued when
-/// it first arrived, and still goes if it still waits then.
-pub async fn announce_again(
-    state: &(impl Config + Reaching),
-    conn: &mut store::Conn,
-    tenant_id: &str,
-    proposal_id: &str,
-    now: DateTime<Utc>,
-) -> store::Result<()> {
-    queue_now(state, conn, tenant_id, proposal_id, Kind::Arrived, now).await
-}
-
-/// One `fanout` row of `kind`, due now, when it would reach anyone.
-async fn queue_now(
+/// Queues one notice of `kind` about a proposal, due now, when it would
+/// reach anyone: `Arrived` for one whose approval lapsed unredeemed (it waits
+/// for a decision again; its reminder before expiry was queued when it first
+/// arrived), `Escalated` for one just escalated to its backup group
+/// (`crate::escalation`). Inside the transaction that stores the change.
+pub async fn announce_now(
     state: &(impl Config + Reaching),
     conn: &mut store::Conn,
     tenant_id: &str,
