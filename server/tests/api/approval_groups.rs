@@ -159,3 +159,28 @@ async fn policy_explain_shows_the_rule_for_a_sample_request_and_stores_nothing()
     let (code, _, err) = server.cli(&["policy", "explain", "--tenant", "acme", "--agent", "nobody", path]).await;
     assert_eq!((code, err.trim()), (1, "countersign: no agent `nobody` in tenant `acme`"));
 }
+
+#[tokio::test]
+async fn a_risk_signals_extra_approval_is_given_by_anyone_once_the_groups_are_met() {
+    // A first payment to the payee is a signal; with extra_approval it asks a
+    // third approval beside the two the groups fill.
+    let server = TestServer::start_process_with(&format!("{GROUPS}[risk]\nextra_approval = true\n")).await;
+    add_acme_approver(&server, "carol", 10_000_000).await;
+    add_acme_approver(&server, "dan", 10_000_000).await;
+    let (ana, ben, dan) = (
+        Console::sign_in(&server, "ana").await,
+        Console::sign_in(&server, "ben").await,
+        Console::sign_in(&server, "dan").await,
+    );
+    let id = pending_for(&server, 200_000).await;
+    assert_eq!(server.get_proposal(ACME_BOT_KEY, &id).await.body["policy"]["required_approvals"], 3);
+    // dan's plain approval is still wanted (one beyond the groups), so it counts.
+    assert!(approve(&dan, &id).await.status < 400);
+    // Now only the groups' members help.
+    let carol = Console::sign_in(&server, "carol").await;
+    assert!(approve(&carol, &id).await.status < 400, "carol fills controllers");
+    assert_eq!(status_of(&server, &id).await, "pending_approval");
+    approve(&ben, &id).await.assert_error(403, "policy_denied");
+    let r = approve(&ana, &id).await;
+    assert_eq!(r.body["status"], "approved", "{}", r.text);
+}
