@@ -400,7 +400,11 @@ async fn decide_inner(
             };
             let decision = recheck(state, approver, &row).await?;
             let (decision, not_duplicate) = duplicate_gate(state, approver, &row, decision).await?;
-            group_gate(state, approver, &row, &decision).await?;
+            // Named groups: an approval that would fill none still short is refused.
+            let required = decision.required_approvals.max(row.required_approvals);
+            crate::groups::gate(state, &approver.user_id, &row, required)
+                .await?
+                .map_err(|groups| Ineligible::NotInGroup { groups })?;
             // The assertion is decoded and verified here, before the write
             // transaction: against the payment as read now, which the
             // transaction then checks is still the one stored.
@@ -682,29 +686,6 @@ async fn recheck(
     }
     let signals = crate::risk::signals(state, &crate::risk::Subject::of(row)).await?;
     Ok(crate::risk::with_extra_approval(&state.settings().risk, decision, &signals))
-}
-
-/// When the proposal needs approvals from named groups: refuses an approval
-/// that would fill no group still short, unless a plain approval is still
-/// missing besides (counted with everything `decision` now asks: a risk
-/// signal's or a duplicate statement's extra approval included).
-async fn group_gate(
-    state: &(impl Store + Config),
-    approver: &Approver,
-    row: &store::proposals::ProposalRow,
-    decision: &Decision,
-) -> Result<(), DecideError> {
-    if row.policy.groups.is_empty() {
-        return Ok(());
-    }
-    let mut conn = state.db().reader().await?;
-    let given = store::proposals::approvals_in_round(&mut conn, &row.id, row.approval_round).await?;
-    let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
-    let members = crate::groups::Members::load_in(&mut conn, state.settings(), &row.tenant_id).await?;
-    let required = decision.required_approvals.max(row.required_approvals);
-    members
-        .helps(&row.policy.groups, required, &approved_by, &approver.user_id)
-        .map_err(|groups| Ineligible::NotInGroup { groups }.into())
 }
 
 /// Policy for a stored proposal, as the registry and config stand now.

@@ -23,6 +23,11 @@ pub async fn escalate_due(
     state: &(impl Store + Notifier + Config + Reaching),
     now: DateTime<Utc>,
 ) -> store::Result<usize> {
+    // Read first: the sweep runs every few seconds, and most passes find
+    // nothing, so they take no write lock (SQLite has one writer).
+    if store::escalations::due(&mut *state.db().reader().await?, now).await?.is_empty() {
+        return Ok(0);
+    }
     let mut tx = state.db().begin().await?;
     let due = store::escalations::due(&mut tx, now).await?;
     let mut escalated = Vec::new();

@@ -56,3 +56,24 @@ impl Members {
         crate::policy::helps(needs, required, approved_by, candidate, |g, id| self.in_group(g, id))
     }
 }
+
+/// When `row` needs approvals from named groups: whether one more approval
+/// by `user_id` helps, with `required` approvals in all (everything the
+/// decision asks now: a risk signal's or a duplicate statement's extra
+/// approval included); else the groups still short. Always `Ok` without
+/// groups.
+pub async fn gate(
+    state: &(impl store::Store + crate::config::Config),
+    user_id: &str,
+    row: &store::proposals::ProposalRow,
+    required: u8,
+) -> store::Result<Result<(), Vec<String>>> {
+    if row.policy.groups.is_empty() {
+        return Ok(Ok(()));
+    }
+    let mut conn = state.db().reader().await?;
+    let given = store::proposals::approvals_in_round(&mut conn, &row.id, row.approval_round).await?;
+    let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
+    let members = Members::load_in(&mut conn, state.settings(), &row.tenant_id).await?;
+    Ok(members.helps(&row.policy.groups, required, &approved_by, user_id))
+}
