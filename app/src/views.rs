@@ -170,6 +170,14 @@ pub struct TimelineLine {
     pub action: String,
 }
 
+/// A delegation in force, as the proposal page says it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct DelegationLine {
+    pub delegate: String,
+    pub delegator: String,
+    pub until: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
 pub struct ProposalDetail {
     pub id: String,
@@ -211,6 +219,12 @@ pub struct ProposalDetail {
     pub can_approve: bool,
     pub approve_blocker: Option<String>,
     pub can_reject: bool,
+    /// The people the viewer may approve this for now, under delegations of
+    /// theirs in force (usernames).
+    pub approve_for: Vec<String>,
+    /// While it waits: each delegation in force that lets someone approve it
+    /// for someone away ("ben approves for ana until …").
+    pub delegations: Vec<DelegationLine>,
     /// "1 more approval needed, from: ben or carol", while it waits.
     pub still_needed: Option<String>,
     /// Waiting, and the tenant's people cannot give every approval missing.

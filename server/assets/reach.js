@@ -10,6 +10,10 @@
 // - `form#quiet-form` sets the person's quiet hours in their time zone (the
 //   browser's, unless they change it), or clears them
 //   (PUT /api/v1/me/quiet-hours).
+// - `#delegation-list` lists the delegations naming the person
+//   (GET /api/v1/me/delegations), each with End (DELETE …/{id});
+//   `form#delegation-form` gives one (POST), its dates read as whole days
+//   in this browser's time zone, the "until" day included.
 // Every text is set with textContent: nothing from the server is parsed as HTML.
 (function () {
   "use strict";
@@ -159,4 +163,78 @@
       .catch(function (e) { say("Not saved: " + e.message); });
   });
   load().catch(function (e) { say("Your notification settings cannot be read: " + e.message); });
+
+  // Delegation while away (docs/DELEGATION.md).
+  var delegationStatus = document.getElementById("delegation-status");
+  function sayDelegation(text) {
+    delegationStatus.textContent = text;
+  }
+
+  function showDelegations(data) {
+    var me = document.getElementById("delegation").dataset.username;
+    var list = document.getElementById("delegation-list");
+    list.textContent = "";
+    data.delegations.forEach(function (d) {
+      var item = document.createElement("li");
+      item.className = "delegation";
+      item.dataset.delegationId = d.id;
+      item.dataset.status = d.status;
+      var who = d.delegator === me ? d.delegate + " approves for you" : d.delegate === me ? "You approve for " + d.delegator : d.delegate + " approves for " + d.delegator;
+      var text = document.createElement("span");
+      text.textContent = who + " from " + when(d.starts_at) + " until " + when(d.ends_at) + " ";
+      var state = document.createElement("span");
+      state.className = "muted small";
+      state.textContent = d.status === "pending" ? "(waits for an admin: counts for " + d.extra_groups.join(", ") + ") " : d.in_force ? "(in force) " : "(not started) ";
+      var end = document.createElement("button");
+      end.type = "button";
+      end.className = "link";
+      end.textContent = d.status === "pending" ? "Withdraw" : "End now";
+      end.addEventListener("click", function () {
+        call("DELETE", "/api/v1/me/delegations/" + encodeURIComponent(d.id))
+          .then(loadDelegations)
+          .then(function () { sayDelegation("Ended: nobody approves for " + d.delegator + " under it any more."); })
+          .catch(function (e) { sayDelegation("Not ended: " + e.message); });
+      });
+      item.append(text, state, end);
+      list.append(item);
+    });
+    if (!data.delegations.length) {
+      var none = document.createElement("li");
+      none.className = "muted";
+      none.textContent = "Nobody approves for you, and you approve for nobody.";
+      list.append(none);
+    }
+  }
+
+  function loadDelegations() {
+    return call("GET", "/api/v1/me/delegations").then(showDelegations);
+  }
+
+  // The start of day `value` ("2026-12-24") plus `days`, in this browser's zone.
+  function dayStart(value, days) {
+    var parts = value.split("-").map(Number);
+    return new Date(parts[0], parts[1] - 1, parts[2] + days).toISOString();
+  }
+
+  var delegationForm = document.getElementById("delegation-form");
+  if (delegationForm) {
+    delegationForm.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var to = document.getElementById("delegation-to").value.trim();
+      var body = {
+        delegate: to,
+        starts_at: dayStart(document.getElementById("delegation-from").value, 0),
+        ends_at: dayStart(document.getElementById("delegation-until").value, 1),
+      };
+      call("POST", "/api/v1/me/delegations", body)
+        .then(function (made) {
+          sayDelegation(made.delegation.status === "pending"
+            ? "Asked: an admin other than you and " + to + " must confirm it (" + made.lines.join("; ") + ")."
+            : to + " can approve for you from " + when(made.delegation.starts_at) + ".");
+        })
+        .then(loadDelegations)
+        .catch(function (e) { sayDelegation("Not delegated: " + e.message); });
+    });
+    loadDelegations().catch(function (e) { sayDelegation("Your delegations cannot be read: " + e.message); });
+  }
 })();

@@ -51,8 +51,10 @@ async fn waiting(
                     .await
                     .map_err(unavailable)?;
             for row in rows.iter().filter(|r| Some(r.id.as_str()) != except) {
-                let approved_by: &[&str] = if row.approved { &[user_id] } else { &[] };
-                if tenancy.check(user_id, &row.into(), approved_by).is_ok() {
+                // Approvals as this reviewer: theirs is the one that matters.
+                let mine = if row.approved { vec![user_id] } else { Vec::new() };
+                let given = crate::delegation::Given { people: mine.clone(), counted: mine };
+                if tenancy.check(user_id, &row.into(), &given).is_ok() {
                     first.get_or_insert_with(|| row.id.clone());
                     count += 1;
                     if count >= want {
@@ -76,7 +78,7 @@ async fn waiting(
 /// The proposal to show a reviewer after they decided on `decided`: the
 /// oldest other one waiting for their approval, if any.
 pub async fn next_after(
-    state: &(impl Store + crate::config::Config),
+    state: &(impl Store + crate::config::Config + crate::clock::Clock),
     tenant: &str,
     user_id: &str,
     decided: &str,
@@ -109,7 +111,7 @@ mod tests {
     /// read whole (lapsed ones first), its approvals read apart, each checked
     /// by [`Tenancy::check`].
     async fn waiting_read_whole(
-        state: &(impl Store + crate::config::Config),
+        state: &(impl Store + crate::config::Config + crate::clock::Clock),
         tenant: &str,
         user_id: &str,
         except: Option<&str>,
@@ -134,12 +136,8 @@ mod tests {
         rows.iter()
             .filter(|row| Some(row.id.as_str()) != except)
             .filter(|row| {
-                let approved_by: Vec<&str> = approvals
-                    .iter()
-                    .filter(|a| a.proposal_id == row.id && a.decision == "approve")
-                    .map(|a| a.approver_id.as_str())
-                    .collect();
-                tenancy.check(user_id, &(*row).into(), &approved_by).is_ok()
+                let mine: Vec<ApprovalRow> = approvals.iter().filter(|a| a.proposal_id == row.id).cloned().collect();
+                tenancy.check(user_id, &(*row).into(), &crate::delegation::Given::of(&mine)).is_ok()
             })
             .map(|row| row.id.clone())
             .collect()
@@ -179,6 +177,8 @@ mod tests {
             via: "console".into(),
             amr: "pwd".into(),
             at: state.now(),
+            on_behalf_of: None,
+            delegation_id: None,
         };
         store::proposals::insert_approval(&mut tx, &given(&ids[0], "ana", "approve")).await.unwrap();
         store::proposals::insert_approval(&mut tx, &given(&ids[1], "ana", "approve")).await.unwrap();

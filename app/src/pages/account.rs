@@ -14,8 +14,11 @@ use crate::views::Viewer;
 #[component]
 pub fn AccountPage() -> impl IntoView {
     // Signed out, the server sends the sign-in page first (`load_viewer`).
-    let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
+    let viewer = use_context::<Viewer>();
+    let csrf = viewer.as_ref().map(|v| v.csrf_token.clone()).unwrap_or_default();
     let reach_csrf = csrf.clone();
+    let can_approve = viewer.as_ref().is_some_and(Viewer::can_approve);
+    let username = viewer.map(|v| v.username).unwrap_or_default();
     view! {
         <Title text="Your account"/>
         <section class="card narrow stack" id="account">
@@ -84,6 +87,26 @@ pub fn AccountPage() -> impl IntoView {
             <p id="reach-status" role="status" class="muted"></p>
             <noscript><p>"Notifications are set up with JavaScript in this browser."</p></noscript>
         </section>
+        {can_approve.then(|| view! {
+            <section class="card narrow stack" id="delegation" data-username=username.clone()>
+                <h2>"Approving while you are away"</h2>
+                <p>
+                    "Let another approver approve for you between two dates. Their approvals say they were given \
+                     for you, use the lower of your two limits, and follow every rule for both of you. If it would \
+                     let them count for an approval group they are not in, an admin must confirm it first."
+                </p>
+                <ul id="delegation-list" class="plain"></ul>
+                <form id="delegation-form" class="stack">
+                    <label>"Approver (username)" <input id="delegation-to" maxlength="64" autocomplete="off" required=true/></label>
+                    <div class="pair">
+                        <label>"From" <input id="delegation-from" type="date" required=true/></label>
+                        <label>"Until (included)" <input id="delegation-until" type="date" required=true/></label>
+                    </div>
+                    <button type="submit" id="delegation-save">"Delegate"</button>
+                </form>
+                <p id="delegation-status" role="status" class="muted"></p>
+            </section>
+        })}
         <section class="card narrow stack" id="notices">
             <h2>"About your account"</h2>
             <p class="muted small">"Every passkey added to or removed from your account is listed here. If one was not you, tell your admins now."</p>

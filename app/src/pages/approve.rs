@@ -1,6 +1,6 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{console_error, load_proposal};
 use crate::components::{CsrfField, LoadError, SignalList};
@@ -11,7 +11,10 @@ use crate::views::Viewer;
 #[component]
 pub fn ApprovePage() -> impl IntoView {
     let params = use_params_map();
+    let query = use_query_map();
     let id = move || params.with(|p| p.get("id").unwrap_or_default());
+    // `?for=ana`: approving for someone away, under their delegation.
+    let on_behalf_of = move || query.with(|q| q.get("for")).filter(|n| !n.is_empty());
     let data = crate::codec::page(id, load_proposal);
     let csrf = use_context::<Viewer>().map(|v| v.csrf_token).unwrap_or_default();
     view! {
@@ -20,11 +23,20 @@ pub fn ApprovePage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {
                     let csrf = csrf.clone();
+                    let for_whom = on_behalf_of();
                     Suspend::new(async move {
                         match data.await {
-                            Ok(d) if d.can_approve => view! {
+                            Ok(d) if for_whom.as_ref().map_or(d.can_approve, |n| d.approve_for.contains(n)) => view! {
                                 <h1>"Confirm approval"</h1>
-                                <p>"You are approving exactly this payment:"</p>
+                                {match &for_whom {
+                                    Some(name) => view! {
+                                        <p id="approving-for">{format!(
+                                            "You are approving for {name}, under their delegation to you: it counts \
+                                             as {name}'s approval and says so. Exactly this payment:"
+                                        )}</p>
+                                    }.into_any(),
+                                    None => view! { <p>"You are approving exactly this payment:"</p> }.into_any(),
+                                }}
                                 <p class="sentence" id="confirm-sentence">{d.sentence.clone()}</p>
                                 <SignalList signals=d.signals.clone()/>
                                 <p class="muted">"Request hash "<code class="hash">{d.request_hash.clone()}</code></p>
@@ -32,6 +44,7 @@ pub fn ApprovePage() -> impl IntoView {
                                     data-step-up=format!("/api/v1/proposals/{}/step-up", d.id)>
                                     <CsrfField token=csrf/>
                                     <input type="hidden" name="decision" value="approve"/>
+                                    {for_whom.clone().map(|name| view! { <input type="hidden" name="on_behalf_of" value=name/> })}
                                     {d.twins.iter().any(|t| t.approved_or_paid).then(|| view! {
                                         <p class="notice notice-error" role="alert" id="duplicate-warning">
                                             {format!(

@@ -39,6 +39,10 @@ pub fn outcome_message(code: &str) -> &'static str {
             "Your passkey is new: it can approve payments after its cool-off, or once an admin confirms it on the \
              admin page."
         }
+        "delegation" => {
+            "You cannot approve for that person now: their delegation to you is not in force, or they could not \
+             approve this themselves. Nothing was done."
+        }
         "passkey_refused" => {
             "Your passkey's answer was refused (another payment, used already, or not your passkey): try again."
         }
@@ -185,9 +189,22 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         _ => None,
     };
     let no_approvals = !detail.approvals.iter().any(|a| a.round == round);
+    // Approving for someone away, beside (or instead of) approving as oneself.
+    let approve_for = detail
+        .approve_for
+        .iter()
+        .map(|name| {
+            view! {
+                <a class="button" data-approve-for=name.clone()
+                    href=format!("/proposals/{}/approve?for={}", detail.id, name)>{format!("Approve for {name}…")}</a>
+            }
+        })
+        .collect_view();
     let approve = if detail.can_approve {
         view! { <a class="button primary" id="approve" href=format!("/proposals/{}/approve", detail.id)>"Approve…"</a> }
             .into_any()
+    } else if !detail.approve_for.is_empty() {
+        ().into_any()
     } else {
         // Shown, disabled, with the reason: nobody learns only after confirming.
         detail
@@ -235,11 +252,27 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
     // The decision first: on a phone the facts a reviewer checks and the two
     // buttons are on the first screen, the buttons staying in reach while
     // the evidence scrolls by (a sticky bar).
-    let decision_bar = (detail.can_approve || detail.approve_blocker.is_some() || detail.can_reject).then(|| {
+    let decision_bar = (detail.can_approve
+        || detail.approve_blocker.is_some()
+        || detail.can_reject
+        || !detail.approve_for.is_empty())
+    .then(|| {
         let jump = detail.can_reject.then(|| {
             view! { <a class="button danger-outline" id="reject-jump" href="#reject-form">"Reject…"</a> }
         });
-        view! { <div class="decision-bar" id="decision-bar" role="group" aria-label="Decision">{approve}{jump}</div> }
+        view! { <div class="decision-bar" id="decision-bar" role="group" aria-label="Decision">{approve}{approve_for}{jump}</div> }
+    });
+    let delegations = (!detail.delegations.is_empty()).then(|| {
+        let lines = detail
+            .delegations
+            .iter()
+            .map(|d| {
+                view! {
+                    <li>{format!("{} approves for {} until ", d.delegate, d.delegator)}<When at=d.until.clone() now=detail.now.clone()/></li>
+                }
+            })
+            .collect_view();
+        view! { <ul id="delegations" class="plain small">{lines}</ul> }
     });
     let signal_tags = detail
         .signals
@@ -300,6 +333,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             <h2>"Approvals"</h2>
             {token}
             {detail.still_needed.clone().map(|n| view! { <p id="still-needed">{n}</p> })}
+            {delegations}
             {waiting.then(|| view! { <ReachCard reach=detail.reach.clone() now=detail.now.clone()/> })}
             {if no_approvals { Some(view! { <p class="muted">"None in this round yet."</p> }) } else { None }}
             <ul id="approvals" data-round=round>{approvals}</ul>

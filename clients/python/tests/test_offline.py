@@ -78,6 +78,9 @@ def test_the_proposal_object_parses_typed() -> None:
     expired = Proposal.from_json({**PROPOSAL, "status": "expired",
                                   "status_reason": {"code": "no_decision", "message": "Nobody decided."}})
     assert expired.status_reason is not None and expired.status_reason.code == "no_decision"
+    assert p.approvals[0].on_behalf_of is None
+    delegated = Proposal.from_json({**PROPOSAL, "approvals": [{**PROPOSAL["approvals"][0], "on_behalf_of": "usr_ana"}]})
+    assert delegated.approvals[0].on_behalf_of == "usr_ana"
 
 
 def test_errors_map_to_their_codes() -> None:

@@ -199,6 +199,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/delegations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Delegations given by or to the signed-in person, pending or in force and
+         *     not yet over, oldest first; every one of the tenant's for an admin.
+         */
+        get: operations["listDelegations"];
+        put?: never;
+        /**
+         * Lets another approver approve for the signed-in approver between two
+         *     instants. Their approvals then say "for you", use the lower of your two
+         *     limits and keep every segregation rule of both. Refused with
+         *     `validation_failed` naming `delegate`, `starts_at` or `ends_at` (an
+         *     unknown or non-approver delegate, yourself, a range that is empty, over
+         *     90 days, or overlapping one you already gave).
+         */
+        post: operations["delegate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/delegations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Ends a delegation now, or withdraws it while it waits for an admin:
+         *     either of the two people it names, or an admin. Approvals already given
+         *     under it stay; a token not yet redeemed that carries one is refused at
+         *     commit.
+         */
+        delete: operations["endDelegation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/email": {
         parameters: {
             query?: never;
@@ -874,6 +924,11 @@ export interface components {
             at: string;
             /** @enum {string} */
             decision: "approve" | "reject";
+            /**
+             * @description For an approval a delegate gave while someone was away: the user it
+             *     counts for (`approver_id` is the delegate). Absent otherwise.
+             */
+            on_behalf_of?: string | null;
             /** @description The approver's reason (always present for a rejection). */
             reason: string | null;
             /**
@@ -1013,9 +1068,78 @@ export interface components {
              *     with it one more approver is needed than policy otherwise asks.
              */
             not_duplicate_reason?: string | null;
+            /**
+             * @description To approve for someone away: their username, with a delegation of
+             *     theirs to you in force (`/api/v1/me/delegations`). The approval then
+             *     counts for them, passes every rule for both of you (the lower of your
+             *     two limits), and is refused (403 `policy_denied`, rule `delegation`)
+             *     without one. Approvals only; a rejection is always your own.
+             */
+            on_behalf_of?: string | null;
             /** @description Required to reject: 1–500 characters, not blank. */
             reason?: string | null;
             step_up?: null | components["schemas"]["StepUpAnswer"];
+        };
+        /** @description Whom to let approve for you, and when. */
+        DelegationBody: {
+            /** @description The delegate's username: an active approver of your tenant. */
+            delegate: string;
+            /**
+             * Format: date-time
+             * @description Until when (RFC 3339, exclusive): later than `starts_at`, at most 90 days after it.
+             */
+            ends_at: string;
+            /**
+             * Format: date-time
+             * @description From when (RFC 3339); a past instant means now.
+             */
+            starts_at: string;
+        };
+        /**
+         * @description The delegations that name the signed-in person and are not over: those
+         *     they gave and those they hold (an admin sees the whole tenant's).
+         */
+        DelegationList: {
+            delegations: components["schemas"]["DelegationView"][];
+        };
+        /**
+         * @description A delegation asked for: in force from its start, or (`status`
+         *     `pending`) waiting for an admin other than the two people it names,
+         *     because it would let the delegate count for approval groups they are
+         *     not in; `lines` say what that admin confirms.
+         */
+        DelegationMade: {
+            delegation: components["schemas"]["DelegationView"];
+            /** @description What the confirming admin is shown, while it waits. */
+            lines: string[];
+        };
+        /** @description A delegation as the account page and the API show it, with names. */
+        DelegationView: {
+            /** @description The registry change that must confirm it, while `pending`. */
+            change_id?: string | null;
+            /** @description Who may approve for them (a username). */
+            delegate: string;
+            /** @description Who lets someone approve for them (a username). */
+            delegator: string;
+            /** Format: date-time */
+            ends_at: string;
+            /** @description The groups the delegate counts for through it, beyond their own. */
+            extra_groups: string[];
+            /** @description `dlg_…` */
+            id: string;
+            /** @description Whether it lets the delegate approve for the delegator now. */
+            in_force: boolean;
+            /** Format: date-time */
+            starts_at: string;
+            /**
+             * @description `pending` (a second admin must confirm it), `active`, `revoked`,
+             *     `refused`.
+             * @example pending
+             * @example active
+             * @example revoked
+             * @example refused
+             */
+            status: string;
         };
         /** @description A subscribed device, as its owner sees it (never its keys or endpoint). */
         DeviceView: {
@@ -2465,6 +2589,309 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listDelegations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delegations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationList"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    delegate: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DelegationBody"];
+            };
+        };
+        responses: {
+            /** @description The delegation, active or pending. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationMade"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    endDelegation: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path: {
+                /** @description The delegation's id (`dlg_…`). Another tenant's is 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delegation, ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationView"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description The object's current status does not allow this; `current_status` (also in `details`) names it. */
+            409: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_state";
                         };
                     };
                 };

@@ -2,6 +2,12 @@
 //! and policy auto-approval all end in `grant` through `decide` (humans) or
 //! `auto_approve` (policy); they differ only in how the approver was
 //! authenticated (`amr`) and the channel (`via`).
+//!
+//! Why this file is long: it is the one approval path, and its checks are
+//! meant to be read in the order they run (role, state, step-up nonce,
+//! delegation, duties and limits for both people, duplicates, groups, the
+//! transaction's re-reads); the pieces that stand alone live beside it
+//! (`approval/`, `groups`, `delegation`, `duplicates`).
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -36,6 +42,9 @@ pub struct Approver {
     /// approve one whose invoice is already approved or paid
     /// ([`crate::duplicates`]).
     pub not_duplicate: Option<String>,
+    /// The username of the person they approve for, under a delegation of
+    /// theirs in force ([`crate::delegation`]); approvals only.
+    pub on_behalf_of: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +90,7 @@ impl DecideError {
                 Some("approver_limit") => "approver_limit",
                 Some("distinct_approvers") => "distinct_approvers",
                 Some(crate::duplicates::RULE) => "duplicate_invoice",
+                Some(crate::delegation::RULE) => "delegation",
                 _ => "policy_denied",
             },
             DecideError::StepUp(StepUpError::Required) => "step_up_required",
@@ -398,19 +408,23 @@ async fn decide_inner(
                 }
                 _ => None,
             };
-            let decision = recheck(state, approver, &row).await?;
+            let principal = delegated(state, approver, &row.tenant_id, now).await?;
+            let decision = recheck(state, approver, principal.as_ref(), &row).await?;
             let (decision, not_duplicate) = duplicate_gate(state, approver, &row, decision).await?;
-            // Named groups: an approval that would fill none still short is refused.
+            // Named groups: an approval that would fill none still short is
+            // refused. A delegate's counts for whom it is given.
             let required = decision.required_approvals.max(row.required_approvals);
-            crate::groups::gate(state, &approver.user_id, &row, required)
+            let counts_for = principal.as_ref().map_or(approver.user_id.as_str(), |(p, _)| p.id.as_str());
+            crate::groups::gate(state, counts_for, &row, required)
                 .await?
                 .map_err(|groups| Ineligible::NotInGroup { groups })?;
             // The assertion is decoded and verified here, before the write
             // transaction: against the payment as read now, which the
             // transaction then checks is still the one stored.
-            (decision, stepped_up(state, approver, &row, nonce, now).await?, not_duplicate)
+            (decision, stepped_up(state, approver, &row, nonce, now).await?, (not_duplicate, principal))
         }
     };
+    let (not_duplicate, principal) = not_duplicate;
 
     let mut tx = state.db().begin().await?;
     let current =
@@ -448,21 +462,27 @@ async fn decide_inner(
         via: approver.via.into(),
         amr: if kept.is_some() { "passkey".into() } else { approver.amr.into() },
         at: now,
+        on_behalf_of: principal.as_ref().map(|(p, _)| p.id.clone()),
+        delegation_id: principal.as_ref().map(|(_, d)| d.id.clone()),
     };
+    let twice = || denied("distinct_approvers", Ineligible::AlreadyApproved.message());
     if let Err(e) = store::proposals::insert_approval(&mut tx, &given).await {
-        return Err(if e.is_conflict() {
-            denied(
-                "distinct_approvers",
-                "You have already approved this proposal; another approver must give the next approval.".into(),
-            )
-        } else {
-            e.into()
-        });
+        return Err(if e.is_conflict() { twice() } else { e.into() });
+    }
+    let approvals = store::proposals::approvals_in_round(&mut tx, proposal_id, current.approval_round).await?;
+    if !crate::delegation::each_once(&approvals) {
+        // Someone approved for a person who approved too (or the reverse)
+        // meanwhile: nothing of this approval is kept.
+        return Err(twice());
     }
     if let Some(kept) = &kept {
         store::passkeys::insert_assertion(&mut tx, kept).await?;
     }
     let mut data = json!({"via": approver.via, "amr": given.amr, "round": current.approval_round});
+    if let Some((principal, delegation)) = &principal {
+        data["on_behalf_of"] = json!(principal.id);
+        data["delegation_id"] = json!(delegation.id);
+    }
     if let Some(NotDuplicate { reason, twins }) = not_duplicate {
         data["not_duplicate"] = json!({"reason": reason, "twins": twins});
     }
@@ -486,7 +506,6 @@ async fn decide_inner(
         data,
     };
     crate::approval::receipts::append(state, &mut tx, &entry, now).await?;
-    let approvals = store::proposals::approvals_in_round(&mut tx, proposal_id, current.approval_round).await?;
     let required = decision.required_approvals.max(current.required_approvals).max(1);
     if decision.required_approvals > current.required_approvals {
         // Policy or a risk signal asks for more than when it was proposed:
@@ -497,8 +516,7 @@ async fn decide_inner(
     // approver counting for one group at most.
     let groups_met = current.policy.groups.is_empty() || {
         let members = crate::groups::Members::load_in(&mut tx, state.settings(), &current.tenant_id).await?;
-        let ids: Vec<&str> = approvals.iter().map(|a| a.approver_id.as_str()).collect();
-        members.unmet(&current.policy.groups, &ids).is_empty()
+        members.unmet(&current.policy.groups, &crate::delegation::Given::of(&approvals).counted).is_empty()
     };
     if approvals.len() >= usize::from(required) && groups_met {
         grant(state, &mut tx, &current, &approvals, now).await?;
@@ -592,6 +610,8 @@ async fn reject(
         via: approver.via.into(),
         amr: approver.amr.into(),
         at: now,
+        on_behalf_of: None,
+        delegation_id: None,
     };
     store::proposals::insert_approval(&mut tx, &given).await?;
     let entry = AuditEntry {
@@ -663,11 +683,48 @@ impl<'a> From<&'a Approver> for Asker<'a> {
     }
 }
 
-/// Segregation of duties, the approver's limit, and policy re-evaluated now
+/// The person `approver` approves for and the delegation that lets them,
+/// when they asked to approve for someone; refused (rule `delegation`)
+/// unless that person is an active approver here with a delegation to them
+/// in force now.
+async fn delegated(
+    state: &impl Store,
+    approver: &Approver,
+    tenant: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<(store::directory::User, store::delegations::DelegationRow)>, DecideError> {
+    let Some(name) = &approver.on_behalf_of else { return Ok(None) };
+    let mut conn = state.db().reader().await?;
+    crate::delegation::resolve(&mut conn, tenant, name, &approver.user_id, now)
+        .await?
+        .map(Some)
+        .map_err(|why| denied(crate::delegation::RULE, why))
+}
+
+/// Why no approval can be given for `name` (a delegate's refusal), said of them.
+fn for_them(name: &str, why: Ineligible) -> DecideError {
+    let message = match &why {
+        Ineligible::ActsFor { agent } => format!("{name} is the person agent {agent} acts for: nobody approves its proposals for {name}."),
+        Ineligible::KeyHolder { agent } => format!("{name} was given agent {agent}'s key: nobody approves its proposals for {name}."),
+        Ineligible::NoLimit { currency } => format!("{name} has no approval limit in {currency} (an approval for {name} needs both of your limits)."),
+        Ineligible::OverLimit { amount, limit } => format!("{amount} is above {name}'s approval limit of {limit} (an approval for {name} uses the lower of your two limits)."),
+        Ineligible::AlreadyApproved => format!("{name} has already approved this proposal, or someone approved for {name}."),
+        other => other.message(),
+    };
+    match DecideError::from(why) {
+        DecideError::Denied(d) => denied(d.reasons.first().map_or(policy::RULE_GROUPS, |r| r.rule.as_str()), message),
+        DecideError::NotAnApprover => denied(crate::delegation::RULE, format!("{name} is no longer an approver.")),
+        other => other,
+    }
+}
+
+/// Segregation of duties, the approver's limit (and, for a delegate, all of
+/// it for the person they approve for too), and policy re-evaluated now
 /// (the agent's scope or the payee may have changed since it was proposed).
 async fn recheck(
     state: &(impl Store + Config),
     approver: &Approver,
+    principal: Option<&(store::directory::User, store::delegations::DelegationRow)>,
     row: &store::proposals::ProposalRow,
 ) -> Result<Decision, DecideError> {
     let mut conn = state.db().reader().await?;
@@ -675,8 +732,14 @@ async fn recheck(
         store::directory::agent(&mut conn, &row.tenant_id, &row.agent_id).await?.ok_or(DecideError::NotFound)?;
     let given = store::proposals::approvals_in_round(&mut conn, &row.id, row.approval_round).await?;
     drop(conn);
-    let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
-    may_approve(&approver.candidate(), &row.into(), Duties::from(&agent), &approved_by)?;
+    let given = crate::delegation::Given::of(&given);
+    may_approve(&approver.candidate(), &row.into(), Duties::from(&agent), &given.people)?;
+    if let Some((user, _)) = principal {
+        let candidate =
+            Candidate { user_id: &user.id, roles: &user.roles, approval_limits_minor: &user.approval_limits_minor };
+        may_approve(&candidate, &row.into(), Duties::from(&agent), &given.people)
+            .map_err(|why| for_them(&user.username, why))?;
+    }
     let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
     if decision.outcome == Outcome::Denied {
         return Err(DecideError::Denied(decision));

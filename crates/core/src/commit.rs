@@ -206,7 +206,6 @@ async fn recheck(
     if decision.outcome == Outcome::Denied {
         return Err(CommitError::Denied(decision));
     }
-    let format = |minor: u64| format_amount(row, minor);
     let mut humans = 0usize;
     let mut conn = state.db().reader().await?;
     for approver in &claims.approvers {
@@ -219,45 +218,31 @@ async fn recheck(
             }
             continue;
         }
-        let user = store::directory::user_by_id(&mut conn, approver).await?;
-        let Some(user) = user.filter(|u| u.tenant_id == row.tenant_id && u.active && u.roles.contains(&Role::Approver))
-        else {
-            return Err(denied("approver_active", format!("Approver {approver} is no longer an active approver.")));
-        };
-        if user.id == agent.acts_for {
-            return Err(denied(
-                "segregation_of_duties",
-                format!(
-                    "{} is the person agent {} acts for and cannot approve its proposals.",
-                    user.username, agent.agent_id
-                ),
-            ));
-        }
-        if agent.key_holder.as_deref() == Some(user.id.as_str()) {
-            return Err(denied(
-                "segregation_of_duties",
-                format!("{} was given agent {}'s key and cannot approve its proposals.", user.username, agent.agent_id),
-            ));
-        }
-        let limit = user.approval_limits_minor.get(&row.currency).copied().unwrap_or(0);
-        if row.amount_minor > limit {
-            return Err(denied(
-                "approver_limit",
-                format!(
-                    "{} is above {}'s approval limit of {}.",
-                    format(row.amount_minor),
-                    user.username,
-                    format(limit)
-                ),
-            ));
+        still_may_approve(&mut conn, approver, agent, row).await?;
+        if let Some(d) = claims.delegations.iter().find(|d| d.approver == *approver) {
+            // Given for someone away: every rule holds for them too, and the
+            // delegation has not been ended since.
+            still_may_approve(&mut conn, &d.on_behalf_of, agent, row).await?;
+            let live = store::delegations::get(&mut *conn, &row.tenant_id, &d.delegation).await?;
+            if !live.is_some_and(|l| l.status == store::delegations::ACTIVE && l.delegator_id == d.on_behalf_of) {
+                return Err(denied(
+                    crate::delegation::RULE,
+                    format!("The delegation {} an approval was given under has been ended.", d.delegation),
+                ));
+            }
         }
         humans += 1;
     }
     if !row.policy.groups.is_empty() {
         // The groups it was proposed under, with their members as they stand now.
         let members = crate::groups::Members::load_in(&mut conn, state.settings(), &row.tenant_id).await?;
-        let people: Vec<&str> =
-            claims.approvers.iter().filter(|a| !a.starts_with("policy:")).map(String::as_str).collect();
+        // Each approval counts for whom it was given.
+        let people: Vec<&str> = claims
+            .approvers
+            .iter()
+            .filter(|a| !a.starts_with("policy:"))
+            .map(|a| claims.delegations.iter().find(|d| d.approver == *a).map_or(a.as_str(), |d| &d.on_behalf_of))
+            .collect();
         let short = members.unmet(&row.policy.groups, &people);
         if !short.is_empty() {
             return Err(denied(
@@ -282,6 +267,46 @@ async fn recheck(
                 return Err(budget_denied(row, used, limit));
             }
         }
+    }
+    Ok(())
+}
+
+/// One approver of a token (or the person a delegate approved for), as they
+/// stand now: an active approver of the tenant, neither the person the
+/// agent acts for nor its key holder, with a limit that covers the amount.
+async fn still_may_approve(
+    conn: &mut store::Conn,
+    id: &str,
+    agent: &AgentPrincipal,
+    row: &ProposalRow,
+) -> Result<(), CommitError> {
+    let format = |minor: u64| format_amount(row, minor);
+    let user = store::directory::user_by_id(&mut *conn, id).await?;
+    let Some(user) = user.filter(|u| u.tenant_id == row.tenant_id && u.active && u.roles.contains(&Role::Approver))
+    else {
+        return Err(denied("approver_active", format!("Approver {id} is no longer an active approver.")));
+    };
+    if user.id == agent.acts_for {
+        return Err(denied(
+            "segregation_of_duties",
+            format!(
+                "{} is the person agent {} acts for and cannot approve its proposals.",
+                user.username, agent.agent_id
+            ),
+        ));
+    }
+    if agent.key_holder.as_deref() == Some(user.id.as_str()) {
+        return Err(denied(
+            "segregation_of_duties",
+            format!("{} was given agent {}'s key and cannot approve its proposals.", user.username, agent.agent_id),
+        ));
+    }
+    let limit = user.approval_limits_minor.get(&row.currency).copied().unwrap_or(0);
+    if row.amount_minor > limit {
+        return Err(denied(
+            "approver_limit",
+            format!("{} is above {}'s approval limit of {}.", format(row.amount_minor), user.username, format(limit)),
+        ));
     }
     Ok(())
 }

@@ -6,10 +6,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use chrono::{DateTime, Utc};
+
 use crate::approvals::{may_approve, Approvable, Candidate, Duties, Ineligible};
+use crate::clock::Clock;
 use crate::config::{Config, Settings};
+use crate::delegation::Given;
 use crate::store::Store;
-use crate::store::{self, directory::User, StoreError};
+use crate::store::{self, delegations::DelegationRow, directory::User, StoreError};
 
 /// The people of a tenant and its agents: enough to tell, for any proposal,
 /// who may approve it now.
@@ -19,6 +23,8 @@ pub struct Tenancy {
     agents: HashMap<String, store::directory::Agent>,
     /// The tenant's approval groups.
     groups: crate::groups::Members,
+    /// The delegations in force when it was read.
+    delegations: Vec<DelegationRow>,
 }
 
 fn candidate(user: &User) -> Candidate<'_> {
@@ -26,23 +32,31 @@ fn candidate(user: &User) -> Candidate<'_> {
 }
 
 impl Tenancy {
-    pub async fn load(state: &(impl Store + Config), tenant: &str) -> Result<Tenancy, StoreError> {
-        Self::load_in(&mut *state.db().reader().await?, state.settings(), tenant).await
+    pub async fn load(state: &(impl Store + Config + Clock), tenant: &str) -> Result<Tenancy, StoreError> {
+        Self::load_in(&mut *state.db().reader().await?, state.settings(), tenant, state.now()).await
     }
 
-    /// [`Tenancy::load`] on a connection (inside a transaction).
-    pub async fn load_in(conn: &mut store::Conn, settings: &Settings, tenant: &str) -> Result<Tenancy, StoreError> {
+    /// [`Tenancy::load`] on a connection (inside a transaction), with the
+    /// delegations in force at `now`.
+    pub async fn load_in(
+        conn: &mut store::Conn,
+        settings: &Settings,
+        tenant: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Tenancy, StoreError> {
         let users = store::directory::users_of(conn, tenant).await?;
         let agents = store::directory::agents_in(conn, tenant).await?;
         let groups = crate::groups::Members::new(settings, tenant, &users);
-        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect(), groups })
+        let mut delegations = store::delegations::current(&mut *conn, tenant, now).await?;
+        delegations.retain(|d| d.in_force(now));
+        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect(), groups, delegations })
     }
 
-    /// Whether one more approval by `user_id` would help meet `row`'s group
-    /// requirements (always, without any): see `policy::helps`.
-    pub fn helps(&self, user_id: &str, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
+    /// Whether one more approval counting for `user_id` would help meet
+    /// `row`'s group requirements (always, without any): see `policy::helps`.
+    fn helps(&self, user_id: &str, row: &Approvable<'_>, given: &Given<'_>) -> Result<(), Ineligible> {
         self.groups
-            .helps(row.groups, row.required, approved_by, user_id)
+            .helps(row.groups, row.required, &given.counted, user_id)
             .map_err(|groups| Ineligible::NotInGroup { groups })
     }
 
@@ -64,7 +78,12 @@ impl Tenancy {
             user.roles = roles.to_vec();
             user.approval_limits_minor = limits.clone();
         }
-        Tenancy { users, agents: self.agents.clone(), groups: self.groups.clone() }
+        Tenancy {
+            users,
+            agents: self.agents.clone(),
+            groups: self.groups.clone(),
+            delegations: self.delegations.clone(),
+        }
     }
 
     fn duties(&self, agent: &str) -> Duties<'_> {
@@ -76,28 +95,78 @@ impl Tenancy {
         self.users.iter().find(|u| u.id == id).map_or_else(|| id.to_owned(), |u| u.username.clone())
     }
 
-    /// Whether `user_id` may approve `row` now, and if not, why.
-    pub fn check(&self, user_id: &str, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
-        let user = self.users.iter().find(|u| u.id == user_id).ok_or(Ineligible::NotAnApprover)?;
-        self.may(user, row, approved_by)
+    /// Whether `user_id` may approve `row` now as themselves, and if not, why.
+    pub fn check(&self, user_id: &str, row: &Approvable<'_>, given: &Given<'_>) -> Result<(), Ineligible> {
+        let user = self.user(user_id).ok_or(Ineligible::NotAnApprover)?;
+        self.may(user, row, given)
     }
 
-    /// The active users who may give the next approval, by username.
-    pub fn eligible(&self, row: &Approvable<'_>, approved_by: &[&str]) -> Vec<&str> {
-        self.users.iter().filter(|u| self.may(u, row, approved_by).is_ok()).map(|u| u.username.as_str()).collect()
+    /// The people `user_id` may approve `row` for now, under delegations to
+    /// them in force (usernames).
+    pub fn approvable_for(&self, user_id: &str, row: &Approvable<'_>, given: &Given<'_>) -> Vec<&str> {
+        let Some(user) = self.user(user_id) else { return Vec::new() };
+        self.delegations
+            .iter()
+            .filter(|d| d.delegate_id == user_id)
+            .filter_map(|d| self.user(&d.delegator_id))
+            .filter(|principal| self.may_for(user, principal, row, given).is_ok())
+            .map(|principal| principal.username.as_str())
+            .collect()
     }
 
-    /// The active users who may give the next approval.
-    pub fn eligible_users(&self, row: &Approvable<'_>, approved_by: &[&str]) -> Vec<&User> {
-        self.users.iter().filter(|u| self.may(u, row, approved_by).is_ok()).collect()
+    /// Who approves for whom now, and until when: (delegate, delegator,
+    /// end) of every delegation in force, by username.
+    pub fn delegations_in_force(&self) -> Vec<(String, String, DateTime<Utc>)> {
+        self.delegations
+            .iter()
+            .map(|d| (self.name_of(&d.delegate_id), self.name_of(&d.delegator_id), d.ends_at))
+            .collect()
+    }
+
+    /// The active users who may give the next approval (as themselves, or
+    /// for someone), by username.
+    pub fn eligible(&self, row: &Approvable<'_>, given: &Given<'_>) -> Vec<&str> {
+        self.eligible_users(row, given).into_iter().map(|u| u.username.as_str()).collect()
+    }
+
+    /// The active users who may give the next approval, as themselves or
+    /// for someone.
+    pub fn eligible_users(&self, row: &Approvable<'_>, given: &Given<'_>) -> Vec<&User> {
+        self.users
+            .iter()
+            .filter(|u| self.may(u, row, given).is_ok() || !self.approvable_for(&u.id, row, given).is_empty())
+            .collect()
+    }
+
+    fn user(&self, id: &str) -> Option<&User> {
+        self.users.iter().find(|u| u.id == id)
     }
 
     /// [`may_approve`] for one of the tenant's users; an inactive user may not.
-    fn may(&self, user: &User, row: &Approvable<'_>, approved_by: &[&str]) -> Result<(), Ineligible> {
+    fn may(&self, user: &User, row: &Approvable<'_>, given: &Given<'_>) -> Result<(), Ineligible> {
+        self.may_as(user, row, given)?;
+        self.helps(&user.id, row, given)
+    }
+
+    /// [`may_approve`] alone (no group rule): an inactive user may not.
+    fn may_as(&self, user: &User, row: &Approvable<'_>, given: &Given<'_>) -> Result<(), Ineligible> {
         if !user.active {
             return Err(Ineligible::NotAnApprover);
         }
-        may_approve(&candidate(user), row, self.duties(row.agent_id), approved_by)?;
-        self.helps(&user.id, row, approved_by)
+        may_approve(&candidate(user), row, self.duties(row.agent_id), &given.people)
+    }
+
+    /// Whether `delegate` may approve `row` for `principal`: every rule for
+    /// both, and the approval counts for the principal's groups.
+    fn may_for(
+        &self,
+        delegate: &User,
+        principal: &User,
+        row: &Approvable<'_>,
+        given: &Given<'_>,
+    ) -> Result<(), Ineligible> {
+        self.may_as(delegate, row, given)?;
+        self.may_as(principal, row, given)?;
+        self.helps(&principal.id, row, given)
     }
 }

@@ -57,6 +57,17 @@ impl Members {
     }
 }
 
+/// The groups `delegator` is in and `delegate` is not (usernames): what a
+/// delegation from one to the other adds to the delegate's authority.
+pub fn beyond(settings: &Settings, tenant: &str, delegator: &str, delegate: &str) -> Vec<String> {
+    let Some(groups) = settings.tenants.get(tenant).map(|t| &t.approval_groups) else { return Vec::new() };
+    groups
+        .iter()
+        .filter(|(_, members)| members.iter().any(|m| m == delegator) && !members.iter().any(|m| m == delegate))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
 /// When `row` needs approvals from named groups: whether one more approval
 /// by `user_id` helps, with `required` approvals in all (everything the
 /// decision asks now: a risk signal's or a duplicate statement's extra
@@ -73,7 +84,6 @@ pub async fn gate(
     }
     let mut conn = state.db().reader().await?;
     let given = store::proposals::approvals_in_round(&mut conn, &row.id, row.approval_round).await?;
-    let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
     let members = Members::load_in(&mut conn, state.settings(), &row.tenant_id).await?;
-    Ok(members.helps(&row.policy.groups, required, &approved_by, user_id))
+    Ok(members.helps(&row.policy.groups, required, &crate::delegation::Given::of(&given).counted, user_id))
 }

@@ -20,6 +20,8 @@ pub mod client_ip;
 pub mod clock;
 pub mod commit;
 pub mod config;
+pub mod delegate;
+pub mod delegation;
 pub mod demo;
 pub mod deps;
 pub mod digest;

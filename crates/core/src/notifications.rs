@@ -227,14 +227,15 @@ async fn expand(
             continue;
         };
         if !tenancies.contains_key(&p.tenant_id) {
-            tenancies.insert(p.tenant_id.clone(), Tenancy::load_in(&mut tx, state.settings(), &p.tenant_id).await?);
+            tenancies
+                .insert(p.tenant_id.clone(), Tenancy::load_in(&mut tx, state.settings(), &p.tenant_id, now).await?);
         }
         let given = store::proposals::approvals_in_round(&mut tx, &p.id, p.approval_round).await?;
-        let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
+        let given = crate::delegation::Given::of(&given);
         let tenancy = &tenancies[&p.tenant_id];
         let mut items: Vec<(String, Channel, Option<String>)> = Vec::new();
         let mut quiet: Vec<String> = Vec::new();
-        for user in recipients(state, row, p, tenancy, &approved_by, &groups) {
+        for user in recipients(state, row, p, tenancy, &given, &groups) {
             // Quiet hours hold for everything but an escalation.
             if row.kind != Kind::Escalated {
                 if let (Some(zone), Some(hours)) = (&user.time_zone, &user.quiet_hours) {
@@ -292,10 +293,10 @@ fn recipients<'t>(
     row: &NotificationRow,
     p: &ProposalRow,
     tenancy: &'t Tenancy,
-    approved_by: &[&str],
+    given: &crate::delegation::Given<'_>,
     groups: &HashMap<String, String>,
 ) -> Vec<&'t store::directory::User> {
-    let eligible = tenancy.eligible_users(&crate::approvals::Approvable::from(p), approved_by);
+    let eligible = tenancy.eligible_users(&crate::approvals::Approvable::from(p), given);
     if row.kind != Kind::Escalated {
         return eligible;
     }

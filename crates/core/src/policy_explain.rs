@@ -30,7 +30,7 @@ pub enum ExplainError {
 
 /// The explanation, as text for a terminal.
 pub async fn explain(
-    state: &(impl Store + Config),
+    state: &(impl Store + Config + crate::clock::Clock),
     tenant: &str,
     agent_id: &str,
     body: &Value,
@@ -77,7 +77,7 @@ pub async fn explain(
         groups: &[],
         required: d.required_approvals,
     };
-    let able = tenancy.eligible(&plain, &[]);
+    let able = tenancy.eligible(&plain, &Default::default());
     if d.groups.is_empty() {
         line(&mut out, "Groups:    no group rule covers it".into());
     } else {
@@ -125,7 +125,7 @@ pub async fn explain(
             groups: &d.groups,
             required: d.required_approvals,
         };
-        let eligible = tenancy.eligible(&row, &[]);
+        let eligible = tenancy.eligible(&row, &Default::default());
         let who = if eligible.is_empty() {
             "nobody: no approver's role and limit cover it".into()
         } else {

@@ -123,6 +123,7 @@ async fn answer(
         via: "slack",
         step_up: None,
         not_duplicate: None,
+        on_behalf_of: None,
     };
     let view = match approvals::decide(state, &approver, &row.id, verdict, state.now()).await {
         Ok(view) => view,

@@ -1,5 +1,9 @@
 //! The server's implementation of the console port (`app::console`): the
 //! pages' data, built from the same use cases and views as the APIs.
+//!
+//! Why this file is long: it is the console port's one implementation, each
+//! page's data built where its reads are; the parts that stand alone live
+//! beside it (`reach`, `waits`, `human_loop`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -8,9 +12,9 @@ use std::sync::Arc;
 
 use app::console::{ConsolePort, PortFuture};
 use app::views::{
-    AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, HistoryLine, OperationItem, OperationsPage,
-    PasskeyAdminRow, PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord, ReasonLine,
-    RelatedLine, ResolvePage, SignalLine, TimelineLine, UserRow, Viewer,
+    AdminData, AgentRow, ApprovalLine, BulkItem, BulkPage, ConsoleError, DelegationLine, HistoryLine, OperationItem,
+    OperationsPage, PasskeyAdminRow, PayeeRow, PendingChangeRow, ProposalDetail, QueueItem, QueuePage, RailRecord,
+    ReasonLine, RelatedLine, ResolvePage, SignalLine, TimelineLine, UserRow, Viewer,
 };
 
 use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
@@ -54,9 +58,9 @@ const LAPSED_SHOWN: u32 = 25;
 /// How many operations of each kind the operations page lists.
 const OPERATIONS_LIMIT: u32 = 200;
 
-/// The user ids behind the approvals (not rejections) of the current round.
-fn approved_by(view: &crate::proposals::ProposalView) -> Vec<&str> {
-    view.approvals.iter().filter(|a| a.decision == "approve").map(|a| a.approver_id.as_str()).collect()
+/// The approvals (not rejections) of the current round, as the rules read them.
+fn approved_by(view: &crate::proposals::ProposalView) -> crate::delegation::Given<'_> {
+    crate::delegation::Given::of_views(&view.approvals)
 }
 
 fn waiting(row: &ProposalRow) -> bool {
@@ -161,7 +165,7 @@ impl ConsoleService {
             let approved = approved_by(&view);
             let approver_gap = if waiting(row) {
                 let eligible = tenancy.eligible(&row.into(), &approved);
-                approver_gap(missing(&self.state, row, &signals, approved.len()), &eligible, c.currency.code())
+                approver_gap(missing(&self.state, row, &signals, approved.counted.len()), &eligible, c.currency.code())
             } else {
                 None
             };
@@ -175,7 +179,7 @@ impl ConsoleService {
                 payee_masked: mask_account_tagged(c.destination.id.expose()),
                 invoice_id: c.invoice_id.as_ref().map(|i| i.to_string()),
                 expires_at: store::ts(row.expires_at),
-                approvals: approved.len(),
+                approvals: approved.counted.len(),
                 required_approvals: required_now(&self.state, row, &signals),
                 signals: signals.iter().map(|s| s.label().to_owned()).collect(),
                 no_one_can_approve,
@@ -271,10 +275,18 @@ impl ConsoleService {
         let assessment = risk::assess(state, &risk::Subject::of(&row)).await.map_err(unavailable)?;
         let approved = approved_by(&view);
         let approve_blocker = tenancy.check(&viewer.user_id, &(&row).into(), &approved).err().map(|why| why.message());
+        let approve_for: Vec<String> =
+            tenancy.approvable_for(&viewer.user_id, &(&row).into(), &approved).into_iter().map(str::to_owned).collect();
+        let delegations = if waiting(&row) {
+            let line = |(delegate, delegator, until)| DelegationLine { delegate, delegator, until: store::ts(until) };
+            tenancy.delegations_in_force().into_iter().map(line).collect()
+        } else {
+            Vec::new()
+        };
         let (still_needed, approver_gap) = if waiting(&row) {
             let eligible = tenancy.eligible(&(&row).into(), &approved);
-            let missing = missing(state, &row, &assessment.signals, approved.len());
-            let short = tenancy.unmet(&row.policy.groups, &approved);
+            let missing = missing(state, &row, &assessment.signals, approved.counted.len());
+            let short = tenancy.unmet(&row.policy.groups, &approved.counted);
             let needed = still_needed(missing, &eligible, c.currency.code(), &short);
             (Some(needed), approver_gap(missing, &eligible, c.currency.code()))
         } else {
@@ -323,7 +335,10 @@ impl ConsoleService {
             approvals: every_round
                 .into_iter()
                 .map(|a| ApprovalLine {
-                    approver: words::audit_actor(&format!("user:{}", a.approver_id), name_of),
+                    approver: match &a.on_behalf_of {
+                        Some(whom) => format!("{} for {}", name_of(&a.approver_id), name_of(whom)),
+                        None => words::audit_actor(&format!("user:{}", a.approver_id), name_of),
+                    },
                     decision: words::decision(&a.decision),
                     reason: a.reason,
                     via: words::channel(&a.via),
@@ -339,8 +354,12 @@ impl ConsoleService {
             timeline,
             created_at: store::ts(row.created_at),
             expires_at: store::ts(row.expires_at),
+            // Someone who may approve only for others is not shown why they
+            // cannot as themselves: the Approve-for buttons are their way.
             can_approve: approve_blocker.is_none(),
-            approve_blocker,
+            approve_blocker: approve_blocker.filter(|_| approve_for.is_empty()),
+            approve_for,
+            delegations,
             can_reject: viewer.can_approve() && waiting(&row),
             still_needed,
             no_one_can_approve,

@@ -100,6 +100,13 @@ pub struct DecisionBody {
     /// with it one more approver is needed than policy otherwise asks.
     #[schema(min_length = 1, max_length = 500)]
     not_duplicate_reason: Option<String>,
+    /// To approve for someone away: their username, with a delegation of
+    /// theirs to you in force (`/api/v1/me/delegations`). The approval then
+    /// counts for them, passes every rule for both of you (the lower of your
+    /// two limits), and is refused (403 `policy_denied`, rule `delegation`)
+    /// without one. Approvals only; a rejection is always your own.
+    #[schema(max_length = 64)]
+    on_behalf_of: Option<String>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
@@ -353,11 +360,12 @@ pub async fn decide_json(
     Path(ProposalPath { id }): Path<ProposalPath>,
     JsonBody { value }: JsonBody,
 ) -> Result<Json<ProposalView>, ApiError> {
-    let DecisionBody { decision, reason, step_up, not_duplicate_reason } = typed(value)?;
+    let DecisionBody { decision, reason, step_up, not_duplicate_reason, on_behalf_of } = typed(value)?;
     let verdict = verdict(decision, reason);
     let mut approver = user.approver("api");
     approver.step_up = step_up.map(StepUp::One);
     approver.not_duplicate = not_duplicate_reason;
+    approver.on_behalf_of = on_behalf_of.filter(|_| verdict == Verdict::Approve);
     let view = approvals::decide(&state, &approver, &id, verdict, state.now()).await?;
     Ok(Json(view))
 }
@@ -620,6 +628,8 @@ pub struct DecisionForm {
     /// Approving a payment whose invoice is already approved or paid: why
     /// it is not a duplicate.
     not_duplicate: Option<String>,
+    /// Approving for someone away (their username), under their delegation.
+    on_behalf_of: Option<String>,
     /// The step-up assertion, filled in by `passkeys.js` (all or none).
     step_up_challenge_id: Option<String>,
     step_up_credential_id: Option<String>,
@@ -685,6 +695,7 @@ pub async fn decide_form(
     approver.step_up = form.step_up().map(StepUp::One);
     approver.not_duplicate = form.not_duplicate.clone();
     let verdict = verdict(decision, form.reason);
+    approver.on_behalf_of = form.on_behalf_of.clone().filter(|n| !n.is_empty() && verdict == Verdict::Approve);
     let approving = verdict == Verdict::Approve;
     match approvals::decide(&state, &approver, &id, verdict, state.now()).await {
         Ok(view) => {

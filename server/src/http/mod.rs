@@ -7,6 +7,7 @@ pub mod bulk;
 pub use countersign_core::client_ip;
 pub mod console;
 pub mod csrf;
+pub mod delegations;
 pub mod error;
 pub mod events;
 pub mod evidence;
@@ -242,7 +243,9 @@ where
         .routes(guarded(routes!(reach::set_email)))
         .routes(guarded(routes!(reach::set_quiet_hours)))
         .routes(guarded(routes!(reach::subscribe)))
-        .routes(guarded(routes!(reach::unsubscribe)));
+        .routes(guarded(routes!(reach::unsubscribe)))
+        .routes(guarded(routes!(delegations::list, delegations::create)))
+        .routes(guarded(routes!(delegations::end)));
     // Registered under their full paths rather than nested: a nested router
     // rewrites every request's URI on the way in, on the status poll's path.
     OpenApiRouter::new()

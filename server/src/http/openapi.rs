@@ -71,6 +71,9 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("PUT", "/api/v1/me/quiet-hours"),
     ("POST", "/api/v1/me/push-subscriptions"),
     ("DELETE", "/api/v1/me/push-subscriptions/{id}"),
+    ("GET", "/api/v1/me/delegations"),
+    ("POST", "/api/v1/me/delegations"),
+    ("DELETE", "/api/v1/me/delegations/{id}"),
 ];
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that

@@ -98,6 +98,7 @@ impl CurrentUser {
             via,
             step_up: None,
             not_duplicate: None,
+            on_behalf_of: None,
         }
     }
 }

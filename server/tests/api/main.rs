@@ -35,6 +35,7 @@ mod console_session;
 mod contract;
 mod controls;
 mod decision_support;
+mod delegation;
 mod duplicates;
 mod escalation;
 mod events;

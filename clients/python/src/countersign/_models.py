@@ -157,6 +157,9 @@ class Approval:
     reason: str | None
     via: str | None
     at: datetime | None
+    # Given by a delegate for someone away: the user it counts for
+    # (``approver_id`` is the delegate). None otherwise.
+    on_behalf_of: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Approval:
@@ -166,6 +169,7 @@ class Approval:
             reason=_str(data.get("reason")),
             via=_str(data.get("via")),
             at=parse_time(data.get("at")),
+            on_behalf_of=_str(data.get("on_behalf_of")),
         )
 
 

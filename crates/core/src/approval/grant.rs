@@ -44,6 +44,16 @@ pub async fn grant(
     let mut amr: Vec<String> = approvals.iter().map(|a| a.amr.clone()).collect();
     amr.dedup();
     let sub = approvers.last().cloned().unwrap_or_default();
+    let delegations: Vec<super::token::DelegatedClaim> = approvals
+        .iter()
+        .filter_map(|a| {
+            Some(super::token::DelegatedClaim {
+                approver: a.approver_id.clone(),
+                on_behalf_of: a.on_behalf_of.clone()?,
+                delegation: a.delegation_id.clone()?,
+            })
+        })
+        .collect();
     let (token, claims) = state
         .keys()
         .mint(&MintRequest {
@@ -55,6 +65,7 @@ pub async fn grant(
             request_hash: &row.request_hash,
             agent_id: &row.agent_id,
             amr: &amr,
+            delegations: &delegations,
             now,
             ttl_secs: state.settings().approval.token_ttl_secs,
         })
@@ -75,16 +86,20 @@ pub async fn grant(
         },
     )
     .await?;
+    let mut data = json!({
+        "from": row.status, "to": ProposalStatus::Approved, "approvers": approvers,
+        "amr": amr, "jti": claims.jti, "kid": kid, "token_expires_at": at(claims.exp),
+    });
+    if !delegations.is_empty() {
+        data["delegations"] = json!(delegations);
+    }
     let entry = AuditEntry {
         tenant_id: Some(row.tenant_id.clone()),
         actor: if sub.starts_with("policy:") { sub.clone() } else { format!("user:{sub}") },
         action: "proposal.approved".into(),
         proposal_id: Some(row.id.clone()),
         request_hash: Some(row.request_hash.clone()),
-        data: json!({
-            "from": row.status, "to": ProposalStatus::Approved, "approvers": approvers,
-            "amr": amr, "jti": claims.jti, "kid": kid, "token_expires_at": at(claims.exp),
-        }),
+        data,
     };
     crate::approval::receipts::append(state, tx, &entry, now).await?;
     Ok(())

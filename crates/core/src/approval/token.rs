@@ -60,6 +60,22 @@ pub struct ApprovalClaims {
     pub exp: i64,
     /// Unique token id (`tok_` + 26 base32 characters, 130 random bits).
     pub jti: String,
+    /// The approvals a delegate gave for someone away: who gave each, for
+    /// whom, under which delegation. Absent when there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegations: Vec<DelegatedClaim>,
+}
+
+/// One approval given under a delegation, in a token's `delegations`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct DelegatedClaim {
+    /// The delegate who gave it (one of `approvers`).
+    pub approver: String,
+    /// The user it counts for.
+    #[serde(rename = "for")]
+    pub on_behalf_of: String,
+    /// The delegation (`dlg_…`).
+    pub delegation: String,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +88,7 @@ pub struct MintRequest<'a> {
     pub request_hash: &'a str,
     pub agent_id: &'a str,
     pub amr: &'a [String],
+    pub delegations: &'a [DelegatedClaim],
     pub now: DateTime<Utc>,
     /// 1 ..= [`MAX_TTL_SECS`]; anything else is refused.
     pub ttl_secs: u64,
@@ -212,6 +229,7 @@ impl KeyStore {
             nbf: iat,
             exp: iat + req.ttl_secs as i64,
             jti: new_jti(),
+            delegations: req.delegations.to_vec(),
         };
         let mut header = Header::new(Algorithm::ES256);
         header.typ = Some(TOKEN_TYP.to_owned());
@@ -347,6 +365,7 @@ mod tests {
             request_hash: "sha256:0f1e2d",
             agent_id: "agt_1",
             amr: &amr,
+            delegations: &[],
             now: t0(),
             ttl_secs,
         })
@@ -428,6 +447,7 @@ mod tests {
             nbf: t0().timestamp(),
             exp: t0().timestamp() + 300,
             jti: minted.jti.clone(),
+            delegations: Vec::new(),
         };
         assert_eq!(verified, want);
         let (_, payload, _) = parts(&token);

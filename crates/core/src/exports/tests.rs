@@ -133,6 +133,8 @@ async fn pages_cover_the_range_once_in_order_with_each_rounds_decisions() {
             via: "slack".into(),
             amr: "pwd".into(),
             at: t0 + Duration::minutes(minutes),
+            on_behalf_of: None,
+            delegation_id: None,
         };
         insert_approval(&mut c, &approve("p_05", "usr_maya", 1, 30)).await.unwrap();
         insert_approval(&mut c, &approve("p_05", "usr_gone", 1, 40)).await.unwrap();

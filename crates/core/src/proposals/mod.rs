@@ -371,6 +371,8 @@ impl NewProposalJob {
             via: "policy".into(),
             amr: "policy".into(),
             at: now,
+            on_behalf_of: None,
+            delegation_id: None,
         };
         store::proposals::insert_approval(tx, &approval).await?;
         crate::approval::grant::grant(state, tx, &row, &[approval], now).await.map_err(|e| match e {
@@ -581,6 +583,8 @@ mod tests {
             via: "console".into(),
             amr: "pwd".into(),
             at: state.now(),
+            on_behalf_of: None,
+            delegation_id: None,
         };
         let compare = |label: &'static str| {
             let state = state.clone();

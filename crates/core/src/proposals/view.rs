@@ -195,6 +195,10 @@ pub struct ApprovalView {
     pub via: String,
     #[schema(format = DateTime)]
     pub at: String,
+    /// For an approval a delegate gave while someone was away: the user it
+    /// counts for (`approver_id` is the delegate). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
 }
 
 /// `decision`'s values.
@@ -241,6 +245,7 @@ pub(super) fn approval_view(a: &store::proposals::ApprovalRow) -> ApprovalView {
         reason: a.reason.clone(),
         via: a.via.clone(),
         at: store::ts(a.at),
+        on_behalf_of: a.on_behalf_of.clone(),
     }
 }
 

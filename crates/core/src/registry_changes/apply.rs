@@ -124,6 +124,23 @@ pub(super) async fn apply(
             let scope = freeze_scope(tenant, agent.as_deref());
             crate::freeze::set(conn, &scope, frozen, &actor, &reason, Some(&admin.user_id), now).await?;
         }
+        Stored::Delegation { id, delegator, delegate, starts_at, ends_at } => {
+            let (pending, active) = (store::delegations::PENDING, store::delegations::ACTIVE);
+            if !store::delegations::set_status(conn, &id, &[pending], active, now).await? {
+                return Err(ChangeError::Invalid("the delegation was withdrawn".into()));
+            }
+            let data = json!({"delegation_id": id, "delegator": delegator, "delegate": delegate,
+                              "starts_at": starts_at, "ends_at": ends_at, "four_eyes": admin.user_id});
+            let entry = AuditEntry {
+                tenant_id: Some(tenant.to_owned()),
+                actor,
+                action: "delegation.confirmed".into(),
+                proposal_id: None,
+                request_hash: None,
+                data,
+            };
+            store::audit::append(conn, &entry).await?;
+        }
         Stored::PasskeyRemoval { passkey_id, .. } => {
             let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)
                 .await?

@@ -13,13 +13,14 @@ pub(super) async fn grants(
     settings: &crate::config::Settings,
     tenant: &str,
     stored: &Stored,
+    now: DateTime<Utc>,
 ) -> Result<Option<Vec<String>>, ChangeError> {
     let user_here = |user: Option<store::directory::User>| user.filter(|u| u.tenant_id == tenant);
     Ok(match stored {
         Stored::User { username, .. } => {
             let existing = user_here(store::directory::user_by_username(conn, username).await?);
             let mut lines = user_lines(existing.as_ref(), stored).unwrap_or_default();
-            lines.extend(super::stranded::stranded(conn, settings, tenant, stored).await?);
+            lines.extend(super::stranded::stranded(conn, settings, tenant, stored, now).await?);
             (!lines.is_empty()).then_some(lines)
         }
         Stored::Agent { id, acts_for, source_accounts, purposes, key_holder, .. } => {
@@ -96,6 +97,9 @@ pub(super) async fn grants(
                     f.reason
                 )]),
             }
+        }
+        Stored::Delegation { delegator, delegate, starts_at, ends_at, .. } => {
+            delegation_lines(settings, tenant, (delegator, delegate), (starts_at, ends_at))
         }
         Stored::PasskeyRemoval { username, passkey_id } => {
             let Some(passkey) = store::passkeys::get_in(&mut *conn, tenant, passkey_id).await? else {
@@ -177,9 +181,10 @@ pub(super) async fn still_as_shown(
     settings: &crate::config::Settings,
     row: &ChangeRow,
     stored: &Stored,
+    at: DateTime<Utc>,
 ) -> Result<Result<(), String>, ChangeError> {
     let shown = summary_lines(row);
-    let now = match grants(conn, settings, &row.tenant_id, stored).await {
+    let now = match grants(conn, settings, &row.tenant_id, stored, at).await {
         Ok(lines) => lines.unwrap_or_default(),
         Err(ChangeError::Invalid(why)) => return Ok(Err(why)),
         Err(e) => return Err(e),
@@ -191,4 +196,25 @@ pub(super) async fn still_as_shown(
     } else {
         Ok(Err(format!("it would now: {}", now.join("; "))))
     }
+}
+
+/// What confirming the delegation grants, line by line; `None` when it
+/// grants nothing beyond the delegate's own authority.
+pub fn delegation_lines(
+    settings: &crate::config::Settings,
+    tenant: &str,
+    (delegator, delegate): (&str, &str),
+    (starts_at, ends_at): (&str, &str),
+) -> Option<Vec<String>> {
+    let extra = crate::groups::beyond(settings, tenant, delegator, delegate);
+    (!extra.is_empty()).then(|| {
+        vec![
+            format!("Let {delegate} approve for {delegator} from {starts_at} until {ends_at}"),
+            format!(
+                "{delegate}'s approvals for {delegator} count for {} ({delegate} is not in {})",
+                extra.join(" and "),
+                if extra.len() == 1 { "it" } else { "them" }
+            ),
+        ]
+    })
 }

@@ -1,5 +1,10 @@
 //! Four-eyes registry changes (docs/SECURITY.md, "One admin alone").
 //!
+//! Why this file is long: a change's whole life under the four-eyes rule
+//! (submit, propose, confirm, reject, list, who may confirm) reads in one
+//! place; what a change grants, how it applies and what it strands already
+//! live beside it (`grants`, `apply`, `stranded`).
+//!
 //! A change made on the console that could weaken a control — a new user,
 //! more roles, a higher approval limit, a new password, a Slack link, an
 //! agent (new, changed or re-keyed), a payee trusted or renamed, a passkey
@@ -51,6 +56,7 @@ pub use crate::actors::Admin;
 
 mod apply;
 mod grants;
+pub use grants::delegation_lines;
 mod stranded;
 
 use apply::*;
@@ -160,6 +166,15 @@ enum Stored {
         frozen: bool,
         reason: String,
     },
+    /// A delegation (`crate::delegation`) that lets its delegate count for
+    /// approval groups they are not in: by usernames, its instants as stored.
+    Delegation {
+        id: String,
+        delegator: String,
+        delegate: String,
+        starts_at: String,
+        ends_at: String,
+    },
 }
 
 impl Stored {
@@ -172,6 +187,7 @@ impl Stored {
             Stored::PasskeyEnrolment { .. } => "passkey_enrolment",
             Stored::PasskeyRemoval { .. } => "passkey_removal",
             Stored::Freeze { .. } => "freeze",
+            Stored::Delegation { .. } => "delegation",
         }
     }
 
@@ -185,28 +201,38 @@ impl Stored {
             | Stored::PasskeyRemoval { username, .. } => username,
             Stored::Agent { id, .. } | Stored::Payee { id, .. } => id,
             Stored::Freeze { agent, .. } => agent.as_deref().unwrap_or(TENANT_SUBJECT),
+            Stored::Delegation { id, .. } => id,
         }
     }
 
-    /// The username whose own account this change touches, if any.
     /// The kinds of change about the same subject as this one.
     fn family(&self) -> &'static [&'static str] {
         match self {
             Stored::Agent { .. } => &["agent"],
             Stored::Payee { .. } => &["payee"],
             Stored::Freeze { .. } => &["freeze"],
+            Stored::Delegation { .. } => &["delegation"],
             _ => &["user", "slack_link", "passkey_enrolment", "passkey_removal"],
         }
     }
 
+    /// The username whose own account this change touches, if any.
     fn account_of(&self) -> Option<&str> {
         match self {
             Stored::User { username, .. }
             | Stored::SlackLink { username, .. }
             | Stored::PasskeyEnrolment { username }
             | Stored::PasskeyRemoval { username, .. } => Some(username),
+            Stored::Delegation { delegator, .. } => Some(delegator),
             _ => None,
         }
+    }
+
+    /// Whether `username`'s own authority is what this change grants: their
+    /// account's, or a delegation's either side.
+    fn concerns(&self, username: &str) -> bool {
+        self.account_of() == Some(username)
+            || matches!(self, Stored::Delegation { delegate, .. } if delegate == username)
     }
 }
 
@@ -400,7 +426,7 @@ pub async fn submit(
     };
     let lines = {
         let mut conn = state.db().reader().await?;
-        grants(&mut conn, state.settings(), &tenant, &stored).await?
+        grants(&mut conn, state.settings(), &tenant, &stored, now).await?
     };
     let Some(lines) = lines else {
         return apply_at_once(state, admin, &stored, now).await;
@@ -423,6 +449,9 @@ pub async fn submit(
             "Another admin must confirm lifting the freeze of {}.",
             freeze_scope(&tenant, agent.as_deref()).describe()
         ),
+        Stored::Delegation { delegator, delegate, .. } => {
+            format!("An admin other than {delegator} and {delegate} must confirm the delegation.")
+        }
     };
     Ok(Submitted::Pending { id, message, agent_key })
 }
@@ -474,7 +503,7 @@ async fn submit_user(
     };
     // A reduction applies at once, unless it strands a waiting payment.
     let mut lines = user_lines(existing.as_ref(), &stored).unwrap_or_default();
-    lines.extend(stranded::stranded(&mut *state.db().reader().await?, state.settings(), tenant, &stored).await?);
+    lines.extend(stranded::stranded(&mut *state.db().reader().await?, state.settings(), tenant, &stored, now).await?);
     match (!lines.is_empty()).then_some(lines) {
         None => apply_at_once(state, admin, &stored, now).await,
         Some(lines) => {
@@ -496,13 +525,49 @@ async fn propose(
     lines: Vec<String>,
     now: DateTime<Utc>,
 ) -> Result<String, ChangeError> {
+    let mut tx = state.db().begin().await?;
+    let id = propose_in(&mut tx, admin, stored, lines, now).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// A delegation that lets its delegate count for groups they are not in
+/// (`crate::delegation`): proposed by its delegator, in the transaction
+/// that stores it; `lines` say what it grants. Returns the change's id.
+pub async fn propose_delegation(
+    tx: &mut Conn,
+    delegator: &Admin,
+    row: &store::delegations::DelegationRow,
+    (delegator_name, delegate_name): (&str, &str),
+    lines: Vec<String>,
+    now: DateTime<Utc>,
+) -> crate::store::Result<String> {
+    let stored = Stored::Delegation {
+        id: row.id.clone(),
+        delegator: delegator_name.to_owned(),
+        delegate: delegate_name.to_owned(),
+        starts_at: store::ts(row.starts_at),
+        ends_at: store::ts(row.ends_at),
+    };
+    propose_in(tx, delegator, &stored, lines, now).await.map_err(|e| match e {
+        ChangeError::Store(e) => e,
+        other => unreachable!("storing a change fails only in the store: {other}"),
+    })
+}
+
+async fn propose_in(
+    tx: &mut Conn,
+    admin: &Admin,
+    stored: &Stored,
+    lines: Vec<String>,
+    now: DateTime<Utc>,
+) -> Result<String, ChangeError> {
     let id = store::new_id("chg", now);
     let change = serde_json::to_string(stored).expect("changes serialize");
     let summary = json!({ "lines": lines }).to_string();
     let shown_subject = shown_subject(stored.kind(), stored.subject());
-    let mut tx = state.db().begin().await?;
     store::registry_changes::insert(
-        &mut tx,
+        tx,
         &store::registry_changes::NewChange {
             id: &id,
             tenant_id: &admin.tenant_id,
@@ -516,13 +581,12 @@ async fn propose(
     )
     .await?;
     append(
-        &mut tx,
+        tx,
         admin,
         "registry.change.proposed",
         json!({"change_id": id, "kind": stored.kind(), "subject": shown_subject, "lines": lines}),
     )
     .await?;
-    tx.commit().await?;
     Ok(id)
 }
 
@@ -551,8 +615,9 @@ pub async fn confirm(state: &(impl Store + Clock + Config), admin: &Admin, id: &
     }
     let mut tx = state.db().begin().await?;
     // Compared in the transaction that applies it: nothing can change between.
-    if let Err(why) = still_as_shown(&mut tx, state.settings(), &row, &stored).await? {
+    if let Err(why) = still_as_shown(&mut tx, state.settings(), &row, &stored, now).await? {
         if store::registry_changes::decide(&mut tx, id, "superseded", &admin.user_id, Some(&why), now).await? {
+            withdrawn(&mut tx, &stored, now).await?;
             append(
                 &mut tx,
                 admin,
@@ -601,6 +666,9 @@ pub async fn reject(
     if !store::registry_changes::decide(&mut tx, id, "rejected", &admin.user_id, note, state.now()).await? {
         return Err(ChangeError::NotPending(row.status));
     }
+    if let Ok(stored) = serde_json::from_str::<Stored>(&row.change) {
+        withdrawn(&mut tx, &stored, state.now()).await?;
+    }
     append(
         &mut tx,
         admin,
@@ -611,6 +679,16 @@ pub async fn reject(
     .await?;
     tx.commit().await?;
     Ok("Change rejected.".into())
+}
+
+/// A change that will never apply: a delegation it would have confirmed is
+/// refused.
+async fn withdrawn(tx: &mut Conn, stored: &Stored, now: DateTime<Utc>) -> crate::store::Result<()> {
+    if let Stored::Delegation { id, .. } = stored {
+        let (pending, refused) = (store::delegations::PENDING, store::delegations::REFUSED);
+        store::delegations::set_status(tx, id, &[pending], refused, now).await?;
+    }
+    Ok(())
 }
 
 fn summary_lines(row: &ChangeRow) -> Vec<String> {
@@ -629,7 +707,7 @@ fn summary_lines(row: &ChangeRow) -> Vec<String> {
 fn cannot_confirm(row: &ChangeRow, stored: Option<&Stored>, admin: &Admin, now: DateTime<Utc>) -> Option<ChangeError> {
     if row.proposed_by == admin.user_id {
         Some(ChangeError::OwnProposal)
-    } else if stored.and_then(Stored::account_of) == Some(admin.username.as_str()) {
+    } else if stored.is_some_and(|s| s.concerns(&admin.username)) {
         Some(ChangeError::OwnAccount)
     } else if row.proposed_at + PENDING_FOR < now {
         Some(ChangeError::Expired)
@@ -667,7 +745,7 @@ pub async fn pending(state: &(impl Store + Clock + Config), admin: &Admin) -> Re
         let mut blocker =
             cannot_confirm(&row, stored.as_ref(), admin, now).map(|refusal| sentence(&refusal.to_string()));
         if let (None, Some(stored)) = (&blocker, &stored) {
-            if let Err(why) = still_as_shown(&mut conn, state.settings(), &row, stored).await? {
+            if let Err(why) = still_as_shown(&mut conn, state.settings(), &row, stored, now).await? {
                 blocker = Some(sentence(&format!(
                     "stale: the registry changed since this was proposed ({why}); reject it and propose it again"
                 )));

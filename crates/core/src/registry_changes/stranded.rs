@@ -21,22 +21,22 @@ pub(super) async fn stranded(
     settings: &crate::config::Settings,
     tenant: &str,
     stored: &Stored,
+    now: DateTime<Utc>,
 ) -> Result<Vec<String>, ChangeError> {
     let Stored::User { username, roles, limits, .. } = stored else { return Ok(Vec::new()) };
     let waiting = store::proposals::waiting_in(conn, tenant, WAITING_READ).await?;
     if waiting.is_empty() {
         return Ok(Vec::new());
     }
-    let before = Tenancy::load_in(conn, settings, tenant).await?;
+    let before = Tenancy::load_in(conn, settings, tenant, now).await?;
     let after = before.with_user_as(username, roles, limits);
     let mut found = Vec::new();
     for row in &waiting {
         let given = store::proposals::approvals_in_round(conn, &row.id, row.approval_round).await?;
-        let approved_by: Vec<&str> = given.iter().map(|a| a.approver_id.as_str()).collect();
-        let missing = usize::from(row.required_approvals.max(1)).saturating_sub(approved_by.len()).max(1);
+        let given = crate::delegation::Given::of(&given);
+        let missing = usize::from(row.required_approvals.max(1)).saturating_sub(given.counted.len()).max(1);
         let approvable = crate::approvals::Approvable::from(row);
-        let (could, can) =
-            (before.eligible(&approvable, &approved_by).len(), after.eligible(&approvable, &approved_by).len());
+        let (could, can) = (before.eligible(&approvable, &given).len(), after.eligible(&approvable, &given).len());
         // Short of what it needs afterwards, and because of this change.
         if can < missing && can < could {
             found.push(format!(

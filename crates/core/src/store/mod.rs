@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod change_log;
+pub mod delegations;
 pub mod devices;
 pub mod directory;
 pub mod escalations;

@@ -34,7 +34,8 @@ const BUNDLE: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted,
         t.jti AS t_jti, t.proposal_id AS t_proposal_id, t.round AS t_round, t.token AS t_token, t.kid AS t_kid,
         t.issued_at AS t_issued_at, t.expires_at AS t_expires_at, t.used_at AS t_used_at,
         a.proposal_id AS a_proposal_id, a.round AS a_round, a.approver_id AS a_approver_id,
-        a.decision AS a_decision, a.reason AS a_reason, a.via AS a_via, a.amr AS a_amr, a.at AS a_at
+        a.decision AS a_decision, a.reason AS a_reason, a.via AS a_via, a.amr AS a_amr, a.at AS a_at,
+        a.on_behalf_of AS a_on_behalf_of, a.delegation_id AS a_delegation_id
      FROM proposals p
      LEFT JOIN payees py ON py.tenant_id = p.tenant_id AND py.id = p.payee_id
      LEFT JOIN operations o ON o.proposal_id = p.id
@@ -157,9 +158,15 @@ struct BundledApproval {
     amr: String,
     #[sqlx(rename = "a_at", try_from = "Timestamp")]
     at: DateTime<Utc>,
+    #[sqlx(rename = "a_on_behalf_of")]
+    on_behalf_of: Option<String>,
+    #[sqlx(rename = "a_delegation_id")]
+    delegation_id: Option<String>,
 }
 
-same_fields!(BundledApproval => ApprovalRow { proposal_id, round, approver_id, decision, reason, via, amr, at });
+same_fields!(BundledApproval => ApprovalRow {
+    proposal_id, round, approver_id, decision, reason, via, amr, at, on_behalf_of, delegation_id
+});
 
 /// The proposal `id` within `tenant` with its approvals, operation and token.
 pub async fn bundle(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalBundle>> {

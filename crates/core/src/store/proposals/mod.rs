@@ -472,6 +472,17 @@ pub struct ApprovalRow {
     pub amr: String,
     #[sqlx(try_from = "Timestamp")]
     pub at: DateTime<Utc>,
+    /// A delegate's approval: the user it counts for (`approver_id` is the
+    /// delegate, who gave it), and the delegation it was given under.
+    pub on_behalf_of: Option<String>,
+    pub delegation_id: Option<String>,
+}
+
+impl ApprovalRow {
+    /// Whom the approval counts for: the person it was given for, or its giver.
+    pub fn principal(&self) -> &str {
+        self.on_behalf_of.as_deref().unwrap_or(&self.approver_id)
+    }
 }
 
 /// Records a decision. A person counts once per round: a second approval by
@@ -484,8 +495,9 @@ pub async fn insert_approval(conn: &mut Conn, a: &ApprovalRow) -> Result<()> {
         ""
     };
     query(format!(
-        "INSERT INTO approvals (proposal_id, round, approver_id, decision, reason, via, amr, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?){conflict}"
+        "INSERT INTO approvals (proposal_id, round, approver_id, decision, reason, via, amr, at, on_behalf_of,
+                                delegation_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?){conflict}"
     ))
     .bind(&a.proposal_id)
     .bind(a.round)
@@ -495,6 +507,8 @@ pub async fn insert_approval(conn: &mut Conn, a: &ApprovalRow) -> Result<()> {
     .bind(&a.via)
     .bind(&a.amr)
     .bind(ts(a.at))
+    .bind(&a.on_behalf_of)
+    .bind(&a.delegation_id)
     .execute(conn)
     .await?;
     Ok(())
@@ -702,6 +716,8 @@ pub(crate) mod tests {
             via: "console".into(),
             amr: "pwd".into(),
             at: crate::store::parse_ts(at).unwrap(),
+            on_behalf_of: None,
+            delegation_id: None,
         }
     }
 
