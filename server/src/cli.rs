@@ -303,7 +303,9 @@ pub enum KeysCommand {
     /// tokens it signed are refused at commit (`key_compromised`). If it is
     /// the active key, a new one is made active first.
     Compromised {
-        /// The key's kid (as in the JWKS and the tokens' header).
+        /// The key's kid (as in the JWKS and the tokens' header). A kid is
+        /// base64url and may begin with `-`: it is still the kid, not a flag.
+        #[arg(allow_hyphen_values = true)]
         kid: String,
     },
     /// Generate a new signing key and make it active. Tokens signed with older
@@ -706,4 +708,18 @@ async fn set_agent_active(settings: &Settings, a: &AgentRef, active: bool) -> an
         if active { "activated: its key is accepted again" } else { "deactivated: its key is refused" }
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kid_that_begins_with_a_hyphen_is_a_kid() {
+        let cli = Cli::try_parse_from(["countersign", "keys", "compromised", "-jK3x_9"]).expect("parses");
+        assert!(
+            matches!(cli.command, Command::Keys { command: KeysCommand::Compromised { ref kid } } if kid == "-jK3x_9"),
+            "{cli:?}"
+        );
+    }
 }
