@@ -48,6 +48,7 @@ test('the twin is beside the proposal; a copy of an approved invoice needs a sta
   await page.goto(`/proposals/${first.id}`);
   await page.click('#approve');
   await page.click('#confirm-approve');
+  await expect(page).toHaveURL(/[?&]done=approved/); // the redirect lands before the next goto
   await expect.poll(async () => (await poll(request, first.id)).status).toBe('approved');
 
   for (const size of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {

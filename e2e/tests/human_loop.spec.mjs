@@ -10,6 +10,9 @@ test('an admin reads the human loop as charts at both sizes', async ({ page, req
   await signIn(page, 'ben');
   await page.goto(`/proposals/${proposal.id}/approve`);
   await page.click('#confirm-approve');
+  // The form's redirect lands before the next sign-in navigates (else the
+  // two navigations race).
+  await expect(page).toHaveURL(/[?&]done=approved/);
   await expect.poll(async () => (await poll(request, proposal.id)).status).toBe('approved');
 
   // Another person: a fresh browser context signs ada in.

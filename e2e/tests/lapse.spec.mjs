@@ -12,6 +12,7 @@ test('a lapsed approval comes first in the queue and is approved again in one ta
   await signIn(page, 'ben');
   await page.goto(`/proposals/${lapsing.id}/approve`);
   await page.click('#confirm-approve');
+  await expect(page).toHaveURL(/[?&]done=approved/); // the redirect lands before the next goto
   await expect.poll(async () => (await poll(request, lapsing.id)).status).toBe('approved');
 
   // The agent never commits; the token's expiry passes.
