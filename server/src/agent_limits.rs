@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
@@ -20,23 +20,31 @@ type Bucket = Option<Arc<DefaultDirectRateLimiter>>;
 pub struct AgentLimits {
     settings: AgentApiSettings,
     clock: DefaultClock,
-    /// One bucket per `(tenant, agent)` met so far (agents are few: the
-    /// registry's, never one per key tried).
-    buckets: Mutex<HashMap<(String, String), Bucket>>,
+    /// One bucket per agent met so far, by tenant (agents are few: the
+    /// registry's, never one per key tried). Read without allocating, under
+    /// a read lock: every agent request takes from it.
+    buckets: RwLock<HashMap<String, HashMap<String, Bucket>>>,
 }
 
 impl AgentLimits {
     pub fn new(settings: &AgentApiSettings) -> Self {
-        AgentLimits { settings: settings.clone(), clock: DefaultClock::default(), buckets: Mutex::default() }
+        AgentLimits { settings: settings.clone(), clock: DefaultClock::default(), buckets: RwLock::default() }
     }
 
     /// Takes one request from the agent's bucket, or says how long until
     /// one is free.
     pub fn take(&self, tenant: &str, agent: &str) -> Result<(), Duration> {
-        let bucket = {
-            let mut buckets = self.buckets.lock().expect("the limits' lock is never poisoned");
-            let key = (tenant.to_owned(), agent.to_owned());
-            buckets.entry(key).or_insert_with(|| bucket(self.settings.limit_of(tenant, agent))).clone()
+        let known = {
+            let buckets = self.buckets.read().unwrap_or_else(|p| p.into_inner());
+            buckets.get(tenant).and_then(|agents| agents.get(agent)).cloned()
+        };
+        let bucket = match known {
+            Some(bucket) => bucket,
+            None => {
+                let mut buckets = self.buckets.write().unwrap_or_else(|p| p.into_inner());
+                let agents = buckets.entry(tenant.to_owned()).or_default();
+                agents.entry(agent.to_owned()).or_insert_with(|| bucket(self.settings.limit_of(tenant, agent))).clone()
+            }
         };
         match bucket {
             None => Ok(()),

@@ -128,8 +128,15 @@ impl Bound {
     pub async fn serve_until(self, stop: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let Bound { listener, state, trigger, tasks, simulator, .. } = self;
         let db = state.db.clone();
-        let app = crate::http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-        axum::serve(listener, app)
+        let app = crate::http::app(state);
+        // Each connection's service: the app, with the peer's address for
+        // `ConnectInfo` (what `Router::into_make_service_with_connect_info`
+        // does, for a service that is not a router).
+        let connections = tower::service_fn(move |stream: axum::serve::IncomingStream<'_, TcpListener>| {
+            let peer = axum::extract::ConnectInfo(*stream.remote_addr());
+            std::future::ready(Ok::<_, std::convert::Infallible>(tower::Layer::layer(&axum::Extension(peer), app.clone())))
+        });
+        axum::serve(listener, connections)
             .with_graceful_shutdown(async move {
                 stop.await;
                 tracing::info!("shutting down: finishing in-flight requests");
@@ -172,7 +179,19 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         crate::proposals::intake::spawn(state.clone(), shutdown.clone()),
         tokio::spawn(crate::tlog::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::exports::run(state.clone(), shutdown.clone())),
+        tokio::spawn(metrics_upkeep(state.clone(), shutdown.clone())),
     ]
+}
+
+/// Every few seconds, the request histograms' samples go into their buckets
+/// (`Metrics::upkeep`): memory stays flat whether or not anyone scrapes.
+async fn metrics_upkeep(state: Shared, shutdown: Shutdown) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => state.metrics.upkeep(),
+            _ = shutdown.wait() => return,
+        }
+    }
 }
 
 async fn wait_for_signal() {

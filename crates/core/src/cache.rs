@@ -24,9 +24,13 @@ pub struct ReadCache<V> {
     capacity: usize,
 }
 
+/// Keys are ids and key digests the server made, never chosen by a client
+/// (a value is only kept for what exists): a fast hasher is safe here.
+type Map<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 struct Generations<V> {
-    young: HashMap<String, V>,
-    old: HashMap<String, V>,
+    young: Map<V>,
+    old: Map<V>,
     /// Bumped by every invalidation; see `ticket`.
     epoch: u64,
 }
@@ -38,7 +42,7 @@ pub struct Ticket(u64);
 impl<V: Clone> ReadCache<V> {
     pub fn new(capacity: usize) -> Self {
         ReadCache {
-            inner: Mutex::new(Generations { young: HashMap::new(), old: HashMap::new(), epoch: 0 }),
+            inner: Mutex::new(Generations { young: Map::default(), old: Map::default(), epoch: 0 }),
             capacity: capacity.max(1),
         }
     }

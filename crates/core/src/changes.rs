@@ -61,7 +61,7 @@ struct Inner {
     /// Status-poll views by proposal id, as sent.
     views: ReadCache<Arc<PolledView>>,
     /// Active agents by the SHA-256 of their key (read-only endpoints only).
-    agents: ReadCache<AgentPrincipal>,
+    agents: ReadCache<Arc<AgentPrincipal>>,
     /// When the follower last read the log, in ms since `started` (0: never).
     followed_at_ms: AtomicU64,
     started: Instant,
@@ -177,7 +177,7 @@ impl Changes {
 /// The read caches, handed out only while they can be trusted.
 pub struct Caches<'a> {
     pub views: &'a ReadCache<Arc<PolledView>>,
-    pub agents: &'a ReadCache<AgentPrincipal>,
+    pub agents: &'a ReadCache<Arc<AgentPrincipal>>,
 }
 
 /// Follows the change log until `shutdown` fires (see the module comment).

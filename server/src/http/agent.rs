@@ -242,14 +242,12 @@ pub async fn get(
     ReadOnlyAgentAuth(agent, key): ReadOnlyAgentAuth,
     Path(ProposalPath { id }): Path<ProposalPath>,
     ApiQuery(params): ApiQuery<WaitParams>,
-    headers: HeaderMap,
+    IfNoneMatch(known): IfNoneMatch,
 ) -> Result<Response, ApiError> {
     let wait = params.wait.unwrap_or(0);
     if wait > MAX_WAIT_SECS {
         return Err(ApiError::Validation(vec![FieldError::new("wait", "invalid_value", "must be at most 60 seconds")]));
     }
-    let known = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    drop(headers);
 
     let unchanged = |polled: &PolledView| known.as_deref() == Some(polled.etag.as_str());
     let polled = proposals::poll(&state, &agent, &id).await?;
@@ -291,6 +289,18 @@ pub async fn get(
         }
     }
     Ok(not_modified(&etag))
+}
+
+/// The request's `If-None-Match`, if it is text: only that header is
+/// copied, not the whole map (the status poll's path).
+pub struct IfNoneMatch(Option<String>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for IfNoneMatch {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(IfNoneMatch(parts.headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned)))
+    }
 }
 
 fn polled_response(polled: &PolledView) -> Response {

@@ -119,7 +119,7 @@ pub async fn proposal(
 
 struct Watch {
     state: Shared,
-    agent: AgentPrincipal,
+    agent: std::sync::Arc<AgentPrincipal>,
     key: KeyDigest,
     id: String,
     /// The ETag last sent (or the client's `Last-Event-ID`).
@@ -229,7 +229,7 @@ pub async fn agent(
 
 struct Feed {
     state: Shared,
-    agent: AgentPrincipal,
+    agent: std::sync::Arc<AgentPrincipal>,
     key: KeyDigest,
     after: Cursor,
     /// Changes read but not sent yet, oldest first.

@@ -28,7 +28,7 @@ impl FromRequestParts<Shared> for AgentAuth {
         let agent =
             store::directory::agent_by_key_hash(&state.db.read, &digest).await?.ok_or(ApiError::Unauthenticated)?;
         let agent = AgentPrincipal::from(agent);
-        super::observe::record_principal(&parts.extensions, &agent.tenant_id, &agent.actor());
+        super::observe::record_principal(&parts.extensions, &agent.tenant_id, || agent.actor());
         state.agent_limits.take(&agent.tenant_id, &agent.agent_id).map_err(ApiError::RetryAfter)?;
         Ok(AgentAuth(agent))
     }
@@ -55,7 +55,7 @@ fn key_digest(parts: &Parts) -> Result<String, ApiError> {
 ///
 /// It also keeps the key's digest, so a long-poll can ask the database again
 /// whether the key still stands each time it wakes.
-pub struct ReadOnlyAgentAuth(pub AgentPrincipal, pub KeyDigest);
+pub struct ReadOnlyAgentAuth(pub std::sync::Arc<AgentPrincipal>, pub KeyDigest);
 
 /// The SHA-256 of an agent's bearer key, as the registry stores it.
 #[derive(Clone)]
@@ -80,10 +80,10 @@ impl FromRequestParts<Shared> for ReadOnlyAgentAuth {
         // Unknown keys are not remembered: the cache holds only real agents.
         let load = async {
             let agent = store::directory::agent_by_key_hash(&state.db.read, &digest).await?;
-            agent.map(AgentPrincipal::from).ok_or(ApiError::Unauthenticated)
+            agent.map(|a| std::sync::Arc::new(AgentPrincipal::from(a))).ok_or(ApiError::Unauthenticated)
         };
         let agent = crate::cache::read_through(caches.as_ref().map(|c| c.agents), &digest, load).await?;
-        super::observe::record_principal(&parts.extensions, &agent.tenant_id, &agent.actor());
+        super::observe::record_principal(&parts.extensions, &agent.tenant_id, || agent.actor());
         state.agent_limits.take(&agent.tenant_id, &agent.agent_id).map_err(ApiError::RetryAfter)?;
         Ok(ReadOnlyAgentAuth(agent, KeyDigest(digest)))
     }

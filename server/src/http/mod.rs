@@ -63,8 +63,41 @@ fn console_routes() -> Vec<leptos_axum::AxumRouteListing> {
     ROUTES.get_or_init(|| generate_route_list(app::App)).clone()
 }
 
-/// Every route of the server.
-pub fn router(state: Shared) -> Router {
+/// Every route of the server, behind the layers every request goes
+/// through (request id, trace, security headers), which wrap the routed
+/// service once: `Router::layer` would wrap each route separately, boxing
+/// every layer again (an allocation and a boxed future per layer and
+/// request, on the status poll's path too; docs/BENCHMARKS.md, session 21).
+/// Served by `startup` with each connection's address (`ConnectInfo`).
+pub fn app(
+    state: Shared,
+) -> impl Service<
+    Request,
+    Response = Response,
+    Error = Infallible,
+    Future = impl std::future::Future<Output = Result<Response, Infallible>> + Send + 'static,
+> + Clone
+       + Send
+       + Sync
+       + 'static {
+    tower::ServiceBuilder::new()
+        .map_request(observe::sanitize_request_id)
+        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(observe::RequestIds))
+        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
+        .map_response(|response: axum::http::Response<_>| response.map(axum::body::Body::new))
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http()
+                .make_span_with(observe::request_span)
+                .on_request(())
+                .on_response(observe::on_response),
+        )
+        .layer(observe::ScopeRequestIdLayer)
+        .layer(SecurityHeadersLayer)
+        .service(router(state))
+}
+
+/// Every route of the server (without the outer layers: [`app`]).
+fn router(state: Shared) -> Router {
     let idle_secs = state.settings.console.idle_timeout_secs as i64;
     let sessions = session_store::ConsoleSessionStore::new(
         state.db.clone(),
@@ -151,7 +184,7 @@ pub fn router(state: Shared) -> Router {
         .layer(session_layer)
         .layer(middleware::from_fn(session_store::mark_background));
 
-    let routes = api
+    api
         // MCP over streamable HTTP: JSON-RPC described by the protocol and
         // its tools/list, not by the OpenAPI document (tools call the agent
         // API above, in-process).
@@ -183,18 +216,7 @@ pub fn router(state: Shared) -> Router {
         .route("/manifest.webmanifest", get(manifest))
         .with_state(state.clone())
         .merge(console)
-        .route_layer(observe::RecordRouteLayer::new(state.clone()));
-    security_headers(routes)
-        .layer(observe::ScopeRequestIdLayer)
-        .layer(
-            tower_http::trace::TraceLayer::new_for_http()
-                .make_span_with(observe::request_span)
-                .on_request(())
-                .on_response(observe::on_response),
-        )
-        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
-        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(observe::RequestIds))
-        .layer(tower::util::MapRequestLayer::new(observe::sanitize_request_id))
+        .route_layer(observe::RecordRouteLayer::new(state.clone()))
 }
 
 /// The documented routes (`openapi.rs`), each registered once with its
@@ -544,25 +566,76 @@ async fn readyz(State(state): State<Shared>) -> Response {
     }
 }
 
-/// The security headers of every response, as plain tower-http layers
-/// (nothing boxed per request): no framing, no referrer, no sniffing;
+/// The security headers of every response, set by one plain layer (nothing
+/// boxed or allocated per request): no framing, no referrer, no sniffing;
 /// `Cache-Control: no-store` unless the route set its own (nothing we answer
 /// may be stored by a browser or a proxy: signed-in pages, console JSON,
 /// approval tokens in status polls; the built assets and the JWKS set
 /// theirs); a Content-Security-Policy that allows nothing unless the route
 /// set its own (pages set one with the hydration script's nonce).
-fn security_headers<S>(router: Router<S>) -> Router<S>
+#[derive(Clone, Copy, Default)]
+pub struct SecurityHeadersLayer;
+
+const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
+const NOTHING_ALLOWED: HeaderValue =
+    HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+
+fn set_security_headers(headers: &mut axum::http::HeaderMap) {
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.entry(header::CACHE_CONTROL).or_insert(NO_STORE);
+    headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(NOTHING_ALLOWED);
+}
+
+impl<S> Layer<S> for SecurityHeadersLayer {
+    type Service = SecurityHeaders<S>;
+
+    fn layer(&self, inner: S) -> SecurityHeaders<S> {
+        SecurityHeaders { inner }
+    }
+}
+
+#[derive(Clone)]
+pub struct SecurityHeaders<S> {
+    inner: S,
+}
+
+impl<S, B, R> Service<axum::http::Request<B>> for SecurityHeaders<S>
 where
-    S: Clone + Send + Sync + 'static,
+    S: Service<axum::http::Request<B>, Response = axum::http::Response<R>>,
 {
-    use tower_http::set_header::SetResponseHeaderLayer as Set;
-    router
-        .layer(Set::overriding(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
-        .layer(Set::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
-        .layer(Set::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
-        .layer(Set::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-        .layer(Set::if_not_present(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
-        ))
+    type Response = axum::http::Response<R>;
+    type Error = S::Error;
+    type Future = SecurityHeadersFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
+        SecurityHeadersFuture { inner: self.inner.call(req) }
+    }
+}
+
+pin_project_lite::pin_project! {
+    pub struct SecurityHeadersFuture<F> {
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F, R, E> std::future::Future for SecurityHeadersFuture<F>
+where
+    F: std::future::Future<Output = Result<axum::http::Response<R>, E>>,
+{
+    type Output = Result<axum::http::Response<R>, E>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let mut result = std::task::ready!(self.project().inner.poll(cx));
+        if let Ok(response) = &mut result {
+            set_security_headers(response.headers_mut());
+        }
+        std::task::Poll::Ready(result)
+    }
 }

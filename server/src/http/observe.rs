@@ -90,8 +90,10 @@ impl RecordRouteLayer {
 impl<S> tower::Layer<S> for RecordRouteLayer {
     type Service = RecordRoute<S>;
 
+    /// Called once per route and method (`Router::route_layer`): each keeps
+    /// its own metric handles.
     fn layer(&self, inner: S) -> RecordRoute<S> {
-        RecordRoute { inner, state: self.state.clone() }
+        RecordRoute { inner, state: self.state.clone(), handles: Default::default() }
     }
 }
 
@@ -99,6 +101,7 @@ impl<S> tower::Layer<S> for RecordRouteLayer {
 pub struct RecordRoute<S> {
     inner: S,
     state: crate::state::Shared,
+    handles: std::sync::Arc<crate::metrics::RouteMetrics>,
 }
 
 impl<S, B, R> tower::Service<axum::http::Request<B>> for RecordRoute<S>
@@ -121,16 +124,28 @@ where
         let method = method_label(req.method());
         RecordRouteFuture {
             inner: self.inner.call(req),
-            seen: route.map(|route| (route, method, self.state.clone(), Instant::now())),
+            seen: route.map(|route| (route, method, self.clone_parts(), Instant::now())),
         }
     }
+}
+
+impl<S> RecordRoute<S> {
+    fn clone_parts(&self) -> Recorder {
+        Recorder { state: self.state.clone(), handles: self.handles.clone() }
+    }
+}
+
+/// What a request's future needs to record it once answered.
+pub struct Recorder {
+    state: crate::state::Shared,
+    handles: std::sync::Arc<crate::metrics::RouteMetrics>,
 }
 
 pin_project_lite::pin_project! {
     pub struct RecordRouteFuture<F> {
         #[pin]
         inner: F,
-        seen: Option<(MatchedPath, &'static str, crate::state::Shared, Instant)>,
+        seen: Option<(MatchedPath, &'static str, Recorder, Instant)>,
     }
 }
 
@@ -143,8 +158,9 @@ where
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
         let this = self.project();
         let result = std::task::ready!(this.inner.poll(cx));
-        if let (Some((route, method, state, started)), Ok(response)) = (this.seen.take(), &result) {
-            state.metrics.request(route.as_str(), method, response.status().as_u16(), started.elapsed());
+        if let (Some((route, method, recorder, started)), Ok(response)) = (this.seen.take(), &result) {
+            let status = response.status().as_u16();
+            recorder.state.metrics.request_on(&recorder.handles, route.as_str(), method, status, started.elapsed());
         }
         std::task::Poll::Ready(result)
     }
@@ -201,7 +217,11 @@ where
         // The trace layer entered the request's span around this call: keep
         // a handle, so that whoever authenticates the request can name the
         // principal in it even from inside another span (the session layer's).
-        req.extensions_mut().insert(RequestSpan(Span::current()));
+        // (Nothing to keep when the span is off: request logging is off.)
+        let span = Span::current();
+        if !span.is_disabled() {
+            req.extensions_mut().insert(RequestSpan(span));
+        }
         super::error::REQUEST_ID.scope(id, self.inner.call(req))
     }
 }
@@ -221,10 +241,16 @@ pub struct RequestSpan(pub Span);
 
 /// Names who made this request in its span: the tenant and `agent:…` or
 /// `user:…` (never a key, a token or an account).
-pub fn record_principal(extensions: &axum::http::Extensions, tenant: &str, principal: &str) {
+/// `principal` is only made when the span is recorded (the status poll's
+/// path runs with request logging off in the benchmarks, and may in
+/// production).
+pub fn record_principal(extensions: &axum::http::Extensions, tenant: &str, principal: impl FnOnce() -> String) {
     let span = extensions.get::<RequestSpan>().map_or_else(Span::current, |s| s.0.clone());
+    if span.is_disabled() {
+        return;
+    }
     span.record("tenant", tenant);
-    span.record("principal", principal);
+    span.record("principal", principal().as_str());
 }
 
 #[cfg(test)]

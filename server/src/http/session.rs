@@ -70,7 +70,7 @@ impl CurrentUser {
 
     /// Names this user in the request's log line.
     pub fn record_in(&self, extensions: &axum::http::Extensions) {
-        super::observe::record_principal(extensions, &self.user.tenant_id, &self.actor());
+        super::observe::record_principal(extensions, &self.user.tenant_id, || self.actor());
     }
 
     pub fn admin(&self) -> crate::registry_changes::Admin {
