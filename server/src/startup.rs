@@ -91,9 +91,8 @@ pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     };
     let simulator_url = simulator.as_ref().map(|_| rail_url.clone());
     let rail = RailClient::new(settings.rail_config(&rail_url))?;
-    let listener = TcpListener::bind(settings.listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.listen))?;
+    let listener =
+        listen(settings.listen).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.listen))?;
     let addr = listener.local_addr()?;
 
     let (trigger, shutdown) = crate::shutdown::channel();
@@ -166,6 +165,19 @@ pub async fn serve(settings: Settings, demo: bool) -> anyhow::Result<()> {
     println!("countersign listening on http://{}", bound.addr());
     std::io::stdout().flush()?;
     bound.serve_until(wait_for_signal()).await
+}
+
+/// Connections the kernel may queue before the server accepts them (capped
+/// by `net.core.somaxconn`): a burst of agents reconnecting their
+/// long-polls at once is queued rather than refused (tokio's default is
+/// 1,024).
+const LISTEN_BACKLOG: u32 = 4_096;
+
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandle<()>> {

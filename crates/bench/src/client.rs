@@ -67,6 +67,36 @@ pub struct Conn {
 impl Conn {
     pub async fn open(addr: SocketAddr) -> anyhow::Result<Conn> {
         let stream = TcpStream::connect(addr).await.with_context(|| format!("connecting to {addr}"))?;
+        Conn::over(stream).await
+    }
+
+    /// [`Conn::open`] from the loopback address `from` (one source address
+    /// has about 28,000 ephemeral ports: more connections than that to one
+    /// server need several).
+    pub async fn open_from(addr: SocketAddr, from: std::net::IpAddr) -> anyhow::Result<Conn> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        // The port is chosen at connect, for the whole address pair: bound
+        // first, the kernel would search for a port free on its own, slower
+        // with every connection held.
+        let on: libc::c_int = 1;
+        // SAFETY: a socket option set on a socket this function owns, from a
+        // value that outlives the call.
+        let set = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&socket),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        anyhow::ensure!(set == 0, "IP_BIND_ADDRESS_NO_PORT: {}", std::io::Error::last_os_error());
+        socket.bind(SocketAddr::new(from, 0)).with_context(|| format!("binding {from}"))?;
+        let stream = socket.connect(addr).await.with_context(|| format!("connecting to {addr} from {from}"))?;
+        Conn::over(stream).await
+    }
+
+    async fn over(stream: TcpStream) -> anyhow::Result<Conn> {
         stream.set_nodelay(true)?;
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(async move {

@@ -290,8 +290,10 @@ pub fn raise_nofile() -> u64 {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
             return 0;
         }
-        // Root may raise the hard limit too; otherwise stay within it.
-        let wanted = libc::rlimit { rlim_cur: 65_536.max(lim.rlim_max), rlim_max: 65_536.max(lim.rlim_max) };
+        // Root may raise the hard limit too (100,000 long-polls need as many
+        // descriptors in this process and in the server); otherwise stay
+        // within it.
+        let wanted = libc::rlimit { rlim_cur: 262_144.max(lim.rlim_max), rlim_max: 262_144.max(lim.rlim_max) };
         if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) == 0 {
             return wanted.rlim_cur;
         }
@@ -299,6 +301,16 @@ pub fn raise_nofile() -> u64 {
         libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         lim.rlim_cur
     }
+}
+
+/// This process's open-file limit (soft).
+pub fn nofile_limit() -> u64 {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit only writes the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    lim.rlim_cur
 }
 
 /// The machine's load average, as /proc/loadavg says it.

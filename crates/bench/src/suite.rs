@@ -29,7 +29,7 @@ pub struct SuiteArgs {
     #[arg(long, default_value_t = 300)]
     pub commits: usize,
     /// Concurrent long-polls held by `longpoll`.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 100_000)]
     pub longpolls: usize,
     /// Proposals seeded for `queue`.
     #[arg(long, default_value_t = 100_000)]

@@ -352,13 +352,14 @@ impl NewProposalJob {
         let (id, now) = (id.as_str(), *now);
         row.payee_trusted = self.payee_trusted;
         let Some(approver) = decision.auto_approver() else {
-            let mut card = crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
-            card.groups = crate::policy::describe_groups(&decision.groups);
+            // Made only when a message will be posted: intake stays lean.
             if state.settings().slack.webhook_for(&agent.tenant_id).is_some() {
-                // Read only when a message will be posted: intake stays lean.
+                let mut card =
+                    crate::slack::outbox::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+                card.groups = crate::policy::describe_groups(&decision.groups);
                 card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
+                crate::slack::outbox::announce(state, tx, &card, now).await?;
             }
-            crate::slack::outbox::announce(state, tx, &card, now).await?;
             crate::notify::announce(state, tx, &row, now).await?;
             return Ok(row);
         };

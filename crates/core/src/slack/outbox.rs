@@ -61,7 +61,7 @@ pub async fn announce(
     card: &Card<'_>,
     now: DateTime<Utc>,
 ) -> crate::store::Result<bool> {
-    post_to_channel(state, conn, card, &card.pending(), now).await
+    post_to_channel(state, conn, card, || card.pending(), now).await
 }
 
 /// Queues the "approval lapsed, approve again" message of a proposal that
@@ -72,7 +72,7 @@ pub async fn announce_lapsed(
     card: &Card<'_>,
     now: DateTime<Utc>,
 ) -> crate::store::Result<bool> {
-    post_to_channel(state, conn, card, &card.lapsed(), now).await
+    post_to_channel(state, conn, card, || card.lapsed(), now).await
 }
 
 /// Queues `body` about `card`'s proposal for its tenant's channel, when the
@@ -81,19 +81,22 @@ async fn post_to_channel(
     state: &impl Config,
     conn: &mut crate::store::Conn,
     card: &Card<'_>,
-    body: &serde_json::Value,
+    body: impl FnOnce() -> serde_json::Value,
     now: DateTime<Utc>,
 ) -> crate::store::Result<bool> {
     let tenant = &card.request.tenant_id;
+    // Checked before the message is made: on intake's path, a tenant with no
+    // webhook costs nothing here.
     if state.settings().slack.webhook_for(tenant).is_none() {
         return Ok(false);
     }
+    let body = body();
     let message = NewMessage {
         tenant_id: Some(tenant),
         proposal_id: Some(card.proposal_id),
         target: Target::Webhook,
         url: None,
-        body,
+        body: &body,
     };
     outbox::enqueue(conn, &message, now).await?;
     Ok(true)
