@@ -185,7 +185,9 @@ mod tests {
         m.request_on(&handles, other, "GET", 200, Duration::from_millis(3));
         m.upkeep();
         let text = m.render();
-        let count = |r: &str, method: &str, status: u16| format!("{REQUESTS}{{route=\"{r}\",method=\"{method}\",status=\"{status}\"}}");
+        let count = |r: &str, method: &str, status: u16| {
+            format!("{REQUESTS}{{route=\"{r}\",method=\"{method}\",status=\"{status}\"}}")
+        };
         assert!(text.contains(&format!("{} 2", count(route, "GET", 200))), "{text}");
         assert!(text.contains(&format!("{} 1", count(route, "GET", 418))), "{text}");
         assert!(text.contains(&format!("{} 1", count(route, "POST", 200))), "{text}");

@@ -91,8 +91,7 @@ pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     };
     let simulator_url = simulator.as_ref().map(|_| rail_url.clone());
     let rail = RailClient::new(settings.rail_config(&rail_url))?;
-    let listener =
-        listen(settings.listen).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.listen))?;
+    let listener = listen(settings.listen).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.listen))?;
     let addr = listener.local_addr()?;
 
     let (trigger, shutdown) = crate::shutdown::channel();
@@ -133,7 +132,10 @@ impl Bound {
         // does, for a service that is not a router).
         let connections = tower::service_fn(move |stream: axum::serve::IncomingStream<'_, TcpListener>| {
             let peer = axum::extract::ConnectInfo(*stream.remote_addr());
-            std::future::ready(Ok::<_, std::convert::Infallible>(tower::Layer::layer(&axum::Extension(peer), app.clone())))
+            std::future::ready(Ok::<_, std::convert::Infallible>(tower::Layer::layer(
+                &axum::Extension(peer),
+                app.clone(),
+            )))
         });
         axum::serve(listener, connections)
             .with_graceful_shutdown(async move {

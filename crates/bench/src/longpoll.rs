@@ -102,8 +102,10 @@ pub async fn run(env: &Env, asked: usize) -> anyhow::Result<Vec<Figure>> {
             .await;
         }
     }
-    wait_until(Duration::from_secs(120), || connected.load(Ordering::SeqCst) + failures.load(Ordering::SeqCst) >= count)
-        .await;
+    wait_until(Duration::from_secs(120), || {
+        connected.load(Ordering::SeqCst) + failures.load(Ordering::SeqCst) >= count
+    })
+    .await;
     // Every connection is open on our side; wait for the server to hold them all.
     let held_fds = idle.fds as usize + count;
     let pid = server.pid;
