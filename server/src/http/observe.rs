@@ -93,15 +93,14 @@ impl<S> tower::Layer<S> for RecordRouteLayer {
     /// Called once per route and method (`Router::route_layer`): each keeps
     /// its own metric handles.
     fn layer(&self, inner: S) -> RecordRoute<S> {
-        RecordRoute { inner, state: self.state.clone(), handles: Default::default() }
+        RecordRoute { inner, recorder: Recorder { state: self.state.clone(), handles: Default::default() } }
     }
 }
 
 #[derive(Clone)]
 pub struct RecordRoute<S> {
     inner: S,
-    state: crate::state::Shared,
-    handles: std::sync::Arc<crate::metrics::RouteMetrics>,
+    recorder: Recorder,
 }
 
 impl<S, B, R> tower::Service<axum::http::Request<B>> for RecordRoute<S>
@@ -124,18 +123,14 @@ where
         let method = method_label(req.method());
         RecordRouteFuture {
             inner: self.inner.call(req),
-            seen: route.map(|route| (route, method, self.clone_parts(), Instant::now())),
+            seen: route.map(|route| (route, method, self.recorder.clone(), Instant::now())),
         }
     }
 }
 
-impl<S> RecordRoute<S> {
-    fn clone_parts(&self) -> Recorder {
-        Recorder { state: self.state.clone(), handles: self.handles.clone() }
-    }
-}
-
-/// What a request's future needs to record it once answered.
+/// What a request's future needs to record it once answered: the metrics,
+/// and the handles of its route and method.
+#[derive(Clone)]
 pub struct Recorder {
     state: crate::state::Shared,
     handles: std::sync::Arc<crate::metrics::RouteMetrics>,
