@@ -231,6 +231,12 @@ pub struct Candidate<'a> {
     pub approval_limits_minor: &'a BTreeMap<String, u64>,
 }
 
+impl<'a> From<&'a store::directory::User> for Candidate<'a> {
+    fn from(user: &'a store::directory::User) -> Self {
+        Candidate { user_id: &user.id, roles: &user.roles, approval_limits_minor: &user.approval_limits_minor }
+    }
+}
+
 impl Approver {
     pub fn candidate(&self) -> Candidate<'_> {
         Candidate { user_id: &self.user_id, roles: &self.roles, approval_limits_minor: &self.approval_limits_minor }
@@ -735,9 +741,7 @@ async fn recheck(
     let given = crate::delegation::Given::of(&given);
     may_approve(&approver.candidate(), &row.into(), Duties::from(&agent), &given.people)?;
     if let Some((user, _)) = principal {
-        let candidate =
-            Candidate { user_id: &user.id, roles: &user.roles, approval_limits_minor: &user.approval_limits_minor };
-        may_approve(&candidate, &row.into(), Duties::from(&agent), &given.people)
+        may_approve(&Candidate::from(user), &row.into(), Duties::from(&agent), &given.people)
             .map_err(|why| for_them(&user.username, why))?;
     }
     let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);

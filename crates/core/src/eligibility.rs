@@ -27,10 +27,6 @@ pub struct Tenancy {
     delegations: Vec<DelegationRow>,
 }
 
-fn candidate(user: &User) -> Candidate<'_> {
-    Candidate { user_id: &user.id, roles: &user.roles, approval_limits_minor: &user.approval_limits_minor }
-}
-
 impl Tenancy {
     pub async fn load(state: &(impl Store + Config + Clock), tenant: &str) -> Result<Tenancy, StoreError> {
         Self::load_in(&mut *state.db().reader().await?, state.settings(), tenant, state.now()).await
@@ -153,7 +149,7 @@ impl Tenancy {
         if !user.active {
             return Err(Ineligible::NotAnApprover);
         }
-        may_approve(&candidate(user), row, self.duties(row.agent_id), &given.people)
+        may_approve(&Candidate::from(user), row, self.duties(row.agent_id), &given.people)
     }
 
     /// Whether `delegate` may approve `row` for `principal`: every rule for
