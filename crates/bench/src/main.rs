@@ -31,6 +31,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
+/// The same allocator as `countersign serve`, so the baselines served by
+/// this binary (`baseline`) are measured on equal terms.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(name = "countersign-bench", about = "Benchmarks and soak test for countersign")]
 struct Cli {
