@@ -120,7 +120,7 @@ async fn seed(db: &std::path::Path, template_id: &str, args: &QueueArgs) -> anyh
             "INSERT INTO proposals (id, tenant_id, agent_id, run_id, kind, status, amount_minor, currency, payee_id,
                  invoice_id, canonical_request, request_hash, policy, required_approvals, version, created_at,
                  updated_at, expires_at, approval_round)
-             VALUES (?, ?, ?, ?, 'transfer', ?, ?, ?, ?, ?, ?, ?, ?, ?, 3, ?, ?, ?, 1)",
+             VALUES (?, ?, ?, ?, 'transfer', ?, ?, ?, ?, ?, ?, ?, ?, ?, 3, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(&tenant)
@@ -138,6 +138,9 @@ async fn seed(db: &std::path::Path, template_id: &str, args: &QueueArgs) -> anyh
         .bind(ts(created))
         .bind(ts(created))
         .bind(ts(expires))
+        // A lapsed approval starts a new round, as `expiry` does: the
+        // round-1 approval stays on record and counts no more.
+        .bind(if status == "approval_expired" { 2 } else { 1 })
         .execute(&mut *tx)
         .await?;
         let decided = matches!(status, "succeeded" | "failed" | "rejected" | "approval_expired");
