@@ -28,8 +28,17 @@ pub struct Tenancy {
 }
 
 impl Tenancy {
+    /// The tenant as it is now: its people, agents and delegations read at
+    /// once, each on its own read connection.
     pub async fn load(state: &(impl Store + Config + Clock), tenant: &str) -> Result<Tenancy, StoreError> {
-        Self::load_in(&mut *state.db().reader().await?, state.settings(), tenant, state.now()).await
+        let db = state.db();
+        let now = state.now();
+        let (users, agents, delegations) = tokio::try_join!(
+            async { store::directory::users_of(&mut *db.reader().await?, tenant).await },
+            async { store::directory::agents_in(&mut *db.reader().await?, tenant).await },
+            async { store::delegations::current(&mut *db.reader().await?, tenant, now).await },
+        )?;
+        Ok(Self::of(state.settings(), tenant, users, agents, delegations, now))
     }
 
     /// [`Tenancy::load`] on a connection (inside a transaction), with the
@@ -42,10 +51,21 @@ impl Tenancy {
     ) -> Result<Tenancy, StoreError> {
         let users = store::directory::users_of(conn, tenant).await?;
         let agents = store::directory::agents_in(conn, tenant).await?;
+        let delegations = store::delegations::current(&mut *conn, tenant, now).await?;
+        Ok(Self::of(settings, tenant, users, agents, delegations, now))
+    }
+
+    fn of(
+        settings: &Settings,
+        tenant: &str,
+        users: Vec<User>,
+        agents: Vec<store::directory::Agent>,
+        mut delegations: Vec<DelegationRow>,
+        now: DateTime<Utc>,
+    ) -> Tenancy {
         let groups = crate::groups::Members::new(settings, tenant, &users);
-        let mut delegations = store::delegations::current(&mut *conn, tenant, now).await?;
         delegations.retain(|d| d.in_force(now));
-        Ok(Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect(), groups, delegations })
+        Tenancy { users, agents: agents.into_iter().map(|a| (a.id.clone(), a)).collect(), groups, delegations }
     }
 
     /// Whether one more approval counting for `user_id` would help meet

@@ -161,7 +161,6 @@ pub async fn signals_all(state: &(impl Store + Config), subjects: &[Subject<'_>]
             })
         })
         .collect();
-    let mut same_invoice = store_risk::same_invoice(pool, &invoice_asks, 5).await?.into_iter();
     let history_asks: Vec<_> = transfers
         .iter()
         .map(|s| store_risk::HistoryAsk {
@@ -173,9 +172,14 @@ pub async fn signals_all(state: &(impl Store + Config), subjects: &[Subject<'_>]
             currency: s.currency.code(),
         })
         .collect();
-    let histories = store_risk::history_summaries(pool, &history_asks, HISTORY, &PAID).await?;
     let date_asks: Vec<_> = transfers.iter().map(|s| (s.tenant_id, s.payee_id)).collect();
-    let dates = store_risk::payee_dates(pool, &date_asks).await?;
+    // Three statements, read at once on their own connections.
+    let (same_invoice, histories, dates) = tokio::try_join!(
+        store_risk::same_invoice(pool, &invoice_asks, 5),
+        store_risk::history_summaries(pool, &history_asks, HISTORY, &PAID),
+        store_risk::payee_dates(pool, &date_asks),
+    )?;
+    let mut same_invoice = same_invoice.into_iter();
 
     let mut judged = transfers.iter().zip(histories.into_iter().zip(dates)).map(|(subject, (history, dates))| {
         let same = if subject.invoice_id.is_some() { same_invoice.next().unwrap_or_default() } else { Vec::new() };

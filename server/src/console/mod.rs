@@ -133,30 +133,36 @@ impl ConsoleService {
                 });
             }
         };
-        let (rows, next_cursor) = query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
         // The default queue's first page shows first the proposals whose
         // approval lapsed (the agent did not commit in time): approved once,
         // they need approving again, oldest first. A chosen status lists only
-        // that status.
+        // that status. The two lists are read at once.
         let defaulted = params.as_ref().is_ok_and(|p| p.status.as_deref().is_none_or(str::is_empty));
-        let rows = if defaulted && query.cursor.is_none() {
-            let lapsed = ListQuery {
-                status: Some(ProposalStatus::ApprovalExpired),
-                order: store::proposals::ListOrder::Oldest,
-                filters: query.filters.clone(),
-                limit: LAPSED_SHOWN,
-                cursor: None,
-            };
-            let (mut first, _) = lapsed.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?;
-            first.extend(rows);
-            first
-        } else {
-            rows
-        };
-        let views = crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable)?;
-        let tenancy = self.tenancy(&viewer.tenant_id).await?;
-        // Signals and eligibility matter while a decision is awaited.
-        let signals_of = risk::signals_while_waiting(&self.state, &rows).await.map_err(unavailable)?;
+        let lapsed = (defaulted && query.cursor.is_none()).then(|| ListQuery {
+            status: Some(ProposalStatus::ApprovalExpired),
+            order: store::proposals::ListOrder::Oldest,
+            filters: query.filters.clone(),
+            limit: LAPSED_SHOWN,
+            cursor: None,
+        });
+        let ((rows, next_cursor), first) = tokio::try_join!(
+            async { query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable) },
+            async {
+                match &lapsed {
+                    Some(lapsed) => Ok(lapsed.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable)?.0),
+                    None => Ok(Vec::new()),
+                }
+            },
+        )?;
+        let rows = if first.is_empty() { rows } else { first.into_iter().chain(rows).collect() };
+        // What the rows show, who may approve them and their signals (which
+        // matter while a decision is awaited): read at once, each on its own
+        // read connection.
+        let (views, tenancy, signals_of) = tokio::try_join!(
+            async { crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable) },
+            self.tenancy(&viewer.tenant_id),
+            async { risk::signals_while_waiting(&self.state, &rows).await.map_err(unavailable) },
+        )?;
         let waiting_ids: Vec<&str> = rows.iter().filter(|r| waiting(r)).map(|r| r.id.as_str()).collect();
         let mut reach = reach::of(&self.state, &tenancy, &waiting_ids).await?;
         let mut items = Vec::with_capacity(rows.len());

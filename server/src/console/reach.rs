@@ -22,7 +22,13 @@ pub(super) async fn of(
     if ids.is_empty() {
         return Ok(lines);
     }
-    for e in store::escalations::of(&state.db.read, ids).await.map_err(unavailable)? {
+    // Two statements, read at once.
+    let (escalations, told) = tokio::try_join!(
+        store::escalations::of(&state.db.read, ids),
+        store::reach::told_about(&state.db.read, ids, crate::notifications::QUIET),
+    )
+    .map_err(unavailable)?;
+    for e in escalations {
         lines.insert(
             e.proposal_id,
             ReachLine {
@@ -34,7 +40,6 @@ pub(super) async fn of(
             },
         );
     }
-    let told = store::reach::told_about(&state.db.read, ids, crate::notifications::QUIET).await.map_err(unavailable)?;
     // Per proposal, per person: their channels, last time, and why not.
     let mut people: HashMap<(String, String), NotifiedLine> = HashMap::new();
     let mut order: Vec<(String, String)> = Vec::new();

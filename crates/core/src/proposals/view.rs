@@ -209,8 +209,10 @@ pub(super) fn decision_schema() -> utoipa::openapi::Object {
 /// Builds the API view of proposal rows (approvals loaded in one query).
 pub async fn views(state: &(impl Store + Config), rows: Vec<ProposalRow>) -> crate::store::Result<Vec<ProposalView>> {
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    let approvals = store::proposals::approvals_of(&state.db().read, &ids).await?;
-    let mut operations = store::operations::for_proposals(&state.db().read, &ids).await?;
+    let (approvals, mut operations) = tokio::try_join!(
+        store::proposals::approvals_of(&state.db().read, &ids),
+        store::operations::for_proposals(&state.db().read, &ids),
+    )?;
     Ok(rows
         .into_iter()
         .map(|row| {
