@@ -247,16 +247,19 @@ impl Env {
             .with_context(|| format!("running {} {args:?}", self.bin.display()))
     }
 
-    /// `countersign serve` on a free loopback port; its log goes to `server.log`.
+    /// `countersign serve` on a free loopback port; its log goes to `server.log`,
+    /// warnings only unless `COUNTERSIGN_BENCH_SERVER_LOG` names another filter
+    /// (`warn,sqlx::query=debug` times every statement: docs/BENCHMARKS.md).
     pub async fn serve(&self, server: &ServerDir, env: &[(&str, &str)]) -> anyhow::Result<Proc> {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(server.dir.join("server.log"))?;
+        let filter = std::env::var("COUNTERSIGN_BENCH_SERVER_LOG").unwrap_or_else(|_| "warn".into());
         let mut cmd = Command::new(&self.bin);
         cmd.arg("--config")
             .arg(&server.config)
             .arg("--data-dir")
             .arg(server.data())
             .args(["serve", "--listen", "127.0.0.1:0"])
-            .env("COUNTERSIGN_LOG", "warn")
+            .env("COUNTERSIGN_LOG", filter)
             .envs(env.iter().copied())
             .stderr(log);
         Proc::spawn(cmd, "countersign listening on ").await

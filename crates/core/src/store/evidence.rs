@@ -8,17 +8,17 @@ use super::{query, scalar, Conn, Pool, Result, StoreError};
 /// bytes) the first time it is asked for and the same ever after.
 pub async fn salt(conn: &mut Conn, proposal_id: &str, field: &str) -> Result<[u8; 32]> {
     let fresh: [u8; 32] = rand::random();
-    query("INSERT INTO evidence_salts (proposal_id, field, salt) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-        .bind(proposal_id)
-        .bind(field)
-        .bind(fresh.to_vec())
-        .execute(&mut *conn)
-        .await?;
-    let kept: Vec<u8> = scalar("SELECT salt FROM evidence_salts WHERE proposal_id = ? AND field = ?")
-        .bind(proposal_id)
-        .bind(field)
-        .fetch_one(&mut *conn)
-        .await?;
+    // One statement: a conflict keeps the stored salt and returns it (the
+    // no-op update is what makes `RETURNING` answer on a conflict).
+    let kept: Vec<u8> = scalar(
+        "INSERT INTO evidence_salts (proposal_id, field, salt) VALUES (?, ?, ?)
+         ON CONFLICT (proposal_id, field) DO UPDATE SET salt = evidence_salts.salt RETURNING salt",
+    )
+    .bind(proposal_id)
+    .bind(field)
+    .bind(fresh.to_vec())
+    .fetch_one(&mut *conn)
+    .await?;
     kept.try_into().map_err(|_| StoreError::corrupt("evidence_salts.salt", "is not 32 bytes"))
 }
 
