@@ -686,8 +686,8 @@ RECEIPT_TYP = "countersign-receipt+jws"
 TOKEN_TYP = "countersign-approval+jwt"
 MANDATE_TYP = "countersign-mandate+jwt"
 RECEIPT_CLAIMS = {"iss", "iat", "kind", "action", "actor", "tid", "pid", "rh", "prev", "data"}
-MANDATE_CLAIMS = {"iss", "sub", "tid", "rh", "jti", "iat", "exp", "approvers", "amr",
-                  "authorization_details"}
+MANDATE_CLAIMS = {"iss", "sub", "tid", "rh", "jti", "iat", "exp", "approvers", "delegations",
+                  "amr", "authorization_details"}
 MANDATE_DETAIL_MEMBERS = {
     "type", "actions", "locations", "instructedAmount", "creditorName", "creditorAccount",
     "debtorAccount", "remittanceInformationUnstructured", "purpose",
@@ -1463,6 +1463,8 @@ def check_mandate(ctx):
     for name in ("jti", "iat", "exp", "approvers", "amr", "tid", "rh"):
         check(name in ctx.token_claims, f"approval_token: no {name} claim for the mandate to equal")
         check_equal(claims[name], ctx.token_claims[name], f"mandate: {name} (the token's)")
+    check_equal(claims["delegations"], ctx.token_claims.get("delegations", []),
+                "mandate: delegations (the token's, or [] when it has none)")
     check_equal(claims["sub"], ctx.doc["proposal_id"], "mandate: sub")
     check_equal(claims["iss"], ctx.doc["issuer"], "mandate: iss")
     amount, currency = check_mandate_details(ctx, claims["authorization_details"])

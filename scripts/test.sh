@@ -92,10 +92,11 @@ step "the transparency log and proof bundles checked by an independent verifier 
 # served (signatures, roots, inclusion and consistency proofs, the chain)
 # and each payment's proof bundle (a passkey approval paid on the rail,
 # with and without its accounts disclosed; a rejection; a policy's
-# approval), and refuse each tampered copy it makes of them.
+# approval; an approval a delegate gave for someone away), and refuse
+# each tampered copy it makes of them.
 python="$HOME/.cache/countersign/venv/bin/python"
 "$python" examples/verify_evidence.py log "$evidence_dir/log.json" --tampered
-for bundle in bundle bundle-disclosed bundle-rejected bundle-auto; do
+for bundle in bundle bundle-disclosed bundle-rejected bundle-auto bundle-delegated; do
   "$python" examples/verify_evidence.py bundle "$evidence_dir/$bundle.json" --tampered
 done
 rm -rf "$evidence_dir"

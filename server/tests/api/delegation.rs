@@ -146,6 +146,18 @@ async fn a_delegate_approves_for_someone_away_once_and_it_says_so_everywhere() {
     );
     let r = server.commit(&id, &token).await;
     assert_eq!(r.status, 200, "{}", r.text);
+    server.wait_status(&id, "succeeded", 20).await;
+
+    // The proof bundle's mandate restates them, and the bundle verifies
+    // (`make test` gives it to the independent verifier too).
+    let r = crate::evidence::evidence(&server, ACME_BOT_KEY, &id, "").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mandate = decode_jws(r.body["mandate"].as_str().unwrap()).claims;
+    assert_eq!(mandate["delegations"], claims["delegations"], "{mandate}");
+    crate::evidence::write_fixture("bundle-delegated.json", &r.body);
+    let dir = TestDir::new();
+    let (code, out, err) = crate::evidence::verify(&server, &dir, &r.body, &[]).await;
+    assert_eq!(code, 0, "the delegated approval's bundle verifies: {out}{err}");
 
     // Without delegations a token has no such claim.
     let plain = pending_for(&server, 200_000).await;
@@ -154,6 +166,10 @@ async fn a_delegate_approves_for_someone_away_once_and_it_says_so_everywhere() {
     assert_eq!(r.body["status"], "approved", "{}", r.text);
     let token = server.get_proposal(ACME_BOT_KEY, &plain).await.body["approval_token"].as_str().unwrap().to_owned();
     assert!(decode_jws(&token).claims.get("delegations").is_none());
+    assert!(server.commit(&plain, &token).await.status < 400);
+    let r = crate::evidence::evidence(&server, ACME_BOT_KEY, &plain, "").await;
+    let mandate = decode_jws(r.body["mandate"].as_str().unwrap()).claims;
+    assert_eq!(mandate["delegations"], json!([]), "none given: an empty list: {mandate}");
 }
 
 #[tokio::test]

@@ -18,13 +18,18 @@ use crate::rail_harness::*;
 use crate::transparency_log::caught_up;
 
 /// `GET /api/v1/proposals/{id}/evidence{query}` as `key`.
-async fn evidence(server: &TestServer, key: &str, id: &str, query: &str) -> Reply {
+pub(crate) async fn evidence(server: &TestServer, key: &str, id: &str, query: &str) -> Reply {
     send(server.get(&format!("/api/v1/proposals/{id}/evidence{query}"), key)).await
 }
 
 /// Runs `countersign evidence verify` on `bundle` (plus `extra`
 /// arguments): exit code, stdout, stderr.
-async fn verify(server: &TestServer, dir: &TestDir, bundle: &Value, extra: &[&str]) -> (i32, String, String) {
+pub(crate) async fn verify(
+    server: &TestServer,
+    dir: &TestDir,
+    bundle: &Value,
+    extra: &[&str],
+) -> (i32, String, String) {
     let file = dir.path().join(format!("bundle-{}.json", rand::random::<u32>()));
     std::fs::write(&file, serde_json::to_vec_pretty(bundle).unwrap()).unwrap();
     let mut args = vec!["evidence", "verify", file.to_str().unwrap()];
@@ -41,7 +46,7 @@ async fn refused(server: &TestServer, dir: &TestDir, bundle: &Value, check: u8, 
 
 /// Writes `bundle` as `$COUNTERSIGN_EVIDENCE_FIXTURES/{name}` for the
 /// independent verifier, when that is set.
-fn write_fixture(name: &str, bundle: &Value) {
+pub(crate) fn write_fixture(name: &str, bundle: &Value) {
     let Ok(dir) = std::env::var("COUNTERSIGN_EVIDENCE_FIXTURES") else { return };
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(std::path::Path::new(&dir).join(name), serde_json::to_vec_pretty(bundle).unwrap()).unwrap();

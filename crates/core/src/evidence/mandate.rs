@@ -27,6 +27,9 @@ pub fn claims(issuer: &str, proposal_id: &str, token: &Value, request: &Value) -
         "iat": token.get("iat"),
         "exp": token.get("exp"),
         "approvers": token.get("approvers"),
+        // Approvals a delegate gave for someone away: who, for whom, under
+        // which delegation; none is an empty list.
+        "delegations": token.get("delegations").cloned().unwrap_or_else(|| json!([])),
         "amr": token.get("amr"),
         "authorization_details": [{
             "type": "payment_initiation",
@@ -73,6 +76,12 @@ mod tests {
         let c = claims("https://pay.example.com/", "prop_1", &token, &request).unwrap();
         assert_eq!(c["jti"], "j1");
         assert_eq!(c["sub"], "prop_1");
+        assert_eq!(c["delegations"], json!([]), "a token without delegations: an empty list");
+        let given = json!([{"approver": "usr_ben", "for": "usr_ana", "delegation": "dlg_1"}]);
+        let mut delegated = token.clone();
+        delegated["delegations"] = given.clone();
+        let c2 = claims("https://pay.example.com/", "prop_1", &delegated, &request).unwrap();
+        assert_eq!(c2["delegations"], given, "the token's delegations, as they are");
         let d = &c["authorization_details"][0];
         assert_eq!(d["instructedAmount"], json!({"currency": "JPY", "amount": "2500"}));
         assert_eq!(d["creditorAccount"]["commitment"], "sha256:22");
