@@ -2,7 +2,7 @@
 //! docs/EVIDENCE.md "Commitments") and the audit entries a proof bundle
 //! proves.
 
-use super::{query, scalar, Conn, Pool, Result, StoreError};
+use super::{scalar, Conn, Pool, Result, StoreError};
 
 /// The salt of `proposal_id`'s commitment to `field`, made (32 random
 /// bytes) the first time it is asked for and the same ever after.
