@@ -399,38 +399,33 @@ async fn decide_inner(
         return Err(DecideError::InvalidState(row.status));
     }
     let asker = Asker::from(approver);
-    let (decision, checked, not_duplicate) = match &verdict {
-        Verdict::Reject { reason } => {
-            let reason = check_reason(reason, "reason", "a reason is required to reject")?;
-            reject(state, approver, &row, reason, now).await?;
-            return load(state, approver, proposal_id).await;
+    if let Verdict::Reject { reason } = &verdict {
+        let reason = check_reason(reason, "reason", "a reason is required to reject")?;
+        reject(state, approver, &row, reason, now).await?;
+        return load(state, approver, proposal_id).await;
+    }
+    // An assertion's nonce is spent first, whatever comes next: a refused
+    // or ineligible approval cannot be retried with it.
+    let nonce = match &approver.step_up {
+        Some(StepUp::One(answer)) => {
+            Some(step_up::spend(state, &asker, (step_up::STEP_UP, &row.id), answer, now).await?)
         }
-        Verdict::Approve => {
-            // An assertion's nonce is spent first, whatever comes next: a
-            // refused or ineligible approval cannot be retried with it.
-            let nonce = match &approver.step_up {
-                Some(StepUp::One(answer)) => {
-                    Some(step_up::spend(state, &asker, (step_up::STEP_UP, &row.id), answer, now).await?)
-                }
-                _ => None,
-            };
-            let principal = delegated(state, approver, &row.tenant_id, now).await?;
-            let decision = recheck(state, approver, principal.as_ref(), &row).await?;
-            let (decision, not_duplicate) = duplicate_gate(state, approver, &row, decision).await?;
-            // Named groups: an approval that would fill none still short is
-            // refused. A delegate's counts for whom it is given.
-            let required = decision.required_approvals.max(row.required_approvals);
-            let counts_for = principal.as_ref().map_or(approver.user_id.as_str(), |(p, _)| p.id.as_str());
-            crate::groups::gate(state, counts_for, &row, required)
-                .await?
-                .map_err(|groups| Ineligible::NotInGroup { groups })?;
-            // The assertion is decoded and verified here, before the write
-            // transaction: against the payment as read now, which the
-            // transaction then checks is still the one stored.
-            (decision, stepped_up(state, approver, &row, nonce, now).await?, (not_duplicate, principal))
-        }
+        _ => None,
     };
-    let (not_duplicate, principal) = not_duplicate;
+    let principal = delegated(state, approver, &row.tenant_id, now).await?;
+    let decision = recheck(state, approver, principal.as_ref(), &row).await?;
+    let (decision, not_duplicate) = duplicate_gate(state, approver, &row, decision).await?;
+    // Named groups: an approval that would fill none still short is refused.
+    // A delegate's counts for whom it is given.
+    let required = decision.required_approvals.max(row.required_approvals);
+    let counts_for = principal.as_ref().map_or(approver.user_id.as_str(), |(p, _)| p.id.as_str());
+    crate::groups::gate(state, counts_for, &row, required)
+        .await?
+        .map_err(|groups| Ineligible::NotInGroup { groups })?;
+    // The assertion is decoded and verified here, before the write
+    // transaction: against the payment as read now, which the transaction
+    // then checks is still the one stored.
+    let checked = stepped_up(state, approver, &row, nonce, now).await?;
 
     let mut tx = state.db().begin().await?;
     let current =
