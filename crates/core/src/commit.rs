@@ -36,7 +36,9 @@ use crate::proposals::{self, AgentPrincipal, ProposalView};
 use crate::rail::InFlight;
 use crate::rail::Payments;
 use crate::store::Store;
-use crate::store::{self, audit::AuditEntry, operations::NewOperation, proposals::ProposalRow};
+use crate::store::{
+    self, audit::AuditEntry, operations::NewOperation, operations::OperationRow, proposals::ProposalRow,
+};
 
 /// Why a commit was refused. Nothing was recorded and the rail was not called.
 #[derive(Debug, thiserror::Error)]
@@ -52,9 +54,6 @@ pub enum CommitError {
     InvalidState(ProposalStatus),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
-    /// A broken invariant (never expected; answered as an internal error).
-    #[error("{0}")]
-    Internal(&'static str),
 }
 
 fn denied(rule: &str, message: String) -> CommitError {
@@ -113,18 +112,19 @@ async fn commit_inner(
         now,
     };
     let claims = state.keys().verify(token, &expected).map_err(|r| CommitError::Token(r.reason()))?;
-    let row = store::proposals::get(&state.db().read, &agent.tenant_id, proposal_id)
-        .await?
-        .filter(|r| r.agent_id == agent.agent_id)
-        .ok_or(CommitError::NotFound)?;
+    // Three reads at once, each on its own connection: none needs another's answer.
+    let read = &state.db().read;
+    let (row, minted, operation) = tokio::try_join!(
+        store::proposals::get(read, &agent.tenant_id, proposal_id),
+        store::proposals::token(read, &claims.jti),
+        store::operations::for_proposal(read, proposal_id),
+    )?;
+    let row = row.filter(|r| r.agent_id == agent.agent_id).ok_or(CommitError::NotFound)?;
     check_hash(&claims, &row)?;
     check_amr(state, &claims, &row)?;
-    let minted = store::proposals::token(&state.db().read, &claims.jti)
-        .await?
-        .filter(|t| t.proposal_id == row.id)
-        .ok_or(CommitError::Token("unknown_token"))?;
+    let minted = minted.filter(|t| t.proposal_id == row.id).ok_or(CommitError::Token("unknown_token"))?;
 
-    if store::operations::for_proposal(&state.db().read, &row.id).await?.is_some() {
+    if operation.is_some() {
         return view(state, agent, proposal_id).await;
     }
     if row.status != ProposalStatus::Approved {
@@ -133,7 +133,7 @@ async fn commit_inner(
     if minted.round != row.approval_round {
         return Err(CommitError::Token("superseded"));
     }
-    recheck(state, agent, &row, &claims, now).await?;
+    recheck(state, agent, &row, &claims).await?;
     let reverses = match row.request.kind {
         ProposalKind::Transfer => None,
         ProposalKind::Reversal => Some(reversed_transfer(state, &row).await?),
@@ -142,16 +142,13 @@ async fn commit_inner(
     state.failpoint("commit.before_record");
     let op_id = store::new_id("op", now);
     let _in_flight = InFlight::claim(state, &op_id).expect("a fresh operation id is not in flight");
-    if !record(state, &row, &claims, &op_id, reverses.as_deref(), now).await? {
+    let Some(op) = record(state, &row, &claims, &op_id, reverses.as_deref(), now).await? else {
         // Another commit of this proposal got there first: answer with its operation.
         return view(state, agent, proposal_id).await;
-    }
+    };
     state.changes().publish(&row.id);
     state.failpoint("commit.after_record");
 
-    let op = store::operations::get(&state.db().read, &op_id)
-        .await?
-        .ok_or_else(|| CommitError::Internal("the recorded operation cannot be read back"))?;
     let outcome = operations::call_rail(state, &op, &row).await;
     state.failpoint("commit.after_rail");
     operations::record(state, &op, outcome, state.now()).await?;
@@ -200,7 +197,6 @@ async fn recheck(
     agent: &AgentPrincipal,
     row: &ProposalRow,
     claims: &ApprovalClaims,
-    now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
     let decision = crate::approvals::evaluate_now(state, agent, row);
     if decision.outcome == Outcome::Denied {
@@ -260,14 +256,8 @@ async fn recheck(
             format!("Policy now needs {} approvals; this token carries {humans}.", decision.required_approvals),
         ));
     }
-    if row.kind == ProposalKind::Transfer.as_str() {
-        if let Some(limit) = store::operations::daily_limit(&mut conn, &row.tenant_id, &row.currency).await? {
-            let used = store::operations::reserved(&mut conn, &row.tenant_id, &row.currency, &budget_day(now)).await?;
-            if used.saturating_add(row.amount_minor) > limit {
-                return Err(budget_denied(row, used, limit));
-            }
-        }
-    }
+    // The daily budget is checked where it is reserved, in `record`'s
+    // transaction: one statement reads the limit and takes the amount.
     Ok(())
 }
 
@@ -344,8 +334,10 @@ async fn reversed_transfer(state: &impl Store, row: &ProposalRow) -> Result<Stri
     }
 }
 
-/// Step 5, one transaction. Returns false when another commit of the same
-/// proposal recorded its operation first (nothing was changed here).
+/// Step 5, one transaction; returns the recorded operation. `None` when
+/// another commit of the same proposal recorded its operation first
+/// (nothing was changed here): it used the token, which this one then
+/// finds used.
 async fn record(
     state: &(impl Store + Config + crate::approval::receipts::Receipts),
     row: &ProposalRow,
@@ -353,14 +345,11 @@ async fn record(
     op_id: &str,
     reverses: Option<&str>,
     now: DateTime<Utc>,
-) -> Result<bool, CommitError> {
+) -> Result<Option<OperationRow>, CommitError> {
     let key = idempotency_key(&row.id, &row.request_hash);
     let day = budget_day(now);
     let is_transfer = row.kind == ProposalKind::Transfer.as_str();
     let mut tx = state.db().begin().await?;
-    if store::operations::for_proposal(&mut *tx, &row.id).await?.is_some() {
-        return Ok(false);
-    }
     // The kill switch, read in the transaction that would record the
     // operation: a freeze any instance wrote stops this commit before the
     // rail is called, and the token stays unused.
@@ -368,25 +357,22 @@ async fn record(
         return Err(denied("kill_switch", crate::freeze::refusal(&freeze)));
     }
     if !store::operations::use_token(&mut tx, &claims.jti, &row.id, now).await? {
-        // On PostgreSQL commits run concurrently: this one may have waited
-        // on the token's row for another commit of the same proposal,
-        // which has recorded its operation since. Answer that operation,
-        // as a retry would (on SQLite the single writer made the check
-        // above see it).
+        // Another commit of the same proposal used it and recorded its
+        // operation (on PostgreSQL this one may have waited on the token's
+        // row for it): answer that operation, as a retry would.
         if store::operations::for_proposal(&mut *tx, &row.id).await?.is_some() {
-            return Ok(false);
+            return Ok(None);
         }
         return Err(CommitError::Token("already_used"));
     }
-    if is_transfer {
+    if is_transfer
+        && !store::operations::reserve(&mut tx, &row.tenant_id, &row.currency, &day, row.amount_minor).await?
+    {
         let limit = store::operations::daily_limit(&mut tx, &row.tenant_id, &row.currency).await?;
-        let cap = limit.unwrap_or(i64::MAX as u64);
-        if !store::operations::reserve(&mut tx, &row.tenant_id, &row.currency, &day, row.amount_minor, cap).await? {
-            let used = store::operations::reserved(&mut tx, &row.tenant_id, &row.currency, &day).await?;
-            return Err(budget_denied(row, used, cap));
-        }
+        let used = store::operations::reserved(&mut tx, &row.tenant_id, &row.currency, &day).await?;
+        return Err(budget_denied(row, used, limit.unwrap_or(i64::MAX as u64)));
     }
-    store::operations::insert(
+    let op = store::operations::insert(
         &mut tx,
         &NewOperation {
             id: op_id,
@@ -435,7 +421,7 @@ async fn record(
     )
     .await?;
     tx.commit().await?;
-    Ok(true)
+    Ok(Some(op))
 }
 
 #[cfg(test)]

@@ -43,7 +43,6 @@ impl From<CommitError> for ApiError {
             CommitError::Denied(decision) => ApiError::PolicyDenied(decision),
             CommitError::InvalidState(s) => ApiError::InvalidState(s),
             CommitError::Store(e) => e.into(),
-            CommitError::Internal(what) => ApiError::Internal(what.into()),
         }
     }
 }

@@ -31,7 +31,7 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use jsonwebtoken::{DecodingKey, EncodingKey};
+use jsonwebtoken::EncodingKey;
 use p256::elliptic_curve::sec1::ToSec1Point;
 use p256::elliptic_curve::zeroize::Zeroizing;
 use p256::elliptic_curve::Generate;
@@ -107,10 +107,15 @@ pub(super) struct SigningKey {
     /// Public coordinates, base64url without padding (JWK `x`, `y`).
     pub(super) x: String,
     pub(super) y: String,
-    /// PKCS#8 DER of the private key (zeroized on drop by jsonwebtoken).
+    /// PKCS#8 DER of the private key (zeroized on drop by jsonwebtoken):
+    /// VAPID's JWTs, and the tests' own signing.
     pub(super) encoding: EncodingKey,
-    /// The public point only; always an EC key.
-    pub(super) decoding: DecodingKey,
+    /// The same key for `ring`, which signs and verifies ES256 in a third
+    /// and a half of the time `p256` takes (docs/BENCHMARKS.md, "Session
+    /// 23"): the approval tokens and the receipts, on the commit path.
+    signer: ring::signature::EcdsaKeyPair,
+    /// The public point, SEC1 uncompressed (65 bytes).
+    public_sec1: Vec<u8>,
 }
 
 impl fmt::Debug for SigningKey {
@@ -125,8 +130,47 @@ impl SigningKey {
         let kid = jwk_thumbprint(&x, &y);
         let der = secret.to_pkcs8_der().ok()?;
         let encoding = EncodingKey::from_ec_der(der.as_bytes());
-        let decoding = DecodingKey::from_ec_components(&x, &y).ok()?;
-        Some(SigningKey { kid, x, y, encoding, decoding })
+        let public_sec1 = secret.public_key().to_sec1_point(false).as_bytes().to_vec();
+        let signer = ring::signature::EcdsaKeyPair::from_private_key_and_public_key(
+            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &Zeroizing::new(secret.to_bytes()),
+            &public_sec1,
+            &ring::rand::SystemRandom::new(),
+        )
+        .ok()?;
+        Some(SigningKey { kid, x, y, encoding, signer, public_sec1 })
+    }
+
+    /// A compact JWS of `header` and `claims` (JSON), ES256 with the
+    /// signature in its low-S form: ECDSA signatures are malleable ((r, s)
+    /// and (r, n − s) both verify), so a JWS has exactly one valid string.
+    pub(super) fn sign_compact(
+        &self,
+        header: &impl serde::Serialize,
+        claims: &impl serde::Serialize,
+    ) -> Result<String, serde_json::Error> {
+        let mut jws = URL_SAFE_NO_PAD.encode(serde_json::to_vec(header)?);
+        jws.push('.');
+        URL_SAFE_NO_PAD.encode_string(serde_json::to_vec(claims)?, &mut jws);
+        let signature = self
+            .signer
+            .sign(&ring::rand::SystemRandom::new(), jws.as_bytes())
+            .expect("ECDSA signing with a valid key and the system's randomness does not fail");
+        let signature =
+            p256::ecdsa::Signature::from_slice(signature.as_ref()).expect("ring's fixed ES256 signature is 64 bytes");
+        jws.push('.');
+        URL_SAFE_NO_PAD.encode_string(signature.normalize_s().to_bytes(), &mut jws);
+        Ok(jws)
+    }
+
+    /// Whether `signature` (64 bytes, r ‖ s) is this key's ES256 signature
+    /// of `signing_input`, in its low-S form.
+    pub(super) fn verifies(&self, signing_input: &[u8], signature: &[u8]) -> bool {
+        let low_s = p256::ecdsa::Signature::from_slice(signature).is_ok_and(|s| s.normalize_s() == s);
+        low_s
+            && ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, &self.public_sec1)
+                .verify(signing_input, signature)
+                .is_ok()
     }
 
     fn jwk(&self) -> serde_json::Value {

@@ -12,7 +12,6 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use jsonwebtoken::{Algorithm, Header};
 use rand::rngs::OsRng;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -112,7 +111,7 @@ pub enum TokenError {
     #[error("approval token lifetime must be 1 to {max} seconds, not {ttl_secs}", max = MAX_TTL_SECS)]
     InvalidTtl { ttl_secs: u64 },
     #[error("cannot sign the approval token: {0}")]
-    Signing(#[source] jsonwebtoken::errors::Error),
+    Signing(#[source] serde_json::Error),
 }
 
 /// Why a token was refused, in the order the checks run. Carries no token
@@ -188,21 +187,13 @@ pub(crate) fn decode_json_object(part: &str) -> Option<Map<String, Value>> {
     }
 }
 
-/// ECDSA signatures are malleable: when (r, s) verifies, so does (r, n − s).
-/// Tokens are minted with the low-s form and verification refuses the other,
-/// so a token has exactly one valid string (found by fuzzing the verifier).
-fn is_low_s(signature: &[u8]) -> bool {
-    p256::ecdsa::Signature::from_slice(signature).is_ok_and(|s| s.normalize_s() == s)
-}
-
-fn with_low_s(token: String) -> String {
-    let Some((input, signature_b64)) = token.rsplit_once('.') else { return token };
-    let Some(signature) =
-        URL_SAFE_NO_PAD.decode(signature_b64).ok().and_then(|b| p256::ecdsa::Signature::from_slice(&b).ok())
-    else {
-        return token;
-    };
-    format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.normalize_s().to_bytes()))
+/// The protected header of a token or a receipt (in `jsonwebtoken`'s
+/// member order, which tokens minted before used).
+#[derive(Serialize)]
+struct JwsHeader<'a> {
+    typ: &'a str,
+    alg: &'a str,
+    kid: &'a str,
 }
 
 impl KeyStore {
@@ -231,11 +222,9 @@ impl KeyStore {
             jti: new_jti(),
             delegations: req.delegations.to_vec(),
         };
-        let mut header = Header::new(Algorithm::ES256);
-        header.typ = Some(TOKEN_TYP.to_owned());
-        header.kid = Some(key.kid.clone());
-        let token = jsonwebtoken::encode(&header, &claims, &key.encoding).map_err(TokenError::Signing)?;
-        Ok((with_low_s(token), claims))
+        let header = JwsHeader { alg: ALG, typ: TOKEN_TYP, kid: &key.kid };
+        let token = key.sign_compact(&header, &claims).map_err(TokenError::Signing)?;
+        Ok((token, claims))
     }
 
     /// Signs `claims` as an ES256 compact JWS of type `typ` with the active
@@ -243,11 +232,7 @@ impl KeyStore {
     pub fn sign_jws(&self, typ: &str, claims: &impl serde::Serialize) -> Result<String, TokenError> {
         self.follow_rotation();
         let key = self.active_key();
-        let mut header = Header::new(Algorithm::ES256);
-        header.typ = Some(typ.to_owned());
-        header.kid = Some(key.kid.clone());
-        let jws = jsonwebtoken::encode(&header, claims, &key.encoding).map_err(TokenError::Signing)?;
-        Ok(with_low_s(jws))
+        key.sign_compact(&JwsHeader { alg: ALG, typ, kid: &key.kid }, claims).map_err(TokenError::Signing)
     }
 
     /// SPEC §6 checks 1–3. The `rh` comparison, `jti` single use and the
@@ -286,9 +271,8 @@ impl KeyStore {
         };
         let signing_input = &token[..header_b64.len() + 1 + payload_b64.len()];
         // Hard-coded ES256 with an EC public key: the header cannot pick either.
-        match jsonwebtoken::crypto::verify(signature_b64, signing_input.as_bytes(), &key.decoding, Algorithm::ES256) {
-            Ok(true) if is_low_s(&signature) => {}
-            _ => return Err(R::BadSignature),
+        if !key.verifies(signing_input.as_bytes(), &signature) {
+            return Err(R::BadSignature);
         }
 
         let claims: ApprovalClaims = serde_json::from_value(Value::Object(payload)).map_err(|_| R::Malformed)?;
@@ -322,7 +306,7 @@ impl KeyStore {
 mod tests {
     use super::*;
     use crate::approval::keys::jwk_thumbprint;
-    use jsonwebtoken::EncodingKey;
+    use jsonwebtoken::{Algorithm, EncodingKey};
     use p256::elliptic_curve::Generate;
     use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
     use p256::{PublicKey, SecretKey};
@@ -385,6 +369,17 @@ mod tests {
 
     fn b64json(v: &Value) -> String {
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap())
+    }
+
+    fn is_low_s(signature: &[u8]) -> bool {
+        p256::ecdsa::Signature::from_slice(signature).is_ok_and(|s| s.normalize_s() == s)
+    }
+
+    /// The token with its signature in the low-S form (the other is refused).
+    fn with_low_s(token: String) -> String {
+        let (input, signature_b64) = token.rsplit_once('.').unwrap();
+        let signature = p256::ecdsa::Signature::from_slice(&URL_SAFE_NO_PAD.decode(signature_b64).unwrap()).unwrap();
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.normalize_s().to_bytes()))
     }
 
     /// (header, claims, signature) of a compact JWS.
@@ -473,6 +468,29 @@ mod tests {
         let (token, _) = mint(&store);
         let (header, _, _) = parts(&token);
         assert_eq!(header, json!({ "alg": "ES256", "typ": TOKEN_TYP, "kid": store.active_kid() }));
+    }
+
+    #[test]
+    fn tokens_and_receipts_verify_with_another_implementation_and_are_low_s() {
+        // Signed with `ring`; checked here with RustCrypto's `p256` against
+        // the published JWK, as an outside verifier would.
+        use p256::ecdsa::signature::Verifier;
+        let (_tmp, store) = setup();
+        let jwk = &store.jwks()["keys"][0];
+        let mut sec1 = vec![4u8];
+        for c in ["x", "y"] {
+            sec1.extend(URL_SAFE_NO_PAD.decode(jwk[c].as_str().unwrap()).unwrap());
+        }
+        let public = p256::ecdsa::VerifyingKey::from_sec1_bytes(&sec1).unwrap();
+        for _ in 0..16 {
+            for jws in [mint(&store).0, store.sign_jws("countersign-receipt+jws", &json!({"n": 1})).unwrap()] {
+                let (input, sig) = jws.rsplit_once('.').unwrap();
+                let sig = URL_SAFE_NO_PAD.decode(sig).unwrap();
+                assert!(is_low_s(&sig), "one valid string per token");
+                let sig = p256::ecdsa::Signature::from_slice(&sig).unwrap();
+                public.verify(input.as_bytes(), &sig).expect("verifies under the published key");
+            }
+        }
     }
 
     #[test]

@@ -204,9 +204,13 @@ impl Committed {
     /// The salts kept for `proposal_id` (made on first use, inside the
     /// caller's transaction) and the commitments of `request`'s accounts.
     pub async fn of(conn: &mut Conn, proposal_id: &str, request: &CanonicalRequest) -> crate::store::Result<Self> {
-        let source_account = committed(conn, proposal_id, SOURCE_ACCOUNT, request.source_account.expose()).await?;
-        let destination = committed(conn, proposal_id, DESTINATION, request.destination.id.expose()).await?;
-        Ok(Committed { source_account, destination })
+        let [source_salt, destination_salt] =
+            crate::store::evidence::salts(conn, proposal_id, [SOURCE_ACCOUNT, DESTINATION]).await?;
+        let committed = |value: &str, salt: [u8; 32]| (value.to_owned(), salt, commitment(&salt, value));
+        Ok(Committed {
+            source_account: committed(request.source_account.expose(), source_salt),
+            destination: committed(request.destination.id.expose(), destination_salt),
+        })
     }
 
     pub fn commitments(&self) -> Commitments {
@@ -228,16 +232,6 @@ impl Committed {
         }
         out
     }
-}
-
-async fn committed(
-    conn: &mut Conn,
-    proposal_id: &str,
-    field: &str,
-    value: &str,
-) -> crate::store::Result<(String, [u8; 32], String)> {
-    let salt = crate::store::evidence::salt(conn, proposal_id, field).await?;
-    Ok((value.to_owned(), salt, commitment(&salt, value)))
 }
 
 /// The canonical request as JSON with its accounts replaced by `c`.

@@ -2,24 +2,33 @@
 //! docs/EVIDENCE.md "Commitments") and the audit entries a proof bundle
 //! proves.
 
-use super::{scalar, Conn, Pool, Result, StoreError};
+use super::{scalar, Builder, Conn, Pool, Result, StoreError};
 
-/// The salt of `proposal_id`'s commitment to `field`, made (32 random
-/// bytes) the first time it is asked for and the same ever after.
-pub async fn salt(conn: &mut Conn, proposal_id: &str, field: &str) -> Result<[u8; 32]> {
-    let fresh: [u8; 32] = rand::random();
-    // One statement: a conflict keeps the stored salt and returns it (the
-    // no-op update is what makes `RETURNING` answer on a conflict).
-    let kept: Vec<u8> = scalar(
-        "INSERT INTO evidence_salts (proposal_id, field, salt) VALUES (?, ?, ?)
-         ON CONFLICT (proposal_id, field) DO UPDATE SET salt = evidence_salts.salt RETURNING salt",
-    )
-    .bind(proposal_id)
-    .bind(field)
-    .bind(fresh.to_vec())
-    .fetch_one(&mut *conn)
-    .await?;
-    kept.try_into().map_err(|_| StoreError::corrupt("evidence_salts.salt", "is not 32 bytes"))
+/// The salts of `proposal_id`'s commitments to `fields`, in their order:
+/// each made (32 random bytes) the first time it is asked for and the same
+/// ever after. One statement: a conflict keeps the stored salt and returns
+/// it (the no-op update is what makes `RETURNING` answer on a conflict).
+pub async fn salts<const N: usize>(conn: &mut Conn, proposal_id: &str, fields: [&str; N]) -> Result<[[u8; 32]; N]> {
+    let mut q = Builder::new("INSERT INTO evidence_salts (proposal_id, field, salt) VALUES ");
+    for (i, field) in fields.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_bind(proposal_id).push(", ").push_bind(*field).push(", ").push_bind(rand::random::<[u8; 32]>().to_vec());
+        q.push(")");
+    }
+    q.push(" ON CONFLICT (proposal_id, field) DO UPDATE SET salt = evidence_salts.salt RETURNING field, salt");
+    let rows = q.build().fetch_all(&mut *conn).await?;
+    let mut out = [[0u8; 32]; N];
+    for (i, field) in fields.iter().enumerate() {
+        let row = rows
+            .iter()
+            .find(|r| r.try_get::<String>("field").is_ok_and(|f| f == *field))
+            .ok_or_else(|| StoreError::corrupt("evidence_salts.field", "no salt came back"))?;
+        out[i] = row
+            .try_get::<Vec<u8>>("salt")?
+            .try_into()
+            .map_err(|_| StoreError::corrupt("evidence_salts.salt", "is not 32 bytes"))?;
+    }
+    Ok(out)
 }
 
 /// The sequence numbers of the entries about `proposal_id`, oldest first.
@@ -35,13 +44,25 @@ mod tests {
     async fn salts_are_made_once_per_field() {
         for db in crate::store::test_pg::each_backend("salts_are_made_once_per_field").await {
             let mut tx = db.begin().await.unwrap();
-            let first = salt(&mut tx, "prop_1", "destination").await.unwrap();
-            assert_eq!(salt(&mut tx, "prop_1", "destination").await.unwrap(), first, "asked again, the same salt");
-            assert_ne!(salt(&mut tx, "prop_1", "source_account").await.unwrap(), first, "another field, another");
-            assert_ne!(salt(&mut tx, "prop_2", "destination").await.unwrap(), first, "another proposal, another");
+            let first = salts(&mut tx, "prop_1", ["destination"]).await.unwrap()[0];
+            assert_eq!(
+                salts(&mut tx, "prop_1", ["destination"]).await.unwrap()[0],
+                first,
+                "asked again, the same salt"
+            );
+            assert_ne!(salts(&mut tx, "prop_1", ["source_account"]).await.unwrap()[0], first, "another field, another");
+            assert_ne!(salts(&mut tx, "prop_2", ["destination"]).await.unwrap()[0], first, "another proposal, another");
+            let [source, destination] = salts(&mut tx, "prop_1", ["source_account", "destination"]).await.unwrap();
+            assert_eq!(destination, first, "asked with another field at once, the same salt in its place");
+            let [source_again, _] = salts(&mut tx, "prop_1", ["source_account", "destination"]).await.unwrap();
+            assert_eq!(source_again, source);
+            let [new] = salts(&mut tx, "prop_3", ["destination"]).await.unwrap();
+            let [other, new_again] = salts(&mut tx, "prop_3", ["source_account", "destination"]).await.unwrap();
+            assert_eq!(new_again, new, "a kept salt and a fresh one in one statement");
+            assert_ne!(other, new);
             tx.commit().await.unwrap();
             let mut tx = db.begin().await.unwrap();
-            assert_eq!(salt(&mut tx, "prop_1", "destination").await.unwrap(), first, "{}: kept", db.backend);
+            assert_eq!(salts(&mut tx, "prop_1", ["destination"]).await.unwrap()[0], first, "{}: kept", db.backend);
         }
     }
 }

@@ -58,12 +58,13 @@ pub struct NewOperation<'a> {
     pub claimed_until: DateTime<Utc>,
 }
 
-pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<()> {
+/// Records `op` and returns it as stored (one statement).
+pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<OperationRow> {
     let now = ts(op.now);
     query(
         "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
              currency, budget_day, reverses, attempts, next_check_at, claimed_until, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0, ?, ?, ?, ?) RETURNING *",
     )
     .bind(op.id)
     .bind(op.proposal_id)
@@ -79,9 +80,9 @@ pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<()> {
     .bind(ts(op.claimed_until))
     .bind(&now)
     .bind(&now)
-    .execute(conn)
-    .await?;
-    Ok(())
+    .fetch_one(conn)
+    .await?
+    .decode()
 }
 
 /// The operation of a proposal, on a pool or inside a transaction.
@@ -253,35 +254,30 @@ pub async fn reserved(conn: &mut Conn, tenant: &str, currency: &str, day: &str) 
     Ok(reserved.unwrap_or(0) as u64)
 }
 
-/// Reserves `amount` on the day's budget if it stays within `limit`.
-/// Returns false (and changes nothing) when it would not.
-pub async fn reserve(
-    conn: &mut Conn,
-    tenant: &str,
-    currency: &str,
-    day: &str,
-    amount: u64,
-    limit: u64,
-) -> Result<bool> {
-    query(
-        "INSERT INTO budget_days (tenant_id, currency, day, reserved_minor) VALUES (?, ?, ?, 0)
-         ON CONFLICT (tenant_id, currency, day) DO NOTHING",
-    )
-    .bind(tenant)
-    .bind(currency)
-    .bind(day)
-    .execute(&mut *conn)
-    .await?;
+/// Reserves `amount` on the day's budget if it stays within the tenant's
+/// daily limit for the currency (none set: no limit). Returns false (and
+/// changes nothing) when it would not. One statement: the limit is read in
+/// it, so nothing can change between the check and the reservation.
+pub async fn reserve(conn: &mut Conn, tenant: &str, currency: &str, day: &str, amount: u64) -> Result<bool> {
     let done = query(
-        "UPDATE budget_days SET reserved_minor = reserved_minor + ?
-         WHERE tenant_id = ? AND currency = ? AND day = ? AND reserved_minor + ? <= ?",
+        "INSERT INTO budget_days (tenant_id, currency, day, reserved_minor)
+         SELECT ?, ?, ?, ? WHERE ? <= COALESCE(
+             (SELECT daily_limit_minor FROM budgets WHERE tenant_id = ? AND currency = ?), 9223372036854775807)
+         ON CONFLICT (tenant_id, currency, day) DO UPDATE SET reserved_minor = budget_days.reserved_minor + ?
+         WHERE budget_days.reserved_minor + ? <= COALESCE(
+             (SELECT daily_limit_minor FROM budgets WHERE tenant_id = ? AND currency = ?), 9223372036854775807)",
     )
-    .bind(amount as i64)
     .bind(tenant)
     .bind(currency)
     .bind(day)
     .bind(amount as i64)
-    .bind(limit as i64)
+    .bind(amount as i64)
+    .bind(tenant)
+    .bind(currency)
+    .bind(amount as i64)
+    .bind(amount as i64)
+    .bind(tenant)
+    .bind(currency)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -301,4 +297,42 @@ pub async fn release(conn: &mut Conn, tenant: &str, currency: &str, day: &str, a
     .execute(conn)
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_reservation_stays_within_the_daily_limit_read_in_the_same_statement() {
+        for db in crate::store::test_pg::each_backend("reservation_within_the_daily_limit").await {
+            let mut tx = db.begin().await.unwrap();
+            for tenant in ["t1", "t2"] {
+                query("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, '2026-01-01T00:00:00.000Z')")
+                    .bind(tenant)
+                    .bind(tenant)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+            }
+            query("INSERT INTO budgets (tenant_id, currency, daily_limit_minor) VALUES ('t1', 'USD', 10000)")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            let day = "2026-03-02";
+            let backend = db.backend;
+            assert!(!reserve(&mut tx, "t1", "USD", day, 10_001).await.unwrap(), "{backend}: above the limit alone");
+            assert_eq!(reserved(&mut tx, "t1", "USD", day).await.unwrap(), 0, "{backend}: a refusal takes nothing");
+            assert!(reserve(&mut tx, "t1", "USD", day, 6_000).await.unwrap(), "{backend}: the day's first");
+            assert!(!reserve(&mut tx, "t1", "USD", day, 4_001).await.unwrap(), "{backend}: one unit over");
+            assert!(reserve(&mut tx, "t1", "USD", day, 4_000).await.unwrap(), "{backend}: exactly the limit");
+            assert_eq!(reserved(&mut tx, "t1", "USD", day).await.unwrap(), 10_000);
+            assert!(reserve(&mut tx, "t1", "USD", "2026-03-03", 10_000).await.unwrap(), "{backend}: a new day");
+            assert!(reserve(&mut tx, "t1", "EUR", day, 1_000_000).await.unwrap(), "{backend}: no EUR limit");
+            assert!(reserve(&mut tx, "t2", "USD", day, 1_000_000).await.unwrap(), "{backend}: another tenant's");
+            assert!(reserve(&mut tx, "t2", "USD", day, 1_000_000).await.unwrap(), "{backend}: and again, no limit");
+            assert_eq!(reserved(&mut tx, "t2", "USD", day).await.unwrap(), 2_000_000);
+            assert_eq!(reserved(&mut tx, "t1", "USD", day).await.unwrap(), 10_000, "{backend}: t1's day unchanged");
+        }
+    }
 }
