@@ -2,8 +2,9 @@
 //!
 //! SQLite is the embedded default. Writes go through a pool of exactly one
 //! connection, so write transactions are serialized in-process and never
-//! fail with `SQLITE_BUSY` on upgrade; reads use a separate pool. With
-//! PostgreSQL both pools become one.
+//! fail with `SQLITE_BUSY` on upgrade; reads use separate read-only
+//! connections ([`readers`]), which go back for the next read without the
+//! round trip sqlx's pool makes. With PostgreSQL both become one pool.
 //!
 //! PostgreSQL (`database.url`, docs/DECISIONS.md "PostgreSQL") runs the same
 //! query texts: [`sql`] sends each to the backend's own sqlx driver. Its
@@ -35,6 +36,7 @@ pub mod slack;
 pub mod tlog;
 pub mod webhooks;
 
+pub mod readers;
 mod rows;
 mod sql;
 
@@ -131,7 +133,7 @@ impl Tx {
         match self.0 {
             Conn::SqliteTx(t) => Ok(t.commit().await?),
             Conn::PgTx(t) => Ok(t.commit().await?),
-            Conn::Sqlite(_) | Conn::Pg(_) => unreachable!("a Tx holds a transaction"),
+            Conn::Sqlite(_) | Conn::SqliteReader(_) | Conn::Pg(_) => unreachable!("a Tx holds a transaction"),
         }
     }
 
@@ -139,7 +141,7 @@ impl Tx {
         match self.0 {
             Conn::SqliteTx(t) => Ok(t.rollback().await?),
             Conn::PgTx(t) => Ok(t.rollback().await?),
-            Conn::Sqlite(_) | Conn::Pg(_) => unreachable!("a Tx holds a transaction"),
+            Conn::Sqlite(_) | Conn::SqliteReader(_) | Conn::Pg(_) => unreachable!("a Tx holds a transaction"),
         }
     }
 }
@@ -354,8 +356,8 @@ impl Db {
         let open_err = |source| OpenError::Open { path: path.display().to_string(), source };
         let write = writer_pool(&path).await.map_err(open_err)?;
         MIGRATOR.run(&write).await.map_err(|e| OpenError::migrating(&MIGRATOR, e))?;
-        let read = reader_pool(&path, 8).await.map_err(open_err)?;
-        Ok(Db { write: Pool::Sqlite(write), read: Pool::Sqlite(read) })
+        let read = readers::Readers::open(sqlite_options(&path).read_only(true), 8).await.map_err(open_err)?;
+        Ok(Db { write: Pool::Sqlite(write), read: Pool::SqliteReaders(read) })
     }
 
     /// Starts a write transaction (writes queue on the one writer).

@@ -25,6 +25,8 @@ use std::fmt::Display;
 #[derive(Clone, Debug)]
 pub enum Pool {
     Sqlite(SqlitePool),
+    /// SQLite's readers (`super::readers`).
+    SqliteReaders(std::sync::Arc<super::readers::Readers>),
     Pg(PgPool),
 }
 
@@ -33,6 +35,7 @@ pub enum Pool {
 #[derive(Debug)]
 pub enum Conn {
     Sqlite(PoolConnection<Sqlite>),
+    SqliteReader(super::readers::Reader),
     SqliteTx(sqlx::Transaction<'static, Sqlite>),
     Pg(PoolConnection<Postgres>),
     PgTx(sqlx::Transaction<'static, Postgres>),
@@ -50,6 +53,9 @@ impl Pool {
     pub async fn begin(&self) -> sqlx::Result<super::Tx> {
         Ok(super::Tx(match self {
             Pool::Sqlite(p) => Conn::SqliteTx(p.begin_with("BEGIN IMMEDIATE").await?),
+            Pool::SqliteReaders(_) => {
+                return Err(sqlx::Error::Configuration("a write transaction on SQLite's readers".into()))
+            }
             Pool::Pg(p) => Conn::PgTx(p.begin().await?),
         }))
     }
@@ -58,6 +64,7 @@ impl Pool {
     pub async fn acquire(&self) -> sqlx::Result<super::Pooled> {
         Ok(super::Pooled(match self {
             Pool::Sqlite(p) => Conn::Sqlite(p.acquire().await?),
+            Pool::SqliteReaders(r) => Conn::SqliteReader(r.acquire().await?),
             Pool::Pg(p) => Conn::Pg(p.acquire().await?),
         }))
     }
@@ -65,6 +72,7 @@ impl Pool {
     pub async fn close(&self) {
         match self {
             Pool::Sqlite(p) => p.close().await,
+            Pool::SqliteReaders(r) => r.close().await,
             Pool::Pg(p) => p.close().await,
         }
     }
@@ -134,6 +142,7 @@ impl<'e> Exec<'e> {
 /// The driver-level executor an [`Exec`] stands for.
 enum Target<'e> {
     SqlitePool(&'e SqlitePool),
+    SqliteReaders(&'e std::sync::Arc<super::readers::Readers>),
     Sqlite(&'e mut SqliteConnection),
     PgPool(&'e PgPool),
     Pg(&'e mut PgConnection),
@@ -143,8 +152,10 @@ impl<'e> Exec<'e> {
     fn target(self) -> Target<'e> {
         match self {
             Exec::Pool(Pool::Sqlite(p)) => Target::SqlitePool(p),
+            Exec::Pool(Pool::SqliteReaders(r)) => Target::SqliteReaders(r),
             Exec::Pool(Pool::Pg(p)) => Target::PgPool(p),
             Exec::Conn(Conn::Sqlite(c)) => Target::Sqlite(c),
+            Exec::Conn(Conn::SqliteReader(c)) => Target::Sqlite(c),
             Exec::Conn(Conn::SqliteTx(t)) => Target::Sqlite(t),
             Exec::Conn(Conn::Pg(c)) => Target::Pg(c),
             Exec::Conn(Conn::PgTx(t)) => Target::Pg(t),
@@ -280,6 +291,11 @@ macro_rules! dispatch {
             Target::Sqlite(c) => {
                 let q = args.into_iter().fold(sqlx::query::<Sqlite>(&sql), |q, a| bind_sqlite(q, a));
                 q.$method(c).await.map($sqlite)
+            }
+            Target::SqliteReaders(r) => {
+                let mut c = r.acquire().await?;
+                let q = args.into_iter().fold(sqlx::query::<Sqlite>(&sql), |q, a| bind_sqlite(q, a));
+                q.$method(&mut *c).await.map($sqlite)
             }
             Target::PgPool(p) => {
                 let text = pg_text(&sql);
