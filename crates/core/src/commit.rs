@@ -349,6 +349,104 @@ async fn record(
     let key = idempotency_key(&row.id, &row.request_hash);
     let day = budget_day(now);
     let is_transfer = row.kind == ProposalKind::Transfer.as_str();
+    let new = NewOperation {
+        id: op_id,
+        proposal_id: &row.id,
+        jti: &claims.jti,
+        idempotency_key: &key,
+        tenant_id: &row.tenant_id,
+        kind: &row.kind,
+        amount_minor: row.amount_minor,
+        currency: &row.currency,
+        budget_day: is_transfer.then_some(day.as_str()),
+        reverses,
+        now,
+        claimed_until: now + operations::rail_call_lease(&state.settings().rail),
+    };
+    if !state.db().is_postgres() {
+        if let Some(op) = record_at_once(state, row, &new).await? {
+            return Ok(Some(op));
+        }
+    }
+    record_step_by_step(state, row, &new).await
+}
+
+/// The authorization's audit entry (its receipt is added when appended).
+fn authorization(row: &ProposalRow, op: &NewOperation<'_>, committed: &crate::evidence::Commitments) -> AuditEntry {
+    AuditEntry {
+        tenant_id: Some(row.tenant_id.clone()),
+        actor: format!("agent:{}", row.agent_id),
+        action: "operation.created".into(),
+        proposal_id: Some(row.id.clone()),
+        request_hash: Some(row.request_hash.clone()),
+        data: json!({
+            "from": ProposalStatus::Approved, "to": ProposalStatus::Executing,
+            "operation_id": op.id, "idempotency_key": op.idempotency_key, "jti": op.jti,
+            "amount_minor": row.amount_minor, "currency": row.currency,
+            "budget_day": op.budget_day, "reverses": op.reverses,
+            "source_account_commitment": committed.source_account,
+            "destination_commitment": committed.destination,
+        }),
+    }
+}
+
+/// Step 5 on SQLite in three round trips to the writer's thread (`BEGIN`,
+/// one command, `COMMIT`) where [`record_step_by_step`] takes about ten
+/// (docs/DECISIONS.md, "The commit's writes in one command on SQLite"):
+/// the salts and the newest receipt are read first, the receipt signed,
+/// and each check is a guard in the command (`store::guarded`). `None` when
+/// one did not hold or this process remembers no head of the audit chain:
+/// nothing was changed, and the step-by-step transaction runs, which
+/// answers why (or records after all).
+async fn record_at_once(
+    state: &(impl Store + Config + crate::approval::receipts::Receipts),
+    row: &ProposalRow,
+    op: &NewOperation<'_>,
+) -> Result<Option<OperationRow>, CommitError> {
+    use crate::evidence::{Committed, DESTINATION, SOURCE_ACCOUNT};
+    let read = &state.db().read;
+    let fields = [SOURCE_ACCOUNT, DESTINATION];
+    let (kept, (receipt_seen, prev)) = tokio::try_join!(
+        store::evidence::kept(read, &row.id, fields),
+        store::audit::last_receipt_seen(read, &row.id),
+    )?;
+    // Made here when none is kept yet; the command keeps them unless another
+    // transaction kept others first (then its guard stops it).
+    let salts = kept.unwrap_or_else(|| [rand::random(), rand::random()]);
+    let committed = Committed::with_salts(&row.request, salts).commitments();
+    let entry = crate::approval::receipts::sign(state, &authorization(row, op, &committed), prev.as_deref(), op.now)?;
+    let plan = store::operations::RecordAtOnce {
+        operation: op.clone(),
+        agent_id: &row.agent_id,
+        salt_fields: fields,
+        salts,
+        receipt_seen,
+        entry: &entry,
+    };
+    let Some(command) = plan.plan() else {
+        return Ok(None);
+    };
+    let mut tx = state.db().begin().await?;
+    match command.run(&mut tx).await? {
+        Some(op) => {
+            tx.commit().await?;
+            Ok(Some(op))
+        }
+        None => {
+            tx.rollback().await?;
+            Ok(None)
+        }
+    }
+}
+
+/// Step 5 as one transaction of statements one after another (PostgreSQL,
+/// and SQLite when [`record_at_once`] did not record).
+async fn record_step_by_step(
+    state: &(impl Store + Config + crate::approval::receipts::Receipts),
+    row: &ProposalRow,
+    op: &NewOperation<'_>,
+) -> Result<Option<OperationRow>, CommitError> {
+    let now = op.now;
     let mut tx = state.db().begin().await?;
     // The kill switch, read in the transaction that would record the
     // operation: a freeze any instance wrote stops this commit before the
@@ -356,7 +454,7 @@ async fn record(
     if let Some(freeze) = store::freezes::blocking(&mut tx, &row.tenant_id, &row.agent_id).await? {
         return Err(denied("kill_switch", crate::freeze::refusal(&freeze)));
     }
-    if !store::operations::use_token(&mut tx, &claims.jti, &row.id, now).await? {
+    if !store::operations::use_token(&mut tx, op.jti, &row.id, now).await? {
         // Another commit of the same proposal used it and recorded its
         // operation (on PostgreSQL this one may have waited on the token's
         // row for it): answer that operation, as a retry would.
@@ -365,31 +463,14 @@ async fn record(
         }
         return Err(CommitError::Token("already_used"));
     }
-    if is_transfer
-        && !store::operations::reserve(&mut tx, &row.tenant_id, &row.currency, &day, row.amount_minor).await?
-    {
-        let limit = store::operations::daily_limit(&mut tx, &row.tenant_id, &row.currency).await?;
-        let used = store::operations::reserved(&mut tx, &row.tenant_id, &row.currency, &day).await?;
-        return Err(budget_denied(row, used, limit.unwrap_or(i64::MAX as u64)));
+    if let Some(day) = op.budget_day {
+        if !store::operations::reserve(&mut tx, &row.tenant_id, &row.currency, day, row.amount_minor).await? {
+            let limit = store::operations::daily_limit(&mut tx, &row.tenant_id, &row.currency).await?;
+            let used = store::operations::reserved(&mut tx, &row.tenant_id, &row.currency, day).await?;
+            return Err(budget_denied(row, used, limit.unwrap_or(i64::MAX as u64)));
+        }
     }
-    let op = store::operations::insert(
-        &mut tx,
-        &NewOperation {
-            id: op_id,
-            proposal_id: &row.id,
-            jti: &claims.jti,
-            idempotency_key: &key,
-            tenant_id: &row.tenant_id,
-            kind: &row.kind,
-            amount_minor: row.amount_minor,
-            currency: &row.currency,
-            budget_day: is_transfer.then_some(day.as_str()),
-            reverses,
-            now,
-            claimed_until: now + operations::rail_call_lease(&state.settings().rail),
-        },
-    )
-    .await?;
+    let recorded = store::operations::insert(&mut tx, op).await?;
     if !store::proposals::transition(&mut tx, &row.id, &[ProposalStatus::Approved], ProposalStatus::Executing, now)
         .await?
     {
@@ -399,29 +480,9 @@ async fn record(
     // The authorization names the accounts by salted commitment only
     // (docs/EVIDENCE.md "Commitments").
     let committed = crate::evidence::Committed::of(&mut tx, &row.id, &row.request).await?.commitments();
-    crate::approval::receipts::append(
-        state,
-        &mut tx,
-        &AuditEntry {
-            tenant_id: Some(row.tenant_id.clone()),
-            actor: format!("agent:{}", row.agent_id),
-            action: "operation.created".into(),
-            proposal_id: Some(row.id.clone()),
-            request_hash: Some(row.request_hash.clone()),
-            data: json!({
-                "from": ProposalStatus::Approved, "to": ProposalStatus::Executing,
-                "operation_id": op_id, "idempotency_key": key, "jti": claims.jti,
-                "amount_minor": row.amount_minor, "currency": row.currency,
-                "budget_day": is_transfer.then_some(&day), "reverses": reverses,
-                "source_account_commitment": committed.source_account,
-                "destination_commitment": committed.destination,
-            }),
-        },
-        now,
-    )
-    .await?;
+    crate::approval::receipts::append(state, &mut tx, &authorization(row, op, &committed), now).await?;
     tx.commit().await?;
-    Ok(Some(op))
+    Ok(Some(recorded))
 }
 
 #[cfg(test)]
@@ -437,6 +498,149 @@ mod tests {
         assert_ne!(key, idempotency_key("prop_01abd", &hash));
         assert_ne!(key, idempotency_key("prop_01abc", &format!("sha256:{}", "cd".repeat(32))));
         assert!(key.len() <= 255 && key.bytes().all(|b| b.is_ascii_graphic()), "fits the Idempotency-Key header");
+    }
+
+    /// A demo proposal of `amount_minor` USD to Northwind, approved by ana
+    /// and ben as far as policy asks: its id and approval token.
+    async fn approved(
+        state: &crate::services::Services,
+        agent: &AgentPrincipal,
+        users: &[store::directory::User],
+        run: &str,
+        amount_minor: u64,
+    ) -> (String, String) {
+        let body = json!({"run_id": run, "amount_minor": amount_minor, "currency": "USD",
+            "source_account": "acct_demo000000001234", "destination": "ba_northwind0007",
+            "reference": "Invoice", "purpose_code": "vendor"});
+        let (proposals::Proposed::Created(mut view) | proposals::Proposed::Existing(mut view)) =
+            proposals::propose(state, agent, &body, state.now()).await.unwrap();
+        for name in ["ana", "ben"] {
+            if view.status == ProposalStatus::Approved {
+                break;
+            }
+            let user = users.iter().find(|u| u.username == name).unwrap();
+            let approver = crate::approvals::Approver {
+                user_id: user.id.clone(),
+                tenant_id: user.tenant_id.clone(),
+                roles: user.roles.clone(),
+                approval_limits_minor: user.approval_limits_minor.clone(),
+                amr: "pwd",
+                via: "console",
+                step_up: None,
+                not_duplicate: None,
+                on_behalf_of: None,
+            };
+            view =
+                crate::approvals::decide(state, &approver, &view.id, crate::approvals::Verdict::Approve, state.now())
+                    .await
+                    .unwrap();
+        }
+        // The token is the agent's to read, not the approver's.
+        let view = proposals::for_agent(state, agent, &view.id).await.unwrap();
+        (view.id, view.approval_token.expect("approved"))
+    }
+
+    /// The claims of a compact JWS, unverified (its signature is checked
+    /// where receipts are verified).
+    fn claims_of(jws: &str) -> serde_json::Value {
+        use base64::Engine;
+        let payload = jws.split('.').nth(1).unwrap();
+        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn on_sqlite_a_commit_records_in_one_command_that_checks_every_guard() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
+        let (id, token) = approved(&state, &agent, &users, "one-command", 25_000).await;
+        let view = commit(&*state, &agent, &id, &token).await.unwrap();
+        let op = view.operation.expect("recorded");
+
+        // The guards the command ran, each held (a refused one stops it).
+        let mut writer = state.db().write.acquire().await.unwrap();
+        let guards: Vec<(String, i64)> = store::query("SELECT step, ok FROM temp.commit_guard ORDER BY rowid")
+            .fetch_all(&mut *writer)
+            .await
+            .expect("the one-command path ran on the writer")
+            .iter()
+            .map(|r| (r.try_get("step").unwrap(), r.try_int("ok").unwrap().unwrap()))
+            .collect();
+        drop(writer);
+        let steps: Vec<&str> = guards.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            steps,
+            [
+                "no freeze stops it",
+                "the token was unused",
+                "within the daily budget",
+                "still approved",
+                "the salts kept are these",
+                "no receipt since",
+                "the chain head as remembered"
+            ]
+        );
+        assert!(guards.iter().all(|(_, ok)| *ok == 1));
+
+        // What the step-by-step transaction writes, it wrote: the token used,
+        // the day's reservation, the chain intact, the authorization's
+        // receipt linked to the approval token's, its commitments salted.
+        let read = &state.db().read;
+        let jti = claims_of(&token)["jti"].as_str().unwrap().to_owned();
+        assert!(store::proposals::token(read, &jti).await.unwrap().unwrap().used_at.is_some());
+        let mut conn = state.db().reader().await.unwrap();
+        let day = budget_day(state.now());
+        assert_eq!(store::operations::reserved(&mut conn, "demo", "USD", &day).await.unwrap(), 25_000);
+        drop(conn);
+        assert!(matches!(store::audit::verify(read).await.unwrap(), store::audit::Verification::Intact { .. }));
+        let entries = store::audit::for_proposal(read, &id).await.unwrap();
+        let receipts: Vec<(&str, &str)> =
+            entries.iter().filter_map(|e| Some((e.action.as_str(), e.data.get("receipt")?.as_str()?))).collect();
+        let at = receipts.iter().position(|(action, _)| *action == "operation.created").unwrap();
+        let ((_, before), (_, authorization)) = (receipts[at - 1], receipts[at]);
+        let claims = claims_of(authorization);
+        assert_eq!(claims["prev"], crate::approval::receipts::digest(before));
+        let (action, answer) = receipts[at + 1];
+        assert_eq!(action, "operation.unknown", "the rail's answer (a rail that never answers)");
+        assert_eq!(claims_of(answer)["prev"], crate::approval::receipts::digest(authorization));
+        assert_eq!(claims["data"]["operation_id"], op.id);
+        let mut tx = state.db().begin().await.unwrap();
+        let committed = crate::evidence::Committed::of(
+            &mut tx,
+            &id,
+            &store::proposals::get(read, "demo", &id).await.unwrap().unwrap().request,
+        )
+        .await
+        .unwrap()
+        .commitments();
+        drop(tx);
+        assert_eq!(claims["data"]["destination_commitment"], committed.destination);
+        assert_eq!(claims["data"]["source_account_commitment"], committed.source_account);
+
+        // A guard that does not hold (a freeze): the command stops, the
+        // step-by-step transaction answers why, and nothing stands.
+        let (frozen, token) = approved(&state, &agent, &users, "frozen", 30_000).await;
+        let mut tx = state.db().begin().await.unwrap();
+        store::freezes::freeze(
+            &mut tx,
+            &store::freezes::Scope::Tenant("demo".into()),
+            "user:ada",
+            "drill",
+            state.now(),
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let refused = commit(&*state, &agent, &frozen, &token).await.unwrap_err();
+        assert!(matches!(&refused, CommitError::Denied(d) if d.reasons[0].rule == "kill_switch"), "{refused:?}");
+        let row = store::proposals::get(read, "demo", &frozen).await.unwrap().unwrap();
+        assert_eq!(row.status, ProposalStatus::Approved);
+        assert!(store::operations::for_proposal(read, &frozen).await.unwrap().is_none());
+        let jti = claims_of(&token)["jti"].as_str().unwrap().to_owned();
+        assert!(store::proposals::token(read, &jti).await.unwrap().unwrap().used_at.is_none());
+        let mut conn = state.db().reader().await.unwrap();
+        assert_eq!(store::operations::reserved(&mut conn, "demo", "USD", &day).await.unwrap(), 25_000);
+        drop(conn);
+        assert!(matches!(store::audit::verify(read).await.unwrap(), store::audit::Verification::Intact { .. }));
     }
 
     #[test]

@@ -84,7 +84,34 @@ pub async fn append(
     let (Some(kind), Some(pid)) = (kind_of(&entry.action, &entry.actor), entry.proposal_id.as_deref()) else {
         return crate::store::audit::append(tx, entry).await;
     };
-    let prev = crate::store::audit::last_receipt(tx, pid).await?.map(|r| digest(&r));
+    let prev = crate::store::audit::last_receipt(tx, pid).await?;
+    crate::store::audit::append(tx, &signed(state, entry, kind, pid, prev.as_deref(), now)?).await
+}
+
+/// `entry` with its receipt when it records a consequential step of a
+/// payment whose newest receipt is `prev`, for a caller that read `prev`
+/// itself and appends the entry in its own statements
+/// (`crate::commit`'s one command on SQLite).
+pub fn sign(
+    state: &impl Receipts,
+    entry: &AuditEntry,
+    prev: Option<&str>,
+    now: DateTime<Utc>,
+) -> crate::store::Result<AuditEntry> {
+    match (kind_of(&entry.action, &entry.actor), entry.proposal_id.as_deref()) {
+        (Some(kind), Some(pid)) => signed(state, entry, kind, pid, prev, now),
+        _ => Ok(entry.clone()),
+    }
+}
+
+fn signed(
+    state: &impl Receipts,
+    entry: &AuditEntry,
+    kind: &'static str,
+    pid: &str,
+    prev: Option<&str>,
+    now: DateTime<Utc>,
+) -> crate::store::Result<AuditEntry> {
     let claims = Claims {
         iss: state.receipt_issuer(),
         iat: now.timestamp(),
@@ -94,7 +121,7 @@ pub async fn append(
         tid: entry.tenant_id.as_deref(),
         pid,
         rh: entry.request_hash.as_deref(),
-        prev,
+        prev: prev.map(digest),
         data: &entry.data,
     };
     let receipt =
@@ -106,7 +133,7 @@ pub async fn append(
         }
         None => signed.data = serde_json::json!({ "value": entry.data, "receipt": receipt }),
     }
-    crate::store::audit::append(tx, &signed).await
+    Ok(signed)
 }
 
 #[cfg(test)]

@@ -204,13 +204,18 @@ impl Committed {
     /// The salts kept for `proposal_id` (made on first use, inside the
     /// caller's transaction) and the commitments of `request`'s accounts.
     pub async fn of(conn: &mut Conn, proposal_id: &str, request: &CanonicalRequest) -> crate::store::Result<Self> {
-        let [source_salt, destination_salt] =
-            crate::store::evidence::salts(conn, proposal_id, [SOURCE_ACCOUNT, DESTINATION]).await?;
+        let salts = crate::store::evidence::salts(conn, proposal_id, [SOURCE_ACCOUNT, DESTINATION]).await?;
+        Ok(Self::with_salts(request, salts))
+    }
+
+    /// The commitments of `request`'s accounts under these salts (the
+    /// source account's, then the destination's).
+    pub fn with_salts(request: &CanonicalRequest, [source_salt, destination_salt]: [[u8; 32]; 2]) -> Self {
         let committed = |value: &str, salt: [u8; 32]| (value.to_owned(), salt, commitment(&salt, value));
-        Ok(Committed {
+        Committed {
             source_account: committed(request.source_account.expose(), source_salt),
             destination: committed(request.destination.id.expose(), destination_salt),
-        })
+        }
     }
 
     pub fn commitments(&self) -> Commitments {

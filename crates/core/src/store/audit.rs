@@ -10,6 +10,7 @@ use chrono::DateTime;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::{json, Value};
+#[cfg(not(test))]
 use std::sync::Mutex;
 
 use super::{query, ts, Builder, Conn, Int, Json, Pool, Result, Row, Timestamp};
@@ -59,14 +60,36 @@ const AUDIT_LOCK: i64 = 0x436f_756e_7465_7201;
 /// The chain's head as this process last wrote or read it: only a guess
 /// (another process may have appended since, or its transaction rolled
 /// back), so the insert checks it in the same statement.
+#[cfg(not(test))]
 static HEAD_HINT: Mutex<Option<(i64, String)>> = Mutex::new(None);
 
+#[cfg(not(test))]
 fn hint() -> Option<(i64, String)> {
     HEAD_HINT.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
+#[cfg(not(test))]
 fn set_hint(head: (i64, String)) {
     *HEAD_HINT.lock().unwrap_or_else(|p| p.into_inner()) = Some(head);
+}
+
+// The core's own tests run side by side in one process, each on a database
+// of its own and (`#[tokio::test]`) on a thread of its own: one guess per
+// thread, so a test's appends are not guessed from another's database.
+// A wrong guess is only slower; this keeps the paths a test takes its own.
+#[cfg(test)]
+thread_local! {
+    static HEAD_HINT: std::cell::RefCell<Option<(i64, String)>> = const { std::cell::RefCell::new(None) };
+}
+
+#[cfg(test)]
+fn hint() -> Option<(i64, String)> {
+    HEAD_HINT.with(|h| h.borrow().clone())
+}
+
+#[cfg(test)]
+fn set_hint(head: (i64, String)) {
+    HEAD_HINT.with(|h| *h.borrow_mut() = Some(head));
 }
 
 /// Appends `entry` in a transaction of its own (for an event that changes
@@ -123,8 +146,20 @@ pub async fn append_all(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
 /// with `guarded`, only if `prev` is the hash of the newest entry (returns
 /// whether they were inserted).
 async fn insert(conn: &mut Conn, seq: i64, prev: &str, entries: &[AuditEntry], guarded: bool) -> Result<bool> {
+    let mut q = Builder::new("");
+    let head = push_insert(&mut q, seq, prev, entries, guarded);
+    let inserted = q.build().execute(conn).await?.rows_affected() == entries.len() as u64;
+    if inserted {
+        // Also after a wrong guess: the next append guesses right again.
+        set_hint(head);
+    }
+    Ok(inserted)
+}
+
+/// Writes [`insert`]'s statement into `q`; returns the head it leaves.
+fn push_insert(q: &mut Builder<'_>, seq: i64, prev: &str, entries: &[AuditEntry], guarded: bool) -> (i64, String) {
     let at = ts(crate::clock::system_now());
-    let mut q = Builder::new(
+    q.push(
         "INSERT INTO audit_log (seq, at, tenant_id, actor, action, proposal_id, request_hash, data, prev_hash, hash)
          SELECT * FROM (VALUES ",
     );
@@ -143,12 +178,28 @@ async fn insert(conn: &mut Conn, seq: i64, prev: &str, entries: &[AuditEntry], g
     if guarded {
         q.push(" WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ").push_bind(prev.to_owned());
     }
-    let inserted = q.build().execute(conn).await?.rows_affected() == entries.len() as u64;
-    if inserted {
-        // Also after a wrong guess: the next append guesses right again.
-        set_hint((n - 1, last));
+    (n - 1, last)
+}
+
+/// An append written into a caller's statements, to run with them as one
+/// command (SQLite's one-command commit, `crate::commit`): linked to the
+/// remembered head and guarded by it, as [`append`]'s usual statement.
+pub struct Planned {
+    head: (i64, String),
+}
+
+impl Planned {
+    /// Writes the guarded insert of `entry` into `q`; `None` when this
+    /// process remembers no head (nothing is written: append as usual).
+    pub fn push(q: &mut Builder<'_>, entry: &AuditEntry) -> Option<Planned> {
+        let (seq, prev) = hint()?;
+        Some(Planned { head: push_insert(q, seq + 1, &prev, std::slice::from_ref(entry), true) })
     }
-    Ok(inserted)
+
+    /// The statements ran and the entry went in (`changes()` said so).
+    pub fn inserted(self) {
+        set_hint(self.head);
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, sqlx::FromRow)]
@@ -172,19 +223,38 @@ pub async fn last_receipt(conn: &mut Conn, proposal_id: &str) -> Result<Option<S
     if conn.is_postgres() {
         query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
     }
-    // Only the entries that may hold one are read (a receipt is a member of
-    // `data`, and a `"` inside a JSON string is escaped, so the pattern is
-    // found only where there is such a member).
-    let rows: Vec<String> = super::scalar(
-        "SELECT data FROM audit_log WHERE proposal_id = ? AND data LIKE '%\"receipt\":\"%' ORDER BY seq DESC",
-    )
-    .bind(proposal_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows.iter().find_map(|data| {
-        let value: Value = serde_json::from_str(data).ok()?;
+    Ok(receipts_of(&mut *conn, proposal_id).await?.1)
+}
+
+/// A payment's newest receipt read outside a transaction, and the number of
+/// the newest entry that may hold one (0 for none): a one-command append
+/// checks in its statements that nothing newer came in between
+/// ([`push_receipt_seen`]).
+pub async fn last_receipt_seen(pool: &Pool, proposal_id: &str) -> Result<(i64, Option<String>)> {
+    receipts_of(pool, proposal_id).await
+}
+
+/// Writes whether the newest entry about `proposal_id` that may hold a
+/// receipt is still number `seen` (a guard's value, 1 or 0).
+pub fn push_receipt_seen<'q>(q: &mut Builder<'q>, proposal_id: &'q str, seen: i64) {
+    q.push("(SELECT COALESCE(MAX(seq), 0) FROM audit_log WHERE proposal_id = ").push_bind(proposal_id);
+    q.push(" AND ").push(MAY_HOLD_RECEIPT).push(") = ").push_bind(seen);
+}
+
+/// Only the entries that may hold a receipt (a receipt is a member of
+/// `data`, and a `"` inside a JSON string is escaped, so the pattern is
+/// found only where there is such a member).
+const MAY_HOLD_RECEIPT: &str = "data LIKE '%\"receipt\":\"%'";
+
+async fn receipts_of<'e>(exec: impl Into<super::Exec<'e>>, proposal_id: &str) -> Result<(i64, Option<String>)> {
+    let sql = format!("SELECT seq, data FROM audit_log WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT} ORDER BY seq DESC");
+    let rows = query(sql).bind(proposal_id).fetch_all(exec).await?;
+    let newest = rows.first().map(|r| r.try_int("seq")).transpose()?.flatten().unwrap_or(0);
+    let receipt = rows.iter().find_map(|row| {
+        let value: Value = serde_json::from_str(&row.try_get::<String>("data").ok()?).ok()?;
         value.get("receipt")?.as_str().map(str::to_owned)
-    }))
+    });
+    Ok((newest, receipt))
 }
 
 /// The entries about one proposal, oldest first (its timeline).

@@ -2,6 +2,7 @@
 //! docs/EVIDENCE.md "Commitments") and the audit entries a proof bundle
 //! proves.
 
+use super::guarded::Guarded;
 use super::{scalar, Builder, Conn, Pool, Result, StoreError};
 
 /// The salts of `proposal_id`'s commitments to `fields`, in their order:
@@ -29,6 +30,53 @@ pub async fn salts<const N: usize>(conn: &mut Conn, proposal_id: &str, fields: [
             .map_err(|_| StoreError::corrupt("evidence_salts.salt", "is not 32 bytes"))?;
     }
     Ok(out)
+}
+
+/// The salts already kept for `proposal_id`'s `fields`, read outside a
+/// transaction; `None` unless every one is there.
+pub async fn kept<const N: usize>(pool: &Pool, proposal_id: &str, fields: [&str; N]) -> Result<Option<[[u8; 32]; N]>> {
+    let mut q = Builder::new("SELECT field, salt FROM evidence_salts WHERE proposal_id = ");
+    q.push_bind(proposal_id).push(" AND field IN (");
+    q.push_list(fields);
+    q.push(")");
+    let rows = q.build().fetch_all(pool).await?;
+    let mut out = [[0u8; 32]; N];
+    for (i, field) in fields.iter().enumerate() {
+        let Some(row) = rows.iter().find(|r| r.try_get::<String>("field").is_ok_and(|f| f == *field)) else {
+            return Ok(None);
+        };
+        out[i] = row
+            .try_get::<Vec<u8>>("salt")?
+            .try_into()
+            .map_err(|_| StoreError::corrupt("evidence_salts.salt", "is not 32 bytes"))?;
+    }
+    Ok(Some(out))
+}
+
+/// Into a one-command transaction: keep `salts` for `fields` where none is
+/// kept yet, guarded by the kept ones being these.
+pub fn keep_at_once<'q, const N: usize>(
+    g: &mut Guarded<'q>,
+    proposal_id: &'q str,
+    fields: [&'q str; N],
+    salts: &[[u8; 32]; N],
+) {
+    g.statement(|q| {
+        q.push("INSERT INTO evidence_salts (proposal_id, field, salt) VALUES ");
+        for (i, (field, salt)) in fields.iter().zip(salts).enumerate() {
+            q.push(if i == 0 { "(" } else { ", (" });
+            q.push_bind(proposal_id).push(", ").push_bind(*field).push(", ").push_bind(salt.to_vec()).push(")");
+        }
+        q.push(" ON CONFLICT (proposal_id, field) DO NOTHING");
+    });
+    g.guard("the salts kept are these", |q| {
+        q.push("(SELECT count(*) FROM evidence_salts WHERE proposal_id = ").push_bind(proposal_id).push(" AND (");
+        for (i, (field, salt)) in fields.iter().zip(salts).enumerate() {
+            q.push(if i == 0 { "(field = " } else { " OR (field = " });
+            q.push_bind(*field).push(" AND salt = ").push_bind(salt.to_vec()).push(")");
+        }
+        q.push(format!(")) = {N}"));
+    });
 }
 
 /// The sequence numbers of the entries about `proposal_id`, oldest first.

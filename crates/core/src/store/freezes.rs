@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{query, ts, Conn, Pool, Result, Row, Timestamp};
+use super::{query, ts, Builder, Conn, Pool, Result, Row, Timestamp};
 
 /// What a freeze covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,17 +104,18 @@ pub async fn get(conn: &mut Conn, scope: &Scope) -> Result<Option<FreezeRow>> {
 /// A freeze that stops `tenant`'s agent `agent` from committing, if any
 /// (the widest first).
 pub async fn blocking(conn: &mut Conn, tenant: &str, agent: &str) -> Result<Option<FreezeRow>> {
-    let row = query(
-        "SELECT * FROM freezes WHERE scope = 'all' OR (scope = 'tenant' AND tenant_id = ?)
-             OR (scope = 'agent' AND tenant_id = ? AND agent_id = ?)
-         ORDER BY CASE scope WHEN 'all' THEN 0 WHEN 'tenant' THEN 1 ELSE 2 END LIMIT 1",
-    )
-    .bind(tenant)
-    .bind(tenant)
-    .bind(agent)
-    .fetch_optional(conn)
-    .await?;
+    let mut q = Builder::new("SELECT * FROM freezes WHERE ");
+    push_blocking(&mut q, tenant, agent);
+    q.push(" ORDER BY CASE scope WHEN 'all' THEN 0 WHEN 'tenant' THEN 1 ELSE 2 END LIMIT 1");
+    let row = q.build().fetch_optional(conn).await?;
     row.as_ref().map(Row::decode).transpose()
+}
+
+/// Writes the condition under which a freeze stops `tenant`'s agent `agent`.
+pub fn push_blocking<'q>(q: &mut Builder<'q>, tenant: &'q str, agent: &'q str) {
+    q.push("(scope = 'all' OR (scope = 'tenant' AND tenant_id = ").push_bind(tenant);
+    q.push(") OR (scope = 'agent' AND tenant_id = ").push_bind(tenant).push(" AND agent_id = ").push_bind(agent);
+    q.push("))");
 }
 
 /// What is frozen that covers `tenant` (the global freeze too), widest

@@ -20,6 +20,7 @@ pub mod evidence;
 pub mod exports;
 pub mod freezes;
 pub mod gauges;
+pub mod guarded;
 pub mod human_loop;
 pub mod idempotency;
 pub mod notices;

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::guarded::Guarded;
 use super::{query, scalar, ts, Builder, Conn, Exec, Int, Known, OptTimestamp, Pool, Result, Row, Timestamp, Unsigned};
 
 pub use crate::domain::OpStatus;
@@ -60,29 +61,99 @@ pub struct NewOperation<'a> {
 
 /// Records `op` and returns it as stored (one statement).
 pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<OperationRow> {
+    let mut q = Builder::new("");
+    push_insert(&mut q, op);
+    q.build().fetch_one(conn).await?.decode()
+}
+
+fn push_insert<'q>(q: &mut Builder<'q>, op: &NewOperation<'q>) {
     let now = ts(op.now);
-    query(
+    q.push(
         "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
              currency, budget_day, reverses, attempts, next_check_at, claimed_until, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0, ?, ?, ?, ?) RETURNING *",
-    )
-    .bind(op.id)
-    .bind(op.proposal_id)
-    .bind(op.jti)
-    .bind(op.idempotency_key)
-    .bind(op.tenant_id)
-    .bind(op.kind)
-    .bind(op.amount_minor as i64)
-    .bind(op.currency)
-    .bind(op.budget_day)
-    .bind(op.reverses)
-    .bind(&now)
-    .bind(ts(op.claimed_until))
-    .bind(&now)
-    .bind(&now)
-    .fetch_one(conn)
-    .await?
-    .decode()
+         VALUES (",
+    );
+    q.push_list([op.id, op.proposal_id, op.jti, op.idempotency_key, op.tenant_id, op.kind]);
+    q.push(", 'pending', ").push_bind(op.amount_minor as i64).push(", ").push_bind(op.currency);
+    q.push(", ").push_bind(op.budget_day).push(", ").push_bind(op.reverses).push(", 0, ");
+    q.push_list([now.clone(), ts(op.claimed_until), now.clone(), now]);
+    q.push(") RETURNING *");
+}
+
+/// Step 5 of a commit (`crate::commit`) on SQLite, as one command
+/// (`super::guarded`): everything it writes was read, made and signed
+/// before its transaction opened, and each check the step-by-step
+/// transaction makes between writes is a guard here.
+pub struct RecordAtOnce<'a> {
+    /// With `budget_day` set, the amount is reserved on that day's budget.
+    pub operation: NewOperation<'a>,
+    pub agent_id: &'a str,
+    /// The proposal's account salts to keep (or the ones kept already).
+    pub salt_fields: [&'a str; 2],
+    pub salts: [[u8; 32]; 2],
+    /// The newest entry about the proposal that may hold a receipt, as read
+    /// when `entry`'s receipt was signed (0 for none).
+    pub receipt_seen: i64,
+    /// `operation.created`, its receipt signed.
+    pub entry: &'a super::audit::AuditEntry,
+}
+
+impl<'a> RecordAtOnce<'a> {
+    /// The command: `None` when this process remembers no head of the audit
+    /// chain (append step by step).
+    pub fn plan(&'a self) -> Option<AtOnce<'a>> {
+        let op = &self.operation;
+        let mut g = Guarded::new();
+        g.guard("no freeze stops it", |q| {
+            q.push("NOT EXISTS (SELECT 1 FROM freezes WHERE ");
+            super::freezes::push_blocking(q, op.tenant_id, self.agent_id);
+            q.push(")");
+        });
+        g.statement(|q| push_use_token(q, op.jti, op.proposal_id, op.now)).changed_one("the token was unused");
+        if let Some(day) = op.budget_day {
+            g.statement(|q| push_reserve(q, op.tenant_id, op.currency, day, op.amount_minor))
+                .changed_one("within the daily budget");
+        }
+        g.statement(|q| {
+            super::proposals::push_transition(
+                q,
+                op.proposal_id,
+                &[crate::domain::ProposalStatus::Approved],
+                crate::domain::ProposalStatus::Executing,
+                op.now,
+            )
+        })
+        .changed_one("still approved");
+        super::evidence::keep_at_once(&mut g, op.proposal_id, self.salt_fields, &self.salts);
+        g.guard("no receipt since", |q| {
+            super::audit::push_receipt_seen(q, op.proposal_id, self.receipt_seen);
+        });
+        let mut audit = None;
+        g.statement(|q| audit = super::audit::Planned::push(q, self.entry));
+        let audit = audit?;
+        g.changed_one("the chain head as remembered");
+        g.statement(|q| push_insert(q, op));
+        Some(AtOnce { g, audit })
+    }
+}
+
+/// [`RecordAtOnce`]'s command, ready to run.
+pub struct AtOnce<'a> {
+    g: Guarded<'a>,
+    audit: super::audit::Planned,
+}
+
+impl AtOnce<'_> {
+    /// Runs on `tx`: the operation as stored, or `None` when a guard did not
+    /// hold (roll `tx` back; nothing it wrote stands).
+    pub async fn run(self, tx: &mut Conn) -> Result<Option<OperationRow>> {
+        let Some(rows) = self.g.run(tx).await? else {
+            return Ok(None);
+        };
+        let op = rows.last().ok_or_else(|| super::StoreError::corrupt("operations", "the insert returned no row"))?;
+        self.audit.inserted();
+        Ok(Some(op.decode()?))
+    }
 }
 
 /// The operation of a proposal, on a pool or inside a transaction.
@@ -223,13 +294,15 @@ pub async fn reschedule(conn: &mut Conn, id: &str, at: DateTime<Utc>, attempted:
 /// Marks the approval token used. False when it was used already or is not
 /// the proposal's (the `used_at IS NULL` compare-and-set makes it single use).
 pub async fn use_token(conn: &mut Conn, jti: &str, proposal_id: &str, now: DateTime<Utc>) -> Result<bool> {
-    let done = query("UPDATE approval_tokens SET used_at = ? WHERE jti = ? AND proposal_id = ? AND used_at IS NULL")
-        .bind(ts(now))
-        .bind(jti)
-        .bind(proposal_id)
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    let mut q = Builder::new("");
+    push_use_token(&mut q, jti, proposal_id, now);
+    Ok(q.build().execute(conn).await?.rows_affected() == 1)
+}
+
+fn push_use_token<'q>(q: &mut Builder<'q>, jti: &'q str, proposal_id: &'q str, now: DateTime<Utc>) {
+    q.push("UPDATE approval_tokens SET used_at = ").push_bind(ts(now));
+    q.push(" WHERE jti = ").push_bind(jti).push(" AND proposal_id = ").push_bind(proposal_id);
+    q.push(" AND used_at IS NULL");
 }
 
 /// The daily limit of a tenant for a currency, if one is set.
@@ -259,28 +332,23 @@ pub async fn reserved(conn: &mut Conn, tenant: &str, currency: &str, day: &str) 
 /// changes nothing) when it would not. One statement: the limit is read in
 /// it, so nothing can change between the check and the reservation.
 pub async fn reserve(conn: &mut Conn, tenant: &str, currency: &str, day: &str, amount: u64) -> Result<bool> {
-    let done = query(
-        "INSERT INTO budget_days (tenant_id, currency, day, reserved_minor)
-         SELECT ?, ?, ?, ? WHERE ? <= COALESCE(
-             (SELECT daily_limit_minor FROM budgets WHERE tenant_id = ? AND currency = ?), 9223372036854775807)
-         ON CONFLICT (tenant_id, currency, day) DO UPDATE SET reserved_minor = budget_days.reserved_minor + ?
-         WHERE budget_days.reserved_minor + ? <= COALESCE(
-             (SELECT daily_limit_minor FROM budgets WHERE tenant_id = ? AND currency = ?), 9223372036854775807)",
-    )
-    .bind(tenant)
-    .bind(currency)
-    .bind(day)
-    .bind(amount as i64)
-    .bind(amount as i64)
-    .bind(tenant)
-    .bind(currency)
-    .bind(amount as i64)
-    .bind(amount as i64)
-    .bind(tenant)
-    .bind(currency)
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let mut q = Builder::new("");
+    push_reserve(&mut q, tenant, currency, day, amount);
+    Ok(q.build().execute(conn).await?.rows_affected() == 1)
+}
+
+fn push_reserve<'q>(q: &mut Builder<'q>, tenant: &'q str, currency: &'q str, day: &'q str, amount: u64) {
+    let amount = amount as i64;
+    let within = |q: &mut Builder<'q>| {
+        q.push(" <= COALESCE((SELECT daily_limit_minor FROM budgets WHERE tenant_id = ").push_bind(tenant);
+        q.push(" AND currency = ").push_bind(currency).push("), 9223372036854775807)");
+    };
+    q.push("INSERT INTO budget_days (tenant_id, currency, day, reserved_minor) SELECT ");
+    q.push_list([tenant, currency, day]).push(", ").push_bind(amount).push(" WHERE ").push_bind(amount);
+    within(q);
+    q.push(" ON CONFLICT (tenant_id, currency, day) DO UPDATE SET reserved_minor = budget_days.reserved_minor + ");
+    q.push_bind(amount).push(" WHERE budget_days.reserved_minor + ").push_bind(amount);
+    within(q);
 }
 
 /// Gives a failed operation's reservation back to the day it was taken from.

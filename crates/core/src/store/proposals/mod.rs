@@ -421,9 +421,23 @@ pub async fn transition(
     to: ProposalStatus,
     now: DateTime<Utc>,
 ) -> Result<bool> {
+    let mut q = Builder::new("");
+    push_transition(&mut q, id, from, to, now);
+    Ok(q.build().execute(conn).await?.rows_affected() == 1)
+}
+
+/// Writes [`transition`]'s statement into `q` (for a one-command
+/// transaction, `super::guarded`).
+pub fn push_transition<'q>(
+    q: &mut Builder<'q>,
+    id: &'q str,
+    from: &[ProposalStatus],
+    to: ProposalStatus,
+    now: DateTime<Utc>,
+) {
     debug_assert!(from.iter().all(|f| f.can_become(to)), "transition not allowed by the lifecycle");
-    let mut q = Builder::new("UPDATE proposals SET status = ");
-    q.push_bind(to.as_str())
+    q.push("UPDATE proposals SET status = ")
+        .push_bind(to.as_str())
         .push(", version = version + 1, updated_at = ")
         .push_bind(ts(now))
         .push(" WHERE id = ")
@@ -431,7 +445,6 @@ pub async fn transition(
         .push(" AND status IN (");
     q.push_list(from.iter().map(|f| f.as_str()));
     q.push(")");
-    Ok(q.build().execute(conn).await?.rows_affected() == 1)
 }
 
 /// A proposal something is due for: [`due_for_expiry`], [`approvals_expired_before`].
