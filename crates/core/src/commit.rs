@@ -142,7 +142,7 @@ async fn commit_inner(
     state.failpoint("commit.before_record");
     let op_id = store::new_id("op", now);
     let _in_flight = InFlight::claim(state, &op_id).expect("a fresh operation id is not in flight");
-    let Some(op) = record(state, &row, &claims, &op_id, reverses.as_deref(), now).await? else {
+    let Some((op, known)) = record(state, &row, &claims, &op_id, reverses.as_deref(), now).await? else {
         // Another commit of this proposal got there first: answer with its operation.
         return view(state, agent, proposal_id).await;
     };
@@ -151,7 +151,7 @@ async fn commit_inner(
 
     let outcome = operations::call_rail(state, &op, &row).await;
     state.failpoint("commit.after_rail");
-    operations::record(state, &op, outcome, state.now()).await?;
+    operations::record_knowing(state, &op, outcome, state.now(), known.as_ref()).await?;
     state.failpoint("commit.after_outcome");
     view(state, agent, proposal_id).await
 }
@@ -334,8 +334,9 @@ async fn reversed_transfer(state: &impl Store, row: &ProposalRow) -> Result<Stri
     }
 }
 
-/// Step 5, one transaction; returns the recorded operation. `None` when
-/// another commit of the same proposal recorded its operation first
+/// Step 5, one transaction; returns the recorded operation (and, from the
+/// one-command path, what the outcome's own one command needs). `None`
+/// when another commit of the same proposal recorded its operation first
 /// (nothing was changed here): it used the token, which this one then
 /// finds used.
 async fn record(
@@ -345,7 +346,7 @@ async fn record(
     op_id: &str,
     reverses: Option<&str>,
     now: DateTime<Utc>,
-) -> Result<Option<OperationRow>, CommitError> {
+) -> Result<Option<(OperationRow, Option<operations::Known>)>, CommitError> {
     let key = idempotency_key(&row.id, &row.request_hash);
     let day = budget_day(now);
     let is_transfer = row.kind == ProposalKind::Transfer.as_str();
@@ -364,11 +365,11 @@ async fn record(
         claimed_until: now + operations::rail_call_lease(&state.settings().rail),
     };
     if !state.db().is_postgres() {
-        if let Some(op) = record_at_once(state, row, &new).await? {
-            return Ok(Some(op));
+        if let Some((op, known)) = record_at_once(state, row, &new).await? {
+            return Ok(Some((op, Some(known))));
         }
     }
-    record_step_by_step(state, row, &new).await
+    Ok(record_step_by_step(state, row, &new).await?.map(|op| (op, None)))
 }
 
 /// The authorization's audit entry (its receipt is added when appended).
@@ -402,7 +403,7 @@ async fn record_at_once(
     state: &(impl Store + Config + crate::approval::receipts::Receipts),
     row: &ProposalRow,
     op: &NewOperation<'_>,
-) -> Result<Option<OperationRow>, CommitError> {
+) -> Result<Option<(OperationRow, operations::Known)>, CommitError> {
     use crate::evidence::{Committed, DESTINATION, SOURCE_ACCOUNT};
     let read = &state.db().read;
     let fields = [SOURCE_ACCOUNT, DESTINATION];
@@ -428,9 +429,16 @@ async fn record_at_once(
     };
     let mut tx = state.db().begin().await?;
     match command.run(&mut tx).await? {
-        Some(op) => {
+        Some((recorded, receipt_seq)) => {
             tx.commit().await?;
-            Ok(Some(op))
+            let receipt = entry.data["receipt"].as_str().unwrap_or_default().to_owned();
+            let known = operations::Known {
+                proposal_status: ProposalStatus::Executing,
+                request_hash: row.request_hash.clone(),
+                receipt_seq,
+                receipt,
+            };
+            Ok(Some((recorded, known)))
         }
         None => {
             tx.rollback().await?;
@@ -556,7 +564,9 @@ mod tests {
         let view = commit(&*state, &agent, &id, &token).await.unwrap();
         let op = view.operation.expect("recorded");
 
-        // The guards the command ran, each held (a refused one stops it).
+        // The guards the last command ran, each held (a refused one stops
+        // it): the outcome's, which runs as one command only with what the
+        // authorization's one command knew (`operations::Known`), so both ran.
         let mut writer = state.db().write.acquire().await.unwrap();
         let guards: Vec<(String, i64)> = store::query("SELECT step, ok FROM temp.commit_guard ORDER BY rowid")
             .fetch_all(&mut *writer)
@@ -569,15 +579,7 @@ mod tests {
         let steps: Vec<&str> = guards.iter().map(|(s, _)| s.as_str()).collect();
         assert_eq!(
             steps,
-            [
-                "no freeze stops it",
-                "the token was unused",
-                "within the daily budget",
-                "still approved",
-                "the salts kept are these",
-                "no receipt since",
-                "the chain head as remembered"
-            ]
+            ["the operation as read", "the proposal as known", "no receipt since", "the chain head as remembered"]
         );
         assert!(guards.iter().all(|(_, ok)| *ok == 1));
 
@@ -616,6 +618,45 @@ mod tests {
         assert_eq!(claims["data"]["destination_commitment"], committed.destination);
         assert_eq!(claims["data"]["source_account_commitment"], committed.source_account);
 
+        // The authorization's own command, run alone: every guard it ran, and
+        // what it hands the outcome's command (the entry it appended).
+        let (alone, token) = approved(&state, &agent, &users, "authorization", 20_000).await;
+        let now = state.now();
+        let expected = Expected {
+            issuer: &state.settings().public_url,
+            proposal_id: &alone,
+            tenant_id: "demo",
+            agent_id: &agent.agent_id,
+            now,
+        };
+        let claims = state.keys().verify(&token, &expected).unwrap();
+        let row = store::proposals::get(read, "demo", &alone).await.unwrap().unwrap();
+        let op_id = store::new_id("op", now);
+        let (op, known) = record(&*state, &row, &claims, &op_id, None, now).await.unwrap().unwrap();
+        let known = known.expect("recorded by the one command");
+        let mut writer = state.db().write.acquire().await.unwrap();
+        let steps: Vec<String> =
+            store::scalar("SELECT step FROM temp.commit_guard ORDER BY rowid").fetch_all(&mut *writer).await.unwrap();
+        drop(writer);
+        assert_eq!(
+            steps,
+            [
+                "no freeze stops it",
+                "the token was unused",
+                "within the daily budget",
+                "still approved",
+                "the salts kept are these",
+                "no receipt since",
+                "the chain head as remembered"
+            ]
+        );
+        let entries = store::audit::for_proposal(read, &alone).await.unwrap();
+        let last = entries.last().unwrap();
+        assert_eq!((last.action.as_str(), last.seq), ("operation.created", known.receipt_seq));
+        assert_eq!(last.data["receipt"], known.receipt.as_str());
+        assert_eq!(last.data["operation_id"], op.id);
+        assert_eq!(known.proposal_status, ProposalStatus::Executing);
+
         // A guard that does not hold (a freeze): the command stops, the
         // step-by-step transaction answers why, and nothing stands.
         let (frozen, token) = approved(&state, &agent, &users, "frozen", 30_000).await;
@@ -638,7 +679,7 @@ mod tests {
         let jti = claims_of(&token)["jti"].as_str().unwrap().to_owned();
         assert!(store::proposals::token(read, &jti).await.unwrap().unwrap().used_at.is_none());
         let mut conn = state.db().reader().await.unwrap();
-        assert_eq!(store::operations::reserved(&mut conn, "demo", "USD", &day).await.unwrap(), 25_000);
+        assert_eq!(store::operations::reserved(&mut conn, "demo", "USD", &day).await.unwrap(), 45_000);
         drop(conn);
         assert!(matches!(store::audit::verify(read).await.unwrap(), store::audit::Verification::Intact { .. }));
     }

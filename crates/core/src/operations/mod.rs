@@ -140,6 +140,29 @@ pub async fn record(
     outcome: RailOutcome,
     now: DateTime<Utc>,
 ) -> crate::store::Result<bool> {
+    record_knowing(state, op, outcome, now, None).await
+}
+
+/// What the commit knows of its payment when the rail answers: the
+/// proposal's status and request hash, and the payment's newest receipt
+/// (the authorization it just wrote) with its audit entry's number.
+#[derive(Debug, Clone)]
+pub struct Known {
+    pub proposal_status: ProposalStatus,
+    pub request_hash: String,
+    pub receipt_seq: i64,
+    pub receipt: String,
+}
+
+/// [`record`], with what the caller knows: on SQLite the outcome's
+/// transaction is then one command ([`settle_at_once`]).
+pub async fn record_knowing(
+    state: &(impl Store + Config + Notifier + crate::approval::receipts::Receipts),
+    op: &OperationRow,
+    outcome: RailOutcome,
+    now: DateTime<Utc>,
+    known: Option<&Known>,
+) -> crate::store::Result<bool> {
     let (to, update, proposal_to) = match &outcome {
         RailOutcome::Succeeded { reference } => (
             OpStatus::Succeeded,
@@ -179,8 +202,111 @@ pub async fn record(
             )
         }
     };
-    settle(state, op, to, &update, proposal_to, "system:rail", json!({"rail_outcome": format!("{outcome:?}")}), now)
-        .await
+    let data = json!({"rail_outcome": format!("{outcome:?}")});
+    if let Some(known) = known.filter(|_| !state.db().is_postgres()) {
+        let settled = Settled { op, to, update: &update, proposal_to, actor: "system:rail" };
+        if let Some(done) = settle_at_once(state, &settled, data.clone(), now, known).await? {
+            return Ok(done);
+        }
+    }
+    settle(state, op, to, &update, proposal_to, "system:rail", data, now).await
+}
+
+/// An outcome to write ([`settle_at_once`]).
+struct Settled<'a> {
+    op: &'a OperationRow,
+    to: OpStatus,
+    update: &'a Update<'a>,
+    proposal_to: ProposalStatus,
+    actor: &'a str,
+}
+
+/// [`settle`] on SQLite as one command (`store::guarded`, docs/DECISIONS.md
+/// "The commit's writes in one command on SQLite"), from what the commit
+/// knows instead of reads inside the transaction; each of those reads is a
+/// guard. `None` when one did not hold, or this process remembers no head
+/// of the audit chain, or the outcome is a reversal's success (it moves
+/// another proposal too): nothing was changed, [`settle`] runs.
+async fn settle_at_once(
+    state: &(impl Store + Notifier + crate::approval::receipts::Receipts),
+    s: &Settled<'_>,
+    data: serde_json::Value,
+    now: DateTime<Utc>,
+    known: &Known,
+) -> crate::store::Result<Option<bool>> {
+    use crate::store::guarded::Guarded;
+    let Settled { op, to, update, proposal_to, actor } = *s;
+    if to == OpStatus::Succeeded && op.kind == "reversal" {
+        return Ok(None);
+    }
+    let from = known.proposal_status;
+    let entry = crate::approval::receipts::sign(
+        state,
+        &AuditEntry {
+            tenant_id: Some(op.tenant_id.clone()),
+            actor: actor.to_owned(),
+            action: format!("operation.{}", to.as_str()),
+            proposal_id: Some(op.proposal_id.clone()),
+            request_hash: Some(known.request_hash.clone()),
+            data: outcome_data(data, op, to, update, from, proposal_to),
+        },
+        Some(&known.receipt),
+        now,
+    )?;
+    let mut g = Guarded::new();
+    g.statement(|q| store::operations::push_set_status(q, &op.id, &[op.status], to, update, now))
+        .changed_one("the operation as read");
+    if from != proposal_to && from.can_become(proposal_to) {
+        g.statement(|q| store::proposals::push_transition(q, &op.proposal_id, &[from], proposal_to, now))
+            .changed_one("the proposal as known");
+    } else {
+        g.statement(|q| store::proposals::push_touch(q, &op.proposal_id, now));
+        g.guard("the proposal as known", |q| store::proposals::push_status_is(q, &op.proposal_id, from));
+    }
+    if let (OpStatus::Failed | OpStatus::TooLate, Some(day)) = (to, &op.budget_day) {
+        g.statement(|q| store::operations::push_release(q, &op.tenant_id, &op.currency, day, op.amount_minor));
+    }
+    g.guard("no receipt since", |q| store::audit::push_receipt_seen(q, &op.proposal_id, known.receipt_seq));
+    let mut audit = None;
+    g.statement(|q| audit = store::audit::Planned::push(q, &entry));
+    let Some(audit) = audit else {
+        return Ok(None);
+    };
+    g.changed_one("the chain head as remembered");
+    let mut tx = state.db().begin().await?;
+    if g.run(&mut tx).await?.is_none() {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    audit.inserted();
+    tx.commit().await?;
+    state.changes().publish(&op.proposal_id);
+    Ok(Some(true))
+}
+
+/// The outcome's audit data: what the caller gave and the transition.
+fn outcome_data(
+    mut data: serde_json::Value,
+    op: &OperationRow,
+    to: OpStatus,
+    update: &Update<'_>,
+    from: ProposalStatus,
+    proposal_to: ProposalStatus,
+) -> serde_json::Value {
+    if let Some(obj) = data.as_object_mut() {
+        obj.insert("operation_id".into(), json!(op.id));
+        obj.insert("idempotency_key".into(), json!(op.idempotency_key));
+        obj.insert("operation_from".into(), json!(op.status));
+        obj.insert("operation_to".into(), json!(to));
+        obj.insert("from".into(), json!(from));
+        obj.insert("to".into(), json!(proposal_to));
+        obj.insert("rail_reference".into(), json!(update.rail_reference.or(op.rail_reference.as_deref())));
+        obj.insert("error_code".into(), json!(update.error.map(|(c, _)| c)));
+        if to == OpStatus::Failed && op.budget_day.is_some() {
+            obj.insert("budget_released".into(), json!(op.amount_minor));
+        }
+    }
+    data
 }
 
 /// Moves the operation from the status it was read in to `to` and the
@@ -193,7 +319,7 @@ async fn settle(
     update: &Update<'_>,
     proposal_to: ProposalStatus,
     actor: &str,
-    mut data: serde_json::Value,
+    data: serde_json::Value,
     now: DateTime<Utc>,
 ) -> crate::store::Result<bool> {
     let mut tx = state.db().begin().await?;
@@ -217,19 +343,7 @@ async fn settle(
     if to == OpStatus::Succeeded && op.kind == "reversal" {
         reversed_proposal = mark_reversed(state, &mut tx, op, now).await?;
     }
-    if let Some(obj) = data.as_object_mut() {
-        obj.insert("operation_id".into(), json!(op.id));
-        obj.insert("idempotency_key".into(), json!(op.idempotency_key));
-        obj.insert("operation_from".into(), json!(op.status));
-        obj.insert("operation_to".into(), json!(to));
-        obj.insert("from".into(), json!(proposal.status));
-        obj.insert("to".into(), json!(proposal_to));
-        obj.insert("rail_reference".into(), json!(update.rail_reference.or(op.rail_reference.as_deref())));
-        obj.insert("error_code".into(), json!(update.error.map(|(c, _)| c)));
-        if to == OpStatus::Failed && op.budget_day.is_some() {
-            obj.insert("budget_released".into(), json!(op.amount_minor));
-        }
-    }
+    let data = outcome_data(data, op, to, update, proposal.status, proposal_to);
     crate::approval::receipts::append(
         state,
         &mut tx,

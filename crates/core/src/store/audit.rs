@@ -196,6 +196,11 @@ impl Planned {
         Some(Planned { head: push_insert(q, seq + 1, &prev, std::slice::from_ref(entry), true) })
     }
 
+    /// The number the entry is appended as.
+    pub fn seq(&self) -> i64 {
+        self.head.0
+    }
+
     /// The statements ran and the entry went in (`changes()` said so).
     pub fn inserted(self) {
         set_hint(self.head);

@@ -144,15 +144,17 @@ pub struct AtOnce<'a> {
 }
 
 impl AtOnce<'_> {
-    /// Runs on `tx`: the operation as stored, or `None` when a guard did not
-    /// hold (roll `tx` back; nothing it wrote stands).
-    pub async fn run(self, tx: &mut Conn) -> Result<Option<OperationRow>> {
+    /// Runs on `tx`: the operation as stored and the number of its audit
+    /// entry, or `None` when a guard did not hold (roll `tx` back; nothing
+    /// it wrote stands).
+    pub async fn run(self, tx: &mut Conn) -> Result<Option<(OperationRow, i64)>> {
         let Some(rows) = self.g.run(tx).await? else {
             return Ok(None);
         };
         let op = rows.last().ok_or_else(|| super::StoreError::corrupt("operations", "the insert returned no row"))?;
+        let seq = self.audit.seq();
         self.audit.inserted();
-        Ok(Some(op.decode()?))
+        Ok(Some((op.decode()?, seq)))
     }
 }
 
@@ -239,7 +241,21 @@ pub async fn set_status(
     u: &Update<'_>,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let mut q = Builder::new("UPDATE operations SET claimed_until = NULL, status = ");
+    let mut q = Builder::new("");
+    push_set_status(&mut q, id, from, to, u, now);
+    Ok(q.build().execute(conn).await?.rows_affected() == 1)
+}
+
+/// Writes [`set_status`]'s statement into `q`.
+pub fn push_set_status<'q>(
+    q: &mut Builder<'q>,
+    id: &'q str,
+    from: &[OpStatus],
+    to: OpStatus,
+    u: &Update<'_>,
+    now: DateTime<Utc>,
+) {
+    q.push("UPDATE operations SET claimed_until = NULL, status = ");
     q.push_bind(to.as_str()).push(", updated_at = ").push_bind(ts(now));
     if let Some(r) = u.rail_reference {
         q.push(", rail_reference = ").push_bind(r.to_owned());
@@ -259,7 +275,6 @@ pub async fn set_status(
     q.push(" WHERE id = ").push_bind(id).push(" AND status IN (");
     q.push_list(from.iter().map(|f| f.as_str()));
     q.push(")");
-    Ok(q.build().execute(conn).await?.rows_affected() == 1)
 }
 
 /// Claims an open operation for one rail call until `until`, unless another
@@ -353,18 +368,18 @@ fn push_reserve<'q>(q: &mut Builder<'q>, tenant: &'q str, currency: &'q str, day
 
 /// Gives a failed operation's reservation back to the day it was taken from.
 pub async fn release(conn: &mut Conn, tenant: &str, currency: &str, day: &str, amount: u64) -> Result<()> {
-    query(
-        "UPDATE budget_days SET reserved_minor = CASE WHEN reserved_minor > ? THEN reserved_minor - ? ELSE 0 END
-         WHERE tenant_id = ? AND currency = ? AND day = ?",
-    )
-    .bind(amount as i64)
-    .bind(amount as i64)
-    .bind(tenant)
-    .bind(currency)
-    .bind(day)
-    .execute(conn)
-    .await?;
+    let mut q = Builder::new("");
+    push_release(&mut q, tenant, currency, day, amount);
+    q.build().execute(conn).await?;
     Ok(())
+}
+
+/// Writes [`release`]'s statement into `q`.
+pub fn push_release<'q>(q: &mut Builder<'q>, tenant: &'q str, currency: &'q str, day: &'q str, amount: u64) {
+    let amount = amount as i64;
+    q.push("UPDATE budget_days SET reserved_minor = CASE WHEN reserved_minor > ").push_bind(amount);
+    q.push(" THEN reserved_minor - ").push_bind(amount).push(" ELSE 0 END WHERE tenant_id = ").push_bind(tenant);
+    q.push(" AND currency = ").push_bind(currency).push(" AND day = ").push_bind(day);
 }
 
 #[cfg(test)]

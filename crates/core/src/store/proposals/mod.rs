@@ -557,12 +557,21 @@ pub async fn approvals_in_round(conn: &mut Conn, id: &str, round: i64) -> Result
 /// Marks a change that is not a status change (an approval short of the
 /// required count), so pollers see a new version.
 pub async fn touch(conn: &mut Conn, id: &str, now: DateTime<Utc>) -> Result<()> {
-    query("UPDATE proposals SET version = version + 1, updated_at = ? WHERE id = ?")
-        .bind(ts(now))
-        .bind(id)
-        .execute(conn)
-        .await?;
+    let mut q = Builder::new("");
+    push_touch(&mut q, id, now);
+    q.build().execute(conn).await?;
     Ok(())
+}
+
+/// Writes [`touch`]'s statement into `q`.
+pub fn push_touch<'q>(q: &mut Builder<'q>, id: &'q str, now: DateTime<Utc>) {
+    q.push("UPDATE proposals SET version = version + 1, updated_at = ").push_bind(ts(now));
+    q.push(" WHERE id = ").push_bind(id);
+}
+
+/// Writes whether `id`'s status is `status` (a guard's value, 1 or 0).
+pub fn push_status_is<'q>(q: &mut Builder<'q>, id: &'q str, status: ProposalStatus) {
+    q.push("(SELECT status FROM proposals WHERE id = ").push_bind(id).push(") = ").push_bind(status.as_str());
 }
 
 /// Every approval and rejection of a proposal, all rounds, oldest first.
