@@ -242,14 +242,7 @@ async fn settle_at_once(
     let from = known.proposal_status;
     let entry = crate::approval::receipts::sign(
         state,
-        &AuditEntry {
-            tenant_id: Some(op.tenant_id.clone()),
-            actor: actor.to_owned(),
-            action: format!("operation.{}", to.as_str()),
-            proposal_id: Some(op.proposal_id.clone()),
-            request_hash: Some(known.request_hash.clone()),
-            data: outcome_data(data, op, to, update, from, proposal_to),
-        },
+        &outcome_entry(op, to, actor, &known.request_hash, outcome_data(data, op, to, update, from, proposal_to)),
         Some(&known.receipt),
         now,
     )?;
@@ -282,6 +275,25 @@ async fn settle_at_once(
     tx.commit().await?;
     state.changes().publish(&op.proposal_id);
     Ok(Some(true))
+}
+
+/// The audit entry of an operation's move to `to` (its receipt is added
+/// when it is appended or signed).
+fn outcome_entry(
+    op: &OperationRow,
+    to: OpStatus,
+    actor: &str,
+    request_hash: &str,
+    data: serde_json::Value,
+) -> AuditEntry {
+    AuditEntry {
+        tenant_id: Some(op.tenant_id.clone()),
+        actor: actor.to_owned(),
+        action: format!("operation.{}", to.as_str()),
+        proposal_id: Some(op.proposal_id.clone()),
+        request_hash: Some(request_hash.to_owned()),
+        data,
+    }
 }
 
 /// The outcome's audit data: what the caller gave and the transition.
@@ -344,20 +356,8 @@ async fn settle(
         reversed_proposal = mark_reversed(state, &mut tx, op, now).await?;
     }
     let data = outcome_data(data, op, to, update, proposal.status, proposal_to);
-    crate::approval::receipts::append(
-        state,
-        &mut tx,
-        &AuditEntry {
-            tenant_id: Some(op.tenant_id.clone()),
-            actor: actor.to_owned(),
-            action: format!("operation.{}", to.as_str()),
-            proposal_id: Some(op.proposal_id.clone()),
-            request_hash: Some(proposal.request_hash.clone()),
-            data,
-        },
-        now,
-    )
-    .await?;
+    crate::approval::receipts::append(state, &mut tx, &outcome_entry(op, to, actor, &proposal.request_hash, data), now)
+        .await?;
     tx.commit().await?;
     state.changes().publish(&op.proposal_id);
     if let Some(id) = reversed_proposal {
