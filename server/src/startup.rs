@@ -183,7 +183,13 @@ fn listen(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandle<()>> {
-    vec![
+    let mut tasks = Vec::new();
+    if !state.db.is_postgres() {
+        // SQLite's WAL is copied back off the writer's thread.
+        let (dir, shutdown) = (state.settings.data_dir.clone(), shutdown.clone());
+        tasks.push(tokio::spawn(async move { store::checkpoints(&dir, &shutdown).await }));
+    }
+    tasks.extend([
         tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::operations::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::slack::outbox::run(state.clone(), shutdown.clone())),
@@ -194,7 +200,8 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         tokio::spawn(crate::tlog::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::exports::run(state.clone(), shutdown.clone())),
         tokio::spawn(metrics_upkeep(state.clone(), shutdown.clone())),
-    ]
+    ]);
+    tasks
 }
 
 /// Every few seconds, the request histograms' samples go into their buckets

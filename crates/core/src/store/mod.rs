@@ -413,9 +413,56 @@ fn pool_options(connections: u32) -> SqlitePoolOptions {
         .test_before_acquire(false)
 }
 
-/// A pool of exactly one connection: every write queues on it.
+/// A pool of exactly one connection: every write queues on it. It leaves
+/// the WAL's checkpoints to [`checkpoints`] unless the WAL passes
+/// [`WRITER_AUTOCHECKPOINT`] pages (a process that runs no checkpointer).
 pub async fn writer_pool(path: &Path) -> sqlx::Result<SqlitePool> {
-    pool_options(1).connect_with(sqlite_options(path)).await
+    let options = sqlite_options(path).pragma("wal_autocheckpoint", WRITER_AUTOCHECKPOINT.to_string());
+    pool_options(1).connect_with(options).await
+}
+
+/// The WAL's size in pages (4 KB) past which the writer checkpoints itself
+/// (SQLite's default is 1,000): a safety net, since a checkpoint on the
+/// writer's thread holds up every write behind it (docs/DECISIONS.md,
+/// "Checkpoints off the write path").
+pub const WRITER_AUTOCHECKPOINT: u32 = 10_000;
+
+/// How often [`checkpoints`] copies the WAL back into the database file.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+
+/// Copies SQLite's WAL back into the database file in `data_dir` every
+/// [`CHECKPOINT_EVERY`], on a connection of its own, until `shutdown`
+/// (`serve` runs it). A passive checkpoint waits for no reader or writer:
+/// commits go on while it copies and syncs the file.
+pub async fn checkpoints(data_dir: &Path, shutdown: &crate::shutdown::Shutdown) {
+    use sqlx::Connection;
+    let path = data_dir.join("countersign.db");
+    let mut conn = match sqlx::SqliteConnection::connect_with(&sqlite_options(&path)).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::error!(error = %e, "the WAL checkpointer could not open the database; the writer checkpoints itself");
+            return;
+        }
+    };
+    let mut ticker = tokio::time::interval(CHECKPOINT_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shutdown.wait() => break,
+        }
+        if let Err(e) = checkpoint(&mut conn).await {
+            tracing::warn!(error = %e, "a WAL checkpoint failed; the next one retries");
+        }
+    }
+    conn.close().await.ok();
+}
+
+/// One passive checkpoint: the WAL's frames and how many of them are now
+/// in the database file.
+pub async fn checkpoint(conn: &mut sqlx::SqliteConnection) -> sqlx::Result<(i64, i64)> {
+    let (_busy, log, done): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)").fetch_one(conn).await?;
+    Ok((log, done))
 }
 
 /// Read-only connections beside the writer (WAL lets them run concurrently).
@@ -497,6 +544,48 @@ pub mod probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_writer_leaves_the_wal_to_the_checkpointer_which_copies_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).await.unwrap();
+        let mut writer = db.writer().await.unwrap();
+        let auto: i64 = scalar("PRAGMA wal_autocheckpoint").fetch_one(&mut *writer).await.unwrap();
+        assert_eq!(auto, i64::from(WRITER_AUTOCHECKPOINT));
+        drop(writer);
+        // About 1,500 pages: past SQLite's own threshold (1,000), below ours.
+        let mut tx = db.begin().await.unwrap();
+        query("CREATE TABLE filler (b BLOB)").execute(&mut *tx).await.unwrap();
+        query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500)
+             INSERT INTO filler SELECT randomblob(3900) FROM n",
+        )
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let file = dir.path().join("countersign.db");
+        let size = || std::fs::metadata(&file).unwrap().len();
+        let written = 1500 * 3900;
+        assert!(size() < written, "the writer did not checkpoint: the pages wait in the WAL ({} bytes)", size());
+
+        let (trigger, shutdown) = crate::shutdown::channel();
+        let task = tokio::spawn({
+            let dir = dir.path().to_owned();
+            async move { checkpoints(&dir, &shutdown).await }
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while size() < written && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(size() >= written, "the checkpointer copied the WAL into the file ({} bytes)", size());
+        trigger.fire();
+        task.await.unwrap();
+        // Reads and writes go on as before.
+        let rows: i64 = scalar("SELECT count(*) FROM filler").fetch_one(&db.read).await.unwrap();
+        assert_eq!(rows, 1500);
+        db.close().await;
+    }
 
     #[test]
     fn ids_sort_by_time() {
