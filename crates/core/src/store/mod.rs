@@ -437,25 +437,22 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 pub async fn checkpoints(data_dir: &Path, shutdown: &crate::shutdown::Shutdown) {
     use sqlx::Connection;
     let path = data_dir.join("countersign.db");
-    let mut conn = match sqlx::SqliteConnection::connect_with(&sqlite_options(&path)).await {
+    let conn = match sqlx::SqliteConnection::connect_with(&sqlite_options(&path)).await {
         Ok(conn) => conn,
         Err(e) => {
             tracing::error!(error = %e, "the WAL checkpointer could not open the database; the writer checkpoints itself");
             return;
         }
     };
-    let mut ticker = tokio::time::interval(CHECKPOINT_EVERY);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = shutdown.wait() => break,
-        }
-        if let Err(e) = checkpoint(&mut conn).await {
+    // Lent to each tick (one at a time: `every` awaits a tick before the next).
+    let conn = tokio::sync::Mutex::new(conn);
+    crate::shutdown::every(CHECKPOINT_EVERY, shutdown, || async {
+        if let Err(e) = checkpoint(&mut *conn.lock().await).await {
             tracing::warn!(error = %e, "a WAL checkpoint failed; the next one retries");
         }
-    }
-    conn.close().await.ok();
+    })
+    .await;
+    conn.into_inner().close().await.ok();
 }
 
 /// One passive checkpoint: the WAL's frames and how many of them are now
