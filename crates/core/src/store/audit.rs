@@ -2,9 +2,14 @@
 //! hash of the previous one, so editing, deleting or reordering any entry
 //! breaks the chain at that point, and `countersign audit verify` names it.
 //!
-//! Entries are appended inside the same transaction as the change they
-//! record. Account numbers are masked by the callers' types (`Display` of
-//! `SourceAccount` / `PayeeId`); secrets are never passed in.
+//! Entries are written inside the same transaction as the change they
+//! record. On SQLite (one writer) each is linked as it is written. On
+//! PostgreSQL a transaction writes them to `audit_pending`, taking no lock,
+//! and right after it commits one short transaction under the chain's lock
+//! ([`link`]) numbers and links every committed pending entry: several
+//! instances' writes never wait for each other's commits, only for that
+//! brief linking. Account numbers are masked by the callers' types
+//! (`Display` of `SourceAccount` / `PayeeId`); secrets are never passed in.
 
 use chrono::DateTime;
 use chrono::Utc;
@@ -54,8 +59,17 @@ pub(crate) fn body_bytes(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) ->
     jcs::to_vec(&body).expect("audit entries hold only integers")
 }
 
-/// The PostgreSQL advisory lock key that serializes appends to the chain.
+/// The PostgreSQL advisory lock key that serializes linking into the chain
+/// (and, as the seed of a hash, names each payment's receipt lock).
 const AUDIT_LOCK: i64 = 0x436f_756e_7465_7201;
+
+/// Pending entries linked per statement (PostgreSQL).
+const LINK_BATCH: i64 = 1000;
+
+/// How long an entry may wait in `audit_pending` before [`verify`] calls it
+/// a failure: it is linked right after its transaction commits, or by the
+/// transparency log's next pass (every second) if that failed.
+pub const LINK_GRACE: chrono::Duration = chrono::Duration::seconds(60);
 
 /// The chain's head as this process last wrote or read it: only a guess
 /// (another process may have appended since, or its transaction rolled
@@ -118,10 +132,7 @@ pub async fn append_all(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
         return Ok(());
     }
     if conn.is_postgres() {
-        // Several instances may append at once: one at a time, the lock
-        // held to the end of the transaction, so the head read below stays
-        // the head. (On SQLite the single writer serializes them.)
-        query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
+        return append_pending(conn, entries).await;
     }
     // The guess saves reading the head: right unless another process
     // appended, or the transaction that wrote it rolled back.
@@ -142,6 +153,117 @@ pub async fn append_all(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
     Ok(())
 }
 
+/// PostgreSQL: writes `entries` unlinked, to be linked once they are
+/// committed: by [`crate::store::Tx::commit`] for a transaction, at once on
+/// a connection outside one (the insert has committed by itself).
+async fn append_pending(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
+    let at = ts(crate::clock::system_now());
+    let mut q = Builder::new(
+        "INSERT INTO audit_pending (at, tenant_id, actor, action, proposal_id, request_hash, data) VALUES ",
+    );
+    for (i, entry) in entries.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_bind(at.clone()).push(", ").push_bind(entry.tenant_id.clone());
+        q.push(", ").push_bind(entry.actor.clone()).push(", ").push_bind(entry.action.clone());
+        q.push(", ").push_bind(entry.proposal_id.clone()).push(", ").push_bind(entry.request_hash.clone());
+        q.push(", ").push_bind(entry.data.to_string()).push(")");
+    }
+    q.build().execute(&mut *conn).await?;
+    match conn {
+        Conn::PgTx(tx) => tx.unlinked = true,
+        Conn::Pg(c) => {
+            link_on(c).await?;
+        }
+        Conn::Sqlite(_) | Conn::SqliteReader(_) | Conn::SqliteTx(_) => unreachable!("PostgreSQL only"),
+    }
+    Ok(())
+}
+
+/// Links every committed pending entry into the chain (PostgreSQL; nothing
+/// to do on SQLite). The transparency log's pass calls it, so an entry
+/// whose linking after its commit failed is linked within a second.
+pub async fn link(db: &super::Db) -> Result<u64> {
+    let super::Pool::Pg(pool) = &db.write else { return Ok(0) };
+    let waiting: Option<i64> = super::scalar("SELECT id FROM audit_pending LIMIT 1").fetch_optional(&db.read).await?;
+    if waiting.is_none() {
+        return Ok(0);
+    }
+    link_with(pool).await
+}
+
+/// [`link`] on a connection of `pool`.
+pub(crate) async fn link_with(pool: &sqlx::PgPool) -> Result<u64> {
+    link_on(&mut *pool.acquire().await?).await
+}
+
+/// One transaction under the chain's lock: every pending entry committed
+/// so far, smallest id first, numbered after the head and hash-linked, moved
+/// from `audit_pending` to `audit_log`. Whoever takes the lock links
+/// everyone's entries: a transaction that finds its own already linked by
+/// another just commits.
+///
+/// It commits without waiting for the WAL flush (`synchronous_commit =
+/// off`), so the lock is held for the statements only. Nothing is lost by
+/// that: the entries were durable in `audit_pending` before, a crash at
+/// worst leaves them there to be linked again, and anything durable that
+/// builds on the links (a signed checkpoint, another transaction's commit)
+/// flushes the WAL up to them first.
+async fn link_on(conn: &mut sqlx::PgConnection) -> Result<u64> {
+    use sqlx::Connection;
+    let mut tx = conn.begin().await?;
+    query("SELECT set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock(?)")
+        .bind(AUDIT_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    let mut linked = 0u64;
+    loop {
+        let rows = query(
+            "WITH taken AS (
+                 DELETE FROM audit_pending WHERE id IN (SELECT id FROM audit_pending ORDER BY id LIMIT ?)
+                 RETURNING *)
+             SELECT taken.*, head.seq AS head_seq, head.hash AS head_hash FROM taken
+             LEFT JOIN (SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1) head ON true
+             ORDER BY taken.id",
+        )
+        .bind(LINK_BATCH)
+        .fetch_all(&mut *tx)
+        .await?;
+        let Some(first) = rows.first() else { break };
+        let seq = first.try_int("head_seq")?.unwrap_or(0) + 1;
+        let prev = first.try_get::<Option<String>>("head_hash")?.unwrap_or_else(|| GENESIS.to_owned());
+        let pending = rows.iter().map(|row| Ok(row.decode::<Pending>()?.entry())).collect::<Result<Vec<_>>>()?;
+        let mut q = Builder::new("");
+        push_linked(&mut q, seq, &prev, pending.iter().map(|(at, entry)| (at.as_str(), entry)));
+        q.build().execute(&mut *tx).await?;
+        linked += rows.len() as u64;
+        if (rows.len() as i64) < LINK_BATCH {
+            break;
+        }
+    }
+    tx.commit().await?;
+    Ok(linked)
+}
+
+/// An entry waiting in `audit_pending`.
+#[derive(sqlx::FromRow)]
+struct Pending {
+    at: String,
+    tenant_id: Option<String>,
+    actor: String,
+    action: String,
+    proposal_id: Option<String>,
+    request_hash: Option<String>,
+    #[sqlx(try_from = "Json<Value>")]
+    data: Value,
+}
+
+impl Pending {
+    fn entry(self) -> (String, AuditEntry) {
+        let Pending { at, tenant_id, actor, action, proposal_id, request_hash, data } = self;
+        (at, AuditEntry { tenant_id, actor, action, proposal_id, request_hash, data })
+    }
+}
+
 /// Inserts `entries` as numbers `seq`, `seq + 1`, … chained after `prev`;
 /// with `guarded`, only if `prev` is the hash of the newest entry (returns
 /// whether they were inserted).
@@ -159,15 +281,30 @@ async fn insert(conn: &mut Conn, seq: i64, prev: &str, entries: &[AuditEntry], g
 /// Writes [`insert`]'s statement into `q`; returns the head it leaves.
 fn push_insert(q: &mut Builder<'_>, seq: i64, prev: &str, entries: &[AuditEntry], guarded: bool) -> (i64, String) {
     let at = ts(crate::clock::system_now());
+    let head = push_linked(q, seq, prev, entries.iter().map(|e| (at.as_str(), e)));
+    if guarded {
+        q.push(" WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ").push_bind(prev.to_owned());
+    }
+    head
+}
+
+/// Writes the insert of `entries` (each with its time) as numbers `seq`,
+/// `seq + 1`, … chained after `prev`; returns the head it leaves.
+fn push_linked<'a>(
+    q: &mut Builder<'_>,
+    seq: i64,
+    prev: &str,
+    entries: impl IntoIterator<Item = (&'a str, &'a AuditEntry)>,
+) -> (i64, String) {
     q.push(
         "INSERT INTO audit_log (seq, at, tenant_id, actor, action, proposal_id, request_hash, data, prev_hash, hash)
          SELECT * FROM (VALUES ",
     );
     let (mut n, mut last) = (seq, prev.to_owned());
-    for (i, entry) in entries.iter().enumerate() {
-        let hash = entry_hash(n, &at, entry, &last);
+    for (i, (at, entry)) in entries.into_iter().enumerate() {
+        let hash = entry_hash(n, at, entry, &last);
         q.push(if i == 0 { "(" } else { ", (" });
-        q.push_bind(n).push(", ").push_bind(at.clone()).push(", ").push_bind(entry.tenant_id.clone());
+        q.push_bind(n).push(", ").push_bind(at.to_owned()).push(", ").push_bind(entry.tenant_id.clone());
         q.push(", ").push_bind(entry.actor.clone()).push(", ").push_bind(entry.action.clone());
         q.push(", ").push_bind(entry.proposal_id.clone()).push(", ").push_bind(entry.request_hash.clone());
         q.push(", ").push_bind(entry.data.to_string()).push(", ").push_bind(last).push(", ").push_bind(hash.clone());
@@ -175,9 +312,6 @@ fn push_insert(q: &mut Builder<'_>, seq: i64, prev: &str, entries: &[AuditEntry]
         (n, last) = (n + 1, hash);
     }
     q.push(") AS v");
-    if guarded {
-        q.push(" WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ").push_bind(prev.to_owned());
-    }
     (n - 1, last)
 }
 
@@ -221,12 +355,17 @@ pub struct StoredEntry {
 
 /// The newest receipt among the entries about `proposal_id` (their
 /// `data.receipt`), read inside the appending transaction. On PostgreSQL
-/// the chain's lock is taken first (held to the end of the transaction, as
-/// the append that follows takes it), so two transactions never name the
-/// same receipt as their previous one.
+/// the payment's receipt lock is taken first (held to the end of the
+/// transaction, as every transaction that reads here before appending takes
+/// it), so two transactions never name the same receipt as their previous
+/// one; entries still waiting to be linked count, newer than any linked.
 pub async fn last_receipt(conn: &mut Conn, proposal_id: &str) -> Result<Option<String>> {
     if conn.is_postgres() {
-        query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
+        query("SELECT pg_advisory_xact_lock(hashtextextended(?, ?))")
+            .bind(proposal_id)
+            .bind(AUDIT_LOCK)
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(receipts_of(&mut *conn, proposal_id).await?.1)
 }
@@ -252,9 +391,26 @@ pub fn push_receipt_seen<'q>(q: &mut Builder<'q>, proposal_id: &'q str, seen: i6
 const MAY_HOLD_RECEIPT: &str = "data LIKE '%\"receipt\":\"%'";
 
 async fn receipts_of<'e>(exec: impl Into<super::Exec<'e>>, proposal_id: &str) -> Result<(i64, Option<String>)> {
-    let sql = format!("SELECT seq, data FROM audit_log WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT} ORDER BY seq DESC");
-    let rows = query(sql).bind(proposal_id).fetch_all(exec).await?;
-    let newest = rows.first().map(|r| r.try_int("seq")).transpose()?.flatten().unwrap_or(0);
+    let exec = exec.into();
+    // Linked entries by number, then (PostgreSQL) those waiting to be
+    // linked, which will be linked after them, by id.
+    let sql = if exec.is_postgres() {
+        format!(
+            "SELECT seq, data FROM (
+                 SELECT 0 AS waiting, seq AS n, seq, data FROM audit_log WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT}
+                 UNION ALL
+                 SELECT 1, id, NULL, data FROM audit_pending WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT}) e
+             ORDER BY waiting DESC, n DESC"
+        )
+    } else {
+        format!("SELECT seq, data FROM audit_log WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT} ORDER BY seq DESC")
+    };
+    let mut q = query(sql).bind(proposal_id);
+    if exec.is_postgres() {
+        q = q.bind(proposal_id);
+    }
+    let rows = q.fetch_all(exec).await?;
+    let newest = rows.iter().find_map(|r| r.try_int("seq").transpose()).transpose()?.unwrap_or(0);
     let receipt = rows.iter().find_map(|row| {
         let value: Value = serde_json::from_str(&row.try_get::<String>("data").ok()?).ok()?;
         value.get("receipt")?.as_str().map(str::to_owned)
@@ -311,6 +467,17 @@ pub async fn verify(pool: &Pool) -> Result<Verification> {
         if !full {
             break;
         }
+    }
+    // PostgreSQL: entries are linked right after their transaction commits;
+    // one still waiting long after is one the chain does not cover yet.
+    let cutoff = ts(crate::clock::system_now() - LINK_GRACE);
+    let stale: i64 = super::scalar("SELECT COUNT(*) FROM audit_pending WHERE at < ?").bind(cutoff).fetch_one(pool).await?;
+    if stale > 0 {
+        let problem = format!(
+            "{stale} entries written more than {} s ago are not linked into the chain",
+            LINK_GRACE.num_seconds()
+        );
+        return Ok(Verification::Broken { seq: expected_seq, problem });
     }
     Ok(Verification::Intact { entries: expected_seq - 1 })
 }
@@ -475,6 +642,125 @@ mod tests {
             drop(conn);
             db.finish().await;
         }
+    }
+
+    async fn count(db: &Db, table: &str) -> i64 {
+        crate::store::scalar(format!("SELECT COUNT(*) FROM {table}")).fetch_one(&db.read).await.unwrap()
+    }
+
+    /// PostgreSQL: a transaction writes its entries without the chain's lock
+    /// (it runs while another connection holds it); once it commits they
+    /// wait in `audit_pending` until the lock is free, then the commit links
+    /// them; a rolled-back transaction leaves nothing.
+    #[tokio::test]
+    async fn on_postgres_entries_are_written_without_the_chain_lock_and_linked_after_commit() {
+        let Some(pg) = crate::store::test_pg::fresh_migrated("on_postgres_entries_are_written_without_the_chain_lock")
+            .await
+        else {
+            return;
+        };
+        let db = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        append(&mut db.writer().await.unwrap(), &entry("first")).await.unwrap();
+        assert_eq!((count(&db, "audit_log").await, count(&db, "audit_pending").await), (1, 0), "linked at once");
+
+        // another instance is linking: it holds the chain's lock
+        let mut holder = db.begin().await.unwrap();
+        query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut holder).await.unwrap();
+
+        let mut tx = db.begin().await.unwrap();
+        let entries = [entry("second"), entry("third")];
+        let wrote = append_all(&mut tx, &entries);
+        tokio::time::timeout(std::time::Duration::from_secs(5), wrote)
+            .await
+            .expect("writing an entry must not wait for the chain's lock")
+            .unwrap();
+        assert_eq!(count(&db, "audit_pending").await, 0, "not visible before the commit");
+        let committing = tokio::spawn(async move { tx.commit().await });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(!committing.is_finished(), "the commit links its entries, and linking waits for the lock");
+        assert_eq!((count(&db, "audit_log").await, count(&db, "audit_pending").await), (1, 2));
+
+        holder.commit().await.unwrap();
+        committing.await.unwrap().unwrap();
+        assert_eq!((count(&db, "audit_log").await, count(&db, "audit_pending").await), (3, 0));
+        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 });
+        let actions: Vec<String> =
+            crate::store::scalar("SELECT action FROM audit_log ORDER BY seq").fetch_all(&db.read).await.unwrap();
+        assert_eq!(actions, ["first", "second", "third"]);
+
+        let mut tx = db.begin().await.unwrap();
+        append(&mut tx, &entry("rolled back")).await.unwrap();
+        tx.rollback().await.unwrap();
+        assert_eq!((count(&db, "audit_log").await, count(&db, "audit_pending").await), (3, 0));
+        db.close().await;
+        pg.drop().await;
+    }
+
+    /// An entry left unlinked (its process ended between commit and link):
+    /// `verify` calls it a failure once it is older than the grace, and the
+    /// log's pass (`link`) links it; a fresh one is not a failure yet.
+    #[tokio::test]
+    async fn an_entry_left_unlinked_fails_verify_until_a_pass_links_it() {
+        let Some(pg) = crate::store::test_pg::fresh_migrated("an_entry_left_unlinked_fails_verify").await else {
+            return;
+        };
+        let db = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        append(&mut db.writer().await.unwrap(), &entry("a")).await.unwrap();
+        let pending = "INSERT INTO audit_pending (at, tenant_id, actor, action, data) VALUES (?, 'acme', 'cli', ?, '{}')";
+        query(pending).bind(ts(crate::clock::system_now())).bind("fresh").execute(&db.write).await.unwrap();
+        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 1 }, "within the grace");
+        let old = ts(crate::clock::system_now() - LINK_GRACE - chrono::Duration::seconds(5));
+        query(pending).bind(old).bind("old").execute(&db.write).await.unwrap();
+        match verify(&db.read).await.unwrap() {
+            Verification::Broken { seq: 2, problem } => assert!(problem.contains("not linked"), "{problem}"),
+            other => panic!("an entry unlinked past the grace must fail verify: {other:?}"),
+        }
+        assert_eq!(link(&db).await.unwrap(), 2);
+        assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 3 });
+        assert_eq!(link(&db).await.unwrap(), 0, "nothing left");
+        db.close().await;
+        pg.drop().await;
+    }
+
+    /// PostgreSQL: a payment's receipts are read under a lock of that
+    /// payment's own (another payment's go on meanwhile), and one still
+    /// waiting to be linked is the newest.
+    #[tokio::test]
+    async fn on_postgres_receipts_lock_their_payment_only_and_count_entries_waiting_to_be_linked() {
+        let Some(pg) = crate::store::test_pg::fresh_migrated("on_postgres_receipts_lock_their_payment_only").await
+        else {
+            return;
+        };
+        let db = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        let receipt = |pid: &str, r: &str| AuditEntry {
+            proposal_id: Some(pid.into()),
+            data: json!({"receipt": r}),
+            ..entry("proposal.approval_given")
+        };
+        append(&mut db.writer().await.unwrap(), &receipt("p1", "r1")).await.unwrap();
+        let mut first = db.begin().await.unwrap();
+        assert_eq!(last_receipt(&mut first, "p1").await.unwrap().as_deref(), Some("r1"));
+        append(&mut first, &receipt("p1", "r2")).await.unwrap();
+        assert_eq!(last_receipt(&mut first, "p1").await.unwrap().as_deref(), Some("r2"), "waiting, yet newest");
+
+        let mut other = db.begin().await.unwrap();
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), last_receipt(&mut other, "p2"));
+        assert_eq!(read.await.expect("another payment does not wait").unwrap(), None);
+        other.rollback().await.unwrap();
+
+        let db2 = db.clone();
+        let same = tokio::spawn(async move {
+            let mut tx = db2.begin().await.unwrap();
+            let seen = last_receipt(&mut tx, "p1").await.unwrap();
+            tx.rollback().await.unwrap();
+            seen
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(!same.is_finished(), "the same payment waits for the first transaction");
+        first.commit().await.unwrap();
+        assert_eq!(same.await.unwrap().as_deref(), Some("r2"));
+        db.close().await;
+        pg.drop().await;
     }
 
     /// Two instances (two pools on one PostgreSQL database) appending at

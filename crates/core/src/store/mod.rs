@@ -133,7 +133,19 @@ impl Tx {
     pub async fn commit(self) -> Result<()> {
         match self.0 {
             Conn::SqliteTx(t) => Ok(t.commit().await?),
-            Conn::PgTx(t) => Ok(t.commit().await?),
+            Conn::PgTx(sql::PgTx { tx, pool, unlinked }) => {
+                tx.commit().await?;
+                if unlinked {
+                    // The change is committed whatever happens here: a
+                    // failed link is retried by the transparency log's
+                    // next pass (`tlog::catch_up`), not reported as the
+                    // change's failure.
+                    if let Err(e) = audit::link_with(&pool).await {
+                        tracing::warn!(error = %e, "linking audit entries failed; the log's next pass retries");
+                    }
+                }
+                Ok(())
+            }
             Conn::Sqlite(_) | Conn::SqliteReader(_) | Conn::Pg(_) => unreachable!("a Tx holds a transaction"),
         }
     }
@@ -141,7 +153,7 @@ impl Tx {
     pub async fn rollback(self) -> Result<()> {
         match self.0 {
             Conn::SqliteTx(t) => Ok(t.rollback().await?),
-            Conn::PgTx(t) => Ok(t.rollback().await?),
+            Conn::PgTx(t) => Ok(t.tx.rollback().await?),
             Conn::Sqlite(_) | Conn::SqliteReader(_) | Conn::Pg(_) => unreachable!("a Tx holds a transaction"),
         }
     }

@@ -38,7 +38,18 @@ pub enum Conn {
     SqliteReader(super::readers::Reader),
     SqliteTx(sqlx::Transaction<'static, Sqlite>),
     Pg(PoolConnection<Postgres>),
-    PgTx(sqlx::Transaction<'static, Postgres>),
+    PgTx(PgTx),
+}
+
+/// A PostgreSQL transaction, and whether it wrote audit entries that are
+/// linked into the chain once it commits (`super::audit::link`).
+#[derive(Debug)]
+pub struct PgTx {
+    pub(super) tx: sqlx::Transaction<'static, Postgres>,
+    /// Where the linking transaction gets its connection once this one's
+    /// went back to the pool.
+    pub(super) pool: PgPool,
+    pub(super) unlinked: bool,
 }
 
 impl Pool {
@@ -56,7 +67,7 @@ impl Pool {
             Pool::SqliteReaders(_) => {
                 return Err(sqlx::Error::Configuration("a write transaction on SQLite's readers".into()))
             }
-            Pool::Pg(p) => Conn::PgTx(p.begin().await?),
+            Pool::Pg(p) => Conn::PgTx(PgTx { tx: p.begin().await?, pool: p.clone(), unlinked: false }),
         }))
     }
 
@@ -104,6 +115,15 @@ impl Conn {
 pub enum Exec<'e> {
     Pool(&'e Pool),
     Conn(&'e mut Conn),
+    /// A PostgreSQL connection the store holds outside a [`Conn`] (the
+    /// audit chain's linking transaction).
+    PgConn(&'e mut PgConnection),
+}
+
+impl<'e> From<&'e mut PgConnection> for Exec<'e> {
+    fn from(c: &'e mut PgConnection) -> Self {
+        Exec::PgConn(c)
+    }
 }
 
 impl<'e> From<&'e Pool> for Exec<'e> {
@@ -135,6 +155,7 @@ impl<'e> Exec<'e> {
         match self {
             Exec::Pool(p) => p.is_postgres(),
             Exec::Conn(c) => c.is_postgres(),
+            Exec::PgConn(_) => true,
         }
     }
 }
@@ -158,7 +179,8 @@ impl<'e> Exec<'e> {
             Exec::Conn(Conn::SqliteReader(c)) => Target::Sqlite(c),
             Exec::Conn(Conn::SqliteTx(t)) => Target::Sqlite(t),
             Exec::Conn(Conn::Pg(c)) => Target::Pg(c),
-            Exec::Conn(Conn::PgTx(t)) => Target::Pg(t),
+            Exec::Conn(Conn::PgTx(t)) => Target::Pg(&mut t.tx),
+            Exec::PgConn(c) => Target::Pg(c),
         }
     }
 }

@@ -34,6 +34,9 @@ pub trait Log {
 /// Appends every audit entry not yet logged, a batch per transaction, and
 /// signs each new size. Returns the log's size after the pass.
 pub async fn catch_up(state: &(impl Store + Clock + Log)) -> crate::store::Result<u64> {
+    // PostgreSQL: entries whose linking after their commit failed (or whose
+    // process ended first) are linked here before they are logged.
+    crate::store::audit::link(state.db()).await?;
     if !crate::store::tlog::behind(&state.db().read).await? {
         return crate::store::tlog::size(&state.db().read).await;
     }
