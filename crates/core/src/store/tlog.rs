@@ -37,7 +37,7 @@ pub enum Appended {
     /// No audit entry waits to be logged.
     Nothing,
     /// Leaves were appended up to `size`, and a checkpoint of it signed.
-    Grew { size: u64 },
+    Grew { size: u64, appended: u64 },
     /// Another instance appended between this one's read and its write:
     /// nothing was written (the next pass goes on from there).
     Raced,
@@ -170,7 +170,7 @@ pub async fn append(
     }
     Ok(match refused {
         Some((seq, problem)) => Appended::Refused { seq, size: new_size, problem },
-        None => Appended::Grew { size: new_size },
+        None => Appended::Grew { size: new_size, appended: leaves.len() as u64 },
     })
 }
 
@@ -361,7 +361,7 @@ mod tests {
             for (from, to) in [(0, 1), (1, 6), (6, 7), (7, 30)] {
                 write(&db, from, to).await;
                 // Batches of 10: a backlog is appended in several.
-                while let Appended::Grew { size } = append(&db, &sign, 10, now).await.unwrap() {
+                while let Appended::Grew { size, .. } = append(&db, &sign, 10, now).await.unwrap() {
                     sizes.push(size);
                 }
             }
@@ -400,7 +400,7 @@ mod tests {
         for db in crate::store::test_pg::each_backend("an_edited_or_missing_entry_is_never_logged").await {
             let now = crate::clock::system_now();
             write(&db, 0, 5).await;
-            assert_eq!(append(&db, &sign, 100, now).await.unwrap(), Appended::Grew { size: 5 });
+            assert_eq!(append(&db, &sign, 100, now).await.unwrap(), Appended::Grew { size: 5, appended: 5 });
             write(&db, 5, 10).await;
             // Entry 8 is edited before the sequencer sees it: 6 and 7 are
             // logged, 8 on are not (and never will be while it is wrong).

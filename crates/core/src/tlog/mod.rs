@@ -33,6 +33,13 @@ pub trait Log {
 
 /// Appends every audit entry not yet logged, a batch per transaction, and
 /// signs each new size. Returns the log's size after the pass.
+///
+/// A batch that was not full ends the pass, though entries may have come
+/// in meanwhile: they wait for the next pass. Under steady load there is
+/// always a new entry, and going on until there was none made one
+/// transaction and one signed checkpoint per intake batch — about a hundred
+/// a second, each holding SQLite's one writer (measured, docs/BENCHMARKS.md
+/// "Session 26"), where the design is one a second.
 pub async fn catch_up(state: &(impl Store + Clock + Log)) -> crate::store::Result<u64> {
     // PostgreSQL: entries whose linking after their commit failed (or whose
     // process ended first) are linked here before they are logged.
@@ -46,7 +53,8 @@ pub async fn catch_up(state: &(impl Store + Clock + Log)) -> crate::store::Resul
             signer.sign(&note::Checkpoint { origin: signer.name().to_owned(), size, root })
         };
         match crate::store::tlog::append(state.db(), &sign, BATCH, state.now()).await? {
-            Appended::Grew { .. } => continue,
+            Appended::Grew { appended, .. } if appended == BATCH => continue,
+            Appended::Grew { size, .. } => return Ok(size),
             Appended::Nothing | Appended::Raced => return crate::store::tlog::size(&state.db().read).await,
             Appended::Refused { seq, size, problem } => {
                 // Never logged: the chain is broken there (`audit verify`
@@ -66,4 +74,60 @@ pub async fn run(state: std::sync::Arc<impl Store + Clock + Log + Send + Sync + 
         }
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::audit::{self, AuditEntry};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// Entries keep coming while a pass runs (an intake under load): the
+    /// pass logs what it found, signs once and ends; it does not chase them.
+    #[tokio::test]
+    async fn a_pass_signs_once_and_ends_while_entries_keep_coming() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _trigger) = crate::testing::services(dir.path()).await;
+        let entry = |n: usize| AuditEntry {
+            tenant_id: None,
+            actor: "cli".into(),
+            action: format!("e{n}"),
+            proposal_id: None,
+            request_hash: None,
+            data: serde_json::json!({}),
+        };
+        for n in 0..5 {
+            audit::append_alone(&state.db().write, &entry(n)).await.unwrap();
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (state, stop) = (state.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut n = 5;
+                while !stop.load(Ordering::Relaxed) {
+                    audit::append_alone(&state.db().write, &entry(n)).await.unwrap();
+                    n += 1;
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let checkpoints = || async {
+            crate::store::scalar::<i64>("SELECT COUNT(*) FROM tlog_checkpoints")
+                .fetch_one(&state.db().read)
+                .await
+                .unwrap()
+        };
+        let size = tokio::time::timeout(std::time::Duration::from_secs(10), catch_up(&*state))
+            .await
+            .expect("a pass ends while entries keep coming")
+            .unwrap();
+        assert!(size >= 5, "the entries there when it began are logged: {size}");
+        assert_eq!(checkpoints().await, 1, "one checkpoint for the pass");
+        stop.store(true, Ordering::Relaxed);
+        writer.await.unwrap();
+        let total =
+            crate::store::scalar::<i64>("SELECT COUNT(*) FROM audit_log").fetch_one(&state.db().read).await.unwrap();
+        assert_eq!(catch_up(&*state).await.unwrap(), total as u64, "the next pass logs the rest");
+    }
 }
