@@ -698,6 +698,21 @@ mod tests {
         }
     }
 
+    /// A fresh migrated PostgreSQL database and a store on it, or `None`
+    /// when no test server is configured (outside CI).
+    async fn on_postgres(test: &str) -> Option<(crate::store::test_pg::TestPg, Db)> {
+        let pg = crate::store::test_pg::fresh_migrated(test).await?;
+        let db = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        Some((pg, db))
+    }
+
+    /// Another instance linking: a transaction of its own holding the chain's lock.
+    async fn hold_the_chain_lock(db: &Db) -> crate::store::Tx {
+        let mut holder = db.begin().await.unwrap();
+        query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut holder).await.unwrap();
+        holder
+    }
+
     async fn count(db: &Db, table: &str) -> i64 {
         crate::store::scalar(format!("SELECT COUNT(*) FROM {table}")).fetch_one(&db.read).await.unwrap()
     }
@@ -708,18 +723,14 @@ mod tests {
     /// them; a rolled-back transaction leaves nothing.
     #[tokio::test]
     async fn on_postgres_entries_are_written_without_the_chain_lock_and_linked_after_commit() {
-        let Some(pg) =
-            crate::store::test_pg::fresh_migrated("on_postgres_entries_are_written_without_the_chain_lock").await
-        else {
+        let Some((pg, db)) = on_postgres("on_postgres_entries_are_written_without_the_chain_lock").await else {
             return;
         };
-        let db = Db::on_postgres(pg.pool.clone()).await.unwrap();
         append(&mut db.writer().await.unwrap(), &entry("first")).await.unwrap();
         assert_eq!((count(&db, "audit_log").await, count(&db, "audit_pending").await), (1, 0), "linked at once");
 
         // another instance is linking: it holds the chain's lock
-        let mut holder = db.begin().await.unwrap();
-        query("SELECT pg_advisory_xact_lock(?)").bind(AUDIT_LOCK).execute(&mut holder).await.unwrap();
+        let holder = hold_the_chain_lock(&db).await;
 
         let mut tx = db.begin().await.unwrap();
         let entries = [entry("second"), entry("third")];
@@ -772,10 +783,7 @@ mod tests {
     /// log's pass (`link`) links it; a fresh one is not a failure yet.
     #[tokio::test]
     async fn an_entry_left_unlinked_fails_verify_until_a_pass_links_it() {
-        let Some(pg) = crate::store::test_pg::fresh_migrated("an_entry_left_unlinked_fails_verify").await else {
-            return;
-        };
-        let db = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        let Some((pg, db)) = on_postgres("an_entry_left_unlinked_fails_verify").await else { return };
         append(&mut db.writer().await.unwrap(), &entry("a")).await.unwrap();
         let pending =
             "INSERT INTO audit_pending (at, tenant_id, actor, action, data) VALUES (?, 'acme', 'cli', ?, '{}')";
@@ -799,11 +807,7 @@ mod tests {
     /// waiting to be linked is the newest.
     #[tokio::test]
     async fn on_postgres_receipts_lock_their_payment_only_and_count_entries_waiting_to_be_linked() {
-        let Some(pg) = crate::store::test_pg::fresh_migrated("on_postgres_receipts_lock_their_payment_only").await
-        else {
-            return;
-        };
-        let db = Db::on_postgres(pg.pool.clone()).await.unwrap();
+        let Some((pg, db)) = on_postgres("on_postgres_receipts_lock_their_payment_only").await else { return };
         let receipt = |pid: &str, r: &str| AuditEntry {
             proposal_id: Some(pid.into()),
             data: json!({"receipt": r}),
@@ -812,8 +816,14 @@ mod tests {
         append(&mut db.writer().await.unwrap(), &receipt("p1", "r1")).await.unwrap();
         let mut first = db.begin().await.unwrap();
         assert_eq!(last_receipt(&mut first, "p1").await.unwrap().as_deref(), Some("r1"));
+        // another instance is linking: r2 waits in audit_pending
+        let holder = hold_the_chain_lock(&db).await;
         append(&mut first, &receipt("p1", "r2")).await.unwrap();
+        let waiting: i64 =
+            crate::store::scalar("SELECT COUNT(*) FROM audit_pending").fetch_one(&mut first).await.unwrap();
+        assert_eq!(waiting, 1, "r2 waits to be linked");
         assert_eq!(last_receipt(&mut first, "p1").await.unwrap().as_deref(), Some("r2"), "waiting, yet newest");
+        holder.commit().await.unwrap();
 
         let mut other = db.begin().await.unwrap();
         let read = tokio::time::timeout(std::time::Duration::from_secs(5), last_receipt(&mut other, "p2"));
