@@ -72,6 +72,9 @@ pub async fn run(state: std::sync::Arc<impl Store + Clock + Log + Send + Sync + 
         if let Err(e) = catch_up(&*state).await {
             tracing::warn!(error = %e, "transparency log pass failed; retrying");
         }
+        if let Err(e) = crate::store::audit::tidy(state.db()).await {
+            tracing::warn!(error = %e, "cannot vacuum the audit entries waiting to be linked; retrying");
+        }
     })
     .await;
 }
