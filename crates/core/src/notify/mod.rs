@@ -205,3 +205,12 @@ pub async fn announce_now(
 pub fn wake(state: &impl Reaching) {
     state.reach().wake.notify_one();
 }
+
+/// [`wake`], when a new proposal of `tenant` can have queued anything
+/// (someone there can be reached): otherwise the worker's pass would only
+/// claim nothing, a write on SQLite's one writer per intake batch.
+pub fn wake_for(state: &(impl Config + Reaching), tenant: &str) {
+    if worth_queueing(state, tenant) {
+        wake(state);
+    }
+}

@@ -217,6 +217,32 @@ mod tests {
         assert!(matches!(verdict, Verification::Intact { .. }), "{verdict:?}");
     }
 
+    /// Whether `wake` holds a permit (a waiting worker would run a pass).
+    async fn woken(wake: &tokio::sync::Notify) -> bool {
+        tokio::time::timeout(std::time::Duration::from_millis(50), wake.notified()).await.is_ok()
+    }
+
+    /// A new proposal wakes the Slack and notification workers only when
+    /// its tenant posts to Slack or can reach someone: otherwise each pass
+    /// would claim nothing, one write per intake batch on SQLite.
+    #[tokio::test]
+    async fn a_new_proposal_wakes_only_the_workers_that_can_have_work() {
+        let (state, _trigger, _dir) = demo_state().await;
+        let agent = demo_agent(&state).await;
+        crate::proposals::propose(&state, &agent, &body("quiet"), state.now()).await.unwrap();
+        assert!(!woken(&state.slack().wake).await, "no Slack channel: the Slack worker sleeps on");
+        assert!(!woken(&state.reach().wake).await, "nobody reachable: the notification worker sleeps on");
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut settings = crate::config::Settings { data_dir: dir.path().to_owned(), ..Default::default() };
+        settings.slack.webhook_url = Some("http://127.0.0.1:9/slack".to_owned().into());
+        let (state, _trigger) = crate::testing::services_with(settings).await;
+        crate::demo::load(&state).await.expect("demo");
+        let agent = demo_agent(&state).await;
+        crate::proposals::propose(&state, &agent, &body("posted"), state.now()).await.unwrap();
+        assert!(woken(&state.slack().wake).await, "a card was queued: the Slack worker is woken");
+    }
+
     #[tokio::test]
     async fn concurrent_proposals_are_all_stored_once_with_an_intact_chain() {
         let (state, trigger, _dir) = demo_state().await;

@@ -112,8 +112,8 @@ async fn propose_inner(
         return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
     };
     state.changes().publish(&id);
-    crate::slack::outbox::wake(state);
-    crate::notify::wake(state);
+    crate::slack::outbox::wake_for(state, &agent.tenant_id);
+    crate::notify::wake_for(state, &agent.tenant_id);
     if auto_approved {
         // Approved by policy in the same transaction: read back its approval and token.
         return Ok(Proposed::Created(owned_view(state, agent, &id).await?));

@@ -107,6 +107,14 @@ pub fn wake(state: &impl Outbound) {
     state.slack().wake.notify_one();
 }
 
+/// [`wake`], when `tenant` posts to a Slack channel (a new proposal queues
+/// a card only then): otherwise the worker's pass would only claim nothing.
+pub fn wake_for(state: &(impl Config + Outbound), tenant: &str) {
+    if state.settings().slack.webhook_for(tenant).is_some() {
+        wake(state);
+    }
+}
+
 /// Delivers due messages until shutdown: at once when woken, else every
 /// second. Once a minute it also forgets inbound requests old enough that
 /// their timestamps can no longer pass the window (so no replay is missed).
