@@ -281,7 +281,7 @@ async fn link_locked(conn: &mut sqlx::PgConnection, own: &[AuditEntry]) -> Resul
         let mut entries = Vec::with_capacity(rows.len());
         for row in &rows {
             if row.try_int("id")?.is_some() {
-                entries.push(row.decode::<Pending>()?.entry());
+                entries.push(row.decode::<Written>()?.entry());
             }
         }
         let taken = entries.len() as i64;
@@ -304,9 +304,11 @@ async fn link_locked(conn: &mut sqlx::PgConnection, own: &[AuditEntry]) -> Resul
     }
 }
 
-/// An entry waiting in `audit_pending`.
+/// An entry's content and time as written (`at` as stored, not as
+/// parsed): a row of `audit_pending`, or the part of an `audit_log` row the
+/// chain's hash covers besides the links ([`Chained`]).
 #[derive(sqlx::FromRow)]
-struct Pending {
+struct Written {
     at: String,
     tenant_id: Option<String>,
     actor: String,
@@ -317,9 +319,9 @@ struct Pending {
     data: Value,
 }
 
-impl Pending {
+impl Written {
     fn entry(self) -> (String, AuditEntry) {
-        let Pending { at, tenant_id, actor, action, proposal_id, request_hash, data } = self;
+        let Written { at, tenant_id, actor, action, proposal_id, request_hash, data } = self;
         (at, AuditEntry { tenant_id, actor, action, proposal_id, request_hash, data })
     }
 }
@@ -558,17 +560,11 @@ struct Link {
     hash: String,
 }
 
-/// An entry as the chain hashed it: `at` as stored, not as parsed.
+/// An entry as the chain hashed it: what was written and its links.
 #[derive(sqlx::FromRow)]
 struct Chained {
-    tenant_id: Option<String>,
-    actor: String,
-    action: String,
-    proposal_id: Option<String>,
-    request_hash: Option<String>,
-    #[sqlx(try_from = "Json<Value>")]
-    data: Value,
-    at: String,
+    #[sqlx(flatten)]
+    written: Written,
     prev_hash: String,
     hash: String,
 }
@@ -585,9 +581,8 @@ pub(crate) async fn leaves_from(conn: &mut Conn, from: i64, limit: i64) -> Resul
     rows.iter()
         .map(|row| {
             let seq = row.decode::<Seq>()?.seq;
-            let Chained { tenant_id, actor, action, proposal_id, request_hash, data, at, prev_hash, hash } =
-                row.decode()?;
-            let entry = AuditEntry { tenant_id, actor, action, proposal_id, request_hash, data };
+            let Chained { written, prev_hash, hash } = row.decode()?;
+            let (at, entry) = written.entry();
             Ok(Leaf { seq, bytes: body_bytes(seq, &at, &entry, &prev_hash), prev_hash, hash })
         })
         .collect()
@@ -629,8 +624,8 @@ fn check(row: &Row, expected_seq: &mut i64, expected_prev: &mut String) -> Resul
         Ok(read) => read,
         Err(e) => return Ok(Some(Verification::Broken { seq, problem: e.to_string() })),
     };
-    let Chained { tenant_id, actor, action, proposal_id, request_hash, data, at, prev_hash: prev, hash } = stored;
-    let entry = AuditEntry { tenant_id, actor, action, proposal_id, request_hash, data };
+    let Chained { written, prev_hash: prev, hash } = stored;
+    let (at, entry) = written.entry();
     if prev != *expected_prev {
         return Ok(Some(Verification::Broken { seq, problem: "prev_hash does not match the previous entry".into() }));
     }
