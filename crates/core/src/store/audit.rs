@@ -180,10 +180,8 @@ async fn append_pending(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
     );
     for (i, entry) in entries.iter().enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
-        q.push_bind(at.clone()).push(", ").push_bind(entry.tenant_id.clone());
-        q.push(", ").push_bind(entry.actor.clone()).push(", ").push_bind(entry.action.clone());
-        q.push(", ").push_bind(entry.proposal_id.clone()).push(", ").push_bind(entry.request_hash.clone());
-        q.push(", ").push_bind(entry.data.to_string()).push(")");
+        push_written(&mut q, &at, entry);
+        q.push(")");
     }
     q.build().execute(&mut *conn).await?;
     match conn {
@@ -286,8 +284,8 @@ async fn link_locked(conn: &mut sqlx::PgConnection, own: &[AuditEntry]) -> Resul
         }
         let taken = entries.len() as i64;
         // The caller's own entries after the last batch of waiting ones.
-        let at = ts(crate::clock::system_now());
         if taken < LINK_BATCH {
+            let at = ts(crate::clock::system_now());
             for entry in own.take().unwrap_or_default() {
                 entries.push((at.clone(), entry.clone()));
             }
@@ -366,15 +364,22 @@ fn push_linked<'a>(
     for (i, (at, entry)) in entries.into_iter().enumerate() {
         let hash = entry_hash(n, at, entry, &last);
         q.push(if i == 0 { "(" } else { ", (" });
-        q.push_bind(n).push(", ").push_bind(at.to_owned()).push(", ").push_bind(entry.tenant_id.clone());
-        q.push(", ").push_bind(entry.actor.clone()).push(", ").push_bind(entry.action.clone());
-        q.push(", ").push_bind(entry.proposal_id.clone()).push(", ").push_bind(entry.request_hash.clone());
-        q.push(", ").push_bind(entry.data.to_string()).push(", ").push_bind(last).push(", ").push_bind(hash.clone());
-        q.push(")");
+        q.push_bind(n).push(", ");
+        push_written(q, at, entry);
+        q.push(", ").push_bind(last).push(", ").push_bind(hash.clone()).push(")");
         (n, last) = (n + 1, hash);
     }
     q.push(") AS v");
     (n - 1, last)
+}
+
+/// Binds what an entry is written with, in the columns' order of both
+/// tables: `at, tenant_id, actor, action, proposal_id, request_hash, data`.
+fn push_written(q: &mut Builder<'_>, at: &str, entry: &AuditEntry) {
+    q.push_bind(at.to_owned()).push(", ").push_bind(entry.tenant_id.clone());
+    q.push(", ").push_bind(entry.actor.clone()).push(", ").push_bind(entry.action.clone());
+    q.push(", ").push_bind(entry.proposal_id.clone()).push(", ").push_bind(entry.request_hash.clone());
+    q.push(", ").push_bind(entry.data.to_string());
 }
 
 /// An append written into a caller's statements, to run with them as one
@@ -456,21 +461,20 @@ async fn receipts_of<'e>(exec: impl Into<super::Exec<'e>>, proposal_id: &str) ->
     let exec = exec.into();
     // Linked entries by number, then (PostgreSQL) those waiting to be
     // linked, which will be linked after them, by id.
-    let sql = if exec.is_postgres() {
-        format!(
+    let q = if exec.is_postgres() {
+        query(format!(
             "SELECT seq, data FROM (
                  SELECT 0 AS waiting, seq AS n, seq, data FROM audit_log WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT}
                  UNION ALL
                  SELECT 1, id, NULL, data FROM audit_pending WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT}) e
              ORDER BY waiting DESC, n DESC"
-        )
+        ))
+        .bind(proposal_id)
+        .bind(proposal_id)
     } else {
-        format!("SELECT seq, data FROM audit_log WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT} ORDER BY seq DESC")
+        query(format!("SELECT seq, data FROM audit_log WHERE proposal_id = ? AND {MAY_HOLD_RECEIPT} ORDER BY seq DESC"))
+            .bind(proposal_id)
     };
-    let mut q = query(sql).bind(proposal_id);
-    if exec.is_postgres() {
-        q = q.bind(proposal_id);
-    }
     let rows = q.fetch_all(exec).await?;
     let newest = rows.iter().find_map(|r| r.try_int("seq").transpose()).transpose()?.unwrap_or(0);
     let receipt = rows.iter().find_map(|row| {
