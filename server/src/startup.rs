@@ -127,23 +127,12 @@ impl Bound {
         let Bound { listener, state, trigger, tasks, simulator, .. } = self;
         let db = state.db.clone();
         let app = crate::http::app(state);
-        // Each connection's service: the app, with the peer's address for
-        // `ConnectInfo` (what `Router::into_make_service_with_connect_info`
-        // does, for a service that is not a router).
-        let connections = tower::service_fn(move |stream: axum::serve::IncomingStream<'_, TcpListener>| {
-            let peer = axum::extract::ConnectInfo(*stream.remote_addr());
-            std::future::ready(Ok::<_, std::convert::Infallible>(tower::Layer::layer(
-                &axum::Extension(peer),
-                app.clone(),
-            )))
-        });
-        axum::serve(listener, connections)
-            .with_graceful_shutdown(async move {
-                stop.await;
-                tracing::info!("shutting down: finishing in-flight requests");
-                trigger.fire();
-            })
-            .await?;
+        crate::http::connections::serve(listener, app, async move {
+            stop.await;
+            tracing::info!("shutting down: finishing in-flight requests");
+            trigger.fire();
+        })
+        .await;
         for task in tasks {
             let _ = task.await;
         }

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod agent;
 pub mod bulk;
+pub mod connections;
 pub use countersign_core::client_ip;
 pub mod console;
 pub mod csrf;

@@ -20,11 +20,22 @@ struct Received {
 struct Events {
     body: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>,
     buffer: String,
+    version: reqwest::Version,
 }
 
 impl Events {
     async fn open(server: &TestServer, path: &str, key: &str, last_event_id: Option<&str>) -> Events {
-        let mut request = server.client.get(server.url(path)).bearer_auth(key).timeout(Duration::from_secs(120));
+        Events::open_with(&server.client, server, path, key, last_event_id).await
+    }
+
+    async fn open_with(
+        client: &reqwest::Client,
+        server: &TestServer,
+        path: &str,
+        key: &str,
+        last_event_id: Option<&str>,
+    ) -> Events {
+        let mut request = client.get(server.url(path)).bearer_auth(key).timeout(Duration::from_secs(120));
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id);
         }
@@ -32,7 +43,8 @@ impl Events {
         assert_eq!(response.status(), 200);
         let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
         assert!(content_type.starts_with("text/event-stream"), "{content_type}");
-        Events { body: Box::pin(response.bytes_stream()), buffer: String::new() }
+        let version = response.version();
+        Events { body: Box::pin(response.bytes_stream()), buffer: String::new(), version }
     }
 
     /// The next event within `within`, None if none came (or the stream ended).
@@ -65,7 +77,14 @@ impl Events {
 
     /// Whether the server closed the stream within `within`.
     async fn ended(&mut self, within: Duration) -> bool {
-        matches!(tokio::time::timeout(within, self.body.next()).await, Ok(None))
+        // HTTP/2 may close a stream with an empty DATA frame: a chunk of nothing.
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Ok(Some(Ok(chunk))) if chunk.is_empty() => continue,
+                other => return matches!(other, Ok(None)),
+            }
+        }
     }
 }
 
@@ -147,4 +166,83 @@ async fn the_agent_stream_sends_its_own_changes_and_replays_what_a_reconnect_mis
     )
     .await;
     r.assert_error(422, "validation_failed");
+}
+
+/// HTTP/2 with prior knowledge (h2c) on the API's own port: a proxy or an
+/// agent fleet can carry its held requests as streams of one connection
+/// (docs/DECISIONS.md, "HTTP/2 for held requests"). An event stream and a
+/// long-poll are held at once over HTTP/2, and one change answers both.
+#[tokio::test]
+async fn over_http2_an_event_stream_and_a_long_poll_are_held_at_once_and_one_change_answers_both() {
+    let server = TestServer::start().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
+    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+
+    let mut events =
+        Events::open_with(&h2, &server, &format!("/api/v1/proposals/{id}/events"), ACME_BOT_KEY, Some(&etag)).await;
+    assert_eq!(events.version, reqwest::Version::HTTP_2);
+    let poll = tokio::spawn(
+        h2.get(server.url(&format!("/api/v1/proposals/{id}?wait=30")))
+            .bearer_auth(ACME_BOT_KEY)
+            .header("If-None-Match", &etag)
+            .send(),
+    );
+    assert!(events.next(Duration::from_millis(800)).await.is_none(), "nothing changed: the stream is held");
+    assert!(!poll.is_finished(), "nothing changed: the long-poll is held");
+
+    assert_eq!(server.cancel(ACME_BOT_KEY, &id).await.status, 200);
+    let answer = tokio::time::timeout(WAIT, poll).await.expect("the long-poll answers").unwrap().unwrap();
+    assert_eq!(answer.version(), reqwest::Version::HTTP_2);
+    assert_eq!(answer.status(), 200);
+    assert_ne!(answer.headers()["etag"].to_str().unwrap(), etag);
+    assert_eq!(answer.json::<Value>().await.unwrap()["status"], "cancelled");
+    let cancelled = events.next(WAIT).await.expect("the stream's event");
+    assert_eq!(cancelled.data["status"], "cancelled");
+    assert!(events.ended(WAIT).await, "the stream ends at a final status");
+
+    // The body cap holds over HTTP/2 too, and the connection serves on.
+    let big = format!("{}{}", transfer(), " ".repeat(70 * 1024));
+    let post = h2.post(server.url("/api/v1/proposals")).bearer_auth(ACME_BOT_KEY);
+    let r = send(post.header(reqwest::header::CONTENT_TYPE, "application/json").body(big)).await;
+    r.assert_error(413, "payload_too_large");
+    let r = h2.get(server.url(&format!("/api/v1/proposals/{id}"))).bearer_auth(ACME_BOT_KEY).send().await.unwrap();
+    assert_eq!((r.version(), r.status().as_u16()), (reqwest::Version::HTTP_2, 200));
+
+    // A plain HTTP/1.1 client on the same port is served as before.
+    let r = server
+        .client
+        .get(server.url(&format!("/api/v1/proposals/{id}")))
+        .bearer_auth(ACME_BOT_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((r.version(), r.status().as_u16()), (reqwest::Version::HTTP_11, 200));
+}
+
+/// Stopping the server (SIGTERM) drains HTTP/2 as it does HTTP/1.1: a held
+/// long-poll and a held event stream on one HTTP/2 connection end cleanly
+/// (the poll answers 304, the stream closes) and the process exits.
+#[tokio::test]
+async fn over_http2_held_requests_end_cleanly_when_the_server_stops() {
+    let server = TestServer::start_process().await;
+    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
+    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let mut events =
+        Events::open_with(&h2, &server, &format!("/api/v1/proposals/{id}/events"), ACME_BOT_KEY, Some(&etag)).await;
+    let poll = tokio::spawn(
+        h2.get(server.url(&format!("/api/v1/proposals/{id}?wait=60")))
+            .bearer_auth(ACME_BOT_KEY)
+            .header("If-None-Match", &etag)
+            .send(),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let exit = server.terminate().await;
+    assert!(exit.success(), "a clean exit: {exit:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "drained in {:?}", started.elapsed());
+    let answer = tokio::time::timeout(WAIT, poll).await.expect("the long-poll answers").unwrap().unwrap();
+    assert_eq!((answer.version(), answer.status().as_u16()), (reqwest::Version::HTTP_2, 304));
+    assert!(events.ended(WAIT).await, "the stream ends, not breaks");
 }
