@@ -124,7 +124,13 @@ pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
             "poll" => crate::poll::run(env, &args.load).await,
             "intake" => crate::intake::run(env, &args.load).await,
             "commit" => crate::commit::run(env, args.commits).await,
-            "longpoll" => crate::longpoll::run(env, args.longpolls).await,
+            "longpoll" => match crate::longpoll::run(env, args.longpolls).await {
+                Ok(mut figures) => crate::longpoll::run_http2(env, args.longpolls).await.map(|more| {
+                    figures.extend(more);
+                    figures
+                }),
+                Err(e) => Err(e),
+            },
             "queue" => {
                 let q = crate::queue::QueueArgs {
                     proposals: args.proposals,
