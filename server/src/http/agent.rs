@@ -249,7 +249,7 @@ pub async fn get(
     }
 
     let unchanged = |polled: &PolledView| known.as_deref() == Some(polled.etag.as_str());
-    let polled = proposals::poll(&state, &agent, &id).await?;
+    let polled = Box::pin(proposals::poll(&state, &agent, &id)).await?;
     if !unchanged(&polled) {
         return Ok(polled_response(&polled));
     }
@@ -259,7 +259,8 @@ pub async fn get(
     // Subscribe, then read again, so a change between the first read and the
     // wait is not missed. Wait holding only what the wait needs (the request's
     // headers and the view are freed; 10,000 held polls add up,
-    // docs/BENCHMARKS.md).
+    // docs/BENCHMARKS.md). The reads on a wake are boxed: inline, the
+    // largest of them (about 1 KB) would size the future held all along.
     let etag = polled.etag.clone();
     drop(polled);
     let notify = state.changes.subscribe(&id);
@@ -270,10 +271,10 @@ pub async fn get(
     loop {
         // The credential is checked again on every wake: a key replaced or
         // an agent deactivated while the poll waited gets nothing more.
-        if !key.still_valid(&state, &agent).await? {
+        if !Box::pin(key.still_valid(&state, &agent)).await? {
             return Err(ApiError::Unauthenticated);
         }
-        let polled = proposals::poll(&state, &agent, &id).await?;
+        let polled = Box::pin(proposals::poll(&state, &agent, &id)).await?;
         if polled.etag != etag {
             return Ok(polled_response(&polled));
         }
