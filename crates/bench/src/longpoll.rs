@@ -127,15 +127,7 @@ pub async fn run(env: &Env, asked: usize) -> anyhow::Result<Vec<Figure>> {
     println!("  holding: {holding}");
 
     // The wake-up storm: cancel every proposal; each waiter answers 200.
-    let wake = Instant::now();
-    cancel_all(&http, &server.url, &targets).await?;
-    let expected = open;
-    wait_until(Duration::from_secs(70), || answered.load(Ordering::SeqCst) >= expected).await;
-    let after = server.usage()?;
-    server.stop().await;
-
-    let results = results.lock().expect("results").clone();
-    report_wake(&results, wake, targets.len(), &after);
+    let (_, after) = wake_up_storm(&http, server, &targets, &answered, open, &results).await?;
 
     let mb = |kb: u64| kb as f64 / 1024.0;
     let all_held = open == count && early == 0;
@@ -214,13 +206,7 @@ pub async fn run_http2(env: &Env, asked: usize) -> anyhow::Result<Vec<Figure>> {
     );
     println!("  HTTP/2 holding: {holding}");
 
-    let wake = Instant::now();
-    cancel_all(&http, &server.url, &targets).await?;
-    wait_until(Duration::from_secs(70), || answered.load(Ordering::SeqCst) >= count).await;
-    let after = server.usage()?;
-    server.stop().await;
-    let results = results.lock().expect("results").clone();
-    report_wake(&results, wake, targets.len(), &after);
+    let (results, _) = wake_up_storm(&http, server, &targets, &answered, count, &results).await?;
 
     let mb = |kb: u64| kb as f64 / 1024.0;
     let all_held = early == 0 && results.iter().all(|(status, _)| *status == 200);
@@ -310,30 +296,43 @@ async fn pending_proposals(http: &reqwest::Client, base: &str, run: &str) -> any
     Ok(targets)
 }
 
-async fn cancel_all(http: &reqwest::Client, base: &str, targets: &[(String, String)]) -> anyhow::Result<()> {
+/// The wake-up storm: cancels every proposal, waits (70 s at most) for
+/// `expected` answers, stops the server and reports; returns each answer's
+/// status and time, and the server's usage before it stopped.
+async fn wake_up_storm(
+    http: &reqwest::Client,
+    server: crate::env::Proc,
+    targets: &[(String, String)],
+    answered: &AtomicUsize,
+    expected: usize,
+    results: &Mutex<Vec<(u16, Instant)>>,
+) -> anyhow::Result<(Vec<(u16, Instant)>, Usage)> {
+    let wake = Instant::now();
     for (id, _) in targets {
-        let r = http.post(format!("{base}/api/v1/proposals/{id}/cancel")).bearer_auth(AGENT_KEY).send().await?;
+        let r = http.post(format!("{}/api/v1/proposals/{id}/cancel", server.url)).bearer_auth(AGENT_KEY).send().await?;
         anyhow::ensure!(r.status().is_success(), "cancel answered {}", r.status());
     }
-    Ok(())
-}
-
-fn report_wake(results: &[(u16, Instant)], wake: Instant, proposals: usize, after: &crate::env::Usage) {
+    wait_until(Duration::from_secs(70), || answered.load(Ordering::SeqCst) >= expected).await;
+    let after = server.usage()?;
+    server.stop().await;
+    let results = results.lock().expect("results").clone();
     let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
-    for (status, _) in results {
+    for (status, _) in &results {
         *statuses.entry(*status).or_default() += 1;
     }
     let wake_lat = Latency::from_durations(
         &results.iter().filter(|(_, at)| *at >= wake).map(|(_, at)| at.duration_since(wake)).collect::<Vec<_>>(),
     );
     println!(
-        "  wake-up: cancelling {proposals} proposals answered {} held requests (statuses {statuses:?}); all answered \
+        "  wake-up: cancelling {} proposals answered {} held requests (statuses {statuses:?}); all answered \
          within {} (p50 {})",
+        targets.len(),
         results.len(),
         ms(wake_lat.max()),
         ms(wake_lat.pct(50.0))
     );
     println!("  after:   {after}");
+    Ok((results, after))
 }
 
 /// Waits until the server's CPU time stops growing (under 2 ticks in half a

@@ -168,6 +168,34 @@ async fn the_agent_stream_sends_its_own_changes_and_replays_what_a_reconnect_mis
     r.assert_error(422, "validation_failed");
 }
 
+/// A new proposal's event stream and a long-poll on it (`?wait=`), both
+/// held with its current ETag over one HTTP/2 client (prior knowledge).
+struct Held {
+    id: String,
+    etag: String,
+    h2: reqwest::Client,
+    events: Events,
+    poll: tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>,
+}
+
+impl Held {
+    async fn over_http2(server: &TestServer, wait: u64) -> Held {
+        let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
+        let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
+        let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+        let path = format!("/api/v1/proposals/{id}/events");
+        let events = Events::open_with(&h2, server, &path, ACME_BOT_KEY, Some(&etag)).await;
+        assert_eq!(events.version, reqwest::Version::HTTP_2);
+        let poll = tokio::spawn(
+            h2.get(server.url(&format!("/api/v1/proposals/{id}?wait={wait}")))
+                .bearer_auth(ACME_BOT_KEY)
+                .header("If-None-Match", &etag)
+                .send(),
+        );
+        Held { id, etag, h2, events, poll }
+    }
+}
+
 /// HTTP/2 with prior knowledge (h2c) on the API's own port: a proxy or an
 /// agent fleet can carry its held requests as streams of one connection
 /// (docs/DECISIONS.md, "HTTP/2 for held requests"). An event stream and a
@@ -175,19 +203,7 @@ async fn the_agent_stream_sends_its_own_changes_and_replays_what_a_reconnect_mis
 #[tokio::test]
 async fn over_http2_an_event_stream_and_a_long_poll_are_held_at_once_and_one_change_answers_both() {
     let server = TestServer::start().await;
-    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
-    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
-    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
-
-    let mut events =
-        Events::open_with(&h2, &server, &format!("/api/v1/proposals/{id}/events"), ACME_BOT_KEY, Some(&etag)).await;
-    assert_eq!(events.version, reqwest::Version::HTTP_2);
-    let poll = tokio::spawn(
-        h2.get(server.url(&format!("/api/v1/proposals/{id}?wait=30")))
-            .bearer_auth(ACME_BOT_KEY)
-            .header("If-None-Match", &etag)
-            .send(),
-    );
+    let Held { id, etag, h2, mut events, poll } = Held::over_http2(&server, 30).await;
     assert!(events.next(Duration::from_millis(800)).await.is_none(), "nothing changed: the stream is held");
     assert!(!poll.is_finished(), "nothing changed: the long-poll is held");
 
@@ -226,17 +242,7 @@ async fn over_http2_an_event_stream_and_a_long_poll_are_held_at_once_and_one_cha
 #[tokio::test]
 async fn over_http2_held_requests_end_cleanly_when_the_server_stops() {
     let server = TestServer::start_process().await;
-    let id = server.create(&transfer()).await["id"].as_str().unwrap().to_owned();
-    let etag = server.get_proposal(ACME_BOT_KEY, &id).await.header("etag").unwrap().to_owned();
-    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
-    let mut events =
-        Events::open_with(&h2, &server, &format!("/api/v1/proposals/{id}/events"), ACME_BOT_KEY, Some(&etag)).await;
-    let poll = tokio::spawn(
-        h2.get(server.url(&format!("/api/v1/proposals/{id}?wait=60")))
-            .bearer_auth(ACME_BOT_KEY)
-            .header("If-None-Match", &etag)
-            .send(),
-    );
+    let Held { mut events, poll, .. } = Held::over_http2(&server, 60).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = std::time::Instant::now();
     let exit = server.terminate().await;
