@@ -53,12 +53,7 @@ pub async fn run(env: &Env, asked: usize) -> anyhow::Result<Vec<Figure>> {
              (no CAP_SYS_RESOURCE); the 100,000 figure is projected from the memory per held poll"
         );
     }
-    let server_dir = env.provision("longpoll", "").await?;
-    let server = env.serve(&server_dir, &[]).await?;
-    let http = crate::env::http();
-    let targets = Arc::new(pending_proposals(&http, &server.url, "longpoll").await?);
-    let idle = server.usage()?;
-    println!("  server: countersign serve (pid {}) on {}; idle: {idle}", server.pid, server.url);
+    let (server, http, targets, idle) = start(env, "longpoll", "server").await?;
 
     let connected = Arc::new(AtomicUsize::new(0));
     let answered = Arc::new(AtomicUsize::new(0));
@@ -158,12 +153,7 @@ const STREAMS_PER_CONNECTION: usize = 200;
 pub async fn run_http2(env: &Env, asked: usize) -> anyhow::Result<Vec<Figure>> {
     let count = asked.max(2);
     let connections = count.div_ceil(STREAMS_PER_CONNECTION);
-    let server_dir = env.provision("longpoll-h2", "").await?;
-    let server = env.serve(&server_dir, &[]).await?;
-    let http = crate::env::http();
-    let targets = Arc::new(pending_proposals(&http, &server.url, "longpoll-h2").await?);
-    let idle = server.usage()?;
-    println!("  HTTP/2: countersign serve (pid {}) on {}; idle: {idle}", server.pid, server.url);
+    let (server, http, targets, idle) = start(env, "longpoll-h2", "HTTP/2").await?;
 
     let mut senders = Vec::with_capacity(connections);
     for _ in 0..connections {
@@ -283,17 +273,29 @@ impl H2 {
     }
 }
 
-/// 100 pending proposals and their current ETags.
-async fn pending_proposals(http: &reqwest::Client, base: &str, run: &str) -> anyhow::Result<Vec<(String, String)>> {
+/// A fresh server (its directory named `run`) with 100 pending proposals:
+/// the server, a client, the proposals with their current ETags, and the
+/// server's usage idle.
+async fn start(
+    env: &Env,
+    run: &str,
+    label: &str,
+) -> anyhow::Result<(crate::env::Proc, reqwest::Client, Arc<Vec<(String, String)>>, Usage)> {
+    let server_dir = env.provision(run, "").await?;
+    let server = env.serve(&server_dir, &[]).await?;
+    let http = crate::env::http();
+    let base = &server.url;
     let mut targets = Vec::with_capacity(PROPOSALS);
     for i in 0..PROPOSALS {
-        let p = propose(http, base, &transfer(&format!("{run}-{i}"), 25_000, PAYEE, SOURCE), 201).await?;
+        let p = propose(&http, base, &transfer(&format!("{run}-{i}"), 25_000, PAYEE, SOURCE), 201).await?;
         let id = p["id"].as_str().unwrap_or_default().to_owned();
         let r = http.get(format!("{base}/api/v1/proposals/{id}")).bearer_auth(AGENT_KEY).send().await?;
         let etag = r.headers().get("etag").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
         targets.push((id, etag));
     }
-    Ok(targets)
+    let idle = server.usage()?;
+    println!("  {label}: countersign serve (pid {}) on {base}; idle: {idle}", server.pid);
+    Ok((server, http, Arc::new(targets), idle))
 }
 
 /// The wake-up storm: cancels every proposal, waits (70 s at most) for
