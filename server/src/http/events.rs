@@ -140,11 +140,13 @@ impl Watch {
             changed.as_mut().enable();
             let polled = match self.first.take() {
                 Some(first) => first,
+                // Boxed, as a long-poll's are: inline, the reads would size
+                // the future every open stream holds while it waits.
                 None => {
-                    if !self.key.still_valid(&self.state, &self.agent).await.unwrap_or(false) {
+                    if !Box::pin(self.key.still_valid(&self.state, &self.agent)).await.unwrap_or(false) {
                         return None;
                     }
-                    proposals::poll(&self.state, &self.agent, &self.id).await.ok()?
+                    Box::pin(proposals::poll(&self.state, &self.agent, &self.id)).await.ok()?
                 }
             };
             self.done = final_status(&polled.body);
@@ -243,18 +245,19 @@ impl Feed {
                 let cursor = Cursor { at, id };
                 // A proposal changed again since the read is sent as it is now,
                 // under the cursor read: the later change comes next.
-                let view = proposals::poll(&self.state, &self.agent, &cursor.id).await.ok()?;
+                // Reads boxed, as in `Watch::next`.
+                let view = Box::pin(proposals::poll(&self.state, &self.agent, &cursor.id)).await.ok()?;
                 self.after = cursor;
                 return Some((proposal_event(&self.after.text(), &view.body), self));
             }
             let seen = self.state.changes.published();
-            let changed = store::proposals::changed_since(
+            let changed = Box::pin(store::proposals::changed_since(
                 &self.state.db.read,
                 &self.agent.tenant_id,
                 &self.agent.agent_id,
                 (self.after.at, &self.after.id),
                 BATCH,
-            )
+            ))
             .await
             .ok()?;
             if !changed.is_empty() {
@@ -269,7 +272,7 @@ impl Feed {
             {
                 return None;
             }
-            if !self.key.still_valid(&self.state, &self.agent).await.unwrap_or(false) {
+            if !Box::pin(self.key.still_valid(&self.state, &self.agent)).await.unwrap_or(false) {
                 return None;
             }
         }
