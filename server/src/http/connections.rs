@@ -37,6 +37,10 @@ where
     S::Future: Send + 'static,
 {
     let graceful = GracefulShutdown::new();
+    // Told to connections that have not said which protocol they speak yet
+    // (and so are not watched by `graceful`): a silent one must not hold
+    // the drain open.
+    let (closing, _) = tokio::sync::watch::channel(());
     tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
@@ -56,8 +60,14 @@ where
             service.map_request(|req: hyper::Request<Incoming>| req.map(axum::body::Body::new)),
         );
         let graceful = graceful.watcher();
+        let mut closed = closing.subscribe();
         tokio::spawn(async move {
-            match Protocol::of(&stream).await {
+            let protocol = tokio::select! {
+                protocol = Protocol::of(&stream) => protocol,
+                _ = closed.changed() => Protocol::Gone,
+            };
+            drop(closed);
+            match protocol {
                 Protocol::Http2 => {
                     let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                         .serve_connection(TokioIo::new(stream), service);
@@ -74,6 +84,7 @@ where
         });
     }
     drop(listener);
+    let _ = closing.send(());
     graceful.shutdown().await;
 }
 
@@ -144,6 +155,40 @@ mod tests {
         assert_eq!(Protocol::from_prefix(b"PRI * HTTP/2.0\r\n"), None);
         assert_eq!(Protocol::from_prefix(b"PRI * HTTP/1.1\r\n\r\nSM\r\n\r\n"), Some(Protocol::Http1));
         assert_eq!(Protocol::from_prefix(b"POST /api/v1/proposals HTTP/1.1\r\n"), Some(Protocol::Http1));
+    }
+
+    /// The drain waits for a request in flight, not for a connection that
+    /// never said anything.
+    #[tokio::test]
+    async fn stopping_waits_for_a_request_in_flight_but_not_for_a_silent_connection() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let app = axum::Router::new().route(
+            "/slow",
+            axum::routing::get(|| async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                "done"
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, app, async {
+            let _ = stopped.await;
+        }));
+        let _silent = TcpStream::connect(addr).await.unwrap();
+        let mut busy = TcpStream::connect(addr).await.unwrap();
+        busy.write_all(b"GET /slow HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = tokio::time::Instant::now();
+        stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("the drain ends though a connection never spoke")
+            .unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(300), "it waited for the request in flight");
+        let mut answer = String::new();
+        busy.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("done"), "{answer}");
     }
 
     #[tokio::test]
