@@ -124,13 +124,14 @@ pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
             "poll" => crate::poll::run(env, &args.load).await,
             "intake" => crate::intake::run(env, &args.load).await,
             "commit" => crate::commit::run(env, args.commits).await,
-            "longpoll" => match crate::longpoll::run(env, args.longpolls).await {
-                Ok(mut figures) => crate::longpoll::run_http2(env, args.longpolls).await.map(|more| {
-                    figures.extend(more);
-                    figures
-                }),
-                Err(e) => Err(e),
-            },
+            "longpoll" => {
+                async {
+                    let mut figures = crate::longpoll::run(env, args.longpolls).await?;
+                    figures.extend(crate::longpoll::run_http2(env, args.longpolls).await?);
+                    Ok(figures)
+                }
+                .await
+            }
             "queue" => {
                 let q = crate::queue::QueueArgs {
                     proposals: args.proposals,
