@@ -391,8 +391,8 @@ fn authorization(row: &ProposalRow, op: &NewOperation<'_>, committed: &crate::ev
     }
 }
 
-/// Step 5 on SQLite in three round trips to the writer's thread (`BEGIN`,
-/// one command, `COMMIT`) where [`record_step_by_step`] takes about ten
+/// Step 5 on SQLite in one round trip to the writer's thread (one command,
+/// `BEGIN IMMEDIATE` to `COMMIT`) where [`record_step_by_step`] takes about ten
 /// (docs/DECISIONS.md, "The commit's writes in one command on SQLite"):
 /// the salts and the newest receipt are read first, the receipt signed,
 /// and each check is a guard in the command (`store::guarded`). `None` when
@@ -427,10 +427,8 @@ async fn record_at_once(
     let Some(command) = plan.plan() else {
         return Ok(None);
     };
-    let mut tx = state.db().begin().await?;
-    match command.run(&mut tx).await? {
+    match command.commit(&state.db().write).await? {
         Some((recorded, receipt_seq)) => {
-            tx.commit().await?;
             let receipt = entry.data["receipt"].as_str().unwrap_or_default().to_owned();
             let known = operations::Known {
                 proposal_status: ProposalStatus::Executing,
@@ -440,10 +438,7 @@ async fn record_at_once(
             };
             Ok(Some((recorded, known)))
         }
-        None => {
-            tx.rollback().await?;
-            Ok(None)
-        }
+        None => Ok(None),
     }
 }
 

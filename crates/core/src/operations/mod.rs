@@ -266,13 +266,10 @@ async fn settle_at_once(
         return Ok(None);
     };
     g.changed_one("the chain head as remembered");
-    let mut tx = state.db().begin().await?;
-    if g.run(&mut tx).await?.is_none() {
-        tx.rollback().await?;
+    if g.commit(&state.db().write).await?.is_none() {
         return Ok(None);
     }
     audit.inserted();
-    tx.commit().await?;
     state.changes().publish(&op.proposal_id);
     Ok(Some(true))
 }

@@ -1,28 +1,37 @@
-//! A write transaction's statements as one command to SQLite's writer
-//! thread (docs/DECISIONS.md, "The commit's writes in one command on
-//! SQLite").
+//! A write transaction as one command to SQLite's writer thread,
+//! `BEGIN IMMEDIATE` to `COMMIT` (docs/DECISIONS.md, "The commit's writes
+//! in one command on SQLite").
 //!
 //! sqlx runs each SQLite connection on a thread of its own, and every
 //! statement is a round trip to it: on this project's 2-core machines
 //! 70–220 µs each, more than most statements take. A query text of several
 //! statements goes to the thread as one command, its `?` bound in order
 //! across them, so a transaction whose values are all known before it opens
-//! can run as three round trips (`BEGIN`, the command, `COMMIT`).
+//! is one round trip, its `BEGIN` and its `COMMIT` included.
 //!
 //! What such a transaction checks between its writes (the token unused,
 //! the budget left, the status still the one read) becomes a **guard**: a
-//! row into a temporary table whose `CHECK` refuses a false value, so the
-//! first guard that does not hold stops the command there with the
-//! constraint's error. [`Guarded::run`] answers `None` for it; the caller
-//! rolls the transaction back and does the work step by step, where each
-//! check has its own answer. The command never decides a refusal itself.
+//! row into a temporary table whose `CHECK` refuses a false value, inserted
+//! `OR ROLLBACK`, so the first guard that does not hold stops the command
+//! there and rolls the whole transaction back. [`Guarded::commit`] answers
+//! `None` for it; the caller does the work step by step, where each check
+//! has its own answer. The command never decides a refusal itself.
+//!
+//! sqlx's connection thread stops running a command's statements as soon
+//! as nobody reads its answer. A command that opens its own transaction
+//! must therefore not be dropped half-way (a client that goes away drops
+//! its handler): it runs in a task of its own, which reads it to the end
+//! and rolls back whatever error left the transaction open, before the
+//! writer's connection goes back to its pool.
 
-use super::{Builder, Conn, Result, Row};
+use super::{Builder, Conn, Pool, Result, Row, StoreError};
+use tracing::Instrument;
 
 /// The name of the guards' constraint, in the error a failed guard raises.
 const GUARD: &str = "commit_guard";
 
-/// Statements to run as one command on SQLite, with guards between them.
+/// Statements to run as one transaction in one command on SQLite, with
+/// guards between them.
 pub struct Guarded<'q> {
     q: Builder<'q>,
 }
@@ -34,7 +43,7 @@ impl<'q> Guarded<'q> {
         // rows to the rollback, one that commits leaves them here).
         Guarded {
             q: Builder::new(format!(
-                "CREATE TEMP TABLE IF NOT EXISTS {GUARD} (step TEXT NOT NULL, ok INTEGER NOT NULL, \
+                "BEGIN IMMEDIATE;\nCREATE TEMP TABLE IF NOT EXISTS {GUARD} (step TEXT NOT NULL, ok INTEGER NOT NULL, \
                  CONSTRAINT {GUARD} CHECK (ok = 1));\nDELETE FROM temp.{GUARD};\n"
             )),
         }
@@ -47,10 +56,11 @@ impl<'q> Guarded<'q> {
         self
     }
 
-    /// A guard: the value `write` writes (an expression) must be 1.
+    /// A guard: the value `write` writes (an expression) must be 1, or the
+    /// transaction is rolled back and the command stops here.
     pub fn guard(&mut self, step: &'static str, write: impl FnOnce(&mut Builder<'q>)) -> &mut Self {
         debug_assert!(!step.contains('\''), "a step's name is written into the text");
-        self.q.push(format!("INSERT INTO temp.{GUARD} (step, ok) SELECT '{step}', "));
+        self.q.push(format!("INSERT OR ROLLBACK INTO temp.{GUARD} (step, ok) SELECT '{step}', "));
         self.statement(write)
     }
 
@@ -61,18 +71,59 @@ impl<'q> Guarded<'q> {
         })
     }
 
-    /// Runs the statements on `tx` (an open SQLite transaction): the rows
-    /// they return, or `None` when a guard did not hold (the statements
-    /// before it took effect: roll the transaction back).
-    pub async fn run(self, tx: &mut Conn) -> Result<Option<Vec<Row>>> {
-        debug_assert!(!tx.is_postgres(), "one command of several statements is SQLite's");
-        match self.q.build().fetch_all(&mut *tx).await {
-            Ok(rows) => Ok(Some(rows)),
-            Err(sqlx::Error::Database(e)) if e.message().contains(GUARD) => {
+    /// Runs the statements and commits them, as one command on `writer`
+    /// (SQLite's writer pool): the rows they return, or `None` when a guard
+    /// did not hold (nothing they wrote stands). The command runs to its end
+    /// even if the caller stops waiting (see the module's doc).
+    pub async fn commit(self, writer: &Pool) -> Result<Option<Vec<Row>>> {
+        let Pool::Sqlite(pool) = writer else {
+            return Err(StoreError::Database(sqlx::Error::Configuration(
+                "one command of several statements is SQLite's writer's".into(),
+            )));
+        };
+        let mut q = self.q;
+        q.push("COMMIT;\n");
+        let command = q.build().into_owned();
+        let pool = pool.clone();
+        // In the caller's span: its statements belong to the caller's trace.
+        let ran = tokio::spawn(
+            async move {
+                let mut conn = Conn::Sqlite(pool.acquire().await?);
+                let rows = command.fetch_all(&mut conn).await;
+                if rows.is_err() {
+                    rolled_back(conn).await;
+                }
+                rows
+            }
+            .instrument(tracing::Span::current()),
+        )
+        .await;
+        match ran {
+            Ok(Ok(rows)) => Ok(Some(rows)),
+            Ok(Err(sqlx::Error::Database(e))) if e.message().contains(GUARD) => {
                 tracing::debug!(guard = %e.message(), "a guard did not hold");
                 Ok(None)
             }
-            Err(e) => Err(e.into()),
+            Ok(Err(e)) => Err(e.into()),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Only when the runtime shuts down, which ends the process.
+            Err(_) => Err(StoreError::Unavailable(sqlx::Error::PoolClosed)),
+        }
+    }
+}
+
+/// Ends whatever transaction a command that failed left open (a guard's
+/// `OR ROLLBACK` has ended it already; a statement's own error has not). A
+/// connection that cannot roll back is closed rather than reused.
+async fn rolled_back(mut conn: Conn) {
+    match super::query("ROLLBACK").execute(&mut conn).await {
+        Ok(_) => {}
+        Err(sqlx::Error::Database(e)) if e.message().contains("no transaction is active") => {}
+        Err(e) => {
+            tracing::error!(error = %e, "a failed command's transaction could not be rolled back; closing the writer's connection");
+            if let Conn::Sqlite(c) = conn {
+                c.close().await.ok();
+            }
         }
     }
 }
@@ -87,11 +138,13 @@ impl Default for Guarded<'_> {
 mod tests {
     use super::*;
     use crate::store::{query, Db};
+    use std::time::Duration;
 
-    /// Rows of a scratch table, in order.
-    async fn seen(tx: &mut Conn) -> Vec<(i64, String)> {
-        query("SELECT n, label FROM temp.scratch ORDER BY n")
-            .fetch_all(&mut *tx)
+    /// The scratch table's rows, in order, as another connection sees them
+    /// (committed only).
+    async fn seen(db: &Db) -> Vec<(i64, String)> {
+        query("SELECT n, label FROM scratch ORDER BY n")
+            .fetch_all(&db.read)
             .await
             .unwrap()
             .iter()
@@ -99,56 +152,89 @@ mod tests {
             .collect()
     }
 
-    #[tokio::test]
-    async fn values_bind_in_order_across_statements_and_the_first_failed_guard_stops_the_rest() {
+    async fn scratch() -> (tempfile::TempDir, Db) {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path()).await.unwrap();
-        let mut tx = db.begin().await.unwrap();
-        query("CREATE TEMP TABLE scratch (n INTEGER PRIMARY KEY, label TEXT NOT NULL)")
-            .execute(&mut *tx)
-            .await
-            .unwrap();
-        let written = |g: &mut Guarded<'static>, n: i64, label: &'static str| {
-            g.statement(|q| {
-                q.push("INSERT INTO temp.scratch (n, label) VALUES (").push_bind(n).push(", ").push_bind(label);
-                q.push(")");
-            });
-        };
+        query("CREATE TABLE scratch (n INTEGER PRIMARY KEY, label TEXT NOT NULL)").execute(&db.write).await.unwrap();
+        (dir, db)
+    }
+
+    fn written(g: &mut Guarded<'static>, n: i64, label: &'static str) {
+        g.statement(|q| {
+            q.push("INSERT INTO scratch (n, label) VALUES (").push_bind(n).push(", ").push_bind(label);
+            q.push(")");
+        });
+    }
+
+    /// The writer is outside any transaction: a usual one opens and commits.
+    async fn writes_on(db: &Db, n: i64) {
+        let mut tx = db.begin().await.expect("the writer is outside any transaction");
+        query("INSERT INTO scratch (n, label) VALUES (?, 'usual')").bind(n).execute(&mut tx).await.unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn values_bind_in_order_across_statements_and_the_first_failed_guard_rolls_all_back() {
+        let (_dir, db) = scratch().await;
 
         // Every guard holds: each statement got its own values, the rows
-        // come back, and the guards' rows say what was checked.
+        // come back, and it is committed (another connection sees it).
         let mut g = Guarded::new();
         written(&mut g, 1, "one");
         g.changed_one("the first went in");
         written(&mut g, 2, "two");
         g.guard("two rows", |q| {
-            q.push("(SELECT count(*) FROM temp.scratch) = ").push_bind(2i64);
+            q.push("(SELECT count(*) FROM scratch) = ").push_bind(2i64);
         });
         g.statement(|q| {
-            q.push("SELECT label FROM temp.scratch WHERE n = ").push_bind(2i64);
+            q.push("SELECT label FROM scratch WHERE n = ").push_bind(2i64);
         });
-        let rows = g.run(&mut tx).await.unwrap().expect("every guard held");
+        let rows = g.commit(&db.write).await.unwrap().expect("every guard held");
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].try_get::<String>("label").unwrap(), "two");
-        assert_eq!(seen(&mut tx).await, [(1, "one".to_owned()), (2, "two".to_owned())]);
+        assert_eq!(seen(&db).await, [(1, "one".to_owned()), (2, "two".to_owned())]);
 
-        // A guard that fails: what came before it stands until the rollback,
-        // nothing after it ran.
+        // A guard that fails: nothing after it ran, and what came before it
+        // was rolled back with the rest.
         let mut g = Guarded::new();
         written(&mut g, 3, "three");
         g.statement(|q| {
-            q.push("UPDATE temp.scratch SET label = 'x' WHERE n = ").push_bind(99i64);
+            q.push("UPDATE scratch SET label = 'x' WHERE n = ").push_bind(99i64);
         });
         g.changed_one("no row 99: fails");
         written(&mut g, 4, "four");
-        assert!(g.run(&mut tx).await.unwrap().is_none(), "a failed guard is None, not an error");
-        let rows = seen(&mut tx).await;
-        assert_eq!(rows.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1, 2, 3], "4 never ran");
+        assert!(g.commit(&db.write).await.unwrap().is_none(), "a failed guard is None, not an error");
+        assert_eq!(seen(&db).await.len(), 2, "3 rolled back, 4 never ran");
+        writes_on(&db, 5).await;
 
-        // An error that is not a guard's stays an error.
+        // An error that is not a guard's stays an error, and is rolled back
+        // too (the statement's own error leaves the transaction open).
         let mut g = Guarded::new();
+        written(&mut g, 6, "six");
         written(&mut g, 1, "again");
-        assert!(g.run(&mut tx).await.is_err(), "a duplicate key is the database's error");
-        tx.rollback().await.unwrap();
+        assert!(g.commit(&db.write).await.is_err(), "a duplicate key is the database's error");
+        assert_eq!(seen(&db).await.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1, 2, 5], "6 rolled back");
+        writes_on(&db, 7).await;
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_stops_waiting_does_not_stop_the_transaction_half_way() {
+        let (_dir, db) = scratch().await;
+        let mut g = Guarded::new();
+        written(&mut g, 1, "before");
+        // A statement that answers with a row after the caller has gone: sqlx
+        // stops a command whose answer nobody reads at its next row.
+        g.statement(|q| {
+            q.push("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c");
+        });
+        written(&mut g, 2, "after");
+        let gave_up = tokio::time::timeout(Duration::from_millis(5), g.commit(&db.write)).await;
+        assert!(gave_up.is_err(), "the slow statement outlasts the wait");
+
+        // The command went on to its `COMMIT`; the writer (waited for) is
+        // outside any transaction.
+        writes_on(&db, 3).await;
+        let rows = seen(&db).await;
+        assert_eq!(rows.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1, 2, 3]);
     }
 }

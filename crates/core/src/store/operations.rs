@@ -144,11 +144,11 @@ pub struct AtOnce<'a> {
 }
 
 impl AtOnce<'_> {
-    /// Runs on `tx`: the operation as stored and the number of its audit
-    /// entry, or `None` when a guard did not hold (roll `tx` back; nothing
-    /// it wrote stands).
-    pub async fn run(self, tx: &mut Conn) -> Result<Option<(OperationRow, i64)>> {
-        let Some(rows) = self.g.run(tx).await? else {
+    /// Runs and commits on `writer` (SQLite's): the operation as stored and
+    /// the number of its audit entry, or `None` when a guard did not hold
+    /// (nothing it wrote stands).
+    pub async fn commit(self, writer: &Pool) -> Result<Option<(OperationRow, i64)>> {
+        let Some(rows) = self.g.commit(writer).await? else {
             return Ok(None);
         };
         let op = rows.last().ok_or_else(|| super::StoreError::corrupt("operations", "the insert returned no row"))?;

@@ -193,6 +193,16 @@ pub enum Arg<'q> {
     Bytes(Option<Cow<'q, [u8]>>),
 }
 
+impl Arg<'_> {
+    fn into_owned(self) -> Arg<'static> {
+        match self {
+            Arg::Int(v) => Arg::Int(v),
+            Arg::Text(v) => Arg::Text(v.map(|t| Cow::Owned(t.into_owned()))),
+            Arg::Bytes(v) => Arg::Bytes(v.map(|b| Cow::Owned(b.into_owned()))),
+        }
+    }
+}
+
 macro_rules! arg_from {
     ($($t:ty => |$v:ident| $e:expr),* $(,)?) => {
         $(impl<'q> From<$t> for Arg<'q> {
@@ -337,6 +347,12 @@ impl<'q> Query<'q> {
     pub fn bind(mut self, value: impl Into<Arg<'q>>) -> Self {
         self.args.push(value.into());
         self
+    }
+
+    /// The same statement owning its text and values (to run in a task of
+    /// its own).
+    pub fn into_owned(self) -> Query<'static> {
+        Query { sql: Cow::Owned(self.sql.into_owned()), args: self.args.into_iter().map(Arg::into_owned).collect() }
     }
 
     pub async fn execute<'e>(self, exec: impl Into<Exec<'e>>) -> sqlx::Result<Done> {
