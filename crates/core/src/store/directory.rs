@@ -97,7 +97,7 @@ pub struct User {
     pub quiet_hours: Option<String>,
     #[sqlx(try_from = "Flag")]
     pub active: bool,
-    /// Rows of their own (`approval_limits`): [`with_limits`] reads them.
+    /// Rows of their own (`approval_limits`), read with the user's.
     #[sqlx(skip)]
     pub approval_limits_minor: BTreeMap<String, u64>,
     #[sqlx(flatten, try_from = "OidcColumns")]
@@ -130,7 +130,6 @@ struct Holder {
 /// One approval limit of a user.
 #[derive(sqlx::FromRow)]
 struct Limit {
-    user_id: String,
     currency: String,
     #[sqlx(try_from = "Unsigned<u64>")]
     limit_minor: u64,
@@ -230,40 +229,57 @@ async fn set_oidc(conn: &mut Conn, user_id: &str, link: Option<&OidcIdentity>) -
 }
 
 async fn limits_of(conn: &mut Conn, user_id: &str) -> Result<BTreeMap<String, u64>> {
-    let rows = query("SELECT user_id, currency, limit_minor FROM approval_limits WHERE user_id = ?")
+    let rows = query("SELECT currency, limit_minor FROM approval_limits WHERE user_id = ?")
         .bind(user_id)
         .fetch_all(conn)
         .await?;
     rows.iter().map(|r| r.decode::<Limit>().map(|l| (l.currency, l.limit_minor))).collect()
 }
 
-/// The user of `row` (if any) with their approval limits.
-async fn with_limits(conn: &mut Conn, row: Option<Row>) -> Result<Option<User>> {
-    let Some(row) = row else { return Ok(None) };
+/// The users `filter` (a condition on `u`, with `?`s) selects, each with
+/// their approval limits joined into one column by a subquery: a user and
+/// their limits are one statement, one round trip to the reader's thread
+/// (every console request and every approver a commit rechecks reads one).
+fn select_users(pg: bool, filter: &str) -> String {
+    let joined = if pg { "string_agg" } else { "group_concat" };
+    format!(
+        "SELECT u.*, (SELECT {joined}(l.currency || ':' || CAST(l.limit_minor AS TEXT), ';') \
+         FROM approval_limits l WHERE l.user_id = u.id) AS approval_limits_joined FROM users u WHERE {filter}"
+    )
+}
+
+/// A user read by [`select_users`], their limits parsed from the joined
+/// column (`USD:100000;EUR:5000`).
+fn user_with_limits(row: &Row) -> Result<User> {
     let mut user: User = row.decode()?;
-    user.approval_limits_minor = limits_of(conn, &user.id).await?;
-    Ok(Some(user))
+    let joined: Option<String> = row.try_get("approval_limits_joined")?;
+    for limit in joined.as_deref().unwrap_or_default().split(';').filter(|l| !l.is_empty()) {
+        let parsed = limit.rsplit_once(':').and_then(|(currency, minor)| Some((currency, minor.parse::<u64>().ok()?)));
+        let Some((currency, minor)) = parsed else {
+            return Err(super::StoreError::corrupt("approval_limits", "not a currency and a non-negative limit"));
+        };
+        user.approval_limits_minor.insert(currency.to_owned(), minor);
+    }
+    Ok(user)
+}
+
+async fn one_user(conn: &mut Conn, filter: &str, values: &[&str]) -> Result<Option<User>> {
+    let q = values.iter().fold(query(select_users(conn.is_postgres(), filter)), |q, v| q.bind(*v));
+    q.fetch_optional(&mut *conn).await?.as_ref().map(user_with_limits).transpose()
 }
 
 pub async fn user_by_username(conn: &mut Conn, username: &str) -> Result<Option<User>> {
-    let row = query("SELECT * FROM users WHERE username = ?").bind(username).fetch_optional(&mut *conn).await?;
-    with_limits(conn, row).await
+    one_user(conn, "u.username = ?", &[username]).await
 }
 
 /// The user linked to `issuer` + `subject` (exactly; never by any other
 /// claim such as an e-mail address).
 pub async fn user_by_oidc(conn: &mut Conn, issuer: &str, subject: &str) -> Result<Option<User>> {
-    let row = query("SELECT * FROM users WHERE oidc_issuer = ? AND oidc_subject = ?")
-        .bind(issuer)
-        .bind(subject)
-        .fetch_optional(&mut *conn)
-        .await?;
-    with_limits(conn, row).await
+    one_user(conn, "u.oidc_issuer = ? AND u.oidc_subject = ?", &[issuer, subject]).await
 }
 
 pub async fn user_by_id(conn: &mut Conn, id: &str) -> Result<Option<User>> {
-    let row = query("SELECT * FROM users WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
-    with_limits(conn, row).await
+    one_user(conn, "u.id = ?", &[id]).await
 }
 
 /// An agent as the registry wants it to be.
@@ -433,30 +449,11 @@ pub async fn password_hash(pool: &Pool, user_id: &str) -> Result<Option<String>>
     Ok(scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?)
 }
 
-/// Users of a tenant, by username; their limits in one more statement,
-/// not one per user (every console page reads them).
+/// Users of a tenant, by username, with their limits (one statement, not
+/// one per user: every console page reads them).
 pub async fn users_of(conn: &mut Conn, tenant: &str) -> Result<Vec<User>> {
-    let rows =
-        query("SELECT * FROM users WHERE tenant_id = ? ORDER BY username").bind(tenant).fetch_all(&mut *conn).await?;
-    let limit_rows = query(
-        "SELECT l.user_id, l.currency, l.limit_minor FROM approval_limits l JOIN users u ON u.id = l.user_id
-         WHERE u.tenant_id = ?",
-    )
-    .bind(tenant)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut limits: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    for r in &limit_rows {
-        let Limit { user_id, currency, limit_minor } = r.decode()?;
-        limits.entry(user_id).or_default().insert(currency, limit_minor);
-    }
-    rows.iter()
-        .map(|row| {
-            let mut user: User = row.decode()?;
-            user.approval_limits_minor = limits.remove(&user.id).unwrap_or_default();
-            Ok(user)
-        })
-        .collect()
+    let sql = select_users(conn.is_postgres(), "u.tenant_id = ? ORDER BY u.username");
+    query(sql).bind(tenant).fetch_all(&mut *conn).await?.iter().map(user_with_limits).collect()
 }
 
 /// Agents of a tenant, by id.
@@ -506,10 +503,7 @@ struct Budget {
 
 /// The user a Slack user id is linked to, if any.
 pub async fn user_by_slack_id(pool: &Pool, slack_user_id: &str) -> Result<Option<User>> {
-    let mut conn = pool.acquire().await?;
-    let row =
-        query("SELECT * FROM users WHERE slack_user_id = ?").bind(slack_user_id).fetch_optional(&mut *conn).await?;
-    with_limits(&mut conn, row).await
+    one_user(&mut *pool.acquire().await?, "u.slack_user_id = ?", &[slack_user_id]).await
 }
 
 /// Sets (or with `None` clears) a user's Slack user id. Returns whether the
@@ -540,4 +534,51 @@ pub async fn set_slack_user_id(
         .execute(conn)
         .await?;
     Ok(done.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(username: &str, limits: &[(&str, u64)]) -> UserSpec {
+        UserSpec {
+            tenant_id: "t1".into(),
+            username: username.into(),
+            password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into(),
+            roles: vec![Role::Approver],
+            approval_limits_minor: limits.iter().map(|(c, m)| ((*c).to_owned(), *m)).collect(),
+            slack_user_id: Some(format!("U{username}")),
+            oidc: Some(Some(OidcIdentity { issuer: "https://idp".into(), subject: format!("sub-{username}") })),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_user_is_read_with_their_own_limits_on_each_backend() {
+        for db in crate::store::test_pg::each_backend("a_user_is_read_with_their_own_limits").await {
+            let mut tx = db.begin().await.unwrap();
+            upsert_tenant(&mut tx, "t1", "T1").await.unwrap();
+            let big = u64::try_from(i64::MAX).unwrap();
+            let (ana, _) =
+                upsert_user(&mut tx, &spec("ana", &[("USD", 250_000), ("EUR", big)])).await.unwrap().unwrap();
+            upsert_user(&mut tx, &spec("ben", &[])).await.unwrap().unwrap();
+            tx.commit().await.unwrap();
+            let want: BTreeMap<String, u64> = [("EUR".to_owned(), big), ("USD".to_owned(), 250_000)].into();
+
+            let mut conn = db.reader().await.unwrap();
+            let by_id = user_by_id(&mut conn, &ana).await.unwrap().expect("ana");
+            assert_eq!((by_id.username.as_str(), &by_id.approval_limits_minor), ("ana", &want), "{}", db.backend);
+            let by_name = user_by_username(&mut conn, "ana").await.unwrap().unwrap();
+            assert_eq!(by_name.approval_limits_minor, want);
+            let by_oidc = user_by_oidc(&mut conn, "https://idp", "sub-ana").await.unwrap().unwrap();
+            assert_eq!(by_oidc.approval_limits_minor, want);
+            assert!(user_by_id(&mut conn, "nobody").await.unwrap().is_none());
+            let everyone = users_of(&mut conn, "t1").await.unwrap();
+            let limits: Vec<(&str, usize)> =
+                everyone.iter().map(|u| (u.username.as_str(), u.approval_limits_minor.len())).collect();
+            assert_eq!(limits, [("ana", 2), ("ben", 0)], "by username, each with their own limits");
+            drop(conn);
+            let by_slack = user_by_slack_id(&db.read, "Uana").await.unwrap().unwrap();
+            assert_eq!(by_slack.approval_limits_minor, want);
+        }
+    }
 }
