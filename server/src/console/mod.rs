@@ -136,7 +136,8 @@ impl ConsoleService {
         // The default queue's first page shows first the proposals whose
         // approval lapsed (the agent did not commit in time): approved once,
         // they need approving again, oldest first. A chosen status lists only
-        // that status. The two lists are read at once.
+        // that status. The two lists are read at once, and with them who may
+        // approve (the tenant's people).
         let defaulted = params.as_ref().is_ok_and(|p| p.status.as_deref().is_none_or(str::is_empty));
         let lapsed = (defaulted && query.cursor.is_none()).then(|| ListQuery {
             status: Some(ProposalStatus::ApprovalExpired),
@@ -145,7 +146,7 @@ impl ConsoleService {
             limit: LAPSED_SHOWN,
             cursor: None,
         });
-        let ((rows, next_cursor), first) = tokio::try_join!(
+        let ((rows, next_cursor), first, tenancy) = tokio::try_join!(
             async { query.run(&self.state, &viewer.tenant_id, None).await.map_err(unavailable) },
             async {
                 match &lapsed {
@@ -153,18 +154,18 @@ impl ConsoleService {
                     None => Ok(Vec::new()),
                 }
             },
+            self.tenancy(&viewer.tenant_id),
         )?;
         let rows = if first.is_empty() { rows } else { first.into_iter().chain(rows).collect() };
-        // What the rows show, who may approve them and their signals (which
-        // matter while a decision is awaited): read at once, each on its own
-        // read connection.
-        let (views, tenancy, signals_of) = tokio::try_join!(
-            async { crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable) },
-            self.tenancy(&viewer.tenant_id),
-            async { risk::signals_while_waiting(&self.state, &rows).await.map_err(unavailable) },
-        )?;
+        // What the rows show, their signals (which matter while a decision
+        // is awaited) and who was told about them: read at once, each on its
+        // own read connection.
         let waiting_ids: Vec<&str> = rows.iter().filter(|r| waiting(r)).map(|r| r.id.as_str()).collect();
-        let mut reach = reach::of(&self.state, &tenancy, &waiting_ids).await?;
+        let (views, signals_of, mut reach) = tokio::try_join!(
+            async { crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable) },
+            async { risk::signals_while_waiting(&self.state, &rows).await.map_err(unavailable) },
+            reach::of(&self.state, &tenancy, &waiting_ids),
+        )?;
         let mut items = Vec::with_capacity(rows.len());
         for ((row, view), signals) in rows.iter().zip(views).zip(signals_of) {
             let c = &row.request;

@@ -740,13 +740,21 @@ pub async fn load_viewer(
     mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if let Ok(Some(user)) = session::current_user(&state, &session).await {
+    // The top bar of a page flags what the person has not read about their
+    // account: counted while the user is checked (used only if they pass).
+    let page = req.method() == axum::http::Method::GET;
+    let signed_in_as = if page { session::signed_in_as(&session).await } else { None };
+    let (user, unread) = tokio::join!(session::current_user(&state, &session), async {
+        match &signed_in_as {
+            Some(id) => crate::store::notices::unread(&state.db.read, id).await.unwrap_or(0),
+            None => 0,
+        }
+    });
+    if let Ok(Some(user)) = user {
         user.record_in(req.extensions());
         let mut viewer = user.viewer();
         viewer.idle_timeout_secs = state.settings.console.idle_timeout_secs;
-        if req.method() == axum::http::Method::GET {
-            // The top bar flags what the person has not read about their account.
-            let unread = crate::store::notices::unread(&state.db.read, &user.user.id).await.unwrap_or(0);
+        if signed_in_as.as_deref() == Some(user.user.id.as_str()) {
             viewer.unread_notices = u32::try_from(unread).unwrap_or(u32::MAX);
         }
         req.extensions_mut().insert(viewer);

@@ -103,6 +103,13 @@ impl CurrentUser {
     }
 }
 
+/// The user id the session was signed in as, read from the session alone
+/// (no check of the user: [`current_user`] makes them). The console's pages
+/// use it to read what they show about the user beside that check.
+pub async fn signed_in_as(session: &Session) -> Option<String> {
+    session.get::<ConsoleSession>(SESSION_KEY).await.ok().flatten().map(|data| data.user_id)
+}
+
 /// Loads the signed-in user, enforcing the absolute timeout (the idle one is
 /// the session store's expiry). `None` when not signed in.
 pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<CurrentUser>, ApiError> {
