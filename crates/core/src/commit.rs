@@ -112,12 +112,14 @@ async fn commit_inner(
         now,
     };
     let claims = state.keys().verify(token, &expected).map_err(|r| CommitError::Token(r.reason()))?;
-    // Three reads at once, each on its own connection: none needs another's answer.
+    // Reads at once, each on its own connection: none needs another's answer
+    // (on SQLite also what the one-command authorization needs).
     let read = &state.db().read;
-    let (row, minted, operation) = tokio::try_join!(
+    let (row, minted, operation, before) = tokio::try_join!(
         store::proposals::get(read, &agent.tenant_id, proposal_id),
         store::proposals::token(read, &claims.jti),
         store::operations::for_proposal(read, proposal_id),
+        BeforeRecord::read(state, proposal_id),
     )?;
     let row = row.filter(|r| r.agent_id == agent.agent_id).ok_or(CommitError::NotFound)?;
     check_hash(&claims, &row)?;
@@ -142,7 +144,7 @@ async fn commit_inner(
     state.failpoint("commit.before_record");
     let op_id = store::new_id("op", now);
     let _in_flight = InFlight::claim(state, &op_id).expect("a fresh operation id is not in flight");
-    let Some((op, known)) = record(state, &row, &claims, &op_id, reverses.as_deref(), now).await? else {
+    let Some((op, known)) = record(state, &row, &claims, &op_id, reverses.as_deref(), before, now).await? else {
         // Another commit of this proposal got there first: answer with its operation.
         return view(state, agent, proposal_id).await;
     };
@@ -345,6 +347,7 @@ async fn record(
     claims: &ApprovalClaims,
     op_id: &str,
     reverses: Option<&str>,
+    before: Option<BeforeRecord>,
     now: DateTime<Utc>,
 ) -> Result<Option<(OperationRow, Option<operations::Known>)>, CommitError> {
     let key = idempotency_key(&row.id, &row.request_hash);
@@ -364,8 +367,8 @@ async fn record(
         now,
         claimed_until: now + operations::rail_call_lease(&state.settings().rail),
     };
-    if !state.db().is_postgres() {
-        if let Some((op, known)) = record_at_once(state, row, &new).await? {
+    if let Some(before) = before {
+        if let Some((op, known)) = record_at_once(state, row, &new, before).await? {
             return Ok(Some((op, Some(known))));
         }
     }
@@ -394,23 +397,20 @@ fn authorization(row: &ProposalRow, op: &NewOperation<'_>, committed: &crate::ev
 /// Step 5 on SQLite in one round trip to the writer's thread (one command,
 /// `BEGIN IMMEDIATE` to `COMMIT`) where [`record_step_by_step`] takes about ten
 /// (docs/DECISIONS.md, "The commit's writes in one command on SQLite"):
-/// the salts and the newest receipt are read first, the receipt signed,
-/// and each check is a guard in the command (`store::guarded`). `None` when
-/// one did not hold or this process remembers no head of the audit chain:
-/// nothing was changed, and the step-by-step transaction runs, which
-/// answers why (or records after all).
+/// the salts and the newest receipt were read with the proposal
+/// ([`BeforeRecord`]), the receipt is signed, and each check is a guard in
+/// the command (`store::guarded`). `None` when one did not hold or this
+/// process remembers no head of the audit chain: nothing was changed, and
+/// the step-by-step transaction runs, which answers why (or records after
+/// all).
 async fn record_at_once(
     state: &(impl Store + Config + crate::approval::receipts::Receipts),
     row: &ProposalRow,
     op: &NewOperation<'_>,
+    before: BeforeRecord,
 ) -> Result<Option<(OperationRow, operations::Known)>, CommitError> {
-    use crate::evidence::{Committed, DESTINATION, SOURCE_ACCOUNT};
-    let read = &state.db().read;
-    let fields = [SOURCE_ACCOUNT, DESTINATION];
-    let (kept, (receipt_seen, prev)) = tokio::try_join!(
-        store::evidence::kept(read, &row.id, fields),
-        store::audit::last_receipt_seen(read, &row.id),
-    )?;
+    use crate::evidence::Committed;
+    let BeforeRecord { kept, receipt_seen, prev } = before;
     // Made here when none is kept yet; the command keeps them unless another
     // transaction kept others first (then its guard stops it).
     let salts = kept.unwrap_or_else(|| [rand::random(), rand::random()]);
@@ -419,7 +419,7 @@ async fn record_at_once(
     let plan = store::operations::RecordAtOnce {
         operation: op.clone(),
         agent_id: &row.agent_id,
-        salt_fields: fields,
+        salt_fields: BeforeRecord::FIELDS,
         salts,
         receipt_seen,
         entry: &entry,
@@ -439,6 +439,36 @@ async fn record_at_once(
             Ok(Some((recorded, known)))
         }
         None => Ok(None),
+    }
+}
+
+/// What [`record_at_once`] reads before its transaction, read on SQLite
+/// with the proposal (a commit refused before recording wastes two short
+/// reads; one that records saves a round of them). A guard in the command
+/// checks that neither changed since.
+struct BeforeRecord {
+    /// The proposal's account salts, when already kept.
+    kept: Option<[[u8; 32]; 2]>,
+    /// The number of the newest entry that may hold a receipt (0: none).
+    receipt_seen: i64,
+    /// The payment's newest receipt, the new one's `prev`.
+    prev: Option<String>,
+}
+
+impl BeforeRecord {
+    const FIELDS: [&'static str; 2] = [crate::evidence::SOURCE_ACCOUNT, crate::evidence::DESTINATION];
+
+    /// `None` on PostgreSQL, which records step by step.
+    async fn read(state: &impl Store, proposal_id: &str) -> Result<Option<BeforeRecord>, store::StoreError> {
+        if state.db().is_postgres() {
+            return Ok(None);
+        }
+        let read = &state.db().read;
+        let (kept, (receipt_seen, prev)) = tokio::try_join!(
+            store::evidence::kept(read, proposal_id, Self::FIELDS),
+            store::audit::last_receipt_seen(read, proposal_id),
+        )?;
+        Ok(Some(BeforeRecord { kept, receipt_seen, prev }))
     }
 }
 
@@ -627,7 +657,8 @@ mod tests {
         let claims = state.keys().verify(&token, &expected).unwrap();
         let row = store::proposals::get(read, "demo", &alone).await.unwrap().unwrap();
         let op_id = store::new_id("op", now);
-        let (op, known) = record(&*state, &row, &claims, &op_id, None, now).await.unwrap().unwrap();
+        let before = BeforeRecord::read(&*state, &alone).await.unwrap();
+        let (op, known) = record(&*state, &row, &claims, &op_id, None, before, now).await.unwrap().unwrap();
         let known = known.expect("recorded by the one command");
         let mut writer = state.db().write.acquire().await.unwrap();
         let steps: Vec<String> =
