@@ -236,11 +236,12 @@ async fn limits_of(conn: &mut Conn, user_id: &str) -> Result<BTreeMap<String, u6
     rows.iter().map(|r| r.decode::<Limit>().map(|l| (l.currency, l.limit_minor))).collect()
 }
 
-/// The users `filter` (a condition on `u`, with `?`s) selects, each with
+/// The users `filter` selects (a condition on `u` with `?`s for its values,
+/// and any `ORDER BY`; text of this module only, never a value), each with
 /// their approval limits joined into one column by a subquery: a user and
 /// their limits are one statement, one round trip to the reader's thread
 /// (every console request and every approver a commit rechecks reads one).
-fn select_users(pg: bool, filter: &str) -> String {
+fn select_users(pg: bool, filter: &'static str) -> String {
     let joined = if pg { "string_agg" } else { "group_concat" };
     format!(
         "SELECT u.*, (SELECT {joined}(l.currency || ':' || CAST(l.limit_minor AS TEXT), ';') \
@@ -263,7 +264,7 @@ fn user_with_limits(row: &Row) -> Result<User> {
     Ok(user)
 }
 
-async fn one_user(conn: &mut Conn, filter: &str, values: &[&str]) -> Result<Option<User>> {
+async fn one_user(conn: &mut Conn, filter: &'static str, values: &[&str]) -> Result<Option<User>> {
     let q = values.iter().fold(query(select_users(conn.is_postgres(), filter)), |q, v| q.bind(*v));
     q.fetch_optional(&mut *conn).await?.as_ref().map(user_with_limits).transpose()
 }
