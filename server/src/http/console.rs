@@ -741,20 +741,27 @@ pub async fn load_viewer(
     next: axum::middleware::Next,
 ) -> Response {
     // The top bar of a page flags what the person has not read about their
-    // account: counted while the user is checked (used only if they pass).
+    // account: counted while the session's user is checked (used only if
+    // they pass).
     let page = req.method() == axum::http::Method::GET;
-    let signed_in_as = if page { session::signed_in_as(&session).await } else { None };
-    let (user, unread) = tokio::join!(session::current_user(&state, &session), async {
-        match &signed_in_as {
-            Some(id) => crate::store::notices::unread(&state.db.read, id).await.unwrap_or(0),
-            None => 0,
+    let (user, unread) = match session::signed_in(&session).await {
+        Ok(Some(data)) => {
+            let id = data.user_id.clone();
+            tokio::join!(session::checked_user(&state, &session, data), async {
+                if page {
+                    crate::store::notices::unread(&state.db.read, &id).await.unwrap_or(0)
+                } else {
+                    0
+                }
+            })
         }
-    });
+        _ => (Ok(None), 0),
+    };
     if let Ok(Some(user)) = user {
         user.record_in(req.extensions());
         let mut viewer = user.viewer();
         viewer.idle_timeout_secs = state.settings.console.idle_timeout_secs;
-        if signed_in_as.as_deref() == Some(user.user.id.as_str()) {
+        if page {
             viewer.unread_notices = u32::try_from(unread).unwrap_or(u32::MAX);
         }
         req.extensions_mut().insert(viewer);

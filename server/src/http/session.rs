@@ -103,18 +103,29 @@ impl CurrentUser {
     }
 }
 
-/// The user id the session was signed in as, read from the session alone
-/// (no check of the user: [`current_user`] makes them). The console's pages
-/// use it to read what they show about the user beside that check.
-pub async fn signed_in_as(session: &Session) -> Option<String> {
-    session.get::<ConsoleSession>(SESSION_KEY).await.ok().flatten().map(|data| data.user_id)
+/// What the session says about who signed in, not yet checked
+/// ([`checked_user`] checks it). `None` when not signed in.
+pub async fn signed_in(session: &Session) -> Result<Option<ConsoleSession>, ApiError> {
+    session.get(SESSION_KEY).await.map_err(|e| ApiError::Internal(Box::new(e)))
 }
 
 /// Loads the signed-in user, enforcing the absolute timeout (the idle one is
 /// the session store's expiry). `None` when not signed in.
 pub async fn current_user(state: &AppState, session: &Session) -> Result<Option<CurrentUser>, ApiError> {
-    let data: Option<ConsoleSession> = session.get(SESSION_KEY).await.map_err(|e| ApiError::Internal(Box::new(e)))?;
-    let Some(data) = data else { return Ok(None) };
+    match signed_in(session).await? {
+        Some(data) => checked_user(state, session, data).await,
+        None => Ok(None),
+    }
+}
+
+/// The user `data` (the session's) names, if the session is within its
+/// absolute timeout and they are still an active user of its tenant, with
+/// the roles the session allows.
+pub async fn checked_user(
+    state: &AppState,
+    session: &Session,
+    data: ConsoleSession,
+) -> Result<Option<CurrentUser>, ApiError> {
     let age = state.now().timestamp() - data.signed_in_at;
     if age < 0 || age as u64 > state.settings.console.absolute_timeout_secs {
         session.flush().await.map_err(|e| ApiError::Internal(Box::new(e)))?;
