@@ -112,22 +112,29 @@ async fn commit_inner(
         now,
     };
     let claims = state.keys().verify(token, &expected).map_err(|r| CommitError::Token(r.reason()))?;
-    // Reads at once, each on its own connection: none needs another's answer
-    // (on SQLite also what the one-command authorization needs).
+    // Reads at once, each on its own connection: the proposal with its
+    // operation and its round's token and approvals in one statement, and
+    // on SQLite what the one-command authorization needs.
     let read = &state.db().read;
-    let (row, minted, operation, before) = tokio::try_join!(
-        store::proposals::get(read, &agent.tenant_id, proposal_id),
-        store::proposals::token(read, &claims.jti),
-        store::operations::for_proposal(read, proposal_id),
+    let (bundle, before) = tokio::try_join!(
+        store::proposals::bundle(read, &agent.tenant_id, proposal_id),
         BeforeRecord::read(state, proposal_id),
     )?;
-    let row = row.filter(|r| r.agent_id == agent.agent_id).ok_or(CommitError::NotFound)?;
-    check_hash(&claims, &row)?;
-    check_amr(state, &claims, &row)?;
+    let bundle = bundle.filter(|b| b.row.agent_id == agent.agent_id).ok_or(CommitError::NotFound)?;
+    let row = &bundle.row;
+    check_hash(&claims, row)?;
+    check_amr(state, &claims, row)?;
+    // The token of the proposal's round came with it; one of an earlier
+    // round (superseded) is read by its id.
+    let minted = match &bundle.token {
+        Some(token) if token.jti == claims.jti => Some(token.clone()),
+        _ => store::proposals::token(read, &claims.jti).await?,
+    };
     let minted = minted.filter(|t| t.proposal_id == row.id).ok_or(CommitError::Token("unknown_token"))?;
 
-    if operation.is_some() {
-        return view(state, agent, proposal_id).await;
+    if bundle.operation.is_some() {
+        // Committed before (a retry): the answer is the proposal as read.
+        return answer(state, agent, Some(bundle));
     }
     if row.status != ProposalStatus::Approved {
         return Err(CommitError::InvalidState(row.status));
@@ -135,27 +142,40 @@ async fn commit_inner(
     if minted.round != row.approval_round {
         return Err(CommitError::Token("superseded"));
     }
-    recheck(state, agent, &row, &claims).await?;
+    recheck(state, agent, row, &claims).await?;
     let reverses = match row.request.kind {
         ProposalKind::Transfer => None,
-        ProposalKind::Reversal => Some(reversed_transfer(state, &row).await?),
+        ProposalKind::Reversal => Some(reversed_transfer(state, row).await?),
     };
 
     state.failpoint("commit.before_record");
     let op_id = store::new_id("op", now);
     let _in_flight = InFlight::claim(state, &op_id).expect("a fresh operation id is not in flight");
-    let Some((op, known)) = record(state, &row, &claims, &op_id, reverses.as_deref(), before, now).await? else {
+    let Some((op, known)) = record(state, row, &claims, &op_id, reverses.as_deref(), before, now).await? else {
         // Another commit of this proposal got there first: answer with its operation.
         return view(state, agent, proposal_id).await;
     };
     state.changes().publish(&row.id);
     state.failpoint("commit.after_record");
 
-    let outcome = operations::call_rail(state, &op, &row).await;
+    let outcome = operations::call_rail(state, &op, row).await;
     state.failpoint("commit.after_rail");
-    operations::record_knowing(state, &op, outcome, state.now(), known.as_ref()).await?;
+    let recorded = operations::record_knowing(state, &op, outcome, state.now(), known.as_ref()).await?;
     state.failpoint("commit.after_outcome");
-    view(state, agent, proposal_id).await
+    match recorded.proposal {
+        // Read by the outcome's own command, after its writes.
+        Some(after) => answer(state, agent, Some(after)),
+        None => view(state, agent, proposal_id).await,
+    }
+}
+
+/// The agent's view of a proposal read already.
+fn answer(
+    state: &impl Config,
+    agent: &AgentPrincipal,
+    read: Option<store::proposals::ProposalBundle>,
+) -> Result<ProposalView, CommitError> {
+    proposals::agents_view(state, agent, read).ok_or(CommitError::NotFound)
 }
 
 async fn view(state: &(impl Store + Config), agent: &AgentPrincipal, id: &str) -> Result<ProposalView, CommitError> {
@@ -587,6 +607,8 @@ mod tests {
         let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
         let (id, token) = approved(&state, &agent, &users, "one-command", 25_000).await;
         let view = commit(&*state, &agent, &id, &token).await.unwrap();
+        let fresh = proposals::for_agent(&*state, &agent, &id).await.unwrap();
+        assert_eq!(json!(view), json!(fresh), "the answer is the proposal as stored");
         let op = view.operation.expect("recorded");
 
         // The guards the last command ran, each held (a refused one stops
@@ -683,6 +705,20 @@ mod tests {
         assert_eq!(last.data["operation_id"], op.id);
         assert_eq!(known.proposal_status, ProposalStatus::Executing);
 
+        // The outcome's own command, run alone: it reads the proposal back
+        // as its last statement, whole (its approval, the operation as it
+        // now stands), and that is what the commit answers with.
+        let outcome = operations::RailOutcome::Succeeded { reference: "tr_alone".into() };
+        let recorded = operations::record_knowing(&*state, &op, outcome, state.now(), Some(&known)).await.unwrap();
+        assert!(recorded.moved);
+        let after = proposals::agents_view(&*state, &agent, recorded.proposal).expect("read by the command");
+        assert_eq!(after.status, ProposalStatus::Succeeded);
+        assert_eq!(after.approvals.len(), 1, "one approver at 200 USD");
+        let settled = after.operation.as_ref().expect("with its operation");
+        assert_eq!((settled.status.as_str(), settled.rail_reference.as_deref()), ("succeeded", Some("tr_alone")));
+        let fresh = proposals::for_agent(&*state, &agent, &alone).await.unwrap();
+        assert_eq!(json!(after), json!(fresh));
+
         // A guard that does not hold (a freeze): the command stops, the
         // step-by-step transaction answers why, and nothing stands.
         let (frozen, token) = approved(&state, &agent, &users, "frozen", 30_000).await;
@@ -708,6 +744,34 @@ mod tests {
         assert_eq!(store::operations::reserved(&mut conn, "demo", "USD", &day).await.unwrap(), 45_000);
         drop(conn);
         assert!(matches!(store::audit::verify(read).await.unwrap(), store::audit::Verification::Intact { .. }));
+    }
+
+    /// The token the commit checks is the one stored under its `jti`: the
+    /// proposal's read brings only its current round's, so an earlier
+    /// round's is read on its own, and is refused as superseded; one the
+    /// server does not hold is unknown. Neither records anything.
+    #[tokio::test]
+    async fn a_token_of_an_earlier_round_is_superseded_and_one_not_stored_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
+        let read = &state.db().read;
+
+        let (id, token) = approved(&state, &agent, &users, "earlier-round", 20_000).await;
+        let mut conn = state.db().writer().await.unwrap();
+        store::proposals::next_round(&mut conn, &id).await.unwrap();
+        drop(conn);
+        let refused = commit(&*state, &agent, &id, &token).await.unwrap_err();
+        assert!(matches!(refused, CommitError::Token("superseded")), "{refused:?}");
+        assert!(store::operations::for_proposal(read, &id).await.unwrap().is_none());
+
+        let (id, token) = approved(&state, &agent, &users, "not-stored", 20_000).await;
+        let jti = claims_of(&token)["jti"].as_str().unwrap().to_owned();
+        let mut conn = state.db().writer().await.unwrap();
+        store::query("DELETE FROM approval_tokens WHERE jti = ?").bind(jti.as_str()).execute(&mut conn).await.unwrap();
+        drop(conn);
+        let refused = commit(&*state, &agent, &id, &token).await.unwrap_err();
+        assert!(matches!(refused, CommitError::Token("unknown_token")), "{refused:?}");
+        assert!(store::operations::for_proposal(read, &id).await.unwrap().is_none());
     }
 
     #[test]

@@ -140,7 +140,18 @@ pub async fn record(
     outcome: RailOutcome,
     now: DateTime<Utc>,
 ) -> crate::store::Result<bool> {
-    record_knowing(state, op, outcome, now, None).await
+    Ok(record_knowing(state, op, outcome, now, None).await?.moved)
+}
+
+/// What [`record_knowing`] did.
+#[derive(Debug)]
+pub struct Recorded {
+    /// Whether anything changed (false: someone else settled it first).
+    pub moved: bool,
+    /// The proposal as the outcome's transaction left it, read as its last
+    /// statement, when it was one command ([`settle_at_once`]): the commit
+    /// answers with it instead of reading it again.
+    pub proposal: Option<store::proposals::ProposalBundle>,
 }
 
 /// What the commit knows of its payment when the rail answers: the
@@ -155,14 +166,15 @@ pub struct Known {
 }
 
 /// [`record`], with what the caller knows: on SQLite the outcome's
-/// transaction is then one command ([`settle_at_once`]).
+/// transaction is then one command ([`settle_at_once`]), which also reads
+/// the proposal back.
 pub async fn record_knowing(
     state: &(impl Store + Config + Notifier + crate::approval::receipts::Receipts),
     op: &OperationRow,
     outcome: RailOutcome,
     now: DateTime<Utc>,
     known: Option<&Known>,
-) -> crate::store::Result<bool> {
+) -> crate::store::Result<Recorded> {
     let (to, update, proposal_to) = match &outcome {
         RailOutcome::Succeeded { reference } => (
             OpStatus::Succeeded,
@@ -205,11 +217,12 @@ pub async fn record_knowing(
     let data = json!({"rail_outcome": format!("{outcome:?}")});
     if let Some(known) = known.filter(|_| !state.db().is_postgres()) {
         let settled = Settled { op, to, update: &update, proposal_to, actor: "system:rail" };
-        if let Some(done) = settle_at_once(state, &settled, data.clone(), now, known).await? {
-            return Ok(done);
+        if let Some(proposal) = settle_at_once(state, &settled, data.clone(), now, known).await? {
+            return Ok(Recorded { moved: true, proposal });
         }
     }
-    settle(state, op, to, &update, proposal_to, "system:rail", data, now).await
+    let moved = settle(state, op, to, &update, proposal_to, "system:rail", data, now).await?;
+    Ok(Recorded { moved, proposal: None })
 }
 
 /// An outcome to write ([`settle_at_once`]).
@@ -226,14 +239,15 @@ struct Settled<'a> {
 /// knows instead of reads inside the transaction; each of those reads is a
 /// guard. `None` when one did not hold, or this process remembers no head
 /// of the audit chain, or the outcome is a reversal's success (it moves
-/// another proposal too): nothing was changed, [`settle`] runs.
+/// another proposal too): nothing was changed, [`settle`] runs. Else the
+/// proposal as the transaction left it (its last statement reads it).
 async fn settle_at_once(
     state: &(impl Store + Notifier + crate::approval::receipts::Receipts),
     s: &Settled<'_>,
     data: serde_json::Value,
     now: DateTime<Utc>,
     known: &Known,
-) -> crate::store::Result<Option<bool>> {
+) -> crate::store::Result<Option<Option<store::proposals::ProposalBundle>>> {
     use crate::store::guarded::Guarded;
     let Settled { op, to, update, proposal_to, actor } = *s;
     if to == OpStatus::Succeeded && op.kind == "reversal" {
@@ -266,12 +280,13 @@ async fn settle_at_once(
         return Ok(None);
     };
     g.changed_one("the chain head as remembered");
-    if g.commit(&state.db().write).await?.is_none() {
+    g.statement(|q| store::proposals::push_bundle(q, &op.tenant_id, &op.proposal_id));
+    let Some(rows) = g.commit(&state.db().write).await? else {
         return Ok(None);
-    }
+    };
     audit.inserted();
     state.changes().publish(&op.proposal_id);
-    Ok(Some(true))
+    Ok(Some(store::proposals::ProposalBundle::from_rows(&rows)?))
 }
 
 /// The audit entry of an operation's move to `to` (its receipt is added

@@ -300,10 +300,18 @@ pub async fn for_agent(
     agent: &AgentPrincipal,
     id: &str,
 ) -> Result<ProposalView, ActionError> {
-    let bundle = store::proposals::bundle(&state.db().read, &agent.tenant_id, id)
-        .await?
-        .filter(|b| b.row.agent_id == agent.agent_id)
-        .ok_or(ActionError::NotFound)?;
+    let bundle = store::proposals::bundle(&state.db().read, &agent.tenant_id, id).await?;
+    agents_view(state, agent, bundle).ok_or(ActionError::NotFound)
+}
+
+/// [`for_agent`]'s view of `bundle`, read already: `None` when there is
+/// none or it is another agent's (the tenant's is the read's own filter).
+pub fn agents_view(
+    state: &impl Config,
+    agent: &AgentPrincipal,
+    bundle: Option<store::proposals::ProposalBundle>,
+) -> Option<ProposalView> {
+    let bundle = bundle.filter(|b| b.row.agent_id == agent.agent_id && b.row.tenant_id == agent.tenant_id)?;
     let approvals = bundle.approvals.iter().map(approval_view).collect();
     let mut view = to_view(state, bundle.row, approvals);
     view.operation = bundle.operation.map(OperationView::from);
@@ -313,7 +321,7 @@ pub async fn for_agent(
             view.approval_expires_at = Some(store::ts(token.expires_at));
         }
     }
-    Ok(view)
+    Some(view)
 }
 
 impl PolledView {

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::{ApprovalRow, ProposalRow, TokenRow};
 use crate::store::operations::{OpStatus, OperationRow};
-use crate::store::{query, Int, Known, OptTimestamp, Pool, Result, Timestamp, Unsigned};
+use crate::store::{Builder, Int, Known, OptTimestamp, Pool, Result, Row, Timestamp, Unsigned};
 
 /// A proposal with everything its API view shows: the approvals and token
 /// of its current round and its operation.
@@ -17,13 +17,13 @@ pub struct ProposalBundle {
     pub token: Option<TokenRow>,
 }
 
-/// One statement for a whole [`ProposalBundle`]: the operation and the
+/// One statement for a whole [`ProposalBundle`] ([`push_bundle`] ends it): the operation and the
 /// token are at most one row each (unique per proposal, per round), the
 /// approvals make one row each. This is the status poll's read: with sqlx
 /// every statement is a round trip to the connection's worker thread, and
 /// the four separate reads it replaces cost more than the query itself
 /// (docs/BENCHMARKS.md).
-const BUNDLE: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted,
+const BUNDLE_SELECT: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted,
         o.id AS o_id, o.proposal_id AS o_proposal_id, o.jti AS o_jti, o.idempotency_key AS o_idempotency_key,
         o.tenant_id AS o_tenant_id, o.kind AS o_kind, o.status AS o_status, o.amount_minor AS o_amount_minor,
         o.currency AS o_currency, o.budget_day AS o_budget_day, o.rail_reference AS o_rail_reference,
@@ -41,10 +41,17 @@ const BUNDLE: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_trusted,
      LEFT JOIN operations o ON o.proposal_id = p.id
      LEFT JOIN approval_tokens t ON t.proposal_id = p.id AND t.round = p.approval_round
      LEFT JOIN approvals a ON a.proposal_id = p.id AND a.round = p.approval_round
-     WHERE p.tenant_id = ? AND p.id = ?
-     ORDER BY a.at, a.approver_id";
+     WHERE p.tenant_id = ";
 
-/// Which parts of a [`BUNDLE`] row are there (the keys of its left joins).
+/// Writes the statement that reads the proposal `id` of `tenant` as a
+/// [`ProposalBundle`] into `q` (without its `;`): [`bundle`]'s read, and
+/// the last statement of a command that writes the proposal and answers
+/// with it (the commit's outcome, `operations::settle_at_once`).
+pub fn push_bundle<'q>(q: &mut Builder<'q>, tenant: &'q str, id: &'q str) {
+    q.push(BUNDLE_SELECT).push_bind(tenant).push(" AND p.id = ").push_bind(id).push(" ORDER BY a.at, a.approver_id");
+}
+
+/// Which parts of a bundle's row are there (the keys of its left joins).
 #[derive(sqlx::FromRow)]
 struct BundleKeys {
     o_id: Option<String>,
@@ -53,7 +60,7 @@ struct BundleKeys {
 }
 
 /// `From<$from> for $to`, each named field moved across: the bundle's
-/// structs have their row's fields, under the aliases of [`BUNDLE`].
+/// structs have their row's fields, under the aliases of [`BUNDLE_SELECT`].
 macro_rules! same_fields {
     ($from:ident => $to:ident { $($field:ident),* $(,)? }) => {
         impl From<$from> for $to {
@@ -64,7 +71,7 @@ macro_rules! same_fields {
     };
 }
 
-/// The operation's columns in [`BUNDLE`], under their `o_` aliases (a
+/// The operation's columns in [`BUNDLE_SELECT`], under their `o_` aliases (a
 /// derive reads columns by the field's name or a `rename`, never a prefix).
 #[derive(sqlx::FromRow)]
 struct BundledOperation {
@@ -116,7 +123,7 @@ same_fields!(BundledOperation => OperationRow {
     resolved_by, created_at, updated_at,
 });
 
-/// The token's columns in [`BUNDLE`], under their `t_` aliases.
+/// The token's columns in [`BUNDLE_SELECT`], under their `t_` aliases.
 #[derive(sqlx::FromRow)]
 struct BundledToken {
     #[sqlx(rename = "t_jti")]
@@ -139,7 +146,7 @@ struct BundledToken {
 
 same_fields!(BundledToken => TokenRow { jti, proposal_id, round, token, kid, issued_at, expires_at, used_at });
 
-/// An approval's columns in [`BUNDLE`], under their `a_` aliases.
+/// An approval's columns in [`BUNDLE_SELECT`], under their `a_` aliases.
 #[derive(sqlx::FromRow)]
 struct BundledApproval {
     #[sqlx(rename = "a_proposal_id")]
@@ -170,19 +177,30 @@ same_fields!(BundledApproval => ApprovalRow {
 
 /// The proposal `id` within `tenant` with its approvals, operation and token.
 pub async fn bundle(pool: &Pool, tenant: &str, id: &str) -> Result<Option<ProposalBundle>> {
-    let rows = query(BUNDLE).bind(tenant).bind(id).fetch_all(pool).await?;
-    let Some(first) = rows.first() else { return Ok(None) };
-    let keys: BundleKeys = first.decode()?;
-    let mut approvals = Vec::with_capacity(rows.len());
-    for r in &rows {
-        if r.decode::<BundleKeys>()?.a_approver_id.is_some() {
-            approvals.push(r.decode::<BundledApproval>()?.into());
+    let mut q = Builder::new("");
+    push_bundle(&mut q, tenant, id);
+    ProposalBundle::from_rows(&q.build().fetch_all(pool).await?)
+}
+
+impl ProposalBundle {
+    /// The bundle in `rows`, the rows of [`push_bundle`]'s statement; rows
+    /// without its columns (other statements' `RETURNING`, in one command)
+    /// are passed over. `None` when there is none: no such proposal.
+    pub fn from_rows(rows: &[Row]) -> Result<Option<ProposalBundle>> {
+        let bundled: Vec<(&Row, BundleKeys)> =
+            rows.iter().filter_map(|r| r.decode::<BundleKeys>().ok().map(|keys| (r, keys))).collect();
+        let Some((first, keys)) = bundled.first() else { return Ok(None) };
+        let mut approvals = Vec::with_capacity(bundled.len());
+        for (r, k) in &bundled {
+            if k.a_approver_id.is_some() {
+                approvals.push(r.decode::<BundledApproval>()?.into());
+            }
         }
+        Ok(Some(ProposalBundle {
+            row: first.decode()?,
+            operation: if keys.o_id.is_some() { Some(first.decode::<BundledOperation>()?.into()) } else { None },
+            token: if keys.t_jti.is_some() { Some(first.decode::<BundledToken>()?.into()) } else { None },
+            approvals,
+        }))
     }
-    Ok(Some(ProposalBundle {
-        row: first.decode()?,
-        operation: if keys.o_id.is_some() { Some(first.decode::<BundledOperation>()?.into()) } else { None },
-        token: if keys.t_jti.is_some() { Some(first.decode::<BundledToken>()?.into()) } else { None },
-        approvals,
-    }))
 }

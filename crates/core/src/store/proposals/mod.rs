@@ -11,7 +11,7 @@ use crate::domain::{CanonicalRequest, Currency, ProposalStatus};
 use crate::policy::Decision;
 
 mod bundled;
-pub use bundled::{bundle, ProposalBundle};
+pub use bundled::{bundle, push_bundle, ProposalBundle};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ProposalRow {
