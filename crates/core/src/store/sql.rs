@@ -391,6 +391,15 @@ impl Row {
         Ok(read?)
     }
 
+    /// Whether the row has a column named `name`.
+    pub fn has_column(&self, name: &str) -> bool {
+        use sqlx::Row as _;
+        match self {
+            Row::Sqlite(r) => r.try_column(name).is_ok(),
+            Row::Pg(r) => r.try_column(name).is_ok(),
+        }
+    }
+
     /// The column `name` (or at `index`), as `T`.
     pub fn try_get<'r, T: Value<'r>>(&'r self, column: &str) -> sqlx::Result<T> {
         match self {

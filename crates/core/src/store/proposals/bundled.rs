@@ -187,8 +187,10 @@ impl ProposalBundle {
     /// without its columns (other statements' `RETURNING`, in one command)
     /// are passed over. `None` when there is none: no such proposal.
     pub fn from_rows(rows: &[Row]) -> Result<Option<ProposalBundle>> {
-        let bundled: Vec<(&Row, BundleKeys)> =
-            rows.iter().filter_map(|r| r.decode::<BundleKeys>().ok().map(|keys| (r, keys))).collect();
+        let mut bundled = Vec::with_capacity(rows.len());
+        for r in rows.iter().filter(|r| r.has_column("o_id")) {
+            bundled.push((r, r.decode::<BundleKeys>()?));
+        }
         let Some((first, keys)) = bundled.first() else { return Ok(None) };
         let mut approvals = Vec::with_capacity(bundled.len());
         for (r, k) in &bundled {

@@ -905,6 +905,23 @@ pub(crate) mod tests {
             assert_eq!(b.operation.map(|o| o.id).as_deref(), Some("op_1"));
             assert!(b.row.payee_trusted);
 
+            // Read last in a command of several statements (SQLite's): the
+            // rows of another statement's RETURNING are passed over.
+            if !db.read.is_postgres() {
+                let mut q = crate::store::Builder::new(
+                    "UPDATE proposals SET version = version WHERE id = 'prop_1' RETURNING *;\n",
+                );
+                push_bundle(&mut q, "t", "prop_1");
+                let mut c = db.write.acquire().await.unwrap();
+                let rows = q.build().fetch_all(&mut c).await.unwrap();
+                drop(c);
+                assert_eq!(rows.len(), 3, "the update's row, then one an approval");
+                let read_last = ProposalBundle::from_rows(&rows).unwrap().expect("the bundle's rows");
+                let alone = bundle(&db.read, "t", "prop_1").await.unwrap().unwrap();
+                assert_eq!(format!("{read_last:?}"), format!("{alone:?}"));
+                assert!(ProposalBundle::from_rows(&rows[..1]).unwrap().is_none(), "no bundle: none");
+            }
+
             // A new round: the earlier round's approvals and token no longer count.
             let mut c = db.write.acquire().await.unwrap();
             next_round(&mut c, "prop_1").await.unwrap();
