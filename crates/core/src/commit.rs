@@ -134,7 +134,7 @@ async fn commit_inner(
 
     if bundle.operation.is_some() {
         // Committed before (a retry): the answer is the proposal as read.
-        return answer(state, agent, Some(bundle));
+        return answer(state, agent, bundle);
     }
     if row.status != ProposalStatus::Approved {
         return Err(CommitError::InvalidState(row.status));
@@ -164,7 +164,7 @@ async fn commit_inner(
     state.failpoint("commit.after_outcome");
     match recorded.proposal {
         // Read by the outcome's own command, after its writes.
-        Some(after) => answer(state, agent, Some(after)),
+        Some(after) => answer(state, agent, after),
         None => view(state, agent, proposal_id).await,
     }
 }
@@ -173,9 +173,9 @@ async fn commit_inner(
 fn answer(
     state: &impl Config,
     agent: &AgentPrincipal,
-    read: Option<store::proposals::ProposalBundle>,
+    read: store::proposals::ProposalBundle,
 ) -> Result<ProposalView, CommitError> {
-    proposals::agents_view(state, agent, read).ok_or(CommitError::NotFound)
+    proposals::agents_view(state, agent, Some(read)).ok_or(CommitError::NotFound)
 }
 
 async fn view(state: &(impl Store + Config), agent: &AgentPrincipal, id: &str) -> Result<ProposalView, CommitError> {
