@@ -9,6 +9,14 @@
 //! goes first. The rail's contribution is estimated from the direct calls'
 //! distribution: net p50 = commit p50 − rail p50, net p99 = commit p99 −
 //! rail p99. (The per-pair differences are printed too.)
+//!
+//! Then the same loop against the floor (`countersign-bench commit-floor`,
+//! the same rail simulator process): a server on the same stack that does
+//! only what no commit keeping the contract can skip — a durable write
+//! before the rail call, the call, a durable write of its answer. Its net
+//! figures are what this machine sets before Countersign does anything of
+//! its own; they are printed beside the goal's figure, which stays the
+//! server's own.
 
 use serde_json::json;
 use std::time::Duration;
@@ -46,24 +54,101 @@ pub async fn run(env: &Env, commits: usize) -> anyhow::Result<Vec<Figure>> {
     }
 
     let auth = format!("Bearer {AGENT_KEY}");
-    let mut to_server = Conn::open(server.addr).await?;
-    let mut to_rail = Conn::open(rail.addr).await?;
-    let (mut commit_times, mut rail_times, mut outcomes) = (Vec::new(), Vec::new(), std::collections::BTreeMap::new());
-    for (i, (id, token)) in approved.iter().enumerate() {
-        let commit = post_json(
-            server.addr,
-            &format!("/api/v1/proposals/{id}/commit"),
-            &[("authorization", &auth)],
-            json!({"approval_token": token}).to_string().into_bytes(),
+    let headers = [("authorization", auth.as_str())];
+    let commits: Vec<(String, Vec<u8>)> = approved
+        .iter()
+        .map(|(id, token)| (id.clone(), json!({"approval_token": token}).to_string().into_bytes()))
+        .collect();
+    let measured = alternated(server.addr, &headers, &commits, rail.addr).await?;
+    server.stop().await;
+
+    // The floor: the same loop against a server that does only the two
+    // durable writes around the rail call (`countersign-bench commit-floor`).
+    let floor_dir = env.scratch("commit-floor")?;
+    let floor = env.commit_floor(&rail.url, &floor_dir).await?;
+    let floor_measured = alternated(floor.addr, &[], &commits, rail.addr).await?;
+    floor.stop().await;
+    rail.stop().await;
+
+    let (commit, rail, net50, net99) =
+        measured.report(&format!("commit (server + rail), {} commits", commits.len() - WARMUP));
+    let (_, _, floor50, floor99) = floor_measured.report(&format!(
+        "floor (countersign-bench commit-floor: two durable SQLite writes around the rail call, nothing else), {} commits",
+        commits.len() - WARMUP
+    ));
+    println!("  answered {:?}; the floor answered {:?}", measured.outcomes, floor_measured.outcomes);
+    println!(
+        "  the floor on this machine, rail subtracted: p50 {floor50:.2} ms, p99 {floor99:.2} ms; \
+         Countersign's commit above it: p50 {:+.2} ms, p99 {:+.2} ms",
+        net50 - floor50,
+        net99 - floor99
+    );
+    Ok(vec![Figure::new(
+        "commit latency, rail subtracted",
+        format!(
+            "p50 {net50:.2} ms, p99 {net99:.2} ms (commit p50 {} / p99 {}; rail p50 {} / p99 {}; \
+             the floor p50 {floor50:.2} / p99 {floor99:.2})",
+            ms(commit.pct(50.0)),
+            ms(commit.pct(99.0)),
+            ms(rail.pct(50.0)),
+            ms(rail.pct(99.0))
+        ),
+        "p99 < 2.5 ms (issue 31)",
+        net99 < 2.5,
+    )])
+}
+
+/// One loop's times: each commit's, each direct rail call's (paired), and
+/// what the commits answered.
+struct Measured {
+    commits: Vec<Duration>,
+    rails: Vec<Duration>,
+    outcomes: std::collections::BTreeMap<String, u32>,
+}
+
+impl Measured {
+    /// Prints the three distributions under `label`; returns the commit's
+    /// and the rail's, and the net p50 and p99 (ms).
+    fn report(&self, label: &str) -> (Latency, Latency, f64, f64) {
+        let pairs: Vec<Duration> = self.commits.iter().zip(&self.rails).map(|(c, r)| c.saturating_sub(*r)).collect();
+        let (commit, rail, paired) = (
+            Latency::from_durations(&self.commits),
+            Latency::from_durations(&self.rails),
+            Latency::from_durations(&pairs),
         );
-        let key = format!("bench-direct-{i}");
+        println!("  {label}: {}", commit.summary());
+        println!("    rail alone (direct POST /v1/transfers):  {}", rail.summary());
+        println!("    per-pair difference (commit − its rail call): {}", paired.summary());
+        let net50 = ms_diff(commit.pct(50.0), rail.pct(50.0));
+        let net99 = ms_diff(commit.pct(99.0), rail.pct(99.0));
+        (commit, rail, net50, net99)
+    }
+}
+
+/// Each of `commits` (proposal id, body) posted to `server`, one at a time
+/// on one connection, each beside a direct `POST /v1/transfers` to the
+/// simulator at `rail` (a fresh idempotency key), alternating which goes
+/// first; the first [`WARMUP`] are not counted.
+async fn alternated(
+    server: std::net::SocketAddr,
+    headers: &[(&str, &str)],
+    commits: &[(String, Vec<u8>)],
+    rail: std::net::SocketAddr,
+) -> anyhow::Result<Measured> {
+    let mut to_server = Conn::open(server).await?;
+    let mut to_rail = Conn::open(rail).await?;
+    let mut measured = Measured { commits: Vec::new(), rails: Vec::new(), outcomes: Default::default() };
+    let run = rand::random::<u32>();
+    for (i, (id, body)) in commits.iter().enumerate() {
+        let commit = post_json(server, &format!("/api/v1/proposals/{id}/commit"), headers, body.clone());
+        let key = format!("bench-direct-{run}-{i}");
         let form = format!(
             "amount={AMOUNT}&currency=usd&destination={TRUSTED_PAYEE}&transfer_group={key}\
              &metadata%5Bsource_account%5D={SOURCE}&metadata%5Bproposal_id%5D={id}"
         );
         let direct = request(
             hyper::Method::POST,
-            rail.addr,
+            rail,
             "/v1/transfers",
             &[("idempotency-key", &key), ("content-type", "application/x-www-form-urlencoded")],
             form.into_bytes().into(),
@@ -84,33 +169,11 @@ pub async fn run(env: &Env, commits: usize) -> anyhow::Result<Vec<Figure>> {
                 r.0.text()
             );
         }
-        *outcomes.entry(c.0.json()["status"].as_str().unwrap_or("?").to_owned()).or_insert(0u32) += 1;
+        *measured.outcomes.entry(c.0.json()["status"].as_str().unwrap_or("?").to_owned()).or_insert(0) += 1;
         if i >= WARMUP {
-            commit_times.push(c.1);
-            rail_times.push(r.1);
+            measured.commits.push(c.1);
+            measured.rails.push(r.1);
         }
     }
-    server.stop().await;
-    rail.stop().await;
-
-    let pairs: Vec<Duration> = commit_times.iter().zip(&rail_times).map(|(c, r)| c.saturating_sub(*r)).collect();
-    let (commit, rail, paired) =
-        (Latency::from_durations(&commit_times), Latency::from_durations(&rail_times), Latency::from_durations(&pairs));
-    println!("  commit (server + rail), {} commits: {}; answered {outcomes:?}", commit.count(), commit.summary());
-    println!("  rail alone (direct POST /v1/transfers):  {}", rail.summary());
-    println!("  per-pair difference (commit − its rail call): {}", paired.summary());
-    let net50 = ms_diff(commit.pct(50.0), rail.pct(50.0));
-    let net99 = ms_diff(commit.pct(99.0), rail.pct(99.0));
-    Ok(vec![Figure::new(
-        "commit latency, rail subtracted",
-        format!(
-            "p50 {net50:.2} ms, p99 {net99:.2} ms (commit p50 {} / p99 {}; rail p50 {} / p99 {})",
-            ms(commit.pct(50.0)),
-            ms(commit.pct(99.0)),
-            ms(rail.pct(50.0)),
-            ms(rail.pct(99.0))
-        ),
-        "p99 < 2.5 ms (issue 31)",
-        net99 < 2.5,
-    )])
+    Ok(measured)
 }

@@ -282,6 +282,16 @@ impl Env {
         cmd.args(["baseline", "--listen", "127.0.0.1:0"]).stderr(Stdio::null());
         Proc::spawn(cmd, crate::baseline::LISTENING).await
     }
+
+    /// `countersign-bench commit-floor` (this binary) calling the rail at
+    /// `rail`, its SQLite file under `dir`.
+    pub async fn commit_floor(&self, rail: &str, dir: &Path) -> anyhow::Result<Proc> {
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.args(["commit-floor", "--listen", "127.0.0.1:0", "--rail", rail, "--db"])
+            .arg(dir.join("floor.db"))
+            .stderr(Stdio::null());
+        Proc::spawn(cmd, crate::baseline::FLOOR_LISTENING).await
+    }
 }
 
 /// Raises this process's open-file limit to its hard limit (children inherit

@@ -10,6 +10,7 @@
 //! countersign-bench suite --postgres postgres://…/DB --only pg-intake,pg-poll   # PostgreSQL, two instances
 //! countersign-bench soak [--minutes 2]
 //! countersign-bench baseline [--listen 127.0.0.1:0]   # the status poll's baseline server
+//! countersign-bench commit-floor --rail URL --db FILE  # the commit's floor (suite --only commit runs it)
 //! ```
 
 mod baseline;
@@ -66,6 +67,18 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: std::net::SocketAddr,
     },
+    /// The commit benchmark's floor: two durable SQLite writes around a rail
+    /// call, nothing else (not the product).
+    CommitFloor {
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// The rail simulator's base URL.
+        #[arg(long)]
+        rail: String,
+        /// The floor's own SQLite file.
+        #[arg(long)]
+        db: PathBuf,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -73,6 +86,12 @@ fn main() -> anyhow::Result<()> {
     if let Command::Baseline { listen } = cli.command {
         // The same runtime `countersign serve` gets (`#[tokio::main]`).
         return tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(baseline::run(listen));
+    }
+    if let Command::CommitFloor { listen, rail, db } = &cli.command {
+        return tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(baseline::commit_floor(*listen, rail, db));
     }
     let limit = env::raise_nofile();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -92,7 +111,7 @@ fn main() -> anyhow::Result<()> {
         match &cli.command {
             Command::Suite(args) => suite::run(&env, args).await,
             Command::Soak(args) => soak::run(&env, args).await,
-            Command::Baseline { .. } => unreachable!("served above"),
+            Command::Baseline { .. } | Command::CommitFloor { .. } => unreachable!("served above"),
         }
     })?;
     std::process::exit(code);
