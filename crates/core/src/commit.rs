@@ -444,10 +444,7 @@ async fn record_at_once(
         receipt_seen,
         entry: &entry,
     };
-    let Some(command) = plan.plan() else {
-        return Ok(None);
-    };
-    match command.commit(&state.db().write).await? {
+    match plan.plan().commit(&state.db().write).await? {
         Some((recorded, receipt_seq)) => {
             let receipt = entry.data["receipt"].as_str().unwrap_or_default().to_owned();
             let known = operations::Known {

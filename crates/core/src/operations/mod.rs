@@ -274,19 +274,14 @@ async fn settle_at_once(
         g.statement(|q| store::operations::push_release(q, &op.tenant_id, &op.currency, day, op.amount_minor));
     }
     g.guard("no receipt since", |q| store::audit::push_receipt_seen(q, &op.proposal_id, known.receipt_seq));
-    let mut audit = None;
-    g.statement(|q| audit = store::audit::Planned::push(q, &entry));
-    let Some(audit) = audit else {
-        return Ok(None);
-    };
-    g.changed_one("the chain head as remembered");
+    // Read after every write it shows (the entry appended last is not in it).
     g.statement(|q| store::proposals::push_bundle(q, &op.tenant_id, &op.proposal_id));
-    let Some(rows) = g.commit(&state.db().write).await? else {
+    g.append_last(&entry);
+    let Some(committed) = g.commit(&state.db().write).await? else {
         return Ok(None);
     };
-    audit.inserted();
     state.changes().publish(&op.proposal_id);
-    Ok(Some(store::proposals::ProposalBundle::from_rows(&rows)?))
+    Ok(Some(store::proposals::ProposalBundle::from_rows(&committed.rows)?))
 }
 
 /// The audit entry of an operation's move to `to` (its receipt is added

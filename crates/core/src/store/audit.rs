@@ -403,8 +403,8 @@ impl Planned {
     }
 
     /// The statements ran and the entry went in (`changes()` said so).
-    pub fn inserted(self) {
-        set_hint(self.head);
+    pub fn inserted(&self) {
+        set_hint(self.head.clone());
     }
 }
 

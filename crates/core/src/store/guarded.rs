@@ -17,6 +17,15 @@
 //! `None` for it; the caller does the work step by step, where each check
 //! has its own answer. The command never decides a refusal itself.
 //!
+//! A command that appends to the audit chain does it last
+//! ([`Guarded::append_last`]): the entry is linked to the chain's head as
+//! this process knows it once the writer's connection is held, when no
+//! other write of this process can move the head before the command runs.
+//! Linked when the command was planned, any write of the process in
+//! between (reconciliation's, the intake's, the log's) made its guard fail
+//! and its caller redo the transaction step by step — a commit in fifty
+//! that way under reconciliation (docs/BENCHMARKS.md, "Session 30").
+//!
 //! sqlx's connection thread stops running a command's statements as soon
 //! as nobody reads its answer. A command that opens its own transaction
 //! must therefore not be dropped half-way (a client that goes away drops
@@ -24,6 +33,7 @@
 //! and rolls back whatever error left the transaction open, before the
 //! writer's connection goes back to its pool.
 
+use super::audit::{AuditEntry, Planned};
 use super::{Builder, Conn, Pool, Result, Row, StoreError};
 use tracing::Instrument;
 
@@ -34,6 +44,16 @@ const GUARD: &str = "commit_guard";
 /// guards between them.
 pub struct Guarded<'q> {
     q: Builder<'q>,
+    /// Appended to the audit chain after every other statement.
+    last: Option<&'q AuditEntry>,
+}
+
+/// What a command that ran to its `COMMIT` returned.
+pub struct Committed {
+    /// The rows its statements returned, in order.
+    pub rows: Vec<Row>,
+    /// The number of the entry [`Guarded::append_last`] appended.
+    pub appended: Option<i64>,
 }
 
 impl<'q> Guarded<'q> {
@@ -46,7 +66,16 @@ impl<'q> Guarded<'q> {
                 "BEGIN IMMEDIATE;\nCREATE TEMP TABLE IF NOT EXISTS {GUARD} (step TEXT NOT NULL, ok INTEGER NOT NULL, \
                  CONSTRAINT {GUARD} CHECK (ok = 1));\nDELETE FROM temp.{GUARD};\n"
             )),
+            last: None,
         }
+    }
+
+    /// Appends `entry` to the audit chain as the command's last statement,
+    /// guarded by the chain's head (see the module's doc). The command does
+    /// not run when this process knows no head yet.
+    pub fn append_last(&mut self, entry: &'q AuditEntry) -> &mut Self {
+        self.last = Some(entry);
+        self
     }
 
     /// One statement, written by `write` without its `;`.
@@ -73,33 +102,58 @@ impl<'q> Guarded<'q> {
 
     /// Runs the statements and commits them, as one command on `writer`
     /// (SQLite's writer pool): the rows they return, or `None` when a guard
-    /// did not hold (nothing they wrote stands). The command runs to its end
-    /// even if the caller stops waiting (see the module's doc).
-    pub async fn commit(self, writer: &Pool) -> Result<Option<Vec<Row>>> {
+    /// did not hold (nothing they wrote stands) or the entry to append last
+    /// could not be linked (this process knows no head of the chain:
+    /// nothing ran). The command runs to its end even if the caller stops
+    /// waiting (see the module's doc).
+    pub async fn commit(mut self, writer: &Pool) -> Result<Option<Committed>> {
         let Pool::Sqlite(pool) = writer else {
             return Err(StoreError::Database(sqlx::Error::Configuration(
                 "one command of several statements is SQLite's writer's".into(),
             )));
         };
+        // Held from here, the head cannot move under this process's own
+        // writes. Nothing awaits between here and the task that runs the
+        // command: a caller that stops waiting before it only gives the
+        // connection back.
+        let conn = pool.acquire().await?;
+        let planned = match self.last {
+            Some(entry) => {
+                let mut planned = None;
+                self.statement(|q| planned = Planned::push(q, entry));
+                let Some(planned) = planned else { return Ok(None) };
+                self.changed_one("the chain head as remembered");
+                Some(planned)
+            }
+            None => None,
+        };
         let mut q = self.q;
         q.push("COMMIT;\n");
         let command = q.build().into_owned();
-        let pool = pool.clone();
         // In the caller's span: its statements belong to the caller's trace.
         let ran = tokio::spawn(
             async move {
-                let mut conn = Conn::Sqlite(pool.acquire().await?);
-                let rows = command.fetch_all(&mut conn).await;
-                if rows.is_err() {
-                    rolled_back(conn).await;
+                let mut conn = Conn::Sqlite(conn);
+                match command.fetch_all(&mut conn).await {
+                    Ok(rows) => {
+                        // Remembered before the writer's connection goes
+                        // back: the next command links to this entry.
+                        if let Some(planned) = &planned {
+                            planned.inserted();
+                        }
+                        Ok(Committed { rows, appended: planned.as_ref().map(Planned::seq) })
+                    }
+                    Err(e) => {
+                        rolled_back(conn).await;
+                        Err(e)
+                    }
                 }
-                rows
             }
             .instrument(tracing::Span::current()),
         )
         .await;
         match ran {
-            Ok(Ok(rows)) => Ok(Some(rows)),
+            Ok(Ok(committed)) => Ok(Some(committed)),
             Ok(Err(sqlx::Error::Database(e))) if e.message().contains(GUARD) => {
                 tracing::debug!(guard = %e.message(), "a guard did not hold");
                 Ok(None)
@@ -189,7 +243,7 @@ mod tests {
         g.statement(|q| {
             q.push("SELECT label FROM scratch WHERE n = ").push_bind(2i64);
         });
-        let rows = g.commit(&db.write).await.unwrap().expect("every guard held");
+        let rows = g.commit(&db.write).await.unwrap().expect("every guard held").rows;
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].try_get::<String>("label").unwrap(), "two");
         assert_eq!(seen(&db).await, [(1, "one".to_owned()), (2, "two".to_owned())]);
@@ -215,6 +269,52 @@ mod tests {
         assert!(g.commit(&db.write).await.is_err(), "a duplicate key is the database's error");
         assert_eq!(seen(&db).await.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1, 2, 5], "6 rolled back");
         writes_on(&db, 7).await;
+    }
+
+    fn entry(action: &str) -> AuditEntry {
+        AuditEntry {
+            tenant_id: None,
+            actor: "cli".into(),
+            action: action.into(),
+            proposal_id: None,
+            request_hash: None,
+            data: serde_json::json!({}),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_entry_appended_last_links_to_the_head_when_the_command_runs_not_when_it_was_planned() {
+        use crate::store::audit::{self, Verification};
+        let (_dir, db) = scratch().await;
+
+        // This process knows no head yet: nothing runs.
+        // (`written` builds commands of 'static values.)
+        let late: &'static AuditEntry = Box::leak(Box::new(entry("planned first")));
+        let mut g = Guarded::new();
+        written(&mut g, 1, "not yet");
+        g.append_last(late);
+        assert!(g.commit(&db.write).await.unwrap().is_none(), "no head known: nothing ran");
+        assert_eq!(seen(&db).await, [], "its other statements did not run either");
+
+        // Planned, then another write of this process moves the head (as
+        // reconciliation's or the intake's do between a commit's planning
+        // and its turn on the writer): the command still holds.
+        audit::append_alone(&db.write, &entry("first")).await.unwrap();
+        let mut g = Guarded::new();
+        written(&mut g, 1, "with the entry");
+        g.append_last(late);
+        audit::append_alone(&db.write, &entry("in between")).await.unwrap();
+        let committed = g.commit(&db.write).await.unwrap().expect("linked to the head as it was when the command ran");
+        assert_eq!(committed.appended, Some(3));
+        assert_eq!(seen(&db).await, [(1, "with the entry".to_owned())]);
+
+        // The next append links after it without reading the head again, and
+        // the chain is whole.
+        audit::append_alone(&db.write, &entry("after")).await.unwrap();
+        let actions: Vec<String> =
+            crate::store::scalar("SELECT action FROM audit_log ORDER BY seq").fetch_all(&db.read).await.unwrap();
+        assert_eq!(actions, ["first", "in between", "planned first", "after"]);
+        assert_eq!(audit::verify(&db.read).await.unwrap(), Verification::Intact { entries: 4 });
     }
 
     #[tokio::test]

@@ -99,9 +99,8 @@ pub struct RecordAtOnce<'a> {
 }
 
 impl<'a> RecordAtOnce<'a> {
-    /// The command: `None` when this process remembers no head of the audit
-    /// chain (append step by step).
-    pub fn plan(&'a self) -> Option<AtOnce<'a>> {
+    /// The command (its audit entry is linked when it runs).
+    pub fn plan(&'a self) -> AtOnce<'a> {
         let op = &self.operation;
         let mut g = Guarded::new();
         g.guard("no freeze stops it", |q| {
@@ -128,32 +127,27 @@ impl<'a> RecordAtOnce<'a> {
         g.guard("no receipt since", |q| {
             super::audit::push_receipt_seen(q, op.proposal_id, self.receipt_seen);
         });
-        let mut audit = None;
-        g.statement(|q| audit = super::audit::Planned::push(q, self.entry));
-        let audit = audit?;
-        g.changed_one("the chain head as remembered");
         g.statement(|q| push_insert(q, op));
-        Some(AtOnce { g, audit })
+        g.append_last(self.entry);
+        AtOnce { g }
     }
 }
 
 /// [`RecordAtOnce`]'s command, ready to run.
 pub struct AtOnce<'a> {
     g: Guarded<'a>,
-    audit: super::audit::Planned,
 }
 
 impl AtOnce<'_> {
     /// Runs and commits on `writer` (SQLite's): the operation as stored and
     /// the number of its audit entry, or `None` when a guard did not hold
-    /// (nothing it wrote stands).
+    /// or this process knows no head of the audit chain (nothing it wrote
+    /// stands).
     pub async fn commit(self, writer: &Pool) -> Result<Option<(OperationRow, i64)>> {
-        let Some(rows) = self.g.commit(writer).await? else {
+        let Some(super::guarded::Committed { rows, appended: Some(seq) }) = self.g.commit(writer).await? else {
             return Ok(None);
         };
         let op = rows.last().ok_or_else(|| super::StoreError::corrupt("operations", "the insert returned no row"))?;
-        let seq = self.audit.seq();
-        self.audit.inserted();
         Ok(Some((op.decode()?, seq)))
     }
 }
