@@ -439,8 +439,13 @@ pub async fn writer_pool(path: &Path) -> sqlx::Result<SqlitePool> {
 /// "Checkpoints off the write path").
 pub const WRITER_AUTOCHECKPOINT: u32 = 10_000;
 
-/// How often [`checkpoints`] copies the WAL back into the database file.
-pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+/// How often [`checkpoints`] copies the WAL back into the database file:
+/// often, so that each copy, and the sync of the file that ends it, is
+/// small. A commit's own sync waits behind a large one on the disk and its
+/// threads behind the copy on the CPUs (250 ms put the commit's p99 about
+/// a millisecond higher: docs/BENCHMARKS.md, "Session 30"). With nothing
+/// new in the WAL a checkpoint writes and syncs nothing.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(40);
 
 /// Copies SQLite's WAL back into the database file in `data_dir` every
 /// [`CHECKPOINT_EVERY`], on a connection of its own, until `shutdown`
