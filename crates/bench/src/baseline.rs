@@ -90,11 +90,7 @@ async fn floor_commit(
         .await
         .map_err(|e| failed(&e))?;
     // The form the server's connector sends (as the benchmark's direct calls do).
-    let (payee, source) = (crate::env::TRUSTED_PAYEE, crate::env::SOURCE);
-    let form = format!(
-        "amount=5000&currency=usd&destination={payee}&transfer_group={id}\
-         &metadata%5Bsource_account%5D={source}&metadata%5Bproposal_id%5D={id}"
-    );
+    let form = crate::commit::rail_form(&id, &id);
     let answer = floor
         .rail
         .post(&floor.transfers)

@@ -98,6 +98,16 @@ pub async fn run(env: &Env, commits: usize) -> anyhow::Result<Vec<Figure>> {
     )])
 }
 
+/// The form the server's connector sends the rail for one of these
+/// commits' transfers, under `group`: the benchmark's direct calls and the
+/// floor's send the same.
+pub(crate) fn rail_form(group: &str, proposal_id: &str) -> String {
+    format!(
+        "amount={AMOUNT}&currency=usd&destination={TRUSTED_PAYEE}&transfer_group={group}\
+         &metadata%5Bsource_account%5D={SOURCE}&metadata%5Bproposal_id%5D={proposal_id}"
+    )
+}
+
 /// One loop's times: each commit's, each direct rail call's (paired), and
 /// what the commits answered.
 struct Measured {
@@ -142,10 +152,7 @@ async fn alternated(
     for (i, (id, body)) in commits.iter().enumerate() {
         let commit = post_json(server, &format!("/api/v1/proposals/{id}/commit"), headers, body.clone());
         let key = format!("bench-direct-{run}-{i}");
-        let form = format!(
-            "amount={AMOUNT}&currency=usd&destination={TRUSTED_PAYEE}&transfer_group={key}\
-             &metadata%5Bsource_account%5D={SOURCE}&metadata%5Bproposal_id%5D={id}"
-        );
+        let form = rail_form(&key, id);
         let direct = request(
             hyper::Method::POST,
             rail,
