@@ -175,8 +175,8 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
     let mut tasks = Vec::new();
     if !state.db.is_postgres() {
         // SQLite's WAL is copied back off the writer's thread.
-        let (dir, shutdown) = (state.settings.data_dir.clone(), shutdown.clone());
-        tasks.push(tokio::spawn(async move { store::checkpoints(&dir, &shutdown).await }));
+        let (dir, priority, shutdown) = (state.settings.data_dir.clone(), state.db.priority.clone(), shutdown.clone());
+        tasks.push(tokio::spawn(async move { store::checkpoints(&dir, &priority, &shutdown).await }));
     }
     tasks.extend([
         tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone())),

@@ -85,6 +85,8 @@ pub async fn commit(
     proposal_id: &str,
     token: &str,
 ) -> Result<ProposalView, CommitError> {
+    // The background passes wait while this runs (store::priority).
+    let _foreground = state.db().priority.foreground();
     let result = crate::metrics::use_case("commit", commit_inner(state, agent, proposal_id, token)).await;
     crate::metrics::commit_answered(result.as_ref().map_or("refused", |view| view.status.as_str()));
     if let Ok(view) = &result {

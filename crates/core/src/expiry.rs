@@ -36,28 +36,36 @@ async fn sweep(
     >,
     retention: Duration,
 ) {
+    // Each step waits for a moment between commits (store::priority).
+    let pause = || state.db().priority.yield_to_foreground();
+    pause().await;
     let now = state.now();
     match crate::escalation::escalate_due(&**state, now).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(escalated = n, "escalated waiting proposals"),
         Err(e) => tracing::error!(error = %e, "escalation sweep failed"),
     }
+    pause().await;
     match crate::proposals::expire_due(&**state, now).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(expired = n, "expired pending proposals"),
         Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
     }
+    pause().await;
     match expire_approvals(&**state, now).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(expired = n, "approvals expired unredeemed"),
         Err(e) => tracing::error!(error = %e, "approval expiry sweep failed"),
     }
+    pause().await;
     if let Err(e) = crate::store::idempotency::purge(&state.db().write, now, retention).await {
         tracing::error!(error = %e, "idempotency key purge failed");
     }
+    pause().await;
     if let Err(e) = crate::store::sessions::delete_expired(&state.db().write, state.now()).await {
         tracing::error!(error = %e, "expired session purge failed");
     }
+    pause().await;
     if let Err(e) = crate::store::oidc::delete_expired(&state.db().write, state.now()).await {
         tracing::error!(error = %e, "expired single sign-on purge failed");
     }

@@ -78,6 +78,7 @@ async fn worker(
 /// statement per notification would queue behind intake on SQLite's one
 /// writer, each with its own fsync.) Returns how many were handled.
 pub async fn deliver_due(state: &(impl Store + Clock + Config + Outbound + Reaching)) -> store::Result<usize> {
+    state.db().priority.yield_to_foreground().await;
     let now = state.now();
     let lease = now + Duration::seconds(CLAIM_LEASE_SECS);
     let due = outbox::claim_due(&state.db().write, now, lease, BATCH).await?;

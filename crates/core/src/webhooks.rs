@@ -222,6 +222,7 @@ pub async fn run(
 /// is a lease on the next attempt; an instance that stops mid-pass leaves it
 /// to run out, and what it was sending is sent again then (at least once).
 pub async fn deliver_due(state: &(impl Store + Clock + Config + Notifier + Outbound)) -> Result<(), StoreError> {
+    state.db().priority.yield_to_foreground().await;
     let now = state.now();
     let lease_until = now + chrono::Duration::seconds(CLAIM_LEASE_SECS);
     for webhook in store_webhooks::due(&state.db().read, now, PER_PASS).await? {

@@ -150,6 +150,7 @@ const CLAIM_LEASE_SECS: i64 = 300;
 
 /// One pass: every due message, claimed for this instance, delivered or rescheduled. Returns how many were delivered.
 pub async fn deliver_due(state: &(impl Store + Clock + Config + Outbound)) -> crate::store::Result<usize> {
+    state.db().priority.yield_to_foreground().await;
     let now = state.now();
     let due = outbox::claim_due(&state.db().write, now, now + Duration::seconds(CLAIM_LEASE_SECS), 100).await?;
     let results: Vec<crate::store::Result<bool>> =

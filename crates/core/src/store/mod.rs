@@ -28,6 +28,7 @@ pub mod oidc;
 pub mod operations;
 pub mod outbox;
 pub mod passkeys;
+pub mod priority;
 pub mod proposals;
 pub mod reach;
 pub mod registry_changes;
@@ -242,6 +243,8 @@ impl Backend {
 pub struct Db {
     pub write: Pool,
     pub read: Pool,
+    /// Commits first: the background passes yield to them.
+    pub priority: std::sync::Arc<priority::Priority>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -344,7 +347,7 @@ impl Db {
             .acquire_timeout(Duration::from_secs(30))
             .connect_lazy_with(options);
         let pool = Pool::Pg(pool);
-        Ok(Db { write: pool.clone(), read: pool })
+        Ok(Db { write: pool.clone(), read: pool, priority: Default::default() })
     }
 
     /// A store on an open PostgreSQL pool, checked and migrated (tests).
@@ -354,7 +357,7 @@ impl Db {
         PG_MIGRATOR.run(&mut *conn).await.map_err(|e| OpenError::migrating(&PG_MIGRATOR, e))?;
         drop(conn);
         let pool = Pool::Pg(pool);
-        Ok(Db { write: pool.clone(), read: pool })
+        Ok(Db { write: pool.clone(), read: pool, priority: Default::default() })
     }
 
     pub fn is_postgres(&self) -> bool {
@@ -370,7 +373,7 @@ impl Db {
         let write = writer_pool(&path).await.map_err(open_err)?;
         MIGRATOR.run(&write).await.map_err(|e| OpenError::migrating(&MIGRATOR, e))?;
         let read = readers::Readers::open(sqlite_options(&path).read_only(true), 8).await.map_err(open_err)?;
-        Ok(Db { write: Pool::Sqlite(write), read: Pool::SqliteReaders(read) })
+        Ok(Db { write: Pool::Sqlite(write), read: Pool::SqliteReaders(read), priority: Default::default() })
     }
 
     /// Starts a write transaction (writes queue on the one writer).
@@ -451,7 +454,7 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(40);
 /// [`CHECKPOINT_EVERY`], on a connection of its own, until `shutdown`
 /// (`serve` runs it). A passive checkpoint waits for no reader or writer:
 /// commits go on while it copies and syncs the file.
-pub async fn checkpoints(data_dir: &Path, shutdown: &crate::shutdown::Shutdown) {
+pub async fn checkpoints(data_dir: &Path, priority: &priority::Priority, shutdown: &crate::shutdown::Shutdown) {
     use sqlx::Connection;
     let path = data_dir.join("countersign.db");
     let conn = match sqlx::SqliteConnection::connect_with(&sqlite_options(&path)).await {
@@ -464,6 +467,8 @@ pub async fn checkpoints(data_dir: &Path, shutdown: &crate::shutdown::Shutdown) 
     // Lent to each tick (one at a time: `every` awaits a tick before the next).
     let conn = tokio::sync::Mutex::new(conn);
     crate::shutdown::every(CHECKPOINT_EVERY, shutdown, || async {
+        // Its copy and its sync, between commits rather than under one.
+        priority.yield_to_foreground().await;
         if let Err(e) = checkpoint(&mut *conn.lock().await).await {
             tracing::warn!(error = %e, "a WAL checkpoint failed; the next one retries");
         }
@@ -586,7 +591,7 @@ mod tests {
         let (trigger, shutdown) = crate::shutdown::channel();
         let task = tokio::spawn({
             let dir = dir.path().to_owned();
-            async move { checkpoints(&dir, &shutdown).await }
+            async move { checkpoints(&dir, &Default::default(), &shutdown).await }
         });
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while size() < written && std::time::Instant::now() < deadline {

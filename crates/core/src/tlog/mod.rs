@@ -48,6 +48,7 @@ pub async fn catch_up(state: &(impl Store + Clock + Log)) -> crate::store::Resul
         return crate::store::tlog::size(&state.db().read).await;
     }
     loop {
+        state.db().priority.yield_to_foreground().await;
         let signer = state.log_signer();
         let sign = |size: u64, root: merkle::Hash| {
             signer.sign(&note::Checkpoint { origin: signer.name().to_owned(), size, root })
