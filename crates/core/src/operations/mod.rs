@@ -435,29 +435,7 @@ pub enum Reconciled {
 }
 
 /// Reconciles one open operation; see the module doc.
-#[tracing::instrument(name = "reconcile", skip_all, fields(
-    tenant = %op.tenant_id, operation_id = %op.id, proposal_id = %op.proposal_id, reconciliation = true,
-    operation_status = tracing::field::Empty,
-    outcome = tracing::field::Empty, otel.status_code = tracing::field::Empty,
-))]
 pub async fn reconcile_one(
-    state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
-    op: &OperationRow,
-    now: DateTime<Utc>,
-) -> anyhow::Result<Reconciled> {
-    let result = crate::metrics::use_case("reconcile", reconcile_one_inner(state, op, now)).await;
-    let status = match &result {
-        Ok(Reconciled::Moved(to)) => to.as_str(),
-        Ok(_) => op.status.as_str(),
-        Err(_) => "",
-    };
-    if !status.is_empty() {
-        tracing::Span::current().record("operation_status", status);
-    }
-    result
-}
-
-async fn reconcile_one_inner(
     state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
     op: &OperationRow,
     now: DateTime<Utc>,
@@ -468,14 +446,90 @@ async fn reconcile_one_inner(
     let Some(_guard) = InFlight::claim(state, &op.id) else {
         return Ok(Reconciled::InFlight);
     };
-    // Across processes (several instances, the CLI): one rail call at a time.
-    let lease = now + rail_call_lease(&state.settings().rail);
-    if !store::operations::claim(&mut *state.db().writer().await?, &op.id, now, lease).await? {
-        return Ok(Reconciled::InFlight);
+    match reconcile(state, op, None, now, Claim::Take).await? {
+        Step::Done(done) => Ok(done),
+        Step::Later(check) => {
+            store::operations::reschedule(&mut *state.db().writer().await?, &op.id, check.at, check.attempted).await?;
+            Ok(Reconciled::StillOpen)
+        }
     }
-    let row = store::proposals::get(&state.db().read, &op.tenant_id, &op.proposal_id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("operation {} has no proposal", op.id))?;
+}
+
+/// Whether [`reconcile`] claims the operation itself or its pass did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    Take,
+    HeldByPass,
+}
+
+#[tracing::instrument(name = "reconcile", skip_all, fields(
+    tenant = %op.tenant_id, operation_id = %op.id, proposal_id = %op.proposal_id, reconciliation = true,
+    operation_status = tracing::field::Empty,
+    outcome = tracing::field::Empty, otel.status_code = tracing::field::Empty,
+))]
+async fn reconcile(
+    state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
+    op: &OperationRow,
+    proposal: Option<&store::proposals::ProposalRow>,
+    now: DateTime<Utc>,
+    claim: Claim,
+) -> anyhow::Result<Step> {
+    let result = crate::metrics::use_case("reconcile", async {
+        if claim == Claim::Take && !take(state, op, now).await? {
+            return Ok(Step::Done(Reconciled::InFlight));
+        }
+        // Its reads and its write wait for a moment between commits
+        // (store::priority).
+        state.db().priority.yield_to_foreground().await;
+        let read;
+        let row = match proposal {
+            Some(row) => row,
+            None => {
+                read = store::proposals::get(&state.db().read, &op.tenant_id, &op.proposal_id).await?;
+                read.as_ref().ok_or_else(|| anyhow::anyhow!("operation {} has no proposal", op.id))?
+            }
+        };
+        reconcile_claimed(state, op, row, now).await
+    })
+    .await;
+    let status = match &result {
+        Ok(Step::Done(Reconciled::Moved(to))) => to.as_str(),
+        Ok(_) => op.status.as_str(),
+        Err(_) => "",
+    };
+    if !status.is_empty() {
+        tracing::Span::current().record("operation_status", status);
+    }
+    result
+}
+
+/// Claims one operation for a rail call across processes (several
+/// instances, the CLI); false when another holds it.
+async fn take(state: &(impl Store + Config), op: &OperationRow, now: DateTime<Utc>) -> anyhow::Result<bool> {
+    let lease = now + rail_call_lease(&state.settings().rail);
+    state.db().priority.yield_to_foreground().await;
+    Ok(store::operations::claim(&mut *state.db().writer().await?, &op.id, now, lease).await?)
+}
+
+/// What reconciling a claimed operation did: settled it (or handed it to a
+/// human), or leaves it open to be checked again then.
+enum Step {
+    Done(Reconciled),
+    Later(store::operations::NextCheck),
+}
+
+/// Reconciles an operation this process has claimed (in memory and in the
+/// database). A still-open operation's next check is returned, not written:
+/// a pass writes its operations' next checks together.
+async fn reconcile_claimed(
+    state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
+    op: &OperationRow,
+    row: &store::proposals::ProposalRow,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Step> {
+    let later = |attempted| {
+        Ok(Step::Later(store::operations::NextCheck { id: op.id.clone(), at: next_check(state, op, now), attempted }))
+    };
     let canonical = &row.request;
     let in_window = now < op.created_at + Duration::seconds(state.settings().rail.resubmit_window_secs as i64);
 
@@ -483,14 +537,7 @@ async fn reconcile_one_inner(
         match state.rail().find_by_group(&op.idempotency_key).await {
             Err(cause) => {
                 tracing::warn!(operation_id = %op.id, ?cause, "rail record could not be read; will retry");
-                store::operations::reschedule(
-                    &mut *state.db().writer().await?,
-                    &op.id,
-                    next_check(state, op, now),
-                    true,
-                )
-                .await?;
-                return Ok(Reconciled::StillOpen);
+                return later(true);
             }
             Ok(found) => {
                 let destination = canonical.destination.id.expose();
@@ -502,37 +549,34 @@ async fn reconcile_one_inner(
                 if !foreign.is_empty() || matching.len() > 1 {
                     let why = if foreign.is_empty() { "duplicate_rail_records" } else { "rail_record_mismatch" };
                     tracing::error!(operation_id = %op.id, why, "rail record does not settle the operation");
-                    return review(state, op, why, now).await;
+                    return Ok(Step::Done(review(state, op, why, now).await?));
                 }
                 match matching.first() {
                     Some(t) => from_transfer(t),
                     None if op.status == OpStatus::Accepted => {
                         tracing::error!(operation_id = %op.id, "accepted transfer missing from the rail's records");
-                        return review(state, op, "rail_record_missing", now).await;
+                        return Ok(Step::Done(review(state, op, "rail_record_missing", now).await?));
                     }
                     None if in_window => {
                         tracing::info!(operation_id = %op.id, "no rail record; resubmitting with the same key");
-                        call_rail(state, op, &row).await
+                        call_rail(state, op, row).await
                     }
-                    None => return review(state, op, "no_rail_record", now).await,
+                    None => return Ok(Step::Done(review(state, op, "no_rail_record", now).await?)),
                 }
             }
         }
     } else if in_window {
         // A reversal resubmitted under its key replays the rail's first outcome.
-        call_rail(state, op, &row).await
+        call_rail(state, op, row).await
     } else {
-        return review(state, op, "no_rail_record", now).await;
+        return Ok(Step::Done(review(state, op, "no_rail_record", now).await?));
     };
+    state.db().priority.yield_to_foreground().await;
     if let (RailOutcome::Accepted { .. }, OpStatus::Accepted) = (&outcome, op.status) {
-        store::operations::reschedule(&mut *state.db().writer().await?, &op.id, next_check(state, op, now), false)
-            .await?;
-        return Ok(Reconciled::StillOpen);
+        return later(false);
     }
     if let (RailOutcome::Unknown(_), OpStatus::Unknown) = (&outcome, op.status) {
-        store::operations::reschedule(&mut *state.db().writer().await?, &op.id, next_check(state, op, now), true)
-            .await?;
-        return Ok(Reconciled::StillOpen);
+        return later(true);
     }
     let to = match &outcome {
         RailOutcome::Succeeded { .. } => OpStatus::Succeeded,
@@ -541,7 +585,23 @@ async fn reconcile_one_inner(
         RailOutcome::TooLate => OpStatus::TooLate,
         RailOutcome::Unknown(_) => OpStatus::Unknown,
     };
-    Ok(if record(state, op, outcome, now).await? { Reconciled::Moved(to) } else { Reconciled::Raced })
+    // On SQLite, with the payment's newest receipt read now, the outcome is
+    // one command guarded by what was read (see `Known`; a guard that does
+    // not hold leaves it to the transaction step by step).
+    let known = match state.db().is_postgres() {
+        true => None,
+        false => match store::audit::last_receipt_seen(&state.db().read, &op.proposal_id).await? {
+            (receipt_seq, Some(receipt)) => Some(Known {
+                proposal_status: row.status,
+                request_hash: row.request_hash.clone(),
+                receipt_seq,
+                receipt,
+            }),
+            (_, None) => None,
+        },
+    };
+    let moved = record_knowing(state, op, outcome, now, known.as_ref()).await?.moved;
+    Ok(Step::Done(if moved { Reconciled::Moved(to) } else { Reconciled::Raced }))
 }
 
 /// Hands an operation to a human: `needs_review` with why.
@@ -574,18 +634,70 @@ async fn review(
 }
 
 /// One pass over the open operations that are due. Returns (operation id, result).
+///
+/// The pass claims its operations in one write and writes the next checks
+/// of those still open in one more, whatever their number (one write each
+/// before, with its `fsync`, on SQLite's one writer: docs/BENCHMARKS.md
+/// "Session 31"). Their rail reads and outcomes go one at a time, as in
+/// [`reconcile_one`].
 pub async fn reconcile_due(
-    state: &(impl Store + Config + Notifier + Payments + crate::approval::receipts::Receipts),
+    state: &(impl Store + Clock + Config + Notifier + Payments + crate::approval::receipts::Receipts),
     now: DateTime<Utc>,
 ) -> anyhow::Result<Vec<(String, Reconciled)>> {
     let due = store::operations::due(&state.db().read, now, now, 100).await?;
     let mut done = Vec::with_capacity(due.len());
-    for op in due {
-        let result = reconcile_one(state, &op, now).await;
-        match result {
-            Ok(r) => done.push((op.id, r)),
+    let mut mine = Vec::with_capacity(due.len());
+    for op in &due {
+        match InFlight::claim(state, &op.id) {
+            _ if !OpStatus::OPEN.contains(&op.status) => done.push((op.id.clone(), Reconciled::StillOpen)),
+            Some(guard) => mine.push((op, guard)),
+            None => done.push((op.id.clone(), Reconciled::InFlight)),
+        }
+    }
+    if mine.is_empty() {
+        return Ok(done);
+    }
+    state.db().priority.yield_to_foreground().await;
+    let lease = rail_call_lease(&state.settings().rail);
+    let ids: Vec<&str> = mine.iter().map(|(op, _)| op.id.as_str()).collect();
+    let claimed = store::operations::claim_all(&mut *state.db().writer().await?, &ids, now, now + lease).await?;
+    let mut later = Vec::new();
+    // The pass's proposals, a statement per tenant instead of one each.
+    let mut proposals = std::collections::HashMap::new();
+    let mut tenants: Vec<&str> = mine.iter().map(|(op, _)| op.tenant_id.as_str()).collect();
+    tenants.sort_unstable();
+    tenants.dedup();
+    for tenant in tenants {
+        let ids: Vec<&str> =
+            mine.iter().filter(|(op, _)| op.tenant_id == tenant).map(|(op, _)| op.proposal_id.as_str()).collect();
+        for row in store::proposals::get_many(&state.db().read, tenant, &ids).await? {
+            proposals.insert(row.id.clone(), row);
+        }
+    }
+    for (op, _guard) in mine {
+        if !claimed.contains(&op.id) {
+            done.push((op.id.clone(), Reconciled::InFlight));
+            continue;
+        }
+        // The claim covers one rail call begun within its margin; one whose
+        // turn comes later is released for the next pass.
+        if state.now() - now >= lease - Duration::milliseconds(state.settings().rail.total_timeout_ms as i64) {
+            later.push(store::operations::NextCheck { id: op.id.clone(), at: op.next_check_at, attempted: false });
+            done.push((op.id.clone(), Reconciled::StillOpen));
+            continue;
+        }
+        match reconcile(state, op, proposals.get(&op.proposal_id), now, Claim::HeldByPass).await {
+            Ok(Step::Done(result)) => done.push((op.id.clone(), result)),
+            Ok(Step::Later(check)) => {
+                later.push(check);
+                done.push((op.id.clone(), Reconciled::StillOpen));
+            }
             Err(e) => tracing::error!(operation_id = %op.id, error = %e, "reconciliation failed"),
         }
+    }
+    if !later.is_empty() {
+        state.db().priority.yield_to_foreground().await;
+        store::operations::reschedule_all(&mut *state.db().writer().await?, &later).await?;
     }
     Ok(done)
 }
@@ -609,4 +721,80 @@ pub async fn run(
         }
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::proposals::tests::{sample, REGISTRY};
+    use crate::store::proposals::{insert, insert_token, TokenRow};
+    use crate::store::{operations::NewOperation, query};
+
+    /// op_1, recorded (and due) at `at`, its proposal and token.
+    async fn due_operation(state: &crate::services::Services, at: DateTime<Utc>) {
+        let mut c = state.db().write.acquire().await.unwrap();
+        for sql in REGISTRY {
+            query(sql).execute(&mut *c).await.unwrap();
+        }
+        query("INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES ('t', 'ba_x', 'X', 1, 'x')")
+            .execute(&mut *c)
+            .await
+            .unwrap();
+        insert(&mut c, &sample(at)).await.unwrap();
+        let token = TokenRow {
+            jti: "jti_1".into(),
+            proposal_id: "prop_1".into(),
+            round: 1,
+            token: "eyJ.x.y".into(),
+            kid: "k".into(),
+            issued_at: at,
+            expires_at: at,
+            used_at: None,
+        };
+        insert_token(&mut c, &token).await.unwrap();
+        let op = NewOperation {
+            id: "op_1",
+            proposal_id: "prop_1",
+            jti: "jti_1",
+            idempotency_key: "cs-prop_1-00",
+            tenant_id: "t",
+            kind: "transfer",
+            amount_minor: 100,
+            currency: "USD",
+            budget_day: None,
+            reverses: None,
+            now: at,
+            claimed_until: at,
+        };
+        store::operations::insert(&mut c, &op).await.unwrap();
+    }
+
+    /// A pass claims its operations for one rail call's lease from its
+    /// start: one whose turn comes past the lease's margin is released for
+    /// the next pass untouched (no rail call, no attempt counted, its next
+    /// check where it was), not called on a claim that could lapse. Within
+    /// the margin the same operation is called (here the rail is
+    /// unreachable: an attempt is counted and the next check moves).
+    #[tokio::test]
+    async fn a_pass_releases_what_its_claim_no_longer_covers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, _trigger) = crate::testing::services(dir.path()).await;
+        let recorded = state.now() - Duration::minutes(20);
+        due_operation(&state, recorded).await;
+        let op = || async { store::operations::get(&state.db().read, "op_1").await.unwrap().unwrap() };
+
+        // The pass began ten minutes ago: its lease (the rail's timeout and 5 s) is long gone.
+        let late = reconcile_due(&*state, state.now() - Duration::minutes(10)).await.unwrap();
+        assert_eq!(late, [("op_1".to_owned(), Reconciled::StillOpen)]);
+        let released = op().await;
+        assert_eq!((released.claimed_until, released.attempts), (None, 0), "released, no attempt");
+        assert_eq!(released.next_check_at.timestamp_millis(), recorded.timestamp_millis(), "still due");
+
+        let now = state.now();
+        let called = reconcile_due(&*state, now).await.unwrap();
+        assert_eq!(called, [("op_1".to_owned(), Reconciled::StillOpen)]);
+        let after = op().await;
+        assert_eq!((after.claimed_until, after.attempts), (None, 1), "the rail was asked (and could not answer)");
+        assert!(after.next_check_at > now, "checked again later");
+    }
 }

@@ -288,6 +288,54 @@ pub async fn claim(conn: &mut Conn, id: &str, now: DateTime<Utc>, until: DateTim
     Ok(done.rows_affected() == 1)
 }
 
+/// Claims the open operations `ids` for a reconciliation pass until
+/// `until`, each unless another process holds it at `now`, in one write:
+/// the ids claimed. ([`claim`] for one; a pass claimed each with its own
+/// write and its own `fsync` before, docs/BENCHMARKS.md "Session 31".)
+pub async fn claim_all(
+    conn: &mut Conn,
+    ids: &[&str],
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<std::collections::HashSet<String>> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let mut q = Builder::new("UPDATE operations SET claimed_until = ");
+    q.push_bind(ts(until)).push(" WHERE id IN (").push_list(ids.iter().copied());
+    q.push(") AND status IN ('pending', 'accepted', 'unknown') AND (claimed_until IS NULL OR claimed_until <= ");
+    q.push_bind(ts(now)).push(") RETURNING id");
+    let rows = q.build().fetch_all(conn).await?;
+    Ok(rows.iter().map(|row| row.try_get::<String>("id")).collect::<sqlx::Result<_>>()?)
+}
+
+/// When an open operation is checked next, and whether its check counts
+/// as an attempt (see [`reschedule`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NextCheck {
+    pub id: String,
+    pub at: DateTime<Utc>,
+    pub attempted: bool,
+}
+
+/// [`reschedule`] for several operations in one write.
+pub async fn reschedule_all(conn: &mut Conn, checks: &[NextCheck]) -> Result<()> {
+    if checks.is_empty() {
+        return Ok(());
+    }
+    let mut q = Builder::new("UPDATE operations SET claimed_until = NULL, next_check_at = CASE id");
+    for check in checks {
+        q.push(" WHEN ").push_bind(check.id.as_str()).push(" THEN ").push_bind(ts(check.at));
+    }
+    q.push(" END, attempts = attempts + CASE id");
+    for check in checks {
+        q.push(" WHEN ").push_bind(check.id.as_str()).push(if check.attempted { " THEN 1" } else { " THEN 0" });
+    }
+    q.push(" END WHERE id IN (").push_list(checks.iter().map(|c| c.id.as_str())).push(")");
+    q.build().execute(conn).await?;
+    Ok(())
+}
+
 /// Postpones the next reconciliation check of an open operation (and
 /// releases its claim).
 pub async fn reschedule(conn: &mut Conn, id: &str, at: DateTime<Utc>, attempted: bool) -> Result<()> {

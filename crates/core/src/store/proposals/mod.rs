@@ -1034,6 +1034,73 @@ pub(crate) mod tests {
         }
     }
 
+    /// A reconciliation pass's writes: `claim_all` takes, in one statement,
+    /// the open operations nobody holds (not one held, closed or unknown);
+    /// `reschedule_all` writes each its own next check and attempt, in one,
+    /// and releases them.
+    #[tokio::test]
+    async fn a_pass_claims_its_operations_in_one_write_and_reschedules_them_in_another() {
+        for db in setup("a_pass_claims_its_operations_in_one_write_and_reschedules_them_in_another").await {
+            let now = crate::clock::system_now();
+            let lease = chrono::Duration::seconds(15);
+            let mut c = db.write.acquire().await.unwrap();
+            for (n, claimed_until) in [(1, now + lease), (2, now), (3, now), (4, now)] {
+                let (id, hash) = (format!("prop_{n}"), format!("sha256:0{n}"));
+                if n > 1 {
+                    insert(&mut c, &NewProposal { id: &id, request_hash: &hash, ..sample(now) }).await.unwrap();
+                }
+                let jti = format!("jti_{n}");
+                insert_token(&mut c, &TokenRow { jti: jti.clone(), proposal_id: id.clone(), ..token_1(now) })
+                    .await
+                    .unwrap();
+                let (op, key) = (format!("op_{n}"), format!("cs-prop_{n}-00"));
+                let new = NewOperation {
+                    id: &op,
+                    proposal_id: &id,
+                    jti: &jti,
+                    idempotency_key: &key,
+                    ..operation_1(now, claimed_until)
+                };
+                operations::insert(&mut c, &new).await.unwrap();
+            }
+            let failed = operations::Update::default();
+            let pending = [operations::OpStatus::Pending];
+            assert!(operations::set_status(&mut c, "op_4", &pending, operations::OpStatus::Failed, &failed, now)
+                .await
+                .unwrap());
+
+            let later = now + chrono::Duration::seconds(1);
+            let ids = ["op_1", "op_2", "op_3", "op_4", "op_missing"];
+            let claimed = operations::claim_all(&mut c, &ids, later, later + lease).await.unwrap();
+            let mut claimed: Vec<_> = claimed.into_iter().collect();
+            claimed.sort();
+            assert_eq!(claimed, ["op_2", "op_3"], "{}: op_1 is held, op_4 is closed", db.backend);
+            assert!(operations::claim_all(&mut c, &ids, later, later + lease).await.unwrap().is_empty(), "one holder");
+            assert!(operations::claim_all(&mut c, &[], later, later + lease).await.unwrap().is_empty());
+
+            let (at_2, at_3) = (later + chrono::Duration::seconds(2), later + chrono::Duration::seconds(8));
+            let checks = [
+                operations::NextCheck { id: "op_2".into(), at: at_2, attempted: false },
+                operations::NextCheck { id: "op_3".into(), at: at_3, attempted: true },
+            ];
+            operations::reschedule_all(&mut c, &checks).await.unwrap();
+            operations::reschedule_all(&mut c, &[]).await.unwrap();
+            for (id, at, attempts) in [("op_2", at_2, 0), ("op_3", at_3, 1)] {
+                let row = operations::get(&db.read, id).await.unwrap().unwrap();
+                assert_eq!((row.claimed_until, row.attempts), (None, attempts), "{id}: released, attempt counted");
+                assert_eq!(row.next_check_at.timestamp_millis(), at.timestamp_millis(), "{id}: its own next check");
+            }
+            let held = operations::get(&db.read, "op_1").await.unwrap().unwrap();
+            assert!(held.claimed_until.is_some(), "an operation not named keeps its claim");
+            let mut again: Vec<_> =
+                operations::claim_all(&mut c, &ids, later, later + lease).await.unwrap().into_iter().collect();
+            again.sort();
+            assert_eq!(again, ["op_2", "op_3"], "released: claimed again");
+            drop(c);
+            db.finish().await;
+        }
+    }
+
     /// One statement for several proposals: each gets its own row back, an
     /// identical request (already stored, or twice in the call) gets None.
     #[tokio::test]
