@@ -132,46 +132,132 @@ pub async fn append(
     }
     let new_size = size + leaves.len() as u64;
     if !leaves.is_empty() {
-        let mut tx = db.begin().await?;
-        if tx.is_postgres() {
-            query("SELECT pg_advisory_xact_lock(?)").bind(TLOG_LOCK).execute(&mut tx).await?;
-        }
-        if self::size(&mut tx).await? != size {
-            // Another instance appended since the read: its leaves stand;
-            // the next pass starts from them.
+        db.priority.yield_to_foreground().await;
+        if !write_grown(db, size, &leaves, sign, now).await? {
+            // Another instance (or process) appended since the read: its
+            // leaves stand; the next pass starts from them.
             return Ok(Appended::Raced);
         }
-        let left: BTreeSet<NodeId> = merkle::left_siblings(size, leaves.len() as u64).into_iter().collect();
-        let stored = nodes(&mut tx, &left).await?;
-        let grown = merkle::grow(size, &leaves, |id| stored[&id]);
-        for chunk in grown.chunks(INSERT_CHUNK) {
-            let mut q = Builder::new("INSERT INTO tlog_nodes (height, idx, hash) VALUES ");
-            for (i, (id, hash)) in chunk.iter().enumerate() {
-                q.push(if i == 0 { "(" } else { ", (" });
-                q.push_bind(id.level as i64).push(", ").push_bind(id.index as i64).push(", ").push_bind(hash.to_vec());
-                q.push(")");
-            }
-            q.build().execute(&mut tx).await?;
-        }
-        let mut known: BTreeMap<NodeId, Hash> = grown.into_iter().collect();
-        let wanted: BTreeSet<NodeId> =
-            merkle::needed(|r| merkle::root(r, new_size)).into_iter().filter(|id| !known.contains_key(id)).collect();
-        known.extend(nodes(&mut tx, &wanted).await?);
-        let root = merkle::root(&known, new_size);
-        let note = sign(new_size, root);
-        query("INSERT INTO tlog_checkpoints (size, root, note, at) VALUES (?, ?, ?, ?)")
-            .bind(new_size as i64)
-            .bind(root.to_vec())
-            .bind(note)
-            .bind(super::ts(now))
-            .execute(&mut tx)
-            .await?;
-        tx.commit().await?;
     }
     Ok(match refused {
         Some((seq, problem)) => Appended::Refused { seq, size: new_size, problem },
         None => Appended::Grew { size: new_size, appended: leaves.len() as u64 },
     })
+}
+
+/// The tree of `size` leaves grown by `leaves`: its new perfect nodes, and
+/// the older ones its root needs besides them. `left` are the stored
+/// nodes [`merkle::left_siblings`] names.
+fn grown(size: u64, leaves: &[Hash], left: &BTreeMap<NodeId, Hash>) -> (Vec<(NodeId, Hash)>, BTreeSet<NodeId>) {
+    let new_size = size + leaves.len() as u64;
+    let grown = merkle::grow(size, leaves, |id| left[&id]);
+    let known: BTreeSet<NodeId> = grown.iter().map(|(id, _)| *id).collect();
+    let wanted = merkle::needed(|r| merkle::root(r, new_size)).into_iter().filter(|id| !known.contains(id)).collect();
+    (grown, wanted)
+}
+
+/// The checkpoint's root from the new nodes and the older ones it needs.
+fn new_root(new_size: u64, grown: &[(NodeId, Hash)], older: BTreeMap<NodeId, Hash>) -> Hash {
+    let mut known: BTreeMap<NodeId, Hash> = grown.iter().copied().collect();
+    known.extend(older);
+    merkle::root(&known, new_size)
+}
+
+/// One `INSERT` of `nodes` into `q`.
+fn push_nodes<'q>(q: &mut Builder<'q>, nodes: &[(NodeId, Hash)]) {
+    q.push("INSERT INTO tlog_nodes (height, idx, hash) VALUES ");
+    for (i, (id, hash)) in nodes.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_bind(id.level as i64).push(", ").push_bind(id.index as i64).push(", ").push_bind(hash.to_vec());
+        q.push(")");
+    }
+}
+
+/// Writes the nodes `leaves` add to a log of `size` leaves and the signed
+/// checkpoint of the new size, unless the log is no longer of `size`
+/// (false: nothing written).
+async fn write_grown(
+    db: &super::Db,
+    size: u64,
+    leaves: &[Hash],
+    sign: &(dyn Fn(u64, Hash) -> String + Sync),
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<bool> {
+    if db.is_postgres() {
+        write_in_transaction(db, size, leaves, sign, now).await
+    } else {
+        write_at_once(db, size, leaves, sign, now).await
+    }
+}
+
+/// PostgreSQL: one instance at a time (an advisory lock), in a transaction
+/// that reads the nodes it needs. False when the log grew since `size`.
+async fn write_in_transaction(
+    db: &super::Db,
+    size: u64,
+    leaves: &[Hash],
+    sign: &(dyn Fn(u64, Hash) -> String + Sync),
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<bool> {
+    let mut tx = db.begin().await?;
+    query("SELECT pg_advisory_xact_lock(?)").bind(TLOG_LOCK).execute(&mut tx).await?;
+    if self::size(&mut tx).await? != size {
+        return Ok(false);
+    }
+    let left = nodes(&mut tx, &merkle::left_siblings(size, leaves.len() as u64).into_iter().collect()).await?;
+    let (grown, wanted) = grown(size, leaves, &left);
+    for chunk in grown.chunks(INSERT_CHUNK) {
+        let mut q = Builder::new("");
+        push_nodes(&mut q, chunk);
+        q.build().execute(&mut tx).await?;
+    }
+    let new_size = size + leaves.len() as u64;
+    let root = new_root(new_size, &grown, nodes(&mut tx, &wanted).await?);
+    query("INSERT INTO tlog_checkpoints (size, root, note, at) VALUES (?, ?, ?, ?)")
+        .bind(new_size as i64)
+        .bind(root.to_vec())
+        .bind(sign(new_size, root))
+        .bind(super::ts(now))
+        .execute(&mut tx)
+        .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// SQLite: the older nodes are read by a reader (a stored node never
+/// changes), the root computed and signed, and the writes go to the one
+/// writer as one command guarded by the log's size (`store::guarded`):
+/// the writer is held for one round trip, not ten (docs/BENCHMARKS.md,
+/// "Session 31"). False when the log grew since `size`.
+async fn write_at_once(
+    db: &super::Db,
+    size: u64,
+    leaves: &[Hash],
+    sign: &(dyn Fn(u64, Hash) -> String + Sync),
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<bool> {
+    let (grown, root) = {
+        let mut conn = db.read.acquire().await?;
+        let left = nodes(&mut conn, &merkle::left_siblings(size, leaves.len() as u64).into_iter().collect()).await?;
+        let (grown, wanted) = grown(size, leaves, &left);
+        let older = nodes(&mut conn, &wanted).await?;
+        let root = new_root(size + leaves.len() as u64, &grown, older);
+        (grown, root)
+    };
+    let new_size = size + leaves.len() as u64;
+    let note = sign(new_size, root);
+    let mut g = super::guarded::Guarded::new();
+    g.guard("the log size as read", |q| {
+        q.push("(SELECT COALESCE(MAX(size), 0) FROM tlog_checkpoints) = ").push_bind(size as i64);
+    });
+    for chunk in grown.chunks(INSERT_CHUNK) {
+        g.statement(|q| push_nodes(q, chunk));
+    }
+    g.statement(|q| {
+        q.push("INSERT INTO tlog_checkpoints (size, root, note, at) VALUES (").push_bind(new_size as i64);
+        q.push(", ").push_bind(root.to_vec()).push(", ").push_bind(note).push(", ").push_bind(super::ts(now)).push(")");
+    });
+    Ok(g.commit(&db.write).await?.is_some())
 }
 
 /// Whether audit entries wait to be logged (read without a transaction, so
@@ -391,6 +477,38 @@ mod tests {
             assert_eq!(consistency(&db.read, 3, 31).await.unwrap(), None);
             assert_eq!(leaf(&db.read, 30).await.unwrap(), None);
             assert_eq!(leaf_hash(&leaf(&db.read, 29).await.unwrap().unwrap()), leaves[29]);
+            db.finish().await;
+        }
+    }
+
+    /// The write is planned from the log's size as read: if the log grew
+    /// meanwhile (another instance or process), nothing is written.
+    #[tokio::test]
+    async fn a_write_planned_before_the_log_grew_writes_nothing() {
+        for db in crate::store::test_pg::each_backend("a_write_planned_before_the_log_grew_writes_nothing").await {
+            let now = crate::clock::system_now();
+            write(&db, 0, 5).await;
+            let leaves = reference_leaves(&db).await;
+            assert!(write_grown(&db, 0, &leaves[..3], &sign, now).await.unwrap(), "{}", db.backend);
+            let counts = || async {
+                let nodes = crate::store::scalar::<i64>("SELECT COUNT(*) FROM tlog_nodes").fetch_one(&db.read);
+                let checkpoints =
+                    crate::store::scalar::<i64>("SELECT COUNT(*) FROM tlog_checkpoints").fetch_one(&db.read);
+                (nodes.await.unwrap(), checkpoints.await.unwrap())
+            };
+            let before = counts().await;
+            assert_eq!(before.1, 1);
+            for (from, to) in [(0, 5), (1, 5), (3, 4)] {
+                let stale = from != 3;
+                let wrote = write_grown(&db, from, &leaves[from as usize..to], &sign, now).await.unwrap();
+                assert_eq!(wrote, !stale, "{}: from size {from}", db.backend);
+                if stale {
+                    assert_eq!(counts().await, before, "{}: nothing written from a stale size", db.backend);
+                }
+            }
+            assert_eq!(size(&db.read).await.unwrap(), 4);
+            let stored = checkpoint(&db.read, 4).await.unwrap().unwrap();
+            assert_eq!(stored.note, sign(4, reference_root(&leaves[..4])), "{}", db.backend);
             db.finish().await;
         }
     }
