@@ -726,46 +726,17 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::proposals::tests::{sample, REGISTRY};
-    use crate::store::proposals::{insert, insert_token, TokenRow};
-    use crate::store::{operations::NewOperation, query};
+    use crate::store::operations::NewOperation;
+    use crate::store::proposals::tests::{operation_1, registry, sample, token_1};
+    use crate::store::proposals::{insert, insert_token};
 
     /// op_1, recorded (and due) at `at`, its proposal and token.
     async fn due_operation(state: &crate::services::Services, at: DateTime<Utc>) {
         let mut c = state.db().write.acquire().await.unwrap();
-        for sql in REGISTRY {
-            query(sql).execute(&mut *c).await.unwrap();
-        }
-        query("INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES ('t', 'ba_x', 'X', 1, 'x')")
-            .execute(&mut *c)
-            .await
-            .unwrap();
+        registry(&mut c).await;
         insert(&mut c, &sample(at)).await.unwrap();
-        let token = TokenRow {
-            jti: "jti_1".into(),
-            proposal_id: "prop_1".into(),
-            round: 1,
-            token: "eyJ.x.y".into(),
-            kid: "k".into(),
-            issued_at: at,
-            expires_at: at,
-            used_at: None,
-        };
-        insert_token(&mut c, &token).await.unwrap();
-        let op = NewOperation {
-            id: "op_1",
-            proposal_id: "prop_1",
-            jti: "jti_1",
-            idempotency_key: "cs-prop_1-00",
-            tenant_id: "t",
-            kind: "transfer",
-            amount_minor: 100,
-            currency: "USD",
-            budget_day: None,
-            reverses: None,
-            now: at,
-            claimed_until: at,
-        };
+        insert_token(&mut c, &token_1(at)).await.unwrap();
+        let op = NewOperation { budget_day: None, ..operation_1(at, at) };
         store::operations::insert(&mut c, &op).await.unwrap();
     }
 

@@ -133,7 +133,7 @@ pub async fn append(
     let new_size = size + leaves.len() as u64;
     if !leaves.is_empty() {
         db.priority.yield_to_foreground().await;
-        if !write_grown(db, size, &leaves, sign, now).await? {
+        if !(Growth { size, leaves: &leaves, sign, now }).write(db).await? {
             // Another instance (or process) appended since the read: its
             // leaves stand; the next pass starts from them.
             return Ok(Appended::Raced);
@@ -173,91 +173,88 @@ fn push_nodes<'q>(q: &mut Builder<'q>, nodes: &[(NodeId, Hash)]) {
     }
 }
 
-/// Writes the nodes `leaves` add to a log of `size` leaves and the signed
-/// checkpoint of the new size, unless the log is no longer of `size`
-/// (false: nothing written).
-async fn write_grown(
-    db: &super::Db,
+/// What a pass appends: `leaves` after the log's `size` leaves as read,
+/// and how the new size's checkpoint is signed.
+struct Growth<'a> {
     size: u64,
-    leaves: &[Hash],
-    sign: &(dyn Fn(u64, Hash) -> String + Sync),
+    leaves: &'a [Hash],
+    sign: &'a (dyn Fn(u64, Hash) -> String + Sync),
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<bool> {
-    if db.is_postgres() {
-        write_in_transaction(db, size, leaves, sign, now).await
-    } else {
-        write_at_once(db, size, leaves, sign, now).await
-    }
 }
 
-/// PostgreSQL: one instance at a time (an advisory lock), in a transaction
-/// that reads the nodes it needs. False when the log grew since `size`.
-async fn write_in_transaction(
-    db: &super::Db,
-    size: u64,
-    leaves: &[Hash],
-    sign: &(dyn Fn(u64, Hash) -> String + Sync),
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<bool> {
-    let mut tx = db.begin().await?;
-    query("SELECT pg_advisory_xact_lock(?)").bind(TLOG_LOCK).execute(&mut tx).await?;
-    if self::size(&mut tx).await? != size {
-        return Ok(false);
+impl Growth<'_> {
+    fn new_size(&self) -> u64 {
+        self.size + self.leaves.len() as u64
     }
-    let left = nodes(&mut tx, &merkle::left_siblings(size, leaves.len() as u64).into_iter().collect()).await?;
-    let (grown, wanted) = grown(size, leaves, &left);
-    for chunk in grown.chunks(INSERT_CHUNK) {
-        let mut q = Builder::new("");
-        push_nodes(&mut q, chunk);
-        q.build().execute(&mut tx).await?;
-    }
-    let new_size = size + leaves.len() as u64;
-    let root = new_root(new_size, &grown, nodes(&mut tx, &wanted).await?);
-    query("INSERT INTO tlog_checkpoints (size, root, note, at) VALUES (?, ?, ?, ?)")
-        .bind(new_size as i64)
-        .bind(root.to_vec())
-        .bind(sign(new_size, root))
-        .bind(super::ts(now))
-        .execute(&mut tx)
-        .await?;
-    tx.commit().await?;
-    Ok(true)
-}
 
-/// SQLite: the older nodes are read by a reader (a stored node never
-/// changes), the root computed and signed, and the writes go to the one
-/// writer as one command guarded by the log's size (`store::guarded`):
-/// the writer is held for one round trip, not ten (docs/BENCHMARKS.md,
-/// "Session 31"). False when the log grew since `size`.
-async fn write_at_once(
-    db: &super::Db,
-    size: u64,
-    leaves: &[Hash],
-    sign: &(dyn Fn(u64, Hash) -> String + Sync),
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<bool> {
-    let (grown, root) = {
-        let mut conn = db.read.acquire().await?;
-        let left = nodes(&mut conn, &merkle::left_siblings(size, leaves.len() as u64).into_iter().collect()).await?;
-        let (grown, wanted) = grown(size, leaves, &left);
-        let older = nodes(&mut conn, &wanted).await?;
-        let root = new_root(size + leaves.len() as u64, &grown, older);
-        (grown, root)
-    };
-    let new_size = size + leaves.len() as u64;
-    let note = sign(new_size, root);
-    let mut g = super::guarded::Guarded::new();
-    g.guard("the log size as read", |q| {
-        q.push("(SELECT COALESCE(MAX(size), 0) FROM tlog_checkpoints) = ").push_bind(size as i64);
-    });
-    for chunk in grown.chunks(INSERT_CHUNK) {
-        g.statement(|q| push_nodes(q, chunk));
+    /// Writes the nodes the leaves add and the signed checkpoint of the new
+    /// size, unless the log is no longer of `size` (false: nothing written).
+    async fn write(&self, db: &super::Db) -> Result<bool> {
+        if db.is_postgres() {
+            self.write_in_transaction(db).await
+        } else {
+            self.write_at_once(db).await
+        }
     }
-    g.statement(|q| {
-        q.push("INSERT INTO tlog_checkpoints (size, root, note, at) VALUES (").push_bind(new_size as i64);
-        q.push(", ").push_bind(root.to_vec()).push(", ").push_bind(note).push(", ").push_bind(super::ts(now)).push(")");
-    });
-    Ok(g.commit(&db.write).await?.is_some())
+
+    /// PostgreSQL: one instance at a time (an advisory lock), in a
+    /// transaction that reads the nodes it needs.
+    async fn write_in_transaction(&self, db: &super::Db) -> Result<bool> {
+        let (size, new_size) = (self.size, self.new_size());
+        let mut tx = db.begin().await?;
+        query("SELECT pg_advisory_xact_lock(?)").bind(TLOG_LOCK).execute(&mut tx).await?;
+        if self::size(&mut tx).await? != size {
+            return Ok(false);
+        }
+        let left = nodes(&mut tx, &merkle::left_siblings(size, self.leaves.len() as u64).into_iter().collect()).await?;
+        let (grown, wanted) = grown(size, self.leaves, &left);
+        for chunk in grown.chunks(INSERT_CHUNK) {
+            let mut q = Builder::new("");
+            push_nodes(&mut q, chunk);
+            q.build().execute(&mut tx).await?;
+        }
+        let root = new_root(new_size, &grown, nodes(&mut tx, &wanted).await?);
+        query("INSERT INTO tlog_checkpoints (size, root, note, at) VALUES (?, ?, ?, ?)")
+            .bind(new_size as i64)
+            .bind(root.to_vec())
+            .bind((self.sign)(new_size, root))
+            .bind(super::ts(self.now))
+            .execute(&mut tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// SQLite: the older nodes are read by a reader (a stored node never
+    /// changes), the root computed and signed, and the writes go to the one
+    /// writer as one command guarded by the log's size (`store::guarded`):
+    /// the writer is held for one round trip, not ten (docs/BENCHMARKS.md,
+    /// "Session 31").
+    async fn write_at_once(&self, db: &super::Db) -> Result<bool> {
+        let (size, new_size) = (self.size, self.new_size());
+        let (grown, root) = {
+            let mut conn = db.read.acquire().await?;
+            let left =
+                nodes(&mut conn, &merkle::left_siblings(size, self.leaves.len() as u64).into_iter().collect()).await?;
+            let (grown, wanted) = grown(size, self.leaves, &left);
+            let root = new_root(new_size, &grown, nodes(&mut conn, &wanted).await?);
+            (grown, root)
+        };
+        let note = (self.sign)(new_size, root);
+        let mut g = super::guarded::Guarded::new();
+        g.guard("the log size as read", |q| {
+            q.push("(SELECT COALESCE(MAX(size), 0) FROM tlog_checkpoints) = ").push_bind(size as i64);
+        });
+        for chunk in grown.chunks(INSERT_CHUNK) {
+            g.statement(|q| push_nodes(q, chunk));
+        }
+        g.statement(|q| {
+            q.push("INSERT INTO tlog_checkpoints (size, root, note, at) VALUES (").push_bind(new_size as i64);
+            q.push(", ").push_bind(root.to_vec()).push(", ").push_bind(note);
+            q.push(", ").push_bind(super::ts(self.now)).push(")");
+        });
+        Ok(g.commit(&db.write).await?.is_some())
+    }
 }
 
 /// Whether audit entries wait to be logged (read without a transaction, so
@@ -489,7 +486,11 @@ mod tests {
             let now = crate::clock::system_now();
             write(&db, 0, 5).await;
             let leaves = reference_leaves(&db).await;
-            assert!(write_grown(&db, 0, &leaves[..3], &sign, now).await.unwrap(), "{}", db.backend);
+            assert!(
+                Growth { size: 0, leaves: &leaves[..3], sign: &sign, now }.write(&db).await.unwrap(),
+                "{}",
+                db.backend
+            );
             let counts = || async {
                 let nodes = crate::store::scalar::<i64>("SELECT COUNT(*) FROM tlog_nodes").fetch_one(&db.read);
                 let checkpoints =
@@ -500,7 +501,8 @@ mod tests {
             assert_eq!(before.1, 1);
             for (from, to) in [(0, 5), (1, 5), (3, 4)] {
                 let stale = from != 3;
-                let wrote = write_grown(&db, from, &leaves[from as usize..to], &sign, now).await.unwrap();
+                let growth = Growth { size: from, leaves: &leaves[from as usize..to], sign: &sign, now };
+                let wrote = growth.write(&db).await.unwrap();
                 assert_eq!(wrote, !stale, "{}: from size {from}", db.backend);
                 if stale {
                     assert_eq!(counts().await, before, "{}: nothing written from a stale size", db.backend);

@@ -714,18 +714,21 @@ pub(crate) mod tests {
         let dbs = each_backend(test).await;
         for db in &dbs {
             let mut c = db.write.acquire().await.unwrap();
-            for sql in REGISTRY {
-                query(sql).execute(&mut *c).await.unwrap();
-            }
-            query(
-                "INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES ('t', 'ba_x', 'X', 1, 'x')",
-            )
-            .execute(&mut *c)
-            .await
-            .unwrap();
+            registry(&mut c).await;
             insert(&mut c, &sample(crate::clock::system_now())).await.unwrap();
         }
         dbs
+    }
+
+    /// The [`REGISTRY`] and tenant t's trusted payee ba_x.
+    pub(crate) async fn registry(c: &mut Conn) {
+        for sql in REGISTRY {
+            query(sql).execute(&mut *c).await.unwrap();
+        }
+        query("INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at) VALUES ('t', 'ba_x', 'X', 1, 'x')")
+            .execute(&mut *c)
+            .await
+            .unwrap();
     }
 
     fn approval(approver: &str, round: i64, at: &str) -> ApprovalRow {
@@ -744,7 +747,7 @@ pub(crate) mod tests {
     }
 
     /// prop_1's approval token jti_1, of round 1, issued and expiring `at`.
-    fn token_1(at: DateTime<Utc>) -> TokenRow {
+    pub(crate) fn token_1(at: DateTime<Utc>) -> TokenRow {
         TokenRow {
             jti: "jti_1".into(),
             proposal_id: "prop_1".into(),
@@ -758,7 +761,7 @@ pub(crate) mod tests {
     }
 
     /// op_1, the transfer jti_1 commits, recorded `now` and claimed until `claimed_until`.
-    fn operation_1(now: DateTime<Utc>, claimed_until: DateTime<Utc>) -> NewOperation<'static> {
+    pub(crate) fn operation_1(now: DateTime<Utc>, claimed_until: DateTime<Utc>) -> NewOperation<'static> {
         NewOperation {
             id: "op_1",
             proposal_id: "prop_1",
