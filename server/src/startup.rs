@@ -198,7 +198,10 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
 async fn metrics_upkeep(state: Shared, shutdown: Shutdown) {
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => state.metrics.upkeep(),
+            _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => {
+                state.db.priority.yield_to_foreground().await;
+                state.metrics.upkeep()
+            }
             _ = shutdown.wait() => return,
         }
     }

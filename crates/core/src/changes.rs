@@ -201,6 +201,7 @@ pub async fn follow(
             _ = notified.notified() => tokio::time::sleep_until(read_at + NOTIFIED_GAP).await,
             _ = shutdown.wait() => return,
         }
+        state.db().priority.yield_to_foreground().await;
         read_at = tokio::time::Instant::now();
         match follow_once(state.db(), changes, &mut seen, &mut gaps).await {
             Ok(()) => {

@@ -42,6 +42,7 @@ pub async fn run(
 /// Keeps `Reach::audience` current: at once, then every second.
 async fn audience(state: Arc<impl Store + Config + Reaching + Send + Sync + 'static>, shutdown: Shutdown) {
     loop {
+        state.db().priority.yield_to_foreground().await;
         if let Err(e) = crate::notify::refresh_audience(&*state).await {
             tracing::error!(error = %e, "notifications: cannot read who can be reached");
         }

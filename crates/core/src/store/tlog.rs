@@ -11,6 +11,8 @@ use crate::domain::merkle::{self, Hash, NodeId};
 
 /// The PostgreSQL advisory lock that makes one instance at a time append.
 const TLOG_LOCK: i64 = 0x436f_756e_7465_7202;
+/// Entries checked and hashed between two yields to commits.
+const HASHED_BETWEEN_YIELDS: usize = 32;
 /// Nodes per INSERT statement (three values each).
 const INSERT_CHUNK: usize = 300;
 
@@ -114,6 +116,11 @@ pub async fn append(
     let mut leaves = Vec::with_capacity(entries.len());
     let mut refused = None;
     for (i, entry) in entries.iter().enumerate() {
+        if i > 0 && i % HASHED_BETWEEN_YIELDS == 0 {
+            // A second's entries take a few milliseconds to check and hash:
+            // a commit that starts meanwhile goes first (store::priority).
+            db.priority.yield_to_foreground().await;
+        }
         let problem = if entry.seq != size as i64 + 1 + i as i64 {
             Some(format!("entry {} is missing", size + 1 + i as u64))
         } else if entry.prev_hash != prev {
