@@ -648,8 +648,11 @@ pub async fn reconcile_due(
     let mut done = Vec::with_capacity(due.len());
     let mut mine = Vec::with_capacity(due.len());
     for op in &due {
+        if !OpStatus::OPEN.contains(&op.status) {
+            done.push((op.id.clone(), Reconciled::StillOpen));
+            continue;
+        }
         match InFlight::claim(state, &op.id) {
-            _ if !OpStatus::OPEN.contains(&op.status) => done.push((op.id.clone(), Reconciled::StillOpen)),
             Some(guard) => mine.push((op, guard)),
             None => done.push((op.id.clone(), Reconciled::InFlight)),
         }

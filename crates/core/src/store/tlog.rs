@@ -95,9 +95,10 @@ async fn nodes<'e>(exec: impl Into<super::Exec<'e>>, ids: &BTreeSet<NodeId>) -> 
 ///
 /// The entries are read and hashed first, outside any transaction (on
 /// SQLite the write transaction holds the one writer connection every
-/// request waits for); then one short transaction (on PostgreSQL one
-/// instance at a time) checks that the log has not grown meanwhile and
-/// writes the nodes and the checkpoint.
+/// request waits for), yielding to commits as it goes (`store::priority`);
+/// then the log is checked not to have grown meanwhile and the nodes and
+/// the checkpoint are written ([`Growth::write`]: on PostgreSQL one
+/// instance at a time, on SQLite one command).
 pub async fn append(
     db: &super::Db,
     sign: &(dyn Fn(u64, Hash) -> String + Sync),
