@@ -47,9 +47,14 @@ pub async fn services(dir: &Path) -> (Arc<Services>, Trigger) {
 
 /// Services with `settings` (its `data_dir` holds the database and keys).
 pub async fn services_with(settings: Settings) -> (Arc<Services>, Trigger) {
+    services_on(settings, Arc::new(Unreachable)).await
+}
+
+/// [`services_with`], on `rail`.
+pub async fn services_on(settings: Settings, rail: Arc<dyn Rail>) -> (Arc<Services>, Trigger) {
     let db = crate::store::Db::connect(&settings.backend().expect("backend")).await.expect("database");
     let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir).expect("keys");
     let (trigger, shutdown) = crate::shutdown::channel();
-    let ports: (Arc<dyn Rail>, Arc<dyn Poster>) = (Arc::new(Unreachable), Arc::new(Unreachable));
+    let ports: (Arc<dyn Rail>, Arc<dyn Poster>) = (rail, Arc::new(Unreachable));
     (Arc::new(Services::new(db, settings, keys, ports, shutdown).expect("note key")), trigger)
 }
