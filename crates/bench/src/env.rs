@@ -84,8 +84,11 @@ id = "card_closed0001"
 legal_name = "Closed Account Corp"
 "#;
 
-/// A transfer request body for the bench agent.
+/// A transfer request body for the bench agent: an invoice of its own per
+/// run (copies of one invoice are never approved by policy alone, and only
+/// one of them is paid).
 pub fn transfer(run_id: &str, amount_minor: u64, destination: &str, source: &str) -> Value {
+    let invoice: String = format!("INV-{run_id}").chars().take(64).collect();
     json!({
         "run_id": run_id,
         "amount_minor": amount_minor,
@@ -94,7 +97,7 @@ pub fn transfer(run_id: &str, amount_minor: u64, destination: &str, source: &str
         "destination": destination,
         "reference": "Invoice 1842, March services",
         "purpose_code": "vendor",
-        "invoice_id": "INV-1842",
+        "invoice_id": invoice,
     })
 }
 

@@ -153,7 +153,14 @@ async fn commit_inner(
     state.failpoint("commit.before_record");
     let op_id = store::new_id("op", now);
     let _in_flight = InFlight::claim(state, &op_id).expect("a fresh operation id is not in flight");
-    let Some((op, known)) = record(state, row, &claims, &op_id, reverses.as_deref(), before, now).await? else {
+    let invoice = crate::duplicates::held(row, &bundle.approvals);
+    let recorded = record(state, row, &claims, &op_id, reverses.as_deref(), invoice, before, now).await;
+    if let Err(CommitError::Denied(d)) = &recorded {
+        if d.reasons.iter().any(|r| r.rule == crate::duplicates::RULE) {
+            refused_copy(state, agent, row, d).await?;
+        }
+    }
+    let Some((op, known)) = recorded? else {
         // Another commit of this proposal got there first: answer with its operation.
         return view(state, agent, proposal_id).await;
     };
@@ -363,12 +370,14 @@ async fn reversed_transfer(state: &impl Store, row: &ProposalRow) -> Result<Stri
 /// when another commit of the same proposal recorded its operation first
 /// (nothing was changed here): it used the token, which this one then
 /// finds used.
+#[allow(clippy::too_many_arguments)]
 async fn record(
     state: &(impl Store + Config + crate::approval::receipts::Receipts),
     row: &ProposalRow,
     claims: &ApprovalClaims,
     op_id: &str,
     reverses: Option<&str>,
+    invoice: Option<store::operations::HeldInvoice<'_>>,
     before: Option<BeforeRecord>,
     now: DateTime<Utc>,
 ) -> Result<Option<(OperationRow, Option<operations::Known>)>, CommitError> {
@@ -388,6 +397,7 @@ async fn record(
         reverses,
         now,
         claimed_until: now + operations::rail_call_lease(&state.settings().rail),
+        invoice,
     };
     if let Some(before) = before {
         if let Some((op, known)) = record_at_once(state, row, &new, before).await? {
@@ -395,6 +405,30 @@ async fn record(
         }
     }
     Ok(record_step_by_step(state, row, &new).await?.map(|op| (op, None)))
+}
+
+/// Audits a commit refused because another operation holds the invoice
+/// (`operation.refused`, rule `duplicate_invoice`): a copy stopped before
+/// the rail is a control that worked, and the trail says so.
+async fn refused_copy(
+    state: &impl Store,
+    agent: &AgentPrincipal,
+    row: &ProposalRow,
+    decision: &Decision,
+) -> Result<(), CommitError> {
+    let mut tx = state.db().begin().await?;
+    let entry = AuditEntry {
+        tenant_id: Some(row.tenant_id.clone()),
+        actor: agent.actor(),
+        action: "operation.refused".into(),
+        proposal_id: Some(row.id.clone()),
+        request_hash: Some(row.request_hash.clone()),
+        data: json!({"rule": crate::duplicates::RULE, "policy": decision,
+                     "invoice_id": row.request.invoice_id.as_ref().map(|i| i.as_str())}),
+    };
+    store::audit::append(&mut tx, &entry).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The authorization's audit entry (its receipt is added when appended).
@@ -522,7 +556,15 @@ async fn record_step_by_step(
             return Err(budget_denied(row, used, limit.unwrap_or(i64::MAX as u64)));
         }
     }
-    let recorded = store::operations::insert(&mut tx, op).await?;
+    let Some(recorded) = store::operations::insert(&mut tx, op).await? else {
+        // Another operation of the tenant holds this invoice (read now, or
+        // committed while this insert waited for it): nothing is recorded.
+        let holder = match op.invoice {
+            Some(invoice) => store::operations::invoice_holder(&mut *tx, &row.tenant_id, invoice).await?,
+            None => None,
+        };
+        return Err(denied(crate::duplicates::RULE, crate::duplicates::held_elsewhere(row, holder.as_deref())));
+    };
     if !store::proposals::transition(&mut tx, &row.id, &[ProposalStatus::Approved], ProposalStatus::Executing, now)
         .await?
     {
@@ -679,7 +721,7 @@ mod tests {
         let row = store::proposals::get(read, "demo", &alone).await.unwrap().unwrap();
         let op_id = store::new_id("op", now);
         let before = BeforeRecord::read(&*state, &alone).await.unwrap();
-        let (op, known) = record(&*state, &row, &claims, &op_id, None, before, now).await.unwrap().unwrap();
+        let (op, known) = record(&*state, &row, &claims, &op_id, None, None, before, now).await.unwrap().unwrap();
         let known = known.expect("recorded by the one command");
         let mut writer = state.db().write.acquire().await.unwrap();
         let steps: Vec<String> =
@@ -694,6 +736,7 @@ mod tests {
                 "still approved",
                 "the salts kept are these",
                 "no receipt since",
+                "the invoice is not held",
                 "the chain head as remembered"
             ]
         );

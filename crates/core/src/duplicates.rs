@@ -8,14 +8,24 @@
 //!   than policy otherwise asks ([`one_more`]). Each approver of it states
 //!   their own.
 //!
+//! - A copy is never approved by policy alone: a proposal whose invoice
+//!   another live or paid proposal names waits for a human ([`for_humans`]),
+//!   checked at intake inside the transaction that stores it.
+//! - At commit the operation holds its invoice: the database lets one
+//!   operation of a tenant hold a payee's invoice until it fails (a unique
+//!   index, migration 0027), so two copies approved at the same moment by
+//!   two approvers are paid once ([`held`]). A copy confirmed as not a
+//!   duplicate holds nothing.
+//!
 //! Checked by the one approval path (`approvals::decide`), so the console's
 //! forms, its JSON API and Slack all obey it; the pages only explain it.
 
 use crate::domain::{ProposalKind, ProposalStatus};
 use crate::policy::{Decision, Outcome, Reason};
-use crate::store::proposals::ProposalRow;
+use crate::store::operations::HeldInvoice;
+use crate::store::proposals::{ApprovalRow, ProposalRow};
 use crate::store::risk::{self as store_risk, Earlier};
-use crate::store::{Result, Store};
+use crate::store::{Conn, Result, Store};
 
 /// The rule named in a refusal and in the raised decision's reasons.
 pub const RULE: &str = "duplicate_invoice";
@@ -32,6 +42,54 @@ const TWINS_READ: u32 = 50;
 pub fn approved_or_paid(status: ProposalStatus) -> bool {
     use ProposalStatus::*;
     matches!(status, Approved | Executing | Succeeded | Unknown | NeedsReview | Reversed)
+}
+
+/// Whether a proposal in `status` stands in the way of a copy: it may
+/// still be approved, is approved, or is paid. Rejected, cancelled, expired
+/// and failed ones do not.
+pub fn holds_invoice(status: ProposalStatus) -> bool {
+    use ProposalStatus::*;
+    !matches!(status, Rejected | Cancelled | Expired | Failed)
+}
+
+/// `decision` when another proposal for the same invoice stands
+/// (`standing`, non-empty): a policy approval becomes a human's to give,
+/// and why. Any other decision is kept.
+pub fn for_humans(decision: Decision, standing: &[Earlier]) -> Decision {
+    if decision.outcome != Outcome::AutoApproved || standing.is_empty() {
+        return decision;
+    }
+    let mut decision = decision;
+    decision.outcome = Outcome::NeedsApproval;
+    decision.required_approvals = decision.required_approvals.max(1);
+    decision.reasons.push(Reason {
+        rule: RULE.into(),
+        message: format!(
+            "Another proposal for the same invoice and payee stands ({}): a copy is never approved by policy alone.",
+            ids(standing).join(", ")
+        ),
+    });
+    decision
+}
+
+/// What a commit holds of `row`: its payee and invoice, unless it is no
+/// transfer with an invoice or its approvers confirmed it is not a
+/// duplicate (an approval of its round carries the statement).
+pub fn held<'a>(row: &'a ProposalRow, approvals: &[ApprovalRow]) -> Option<HeldInvoice<'a>> {
+    let (_, payee_id, invoice_id) = invoice_of(row)?;
+    let confirmed =
+        approvals.iter().any(|a| a.round == row.approval_round && a.decision == "approve" && a.reason.is_some());
+    (!confirmed).then_some(HeldInvoice { payee_id, invoice_id })
+}
+
+/// Why a commit was refused when another operation holds its invoice.
+pub fn held_elsewhere(row: &ProposalRow, holder: Option<&str>) -> String {
+    format!(
+        "Invoice {} to this payee is already paid or being paid{}: this copy is not paid. If it is not a \
+         duplicate, propose it again and have its approvers confirm that.",
+        row.request.invoice_id.as_ref().map_or("", |i| i.as_str()),
+        holder.map(|h| format!(" ({h})")).unwrap_or_default()
+    )
 }
 
 /// The invoice a stored proposal names, if it is a transfer with one.
@@ -66,6 +124,16 @@ pub async fn approved_twins(state: &impl Store, row: &ProposalRow) -> Result<Vec
     let ask = store_risk::InvoiceAsk { tenant, payee, invoice_id, except: &row.id };
     let twins = store_risk::same_invoice(&state.db().read, &[ask], TWINS_READ).await?.pop().unwrap_or_default();
     Ok(twins.into_iter().filter(|t| approved_or_paid(t.status)).collect())
+}
+
+/// The other proposals for `row`'s invoice that stand in the way of a
+/// copy ([`holds_invoice`]), read inside the transaction storing `row`
+/// (on PostgreSQL under the invoice's lock, `store::risk::same_invoice_in`).
+pub async fn standing_in(conn: &mut Conn, row: &ProposalRow) -> Result<Vec<Earlier>> {
+    let Some((tenant, payee, invoice_id)) = invoice_of(row) else { return Ok(Vec::new()) };
+    let ask = store_risk::InvoiceAsk { tenant, payee, invoice_id, except: &row.id };
+    let twins = store_risk::same_invoice_in(conn, &ask, TWINS_READ).await?;
+    Ok(twins.into_iter().filter(|t| holds_invoice(t.status)).collect())
 }
 
 /// Why an approval without the statement is refused, in a sentence.

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::console_client::*;
 use crate::helpers::*;
+use crate::rail_harness::*;
 use crate::slack_harness::*;
 
 /// A 320.00 USD transfer for invoice `invoice` in run `run`.
@@ -215,4 +216,163 @@ async fn a_slack_approval_of_a_copy_of_a_paid_invoice_is_refused_and_sent_to_the
         "{reply}"
     );
     assert_still_pending(&server, &copy).await;
+}
+
+/// A 50.00 USD transfer to the trusted payee for `invoice` in a fresh run:
+/// what policy approves alone.
+async fn propose_small(server: &TestServer, invoice: &str) -> Value {
+    let body = with(
+        transfer(),
+        json!({"run_id": fresh_run(), "amount_minor": 5_000, "destination": ACME_TRUSTED_PAYEE, "invoice_id": invoice}),
+    );
+    let r = server.propose_as(ACME_BOT_KEY, &body).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    r.body
+}
+
+fn rules_of(proposal: &Value) -> Vec<String> {
+    proposal["policy"]["reasons"].as_array().unwrap().iter().map(|r| r["rule"].as_str().unwrap().to_owned()).collect()
+}
+
+/// Rail transfers made for the given proposals.
+async fn transfers_for(rail: &RailSim, ids: &[&str]) -> usize {
+    rail.transfers().await.iter().filter(|t| ids.iter().any(|id| t["metadata"]["proposal_id"] == *id)).count()
+}
+
+/// The outside review's first finding: one 50.00 USD invoice to a trusted
+/// payee, proposed under two run ids, was approved by policy twice and
+/// paid twice. A copy of an invoice that another live or paid proposal
+/// names waits for a human; a human approving it after the first was paid
+/// needs the statement; a cancelled first copy does not block a new one.
+#[tokio::test]
+async fn a_copy_of_an_invoice_is_never_approved_by_policy_alone_nor_paid_twice() {
+    let (server, rail) = with_rail("").await;
+    let first = propose_small(&server, "INV-50").await;
+    assert_eq!(first["status"], "approved", "policy approves the first alone: {first}");
+    let second = propose_small(&server, "INV-50").await;
+    assert_eq!(second["status"], "pending_approval", "{second}");
+    assert_eq!(second["approval_token"], Value::Null);
+    assert!(rules_of(&second).contains(&"duplicate_invoice".to_owned()), "{second}");
+    let why = second["policy"]["reasons"].to_string();
+    assert!(why.contains(first["id"].as_str().unwrap()) && why.contains("never approved by policy alone"), "{why}");
+    let (first_id, second_id) = (first["id"].as_str().unwrap(), second["id"].as_str().unwrap());
+    // The audit trail records the decision it was stored with.
+    let created = server.audit_actions_where("proposal.created").await;
+    let entry = created.iter().find(|e| e["data"]["policy"]["outcome"] == "needs_approval").expect("audited");
+    assert!(entry["data"]["policy"].to_string().contains("duplicate_invoice"), "{entry}");
+
+    let r = server.commit(first_id, first["approval_token"].as_str().unwrap()).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    server.wait_status(first_id, "succeeded", 30).await;
+    // A human approving the copy of a paid invoice states why, or is refused.
+    let ana = Console::sign_in(&server, "ana").await;
+    let refused = ana.approve(second_id).await;
+    refused.assert_error(403, "policy_denied");
+    assert_eq!(refused.detail_rules(), ["duplicate_invoice"], "{}", refused.text);
+    assert_eq!(transfers_for(&rail, &[first_id, second_id]).await, 1, "paid once");
+
+    // A first copy cancelled before it was paid blocks nothing.
+    let dropped = propose_small(&server, "INV-51").await;
+    assert_eq!(dropped["status"], "approved");
+    assert_eq!(server.cancel(ACME_BOT_KEY, dropped["id"].as_str().unwrap()).await.status, 200);
+    let retry = propose_small(&server, "INV-51").await;
+    assert_eq!(retry["status"], "approved", "{retry}");
+}
+
+/// Copies proposed at the same moment (stored by one intake batch or by
+/// batches one after another) are not approved by policy more than once,
+/// and whatever was approved is paid once.
+#[tokio::test]
+async fn copies_proposed_at_once_are_approved_by_policy_at_most_once_and_paid_once() {
+    let (server, rail) = with_rail("").await;
+    let server = std::sync::Arc::new(server);
+    let copies: Vec<Value> = futures::future::join_all((0..8).map(|_| {
+        let server = server.clone();
+        async move { propose_small(&server, "INV-ONCE").await }
+    }))
+    .await;
+    let approved: Vec<&Value> = copies.iter().filter(|p| p["status"] == "approved").collect();
+    assert!(approved.len() <= 1, "approved by policy more than once: {copies:?}");
+    for p in copies.iter().filter(|p| p["status"] != "approved") {
+        assert_eq!(p["status"], "pending_approval");
+        assert!(rules_of(p).contains(&"duplicate_invoice".to_owned()), "{p}");
+    }
+    let commits: Vec<_> = approved
+        .iter()
+        .map(|p| {
+            (server.clone(), p["id"].as_str().unwrap().to_owned(), p["approval_token"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    for r in commit_all(commits).await {
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let ids: Vec<&str> = copies.iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert!(transfers_for(&rail, &ids).await <= 1);
+}
+
+/// The review's race: two copies of one invoice approved by two approvers
+/// within the same moment, then committed at once. The database lets one
+/// operation hold an invoice, so the rail sees one transfer every round;
+/// the other commit is refused before the rail, with the rule, and
+/// audited. A failed payment lets go of its invoice, so the copy is then
+/// paid.
+#[tokio::test]
+async fn two_copies_approved_at_the_same_moment_by_two_approvers_are_paid_once() {
+    let (server, rail) = with_rail("").await;
+    let server = std::sync::Arc::new(server);
+    let (ana, ben) = (Console::sign_in(&server, "ana").await, Console::sign_in(&server, "ben").await);
+    let mut raced = 0;
+    for round in 0..12 {
+        let invoice = format!("INV-RACE-{round}");
+        let (a, b) = (
+            propose(&server, &invoice, &format!("race-a-{round}")).await,
+            propose(&server, &invoice, &format!("race-b-{round}")).await,
+        );
+        let (ra, rb) = tokio::join!(ana.approve(&a), ben.approve(&b));
+        let approved: Vec<&str> =
+            [(&a, &ra), (&b, &rb)].iter().filter(|(_, r)| r.status == 200).map(|(id, _)| id.as_str()).collect();
+        for (_, r) in [(&a, &ra), (&b, &rb)].iter().filter(|(_, r)| r.status != 200) {
+            r.assert_error(403, "policy_denied");
+            assert_eq!(r.detail_rules(), ["duplicate_invoice"], "{}", r.text);
+        }
+        let mut commits = Vec::new();
+        for id in &approved {
+            let view = server.get_proposal(ACME_BOT_KEY, id).await.body;
+            commits.push((server.clone(), id.to_string(), view["approval_token"].as_str().unwrap().to_owned()));
+        }
+        let replies = commit_all(commits).await;
+        let paid = replies.iter().filter(|r| r.status == 200).count();
+        assert_eq!(
+            paid,
+            1,
+            "round {round}: exactly one commit pays: {:?}",
+            replies.iter().map(|r| &r.text).collect::<Vec<_>>()
+        );
+        for r in replies.iter().filter(|r| r.status != 200) {
+            r.assert_error(403, "policy_denied");
+            assert_eq!(r.detail_rules(), ["duplicate_invoice"], "{}", r.text);
+            assert!(r.text.contains("already paid or being paid"), "{}", r.text);
+            raced += 1;
+        }
+        assert_eq!(transfers_for(&rail, &[&a, &b]).await, 1, "round {round}: one transfer");
+    }
+    eprintln!("{raced} of 12 rounds had both copies approved; the database stopped the second commit each time");
+    let refused = server.audit_actions_where("operation.refused").await;
+    assert_eq!(refused.len(), raced, "each refusal audited: {refused:?}");
+    assert!(refused.iter().all(|e| e["data"]["rule"] == "duplicate_invoice"));
+
+    // A payment the rail declines lets go of its invoice: the copy pays.
+    let invoice = "INV-DECLINED";
+    let (a, b) = (propose(&server, invoice, "declined-a").await, propose(&server, invoice, "declined-b").await);
+    assert_eq!(ana.approve(&a).await.status, 200);
+    rail.close_destination(ACME_PAYEE).await;
+    let token = server.get_proposal(ACME_BOT_KEY, &a).await.body["approval_token"].as_str().unwrap().to_owned();
+    let r = server.commit(&a, &token).await;
+    assert_eq!(r.body["status"], "failed", "{}", r.text);
+    rail.reopen_destination(ACME_PAYEE).await;
+    assert_eq!(ben.approve(&b).await.status, 200, "a failed twin is no approved or paid twin");
+    let token = server.get_proposal(ACME_BOT_KEY, &b).await.body["approval_token"].as_str().unwrap().to_owned();
+    let r = server.commit(&b, &token).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    server.wait_status(&b, "succeeded", 30).await;
 }

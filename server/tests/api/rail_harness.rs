@@ -70,6 +70,10 @@ impl RailSim {
         self.sim_post("/_sim/destinations/closed", json!({"destination": destination})).await;
     }
 
+    pub async fn reopen_destination(&self, destination: &str) {
+        self.sim_post("/_sim/destinations/closed", json!({"destination": destination, "closed": false})).await;
+    }
+
     /// A transfer made on the rail directly, under `group` (as if the rail's
     /// own support had pushed a payment through), and settled (the rail's
     /// clock moves past its settlement delay). Returns the rail's record.
@@ -177,9 +181,11 @@ pub fn fresh_run() -> String {
 /// A small payment to the trusted payee: approved by policy at once.
 /// Returns (proposal id, approval token).
 pub async fn auto_approved(server: &TestServer, amount_minor: u64) -> (String, String) {
+    // An invoice of its own: a copy of another's is never approved by policy alone.
+    let run = fresh_run();
     let body = with(
         transfer(),
-        json!({"run_id": fresh_run(), "amount_minor": amount_minor, "destination": ACME_TRUSTED_PAYEE}),
+        json!({"run_id": run, "amount_minor": amount_minor, "destination": ACME_TRUSTED_PAYEE, "invoice_id": run}),
     );
     let p = server.create(&body).await;
     assert_eq!(p["status"], "approved", "{p}");

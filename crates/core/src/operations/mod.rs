@@ -751,7 +751,7 @@ mod tests {
         insert(&mut c, &sample(at)).await.unwrap();
         insert_token(&mut c, &token_1(at)).await.unwrap();
         let op = NewOperation { budget_day: None, ..operation_1(at, at) };
-        store::operations::insert(&mut c, &op).await.unwrap();
+        store::operations::insert(&mut c, &op).await.unwrap().expect("recorded");
     }
 
     /// A rail holding one pending transfer under every key, to `destination`.

@@ -102,7 +102,6 @@ async fn propose_inner(
 ) -> Result<Proposed, ProposeError> {
     let job = prepare(state, agent, body, now).await?;
     let (id, run_id, hash) = (job.id.clone(), job.run_id.clone(), job.hash.to_string());
-    let auto_approved = job.decision.auto_approver().is_some();
     let Some(row) = state.intake().store(state, job).await? else {
         let mut conn = state.db().reader().await?;
         let existing = store::proposals::find_duplicate(&mut conn, &agent.tenant_id, &agent.agent_id, &run_id, &hash)
@@ -114,7 +113,7 @@ async fn propose_inner(
     state.changes().publish(&id);
     crate::slack::outbox::wake_for(state, &agent.tenant_id);
     crate::notify::wake_for(state, &agent.tenant_id);
-    if auto_approved {
+    if row.policy.auto_approver().is_some() {
         // Approved by policy in the same transaction: read back its approval and token.
         return Ok(Proposed::Created(owned_view(state, agent, &id).await?));
     }
@@ -285,9 +284,13 @@ impl NewProposalJob {
             .collect();
         let rows: Vec<store::proposals::NewProposal<'_>> =
             jobs.iter().zip(&texts).map(|(job, (canonical, policy))| job.row(state, canonical, policy)).collect();
-        let stored = store::proposals::insert_many(tx, &rows).await?;
-        let created: Vec<AuditEntry> =
-            jobs.iter().zip(&stored).filter(|(_, row)| row.is_some()).map(|(job, _)| job.created_entry()).collect();
+        let mut stored = store::proposals::insert_many(tx, &rows).await?;
+        let mut created = Vec::with_capacity(jobs.len());
+        for (job, row) in jobs.iter().zip(&mut stored) {
+            if let Some(row) = row {
+                created.push(job.withhold_copy(tx, row).await?);
+            }
+        }
         store::audit::append_all(tx, &created).await?;
         let mut done = Vec::with_capacity(jobs.len());
         for (job, row) in jobs.iter().zip(stored) {
@@ -328,16 +331,34 @@ impl NewProposalJob {
         }
     }
 
-    /// The `proposal.created` audit entry.
-    fn created_entry(&self) -> AuditEntry {
-        AuditEntry {
+    /// The `proposal.created` audit entry, once `row` (stored) holds its
+    /// final decision: a policy approval of a copy of an invoice another
+    /// proposal stands for is withheld here, for humans to give (read in
+    /// the transaction, so a copy stored in the same batch counts;
+    /// [`crate::duplicates`]).
+    async fn withhold_copy(
+        &self,
+        tx: &mut crate::store::Conn,
+        row: &mut ProposalRow,
+    ) -> Result<AuditEntry, ProposeError> {
+        let mut data = self.summary.clone();
+        if self.decision.auto_approver().is_some() {
+            let standing = crate::duplicates::standing_in(tx, row).await?;
+            if !standing.is_empty() {
+                row.policy = crate::duplicates::for_humans(self.decision.clone(), &standing);
+                row.required_approvals = row.policy.required_approvals;
+                store::proposals::replace_policy(tx, &row.id, &row.policy).await?;
+                data = audit_summary(&self.canonical, &self.run_id, &row.policy);
+            }
+        }
+        Ok(AuditEntry {
             tenant_id: Some(self.agent.tenant_id.clone()),
             actor: self.agent.actor(),
             action: "proposal.created".into(),
             proposal_id: Some(self.id.clone()),
             request_hash: Some(self.hash.to_string()),
-            data: self.summary.clone(),
-        }
+            data,
+        })
     }
 
     /// After the row and its entry: the policy's approval when policy
@@ -348,9 +369,10 @@ impl NewProposalJob {
         tx: &mut crate::store::Conn,
         mut row: ProposalRow,
     ) -> Result<ProposalRow, ProposeError> {
-        let NewProposalJob { agent, canonical, hash, decision, id, now, .. } = self;
+        let NewProposalJob { agent, canonical, hash, id, now, .. } = self;
         let (id, now) = (id.as_str(), *now);
         row.payee_trusted = self.payee_trusted;
+        let decision = &row.policy;
         let Some(approver) = decision.auto_approver() else {
             // Made only when a message will be posted: intake stays lean.
             if state.settings().slack.webhook_for(&agent.tenant_id).is_some() {

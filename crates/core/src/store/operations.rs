@@ -57,27 +57,61 @@ pub struct NewOperation<'a> {
     /// The recording commit calls the rail until then: no reconciliation
     /// before (see [`claim`]).
     pub claimed_until: DateTime<Utc>,
+    /// The invoice this transfer pays, held by it alone while it has not
+    /// failed (migration 0027); `None` for a reversal, a transfer naming no
+    /// invoice, and a copy its approvers confirmed as not a duplicate.
+    pub invoice: Option<HeldInvoice<'a>>,
 }
 
-/// Records `op` and returns it as stored (one statement).
-pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<OperationRow> {
+/// A tenant's invoice, as a transfer names it: the payee and the invoice id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldInvoice<'a> {
+    pub payee_id: &'a str,
+    pub invoice_id: &'a str,
+}
+
+/// Records `op` and returns it as stored (one statement); `None`, having
+/// written nothing, when another operation of the tenant holds its invoice.
+pub async fn insert(conn: &mut Conn, op: &NewOperation<'_>) -> Result<Option<OperationRow>> {
     let mut q = Builder::new("");
     push_insert(&mut q, op);
-    q.build().fetch_one(conn).await?.decode()
+    q.build().fetch_optional(conn).await?.as_ref().map(Row::decode).transpose()
+}
+
+/// The proposal whose operation holds `invoice` in `tenant`, if one does.
+pub async fn invoice_holder<'e>(
+    db: impl Into<Exec<'e>>,
+    tenant: &str,
+    invoice: HeldInvoice<'_>,
+) -> Result<Option<String>> {
+    Ok(scalar("SELECT proposal_id FROM operations WHERE tenant_id = ? AND held_payee_id = ? AND held_invoice_id = ?")
+        .bind(tenant)
+        .bind(invoice.payee_id)
+        .bind(invoice.invoice_id)
+        .fetch_optional(db)
+        .await?)
 }
 
 fn push_insert<'q>(q: &mut Builder<'q>, op: &NewOperation<'q>) {
     let now = ts(op.now);
     q.push(
         "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
-             currency, budget_day, reverses, attempts, next_check_at, claimed_until, created_at, updated_at)
+             currency, budget_day, reverses, attempts, next_check_at, claimed_until, created_at, updated_at,
+             held_payee_id, held_invoice_id)
          VALUES (",
     );
     q.push_list([op.id, op.proposal_id, op.jti, op.idempotency_key, op.tenant_id, op.kind]);
     q.push(", 'pending', ").push_bind(op.amount_minor as i64).push(", ").push_bind(op.currency);
     q.push(", ").push_bind(op.budget_day).push(", ").push_bind(op.reverses).push(", 0, ");
     q.push_list([now.clone(), ts(op.claimed_until), now.clone(), now]);
-    q.push(") RETURNING *");
+    q.push(", ").push_bind(op.invoice.map(|c| c.payee_id)).push(", ").push_bind(op.invoice.map(|c| c.invoice_id));
+    // Only the invoice's holder is given way to (any other conflict is an
+    // error): the insert then writes and returns nothing. On PostgreSQL a
+    // concurrent transaction holding it is waited for, then given way to.
+    q.push(
+        ") ON CONFLICT (tenant_id, held_payee_id, held_invoice_id) WHERE held_invoice_id IS NOT NULL
+         DO NOTHING RETURNING *",
+    );
 }
 
 /// Step 5 of a commit (`crate::commit`) on SQLite, as one command
@@ -127,7 +161,7 @@ impl<'a> RecordAtOnce<'a> {
         g.guard("no receipt since", |q| {
             super::audit::push_receipt_seen(q, op.proposal_id, self.receipt_seen);
         });
-        g.statement(|q| push_insert(q, op));
+        g.statement(|q| push_insert(q, op)).changed_one("the invoice is not held");
         g.append_last(self.entry);
         AtOnce { g }
     }
@@ -265,6 +299,10 @@ pub fn push_set_status<'q>(
     }
     if let Some(at) = u.next_check_at {
         q.push(", next_check_at = ").push_bind(ts(at));
+    }
+    if to == OpStatus::Failed {
+        // The money did not move: the invoice is free for another copy.
+        q.push(", held_payee_id = NULL, held_invoice_id = NULL");
     }
     q.push(" WHERE id = ").push_bind(id).push(" AND status IN (");
     q.push_list(from.iter().map(|f| f.as_str()));

@@ -10,7 +10,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{query, ts, Flag, Known, OptTimestamp, Pool, Result, Row, Timestamp, Unsigned};
+use super::{query, ts, Conn, Flag, Known, OptTimestamp, Pool, Result, Row, Timestamp, Unsigned};
 use crate::domain::ProposalStatus;
 
 /// When a payee was added, and when its details last changed.
@@ -159,6 +159,37 @@ pub async fn same_invoice(pool: &Pool, asks: &[InvoiceAsk<'_>], limit: u32) -> R
         .zip(of_ask)
         .map(|(ask, k)| found[k].iter().filter(|e| e.id != ask.except).take(limit as usize).cloned().collect())
         .collect())
+}
+
+/// The PostgreSQL advisory lock seed that names an invoice's lock.
+const INVOICE_LOCK: i64 = 0x436f_756e_7465_7202;
+
+/// The other proposals for `ask`'s payee and invoice, oldest first, at most
+/// `limit`, read inside a write transaction. On PostgreSQL the invoice's
+/// lock is taken first (held to the end of the transaction), so two
+/// transactions storing copies of one invoice each read the other's once
+/// it committed; SQLite's one writer does so already.
+pub async fn same_invoice_in(conn: &mut Conn, ask: &InvoiceAsk<'_>, limit: u32) -> Result<Vec<Earlier>> {
+    if conn.is_postgres() {
+        let key = format!("{}\n{}\n{}", ask.tenant, ask.payee, ask.invoice_id);
+        query("SELECT pg_advisory_xact_lock(hashtextextended(?, ?))")
+            .bind(key)
+            .bind(INVOICE_LOCK)
+            .execute(&mut *conn)
+            .await?;
+    }
+    let rows = query(format!(
+        "SELECT {EARLIER} FROM proposals WHERE tenant_id = ? AND payee_id = ? AND invoice_id = ? AND id <> ?
+         ORDER BY created_at, id LIMIT ?"
+    ))
+    .bind(ask.tenant)
+    .bind(ask.payee)
+    .bind(ask.invoice_id)
+    .bind(ask.except)
+    .bind(i64::from(limit))
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter().map(Row::decode).collect()
 }
 
 /// The payee's proposals created before `before` (this proposal's

@@ -598,6 +598,18 @@ pub async fn raise_required_approvals(conn: &mut Conn, id: &str, policy: &Decisi
     Ok(())
 }
 
+/// Replaces a proposal's policy decision and the approvals it requires
+/// (a policy approval withheld in the transaction that stores it).
+pub async fn replace_policy(conn: &mut Conn, id: &str, policy: &Decision) -> Result<()> {
+    query("UPDATE proposals SET required_approvals = ?, policy = ? WHERE id = ?")
+        .bind(i64::from(policy.required_approvals))
+        .bind(serde_json::to_string(policy).expect("a decision serializes"))
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TokenRow {
     pub jti: String,
@@ -775,6 +787,7 @@ pub(crate) mod tests {
             reverses: None,
             now,
             claimed_until,
+            invoice: None,
         }
     }
 
@@ -897,7 +910,7 @@ pub(crate) mod tests {
             let at = crate::store::parse_ts("2026-01-01T00:00:03.000Z").unwrap();
             insert_token(&mut c, &token_1(at)).await.unwrap();
             let now = crate::clock::system_now();
-            operations::insert(&mut c, &operation_1(now, now)).await.unwrap();
+            operations::insert(&mut c, &operation_1(now, now)).await.unwrap().expect("recorded");
             drop(c);
             let (bundled, separate) = both(&db).await;
             assert_eq!(bundled, separate, "approvals, token and operation");
@@ -1008,7 +1021,7 @@ pub(crate) mod tests {
             let mut c = db.write.acquire().await.unwrap();
             insert_token(&mut c, &token_1(now)).await.unwrap();
             let lease = chrono::Duration::seconds(15);
-            operations::insert(&mut c, &operation_1(now, now + lease)).await.unwrap();
+            operations::insert(&mut c, &operation_1(now, now + lease)).await.unwrap().expect("recorded");
             let due = |at| operations::due(&db.read, at, at, 10);
             assert!(due(now).await.unwrap().is_empty(), "{}: the recording commit holds it", db.backend);
             assert!(!operations::claim(&mut c, "op_1", now, now + lease).await.unwrap(), "held: not claimed again");
@@ -1032,6 +1045,67 @@ pub(crate) mod tests {
                 !operations::claim(&mut c, "op_1", lapsed, lapsed + lease).await.unwrap(),
                 "a closed one is not claimed"
             );
+            drop(c);
+            db.finish().await;
+        }
+    }
+
+    /// Records proposal, token and operation number `n` of `tenant`,
+    /// holding `invoice`: whether the operation was recorded.
+    async fn record_holding(
+        c: &mut crate::store::Conn,
+        now: DateTime<Utc>,
+        n: u32,
+        tenant: &str,
+        invoice: Option<operations::HeldInvoice<'_>>,
+    ) -> bool {
+        let (id, hash, jti) = (format!("prop_h{n}"), format!("sha256:h{n}"), format!("jti_h{n}"));
+        let (op, key) = (format!("op_h{n}"), format!("cs-prop_h{n}-00"));
+        insert(&mut *c, &NewProposal { id: &id, request_hash: &hash, ..sample(now) }).await.unwrap();
+        insert_token(&mut *c, &TokenRow { jti: jti.clone(), proposal_id: id.clone(), ..token_1(now) }).await.unwrap();
+        let new = NewOperation {
+            id: &op,
+            proposal_id: &id,
+            jti: &jti,
+            idempotency_key: &key,
+            tenant_id: tenant,
+            invoice,
+            ..operation_1(now, now)
+        };
+        operations::insert(c, &new).await.unwrap().is_some()
+    }
+
+    /// An invoice is held by one operation of a tenant: a second insert
+    /// holding it writes nothing (and is no error), another payee or
+    /// invoice is free, a copy holding nothing always records, and failing
+    /// the holder lets go so the next copy records.
+    #[tokio::test]
+    async fn an_invoice_is_held_by_one_operation_until_it_fails() {
+        for db in setup("an_invoice_is_held_by_one_operation_until_it_fails").await {
+            let now = crate::clock::system_now();
+            let mut c = db.write.acquire().await.unwrap();
+            let held = operations::HeldInvoice { payee_id: "ba_x", invoice_id: "INV-1" };
+            let other_payee = operations::HeldInvoice { payee_id: "ba_y", invoice_id: "INV-1" };
+            let other_invoice = operations::HeldInvoice { payee_id: "ba_x", invoice_id: "INV-2" };
+            let backend = db.backend;
+            assert!(record_holding(&mut c, now, 1, "t", Some(held)).await, "{backend}: the first holds it");
+            assert!(!record_holding(&mut c, now, 2, "t", Some(held)).await, "{backend}: a second copy records nothing");
+            assert_eq!(operations::get(&db.read, "op_h2").await.unwrap().map(|o| o.id), None);
+            assert!(record_holding(&mut c, now, 3, "t", Some(other_payee)).await, "another payee's invoice");
+            assert!(record_holding(&mut c, now, 4, "t", Some(other_invoice)).await, "another invoice");
+            assert!(record_holding(&mut c, now, 5, "t", None).await, "a confirmed copy holds nothing");
+            assert_eq!(
+                operations::invoice_holder(&db.read, "t", held).await.unwrap().as_deref(),
+                Some("prop_h1"),
+                "{backend}"
+            );
+            let pending = [operations::OpStatus::Pending];
+            let failed = operations::Update::default();
+            assert!(operations::set_status(&mut c, "op_h1", &pending, operations::OpStatus::Failed, &failed, now)
+                .await
+                .unwrap());
+            assert_eq!(operations::invoice_holder(&db.read, "t", held).await.unwrap(), None, "a failure lets go");
+            assert!(record_holding(&mut c, now, 6, "t", Some(held)).await, "{backend}: the next copy holds it");
             drop(c);
             db.finish().await;
         }
@@ -1064,7 +1138,7 @@ pub(crate) mod tests {
                     idempotency_key: &key,
                     ..operation_1(now, claimed_until)
                 };
-                operations::insert(&mut c, &new).await.unwrap();
+                operations::insert(&mut c, &new).await.unwrap().expect("recorded");
             }
             let failed = operations::Update::default();
             let pending = [operations::OpStatus::Pending];
