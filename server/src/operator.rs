@@ -92,6 +92,15 @@ pub struct RestoreArgs {
     pub identity: Option<PathBuf>,
     #[arg(long, conflicts_with = "identity")]
     pub passphrase_file: Option<PathBuf>,
+    /// The transparency log's published verifier key (`GET /api/v1/log`,
+    /// `verifier_key`): the backup's note key must be it.
+    #[arg(long)]
+    pub log_key: Option<String>,
+    /// A signed checkpoint kept outside the backup (`countersign log
+    /// monitor`'s file, or `GET /api/v1/log/checkpoint` saved): the restored
+    /// log must extend it. A restore needs this, --log-key, or both.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
 }
 
 /// The passphrase of --passphrase-file, else of the environment.
@@ -150,8 +159,22 @@ pub async fn restore(settings: &Settings, args: RestoreArgs) -> anyhow::Result<i
         Some(path) => Unlock::IdentityFile(path),
         None => Unlock::Passphrase(passphrase(args.passphrase_file.as_ref())?),
     };
+    let key = match &args.log_key {
+        Some(text) => {
+            Some(crate::tlog::note::NoteVerifier::parse(text).map_err(|e| anyhow::anyhow!("--log-key: {e}"))?)
+        }
+        None => None,
+    };
+    let checkpoint = match &args.checkpoint {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("cannot read the checkpoint file {}: {}", path.display(), e.kind()))?,
+        ),
+        None => None,
+    };
+    let pin = crate::backup::LogPin { key, checkpoint };
     eprintln!("checking {} …", args.from.display());
-    match crate::backup::restore(settings, &args.from, &unlock).await {
+    match crate::backup::restore(settings, &args.from, &unlock, &pin).await {
         Ok(r) => {
             println!(
                 "restored into {}: audit trail intact ({} entries), transparency log verified ({} leaves), backup of {}",

@@ -11,9 +11,12 @@
 //! A restore trusts nothing it is handed: it decrypts into a staging
 //! directory beside the data directory, checks every file against the
 //! manifest, opens the database (migrating an older one), verifies the
-//! audit chain and the transparency log from scratch against the note key
-//! in the backup, and only then moves the files into an empty data
-//! directory. On PostgreSQL the database is restored with `pg_restore`
+//! audit chain and the transparency log from scratch, and only then moves
+//! the files into an empty data directory. The log is checked against what
+//! the operator pinned outside the backup ([`LogPin`]: the log's published
+//! verifier key, or a checkpoint kept by a monitor): anyone who knows a
+//! recipient can encrypt a backup of an invented history under a note key
+//! of their own, which would verify against itself. On PostgreSQL the database is restored with `pg_restore`
 //! first (the backup holds the keys only); the restore then checks that
 //! database the same way.
 
@@ -29,7 +32,7 @@ use crate::config::Settings;
 use crate::store::audit::{self, Verification};
 use crate::store::tlog::{self, LogCheck};
 use crate::store::{Backend, Db};
-use crate::tlog::note::{NoteSigner, NOTE_KEY_FILE};
+use crate::tlog::note::{NoteSigner, NoteVerifier, NOTE_KEY_FILE};
 
 /// The manifest's `format`.
 pub const FORMAT: &str = "countersign-backup/1";
@@ -64,6 +67,23 @@ pub struct Manifest {
     /// Each file of the backup and its SHA-256 (hex).
     pub files: BTreeMap<String, String>,
 }
+
+/// What a restore checks the backup's transparency log against, known to
+/// the operator from outside the backup: the log's published verifier key
+/// (`GET /api/v1/log`'s `verifier_key`), a signed checkpoint kept outside
+/// (`countersign log monitor`'s file, `GET /api/v1/log/checkpoint`), or
+/// both. A restore without either is refused.
+#[derive(Debug, Clone, Default)]
+pub struct LogPin {
+    pub key: Option<NoteVerifier>,
+    /// A signed checkpoint note: the restored log must extend it.
+    pub checkpoint: Option<String>,
+}
+
+/// Why a restore names no pin, and how to give one.
+pub const NO_PIN: &str = "name what the restored log must match, from outside the backup: --log-key with the log's \
+     published verifier key (GET /api/v1/log, `verifier_key`) or --checkpoint with a signed checkpoint you kept \
+     (countersign log monitor's file); the note key inside a backup proves nothing on its own";
 
 /// What a restore checked and put in place.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,7 +206,10 @@ pub async fn backup(settings: &Settings, to: &Path, protection: &Protection, now
 
 /// Restores the backup `from` into `settings`' data directory (which must
 /// hold no database and no keys), after checking everything in it.
-pub async fn restore(settings: &Settings, from: &Path, unlock: &Unlock) -> Result<Restored> {
+pub async fn restore(settings: &Settings, from: &Path, unlock: &Unlock, pin: &LogPin) -> Result<Restored> {
+    if pin.key.is_none() && pin.checkpoint.is_none() {
+        return Err(BackupError::Refused(NO_PIN.into()));
+    }
     let backend = settings.backend().map_err(|e| BackupError::Refused(e.to_string()))?;
     let target = settings.data_dir.clone();
     let on_sqlite = matches!(backend, Backend::Sqlite { .. });
@@ -224,7 +247,7 @@ pub async fn restore(settings: &Settings, from: &Path, unlock: &Unlock) -> Resul
     } else {
         Db::connect(&backend).await?
     };
-    let checked = check(&db, &staging.path().join(KEYS), &manifest).await;
+    let checked = check(&db, &staging.path().join(KEYS), &manifest, pin).await;
     db.close().await;
     let (audit_entries, log_size) = checked?;
 
@@ -240,8 +263,8 @@ pub async fn restore(settings: &Settings, from: &Path, unlock: &Unlock) -> Resul
 }
 
 /// The audit chain and the transparency log of `db`, against the note key
-/// in `keys`: (entries, log size).
-async fn check(db: &Db, keys: &Path, manifest: &Manifest) -> Result<(i64, u64)> {
+/// in `keys`, itself checked against `pin`: (entries, log size).
+async fn check(db: &Db, keys: &Path, manifest: &Manifest, pin: &LogPin) -> Result<(i64, u64)> {
     let entries = match audit::verify(&db.read).await? {
         Verification::Intact { entries } => entries,
         Verification::Broken { seq, problem } => {
@@ -257,20 +280,57 @@ async fn check(db: &Db, keys: &Path, manifest: &Manifest) -> Result<(i64, u64)> 
     // The log is named by the origin its checkpoints carry (the public URL
     // of the server that signed them, which may differ from this one's):
     // the note key of the backup must have signed them under that name.
-    let has_key = keys.join(NOTE_KEY_FILE).exists();
-    let open = |note: &str| {
-        if !has_key {
-            return Err("the backup holds no log note key".to_owned());
+    if !keys.join(NOTE_KEY_FILE).exists() {
+        return Err(BackupError::Unverified("the backup holds no log note key".into()));
+    }
+    // The backup's note key, under the name a note gives (the origin of the
+    // server that signed it, which may differ from this one's).
+    let backup_key = |origin: &str| {
+        NoteSigner::open_or_create(keys, origin).map(|s| s.verifier()).map_err(|e| BackupError::Damaged(e.to_string()))
+    };
+    if let Some(pinned) = &pin.key {
+        if backup_key(&pinned.name)?.public_key() != pinned.public_key() {
+            return Err(BackupError::Unverified(format!(
+                "the backup's log note key is not the pinned key {}: a backup signed by any other key is refused",
+                pinned.encoded()
+            )));
         }
+    }
+    let open = |note: &str| {
         let origin = note.lines().next().unwrap_or_default();
-        let signer = NoteSigner::open_or_create(keys, origin).map_err(|e| e.to_string())?;
-        signer.verifier().open(note).map(|c| (c.size, c.root)).map_err(|e| e.to_string())
+        let verifier = backup_key(origin).map_err(|e| e.to_string())?;
+        verifier.open(note).map(|c| (c.size, c.root)).map_err(|e| e.to_string())
     };
     let size = match tlog::verify(&db.read, &open).await? {
         LogCheck::Empty => 0,
         LogCheck::Intact { size } => size,
         LogCheck::Broken { problem } => return Err(BackupError::Unverified(format!("transparency log: {problem}"))),
     };
+    if let Some(kept) = &pin.checkpoint {
+        // Signed by the pinned key (else by the backup's, which a forger
+        // cannot make sign it), and the restored log extends it.
+        let origin = kept.lines().next().unwrap_or_default();
+        let verifier = match &pin.key {
+            Some(pinned) => pinned.clone(),
+            None => backup_key(origin)?,
+        };
+        let kept = verifier.open(kept).map_err(|e| {
+            BackupError::Unverified(format!("the kept checkpoint does not verify with the backup's log key: {e}"))
+        })?;
+        if kept.size > size {
+            return Err(BackupError::Unverified(format!(
+                "the kept checkpoint covers {} entries; the backup's log holds {size}: this backup is older than \
+                 the checkpoint, or not of this log",
+                kept.size
+            )));
+        }
+        if tlog::root(&db.read, kept.size).await? != Some(kept.root) {
+            return Err(BackupError::Unverified(format!(
+                "the backup's log has another history than the kept checkpoint at size {}",
+                kept.size
+            )));
+        }
+    }
     Ok((entries, size))
 }
 
