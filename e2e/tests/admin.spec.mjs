@@ -106,7 +106,7 @@ test('on a phone the admin tables label every cell, and payees carry their accou
 });
 
 for (const [name, size] of [['desktop', { width: 1440, height: 900 }], ['phone', { width: 390, height: 844 }]]) {
-  test(`${name}: editing a user starts from what they have, says what saving changes, and a change that strands a payment waits`, async ({ page, request }) => {
+  test(`${name}: editing a user starts from what they have, says what saving changes, and a reduction that strands a payment applies at once and says so`, async ({ page, request }) => {
     await page.setViewportSize(size);
     // 62,000.00 USD: two approvals; only ben's limit covers it.
     const payroll = await propose(request, { amount_minor: 6_200_000, purpose_code: 'payroll' });
@@ -133,14 +133,25 @@ for (const [name, size] of [['desktop', { width: 1440, height: 900 }], ['phone',
     await page.screenshot({ path: `artifacts/admin-user-preview-${name}.png`, fullPage: true });
     await page.click('#save-user');
 
-    // It would leave the payroll with nobody to approve it: a second admin decides.
-    await expect(page.locator('#admin-flash')).toContainText('Another admin must confirm');
-    const change = page.locator('.pending-change', { hasText: payroll.id });
-    await expect(change).toContainText(/Leaves \d+ waiting payments? without the approvers/);
-    await expect(change).toContainText(`62,000.00 USD to Northwind Traders GmbH (${payroll.id})`);
-    await expect(page.locator('tr[data-user=ben]')).toContainText('500,000.00 USD');
-    await change.locator('textarea, input[name=note]').first().fill('Kept: the payroll waits for ben');
-    await change.locator('button.danger').click();
+    // It leaves the payroll with nobody to approve it: applied at once all
+    // the same (a reduction of authority never waits), and said.
+    const flash = page.locator('#admin-flash');
+    await expect(flash).toContainText('User ben saved');
+    await expect(flash).toContainText(/Leaves \d+ waiting payments? without the approvers/);
+    await expect(flash).toContainText(`62,000.00 USD to Northwind Traders GmbH (${payroll.id})`);
     await expect(page.locator('.pending-change', { hasText: payroll.id })).toHaveCount(0);
+    await expect(page.locator('tr[data-user=ben]')).not.toContainText('500,000.00 USD');
+    // Put back for the other tests: raising a limit waits for a second admin.
+    await page.locator('tr[data-user=ben] a.edit-user').click();
+    await form.locator('input[name=limit_USD]').fill('500,000.00');
+    await page.click('#save-user');
+    await expect(flash).toContainText('Another admin must confirm');
+    await signOut(page);
+    await signIn(page, 'abe');
+    await page.goto('/admin');
+    const raise = page.locator('.pending-change', { hasText: 'Give ben an approval limit of 500,000.00 USD' });
+    await raise.locator('button', { hasText: 'Confirm' }).click();
+    await expect(page.locator('#admin-flash')).toContainText('Change confirmed');
+    await expect(page.locator('tr[data-user=ben]')).toContainText('500,000.00 USD');
   });
 }

@@ -6,15 +6,28 @@ use super::*;
 /// A request that grants nothing (it only reduces authority, or changes
 /// nothing): applied now, and every change still pending for the same
 /// subject is withdrawn (`superseded`): it was proposed against a state
-/// that no longer holds.
+/// that no longer holds. `strands` says which waiting payments it leaves
+/// without the approvers they need (`stranded`): a reduction of authority
+/// takes effect at once all the same, and the admin and the audit trail
+/// are told (`registry.change.stranding`).
 pub(super) async fn apply_at_once(
     state: &(impl Store + Config),
     admin: &Admin,
     stored: &Stored,
+    strands: &[String],
     now: DateTime<Utc>,
 ) -> Result<Submitted, ChangeError> {
     let mut tx = state.db().begin().await?;
     apply(&mut tx, state, admin, stored, now).await?;
+    if !strands.is_empty() {
+        append(
+            &mut tx,
+            admin,
+            "registry.change.stranding",
+            json!({"kind": stored.kind(), "subject": shown_subject(stored.kind(), stored.subject()), "strands": strands}),
+        )
+        .await?;
+    }
     let withdrawn = store::registry_changes::supersede_subject(
         &mut tx,
         &admin.tenant_id,
@@ -51,11 +64,14 @@ pub(super) async fn apply_at_once(
         }
         other => format!("{} saved.", other.kind()),
     };
-    let message = if withdrawn.is_empty() {
+    let mut message = if withdrawn.is_empty() {
         message
     } else {
         format!("{message} {} pending change(s) to the same subject were withdrawn.", withdrawn.len())
     };
+    for line in strands {
+        message.push_str(&format!(" {line}: give another approver the authority they need."));
+    }
     Ok(Submitted::Applied { message })
 }
 

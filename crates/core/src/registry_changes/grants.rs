@@ -19,9 +19,15 @@ pub(super) async fn grants(
     Ok(match stored {
         Stored::User { username, .. } => {
             let existing = user_here(store::directory::user_by_username(conn, username).await?);
-            let mut lines = user_lines(existing.as_ref(), stored).unwrap_or_default();
-            lines.extend(super::stranded::stranded(conn, settings, tenant, stored, now).await?);
-            (!lines.is_empty()).then_some(lines)
+            // What it grants; the payments it would strand are said beside
+            // (a reduction applies at once whatever it strands).
+            match user_lines(existing.as_ref(), stored) {
+                None => None,
+                Some(mut lines) => {
+                    lines.extend(super::stranded::stranded(conn, settings, tenant, stored, now).await?);
+                    Some(lines)
+                }
+            }
         }
         Stored::Agent { id, acts_for, source_accounts, purposes, key_holder, .. } => {
             let existing = store::directory::agent(conn, tenant, id).await?;

@@ -429,7 +429,7 @@ pub async fn submit(
         grants(&mut conn, state.settings(), &tenant, &stored, now).await?
     };
     let Some(lines) = lines else {
-        return apply_at_once(state, admin, &stored, now).await;
+        return apply_at_once(state, admin, &stored, &[], now).await;
     };
     let id = propose(state, admin, &stored, lines, now).await?;
     let message = match &stored {
@@ -501,12 +501,13 @@ async fn submit_user(
         limits: form.limits.clone(),
         slack_user_id: form.slack_user_id.clone(),
     };
-    // A reduction applies at once, unless it strands a waiting payment.
-    let mut lines = user_lines(existing.as_ref(), &stored).unwrap_or_default();
-    lines.extend(stranded::stranded(&mut *state.db().reader().await?, state.settings(), tenant, &stored, now).await?);
-    match (!lines.is_empty()).then_some(lines) {
-        None => apply_at_once(state, admin, &stored, now).await,
-        Some(lines) => {
+    // A reduction applies at once, whatever is pending: the payments it
+    // leaves without the approvers they need are said and audited.
+    let strands = stranded::stranded(&mut *state.db().reader().await?, state.settings(), tenant, &stored, now).await?;
+    match user_lines(existing.as_ref(), &stored) {
+        None => apply_at_once(state, admin, &stored, &strands, now).await,
+        Some(mut lines) => {
+            lines.extend(strands);
             let id = propose(state, admin, &stored, lines, now).await?;
             Ok(Submitted::Pending {
                 id,

@@ -1,8 +1,10 @@
 //! A change to a user that leaves a waiting payment with nobody able to
-//! approve it is not a reduction like any other: it stops money the
-//! business expects to move (a payroll nobody can release). Such a change
-//! waits for a second admin, whatever else it does, and says which
-//! payments it strands.
+//! approve it stops money the business expects to move (a payroll nobody
+//! can release). A reduction of authority still takes effect at once — an
+//! approver being removed must stop counting now, not when a second admin
+//! agrees — so the change says which payments it strands, to the admin
+//! who made it and in the audit trail, and a change that also grants
+//! something lists them for the admin who confirms it.
 
 use super::*;
 use crate::eligibility::Tenancy;
