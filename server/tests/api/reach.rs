@@ -235,6 +235,64 @@ async fn push_reaches_each_device_of_whoever_may_approve_encrypted_and_signed() 
     assert!(!push.for_endpoint(phone["endpoint"].as_str().unwrap()).await.iter().any(|m| about(m, &later)));
 }
 
+/// The outside review's finding: a user of another tenant who learnt a
+/// device's push endpoint could subscribe it and take it away from its
+/// owner, who then stopped being notified. A subscription belongs to one
+/// user of one tenant; subscribing an endpoint someone else holds makes a
+/// row of one's own and never moves theirs.
+#[tokio::test]
+async fn subscribing_an_endpoint_another_user_holds_never_takes_it_from_them() {
+    let Some((_service, port)) = checker("push_service.py", &[]).await else { return };
+    let push = PushService { base: format!("http://127.0.0.1:{port}") };
+    let server = TestServer::start_with(&format!(
+        "public_url = \"{PUBLIC_URL}\"\n[notifications.push]\nallowed_hosts = [\"127.0.0.1\"]\n"
+    ))
+    .await;
+    let (ana, gus) = (
+        Console::sign_in_from(&server, "ana", PUBLIC_URL).await,
+        Console::sign_in_from(&server, "gus", PUBLIC_URL).await,
+    );
+    let phone = push.subscription(false).await;
+    assert_eq!(subscribe(&ana, &phone, "Ana's phone").await.status, 201);
+
+    // Gus (globex) subscribes ana's endpoint with keys of his own.
+    let theirs = push.subscription(false).await;
+    let taken = with(phone.clone(), json!({"keys": theirs["keys"].clone()}));
+    let r = subscribe(&gus, &taken, "Not mine").await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let devices = |console: &Console| {
+        let request = console.authed(Method::GET, "/api/v1/me/notifications");
+        async move {
+            let body = send(request).await.body;
+            body["devices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["label"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(devices(&ana).await, ["Ana's phone"], "ana keeps her device");
+    assert_eq!(devices(&gus).await, ["Not mine"]);
+    let rows: i64 = server
+        .scalar(&format!(
+            "SELECT COUNT(*) FROM push_subscriptions WHERE endpoint = '{}'",
+            phone["endpoint"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(rows, 2, "one row each");
+
+    // Ana subscribing again replaces her own row only.
+    assert_eq!(subscribe(&ana, &phone, "Ana's phone, again").await.status, 201);
+    assert_eq!(devices(&ana).await, ["Ana's phone, again"]);
+    assert_eq!(devices(&gus).await, ["Not mine"]);
+
+    // And she is still told, with her own keys: the push service decrypts it.
+    let id = pending_for(&server, 25_000).await;
+    let m = push.wait_for(phone["endpoint"].as_str().unwrap(), "ana's notice", |m| about(m, &id)).await;
+    assert!(m.get("error").is_none(), "encrypted to ana's keys: {m}");
+}
+
 /// The messages the SMTP server accepted.
 fn mails(out: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(out).unwrap_or_default();

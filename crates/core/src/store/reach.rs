@@ -261,11 +261,17 @@ pub struct NewSubscription<'a> {
     pub label: &'a str,
 }
 
-/// Stores a subscription. An endpoint already stored (the same browser
-/// subscribing again, perhaps for someone else now signed in on it) is
-/// replaced: one device, one current owner.
+/// Stores a subscription of one user of one tenant. The same user
+/// subscribing the same endpoint again (new keys) replaces their row; a
+/// row another user holds for that endpoint (someone else signed in on the
+/// same browser, or anyone who learnt the URL) is never touched.
 pub async fn subscribe(conn: &mut Conn, s: &NewSubscription<'_>, now: DateTime<Utc>) -> Result<Subscription> {
-    query("DELETE FROM push_subscriptions WHERE endpoint = ?").bind(s.endpoint).execute(&mut *conn).await?;
+    query("DELETE FROM push_subscriptions WHERE tenant_id = ? AND user_id = ? AND endpoint = ?")
+        .bind(s.tenant_id)
+        .bind(s.user_id)
+        .bind(s.endpoint)
+        .execute(&mut *conn)
+        .await?;
     let row = query(
         "INSERT INTO push_subscriptions (id, tenant_id, user_id, endpoint, p256dh, auth, label, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
