@@ -257,7 +257,7 @@ impl ErrorCode {
                  passkey first (`no_passkey`: register one on the account page), or a passkey past its \
                  cool-off (`passkey_cooling_off`: a new one approves after `passkeys.cool_off_secs`, or once an \
                  admin confirms it). Adding a passkey needs an assertion by one the user holds or an enrolment \
-                 code (`authorization_required`)."
+                 code, and removing one an assertion over that removal (`authorization_required`)."
             }
             PasskeyRefused => {
                 "The step-up assertion was refused; `reason` names why: the verifier's code (`wrong_challenge` \

@@ -41,7 +41,9 @@ impl From<RegistryError> for ApiError {
             RegistryError::TooLarge(name) => field(name, "too_large", e.to_string()),
             RegistryError::NoChallenge => field("challenge_id", "invalid_value", e.to_string()),
             RegistryError::Refused(refusal) => field("credential", refusal.code(), e.to_string()),
-            RegistryError::ProofRequired => ApiError::StepUpRequired("authorization_required", e.to_string()),
+            RegistryError::ProofRequired | RegistryError::RemovalProofRequired => {
+                ApiError::StepUpRequired("authorization_required", e.to_string())
+            }
             RegistryError::BadEnrolmentCode => field("enrolment_code", "invalid_value", e.to_string()),
             RegistryError::Authorization(refusal) => refusal.into(),
             RegistryError::LastRequired => ApiError::ForbiddenBecause(
@@ -220,7 +222,7 @@ pub async fn remove(
     body: Option<JsonBody>,
 ) -> Result<StatusCode, ApiError> {
     let Some(JsonBody { value }) = body else {
-        return Err(RegistryError::ProofRequired.into());
+        return Err(RegistryError::RemovalProofRequired.into());
     };
     let body: RemovalBody = typed(value)?;
     registry::remove(&state, &holder(&user), &id, &body.authorization, state.now()).await?;

@@ -177,7 +177,12 @@ async fn removing_a_passkey_needs_an_assertion_so_a_thief_cannot_drop_the_step_u
     let path = format!("/api/v1/me/passkeys/{passkey}");
 
     // The thief's attempts: no body, no authorization, a foreign assertion.
-    assert_reason(&send(ana.authed(Method::DELETE, &path)).await, 403, "step_up_required", "authorization_required");
+    // The refusal says what was refused: a removal, not an addition.
+    let bare = send(ana.authed(Method::DELETE, &path)).await;
+    assert_reason(&bare, 403, "step_up_required", "authorization_required");
+    let message = bare.body["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("Removing a passkey needs"), "{message}");
+    assert!(!message.contains("adding"), "{message}");
     field_refused(&send(ana.authed(Method::DELETE, &path).json(&json!({}))).await, "authorization");
     let options = send(ana.authed(Method::POST, &format!("{path}/removal-challenges"))).await;
     assert_eq!(options.status, 201, "{}", options.text);

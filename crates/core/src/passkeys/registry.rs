@@ -87,6 +87,11 @@ pub enum RegistryError {
          admins: a signed-in session alone is not enough"
     )]
     ProofRequired,
+    #[error(
+        "removing a passkey needs an assertion by one of your passkeys over that removal (ask for a removal \
+         challenge first): a signed-in session alone is not enough"
+    )]
+    RemovalProofRequired,
     #[error("the enrolment code is unknown, used, expired or not yours")]
     BadEnrolmentCode,
     #[error("the authorizing assertion was refused: {0}")]
