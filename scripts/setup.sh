@@ -51,7 +51,7 @@ fi
 
 # Python checkers the tests run (e2e/requirements.txt), in a virtualenv of
 # their own; reinstalled only when the requirements change.
-venv="$HOME/.cache/countersign/venv"
+venv="$COUNTERSIGN_VENV"
 if [ "$want_tests" = 1 ] && ! cmp -s e2e/requirements.txt "$venv/requirements.txt" 2>/dev/null; then
   step "installing the tests' Python checkers (e2e/requirements.txt)"
   if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then

@@ -94,7 +94,7 @@ step "the transparency log and proof bundles checked by an independent verifier 
 # with and without its accounts disclosed; a rejection; a policy's
 # approval; an approval a delegate gave for someone away), and refuse
 # each tampered copy it makes of them.
-python="$HOME/.cache/countersign/venv/bin/python"
+python="$COUNTERSIGN_VENV/bin/python"
 "$python" examples/verify_evidence.py log "$evidence_dir/log.json" --tampered
 for bundle in bundle bundle-disclosed bundle-rejected bundle-auto bundle-delegated; do
   "$python" examples/verify_evidence.py bundle "$evidence_dir/$bundle.json" --tampered
@@ -153,4 +153,4 @@ node e2e/failures.mjs e2e/artifacts/results.json
 echo "screenshots: e2e/artifacts/"
 
 step "passkey ceremonies of the browser tests, verified again by py_webauthn"
-"$HOME/.cache/countersign/venv/bin/python" e2e/webauthn_check.py e2e/artifacts/webauthn.json
+"$COUNTERSIGN_VENV/bin/python" e2e/webauthn_check.py e2e/artifacts/webauthn.json

@@ -24,7 +24,7 @@ const e2eDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 
 /** Starts the push service stand-in; resolves with its base URL and process. */
 function startPushService() {
-  const python = `${process.env.HOME}/.cache/countersign/venv/bin/python`;
+  const python = `${process.env.COUNTERSIGN_VENV || `${process.env.HOME}/.cache/countersign/venv`}/bin/python`;
   const child = spawn(python, [path.join(e2eDir, 'push_service.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let seen = '';

@@ -340,9 +340,14 @@ impl Scratch {
 }
 
 /// The independent checkers' Python, with their PyPI packages
-/// (`e2e/requirements.txt`; `scripts/setup.sh --tests` makes it).
+/// (`e2e/requirements.txt`; `scripts/setup.sh --tests` makes it), in
+/// `COUNTERSIGN_VENV` (scripts/env.sh; default `~/.cache/countersign/venv`).
 pub fn checkers_python() -> Option<PathBuf> {
-    let path = std::env::var_os("HOME").map(PathBuf::from)?.join(".cache/countersign/venv/bin/python");
+    let venv = match std::env::var_os("COUNTERSIGN_VENV") {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::var_os("HOME").map(PathBuf::from)?.join(".cache/countersign/venv"),
+    };
+    let path = venv.join("bin/python");
     path.exists().then_some(path)
 }
 
