@@ -77,6 +77,13 @@ COUNTERSIGN_TEST_DATABASE_URL=$(scripts/pg.sh start "$pg_dir")
 export COUNTERSIGN_TEST_DATABASE_URL
 echo "$COUNTERSIGN_TEST_DATABASE_URL"
 
+step "the rails' counterparts checked on their own (the Stripe fake against Stripe's description, the test bank against the ISO 20022 XSDs)"
+# The conformance suite (server/tests/rail_conformance/) runs every rail
+# connector against these; their own tests first, so a broken counterpart
+# is told from a broken connector.
+(cd e2e/rails/stripe && "$COUNTERSIGN_VENV/bin/python" test_stripe_fake.py 2>&1 | tail -n 3)
+(cd e2e/rails/bank && "$COUNTERSIGN_VENV/bin/python" test_bank_sim.py 2>&1 | tail -n 3)
+
 step "cargo test (unit, property and integration tests)"
 # The integration tests partly wait (on timeouts, reconciliation ticks, the
 # rail's settlement), partly compute: sixteen at a time keep two cores busy

@@ -251,6 +251,10 @@ pub struct ProposalDetail {
     pub operation_error: Option<String>,
     /// `escalate_to_ops` when a reversal came too late.
     pub action_required: Option<String>,
+    /// The rail's own evidence for the payment, where its word is a
+    /// document (a bank statement that booked it, a status report that
+    /// rejected it): kind, message id, file and when it came.
+    pub rail_evidence: Option<String>,
 }
 
 /// One risk signal: its code (`duplicate_invoice`, …), a label and a sentence.
@@ -368,6 +372,27 @@ pub struct OperationsPage {
     pub reconciling: Vec<OperationItem>,
     /// Whether the viewer may resolve (admins only).
     pub can_resolve: bool,
+    /// The documents the tenant's bank sent lately, those with problems first.
+    pub rail_documents: Vec<RailDocumentItem>,
+}
+
+/// A document a bank rail read (a status report, a statement), and what
+/// was wrong with it, in words.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct RailDocumentItem {
+    pub id: String,
+    pub rail: String,
+    pub file_name: String,
+    /// `camt.054.001.08`, `pain.002.001.12`, or `unreadable`.
+    pub kind: String,
+    pub message_id: Option<String>,
+    /// `applied`, `duplicate` or `refused`.
+    pub status: String,
+    pub entries: i64,
+    pub received_at: String,
+    /// Each problem's sentence, and its code (for scripts and tests).
+    pub problems: Vec<String>,
+    pub problem_codes: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use tokio::net::TcpListener;
 
 use crate::config::Settings;
-use crate::rail::connector::RailClient;
 use crate::shutdown::Shutdown;
 use crate::state::{AppState, Shared};
 use crate::store::{self, Db};
@@ -45,9 +44,9 @@ pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate:
     let keys = open_keys(&settings)?;
     // Port 9 (discard) on loopback: any call fails fast as "unknown", never as a decline.
     let url = configured_rail_url(&settings).unwrap_or_else(|| "http://127.0.0.1:9".into());
-    let rail = RailClient::new(settings.rail_config(&url))?;
+    let rails = crate::rail::build(&settings, &url, &db)?;
     let (trigger, shutdown) = crate::shutdown::channel();
-    Ok((AppState::new(db, settings, keys, rail, shutdown)?, trigger))
+    Ok((AppState::new(db, settings, keys, rails, shutdown)?, trigger))
 }
 
 /// A server that listens and runs its background tasks, before it serves:
@@ -90,12 +89,12 @@ pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
         }
     };
     let simulator_url = simulator.as_ref().map(|_| rail_url.clone());
-    let rail = RailClient::new(settings.rail_config(&rail_url))?;
+    let rails = crate::rail::build(&settings, &rail_url, &db)?;
     let listener = listen(settings.listen).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.listen))?;
     let addr = listener.local_addr()?;
 
     let (trigger, shutdown) = crate::shutdown::channel();
-    let state = AppState::new(db.clone(), settings, keys, rail, shutdown.clone())?;
+    let state = AppState::new(db.clone(), settings, keys, rails, shutdown.clone())?;
     if state.hooks.any() {
         tracing::warn!(hooks = ?state.hooks, "TEST HOOKS ARE SET: never run a deployment like this");
     }

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use crate::approval::keys::KeyStore;
 use crate::client_ip::TrustedProxies;
 use crate::config::Settings;
-use crate::rail::connector::RailClient;
 use crate::services::Services;
 use crate::shutdown::Shutdown;
 use crate::store::Db;
@@ -39,14 +38,14 @@ impl AppState {
         db: Db,
         settings: Settings,
         keys: KeyStore,
-        rail: RailClient,
+        rails: crate::rail::Rails,
         shutdown: Shutdown,
     ) -> anyhow::Result<Shared> {
         // Validated with the settings; an invalid list never gets this far.
         let proxies = TrustedProxies::parse(&settings.console.trusted_proxies).unwrap_or_default();
         let agent_limits = crate::agent_limits::AgentLimits::new(&settings.agent_api);
-        let ports: (Arc<dyn crate::rail::Rail>, Arc<dyn crate::outbound::Poster>) =
-            (Arc::new(rail), Arc::new(crate::poster::HttpPoster::new()?));
+        let ports: (crate::rail::Rails, Arc<dyn crate::outbound::Poster>) =
+            (rails, Arc::new(crate::poster::HttpPoster::new()?));
         Ok(Arc::new(AppState {
             core: Services::new(db, settings, keys, ports, shutdown)?,
             throttle: Default::default(),

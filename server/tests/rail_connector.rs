@@ -1,12 +1,12 @@
-//! The rail connector (SPEC sections 6 and 12) against the bundled rail
+//! The simulator connector (SPEC sections 6 and 12) against the bundled rail
 //! simulator, spawned in-process on a loopback port with a temporary SQLite
 //! file.
 
-use countersign::rail::connector::{
-    CreateOutcome, Decline, RailClient, RailConfig, RailStatus, RailTransfer, ReversalOutcome, TransferOrder,
-    UnknownCause,
-};
 use countersign::rail::sim::{self, SimOptions};
+use countersign::rail::simulator::{
+    CreateOutcome, Decline, RailConfig, RailStatus, RailTransfer, ReversalOutcome, SimulatorRail as RailClient,
+    TransferOrder, UnknownCause,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -57,9 +57,12 @@ const META: &[(&str, &str)] = &[("proposal_id", "prop_1")];
 fn order<'a>(key: &'a str, amount: u64) -> TransferOrder<'a> {
     TransferOrder {
         idempotency_key: key,
+        operation_id: "",
         amount_minor: amount,
         currency: "USD",
         destination: "acct_dest",
+        payee_name: "Dest Ltd",
+        reference: "Invoice 1",
         source_account: "acct_src",
         metadata: META,
     }
@@ -105,7 +108,7 @@ async fn insufficient_funds_is_a_typed_decline() {
     let s = start(SimOptions::default()).await;
     s.control("/_sim/balances", json!({"account": "acct_src", "currency": "usd", "amount": 500})).await;
     let outcome = s.client().create_transfer(&order("op_poor", 501)).await;
-    assert_eq!(outcome, CreateOutcome::Declined(Decline::InsufficientFunds));
+    assert_eq!(outcome, CreateOutcome::Declined(Decline::InsufficientFunds.into()));
     assert_eq!(Decline::InsufficientFunds.code(), "insufficient_funds");
     assert!(s.all().await.is_empty());
     // Exactly the balance goes through.
@@ -117,7 +120,7 @@ async fn closed_destination_is_a_typed_decline() {
     let s = start(SimOptions::default()).await;
     s.control("/_sim/destinations/closed", json!({"destination": "acct_dest"})).await;
     let outcome = s.client().create_transfer(&order("op_closed", 100)).await;
-    assert_eq!(outcome, CreateOutcome::Declined(Decline::DestinationClosed));
+    assert_eq!(outcome, CreateOutcome::Declined(Decline::DestinationClosed.into()));
     assert_eq!(Decline::DestinationClosed.code(), "destination_closed");
     assert!(s.all().await.is_empty());
 }
@@ -126,7 +129,7 @@ async fn closed_destination_is_a_typed_decline() {
 async fn over_the_per_transfer_limit_is_a_typed_decline() {
     let s = start(SimOptions { per_transfer_limit: 1_000, ..SimOptions::default() }).await;
     let outcome = s.client().create_transfer(&order("op_limit", 1_001)).await;
-    assert_eq!(outcome, CreateOutcome::Declined(Decline::LimitExceeded));
+    assert_eq!(outcome, CreateOutcome::Declined(Decline::LimitExceeded.into()));
     assert_eq!(Decline::LimitExceeded.code(), "limit_exceeded");
     assert!(s.all().await.is_empty());
 }
@@ -136,7 +139,7 @@ async fn malformed_request_is_rail_rejected() {
     let s = start(SimOptions::default()).await;
     let mut o = order("op_bad_currency", 100);
     o.currency = "DOLLARS";
-    assert_eq!(s.client().create_transfer(&o).await, CreateOutcome::Declined(Decline::RailRejected));
+    assert_eq!(s.client().create_transfer(&o).await, CreateOutcome::Declined(Decline::RailRejected.into()));
     assert_eq!(Decline::RailRejected.code(), "rail_rejected");
     assert!(s.all().await.is_empty());
 }
@@ -214,7 +217,7 @@ async fn reverse_then_too_late_past_the_cutoff() {
     let found = c.find_by_group("op_rev").await.unwrap();
     assert_eq!(found[0].status, RailStatus::Reversed);
     // Already fully reversed: a definite refusal, not a timeout or success.
-    assert_eq!(c.reverse(&t.id, "rev_2", None).await, ReversalOutcome::Declined(Decline::RailRejected));
+    assert_eq!(c.reverse(&t.id, "rev_2", None).await, ReversalOutcome::Declined(Decline::RailRejected.into()));
 
     let late = accepted(c.create_transfer(&order("op_late", 1_000)).await);
     s.control("/_sim/clock", json!({"advance_secs": 8 * 86_400})).await;

@@ -4,7 +4,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::{console_error, load_operations, load_resolution};
 use crate::components::{CsrfField, LoadError, StatusBadge, When};
-use crate::views::{OperationItem, OperationsPage as Page, ResolvePage, Viewer};
+use crate::views::{OperationItem, OperationsPage as Page, RailDocumentItem, ResolvePage, Viewer};
 
 /// Fixed messages for the outcome of a resolve form (never reflected text).
 pub fn resolve_message(code: &str) -> &'static str {
@@ -99,6 +99,17 @@ fn Operations(page: Page) -> impl IntoView {
         }
         .into_any()
     };
+    let documents = (!page.rail_documents.is_empty()).then(|| {
+        let cards = page.rail_documents.into_iter().map(|d| view! { <DocumentCard d/> }).collect_view();
+        view! {
+            <h2 class="section">"Bank documents"</h2>
+            <p class="muted small">
+                "What the bank sent back: status reports and statements. A payment is marked paid only when a \
+                 statement books it for the amount sent; anything that does not fit is listed here."
+            </p>
+            <div id="rail-documents">{cards}</div>
+        }
+    });
     view! {
         <p class="muted">
             "Reconciliation could not tell whether these payments moved money. Check the rail's records under the "
@@ -109,6 +120,27 @@ fn Operations(page: Page) -> impl IntoView {
         <h2 class="section">"Being reconciled"</h2>
         <p class="muted small">"The rail's answer was lost; reconciliation is still reading the rail. Nothing to do yet."</p>
         <div id="reconciling">{reconciling}</div>
+        {documents}
+    }
+}
+
+/// One document a bank rail read, and its problems in words.
+#[component]
+fn DocumentCard(d: RailDocumentItem) -> impl IntoView {
+    let class = if d.problems.is_empty() { "card rail-document" } else { "card rail-document notice-error" };
+    let codes = d.problem_codes.join(" ");
+    let status = d.status.clone();
+    let problems = d.problems.into_iter().map(|p| view! { <li>{p}</li> }).collect_view();
+    view! {
+        <article class=class data-document=d.id data-status=status data-problems=codes>
+            <dl class="facts">
+                <dt>"Document"</dt><dd><code>{d.kind}</code>" "{d.message_id.unwrap_or_default()}</dd>
+                <dt>"File"</dt><dd><code>{d.file_name}</code>" ("{d.rail}")"</dd>
+                <dt>"Received"</dt><dd><When at=d.received_at/></dd>
+                <dt>"Read"</dt><dd>{d.status}", "{d.entries}" entries"</dd>
+            </dl>
+            <ul class="problems">{problems}</ul>
+        </article>
     }
 }
 

@@ -246,6 +246,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
                 rail_reference=detail.rail_reference.clone()
                 error=detail.operation_error.clone()
                 action_required=detail.action_required.clone()
+                evidence=detail.rail_evidence.clone()
             />
         }
     });
@@ -454,6 +455,7 @@ fn Payment(
     rail_reference: Option<String>,
     error: Option<String>,
     action_required: Option<String>,
+    evidence: Option<String>,
 ) -> impl IntoView {
     let explained = operation_explained(&status);
     let review =
@@ -470,6 +472,7 @@ fn Payment(
                     None => view! { <span class="muted">"none yet"</span> }.into_any(),
                 }}</dd>
                 {error.map(|e| view! { <dt>"Error"</dt><dd class="error-text" id="operation-error">{e}</dd> })}
+                {evidence.map(|e| view! { <dt>"Bank's word"</dt><dd id="rail-evidence">{e}</dd> })}
             </dl>
             <p class="muted small">{explained}{review}</p>
             {escalate.then(|| view! {

@@ -27,8 +27,8 @@ use crate::stats::{ms, ms_diff, Latency};
 use crate::suite::Figure;
 
 /// Commits made before measuring (connections, statement caches).
-const WARMUP: usize = 20;
-const AMOUNT: u64 = 5_000;
+pub(crate) const WARMUP: usize = 20;
+pub(crate) const AMOUNT: u64 = 5_000;
 
 pub async fn run(env: &Env, commits: usize) -> anyhow::Result<Vec<Figure>> {
     let rail_dir = env.scratch("commit-rail")?;
@@ -110,16 +110,16 @@ pub(crate) fn rail_form(group: &str, proposal_id: &str) -> String {
 
 /// One loop's times: each commit's, each direct rail call's (paired), and
 /// what the commits answered.
-struct Measured {
+pub(crate) struct Measured {
     commits: Vec<Duration>,
     rails: Vec<Duration>,
-    outcomes: std::collections::BTreeMap<String, u32>,
+    pub(crate) outcomes: std::collections::BTreeMap<String, u32>,
 }
 
 impl Measured {
     /// Prints the three distributions under `label`; returns the commit's
     /// and the rail's, and the net p50 and p99 (ms).
-    fn report(&self, label: &str) -> (Latency, Latency, f64, f64) {
+    pub(crate) fn report(&self, label: &str) -> (Latency, Latency, f64, f64) {
         let pairs: Vec<Duration> = self.commits.iter().zip(&self.rails).map(|(c, r)| c.saturating_sub(*r)).collect();
         let (commit, rail, paired) = (
             Latency::from_durations(&self.commits),
@@ -127,7 +127,9 @@ impl Measured {
             Latency::from_durations(&pairs),
         );
         println!("  {label}: {}", commit.summary());
-        println!("    rail alone (direct POST /v1/transfers):  {}", rail.summary());
+        if self.rails.iter().any(|r| !r.is_zero()) {
+            println!("    rail alone (direct POST /v1/transfers):  {}", rail.summary());
+        }
         println!("    per-pair difference (commit − its rail call): {}", paired.summary());
         let net50 = ms_diff(commit.pct(50.0), rail.pct(50.0));
         let net99 = ms_diff(commit.pct(99.0), rail.pct(99.0));
@@ -145,41 +147,68 @@ async fn alternated(
     commits: &[(String, Vec<u8>)],
     rail: std::net::SocketAddr,
 ) -> anyhow::Result<Measured> {
+    let direct = Direct { addr: rail, headers: Vec::new(), form: Box::new(|key, id| rail_form(key, id)) };
+    alternated_with(server, headers, commits, Some(&direct)).await
+}
+
+/// The direct call that stands for a commit's rail call: `POST
+/// /v1/transfers` to `addr` with these headers (and the idempotency key)
+/// and the form `form(key, proposal id)` gives.
+pub(crate) struct Direct {
+    pub addr: std::net::SocketAddr,
+    pub headers: Vec<(&'static str, String)>,
+    pub form: Box<dyn Fn(&str, &str) -> String + Send + Sync>,
+}
+
+/// [`alternated`], with the rail's direct call of `direct` (none: a rail
+/// Countersign runs in-process, whose time is part of the commit's own).
+pub(crate) async fn alternated_with(
+    server: std::net::SocketAddr,
+    headers: &[(&str, &str)],
+    commits: &[(String, Vec<u8>)],
+    direct: Option<&Direct>,
+) -> anyhow::Result<Measured> {
     let mut to_server = Conn::open(server).await?;
-    let mut to_rail = Conn::open(rail).await?;
+    let mut to_rail = match direct {
+        Some(d) => Some(Conn::open(d.addr).await?),
+        None => None,
+    };
     let mut measured = Measured { commits: Vec::new(), rails: Vec::new(), outcomes: Default::default() };
     let run = rand::random::<u32>();
     for (i, (id, body)) in commits.iter().enumerate() {
         let commit = post_json(server, &format!("/api/v1/proposals/{id}/commit"), headers, body.clone());
         let key = format!("bench-direct-{run}-{i}");
-        let form = rail_form(&key, id);
-        let direct = request(
-            hyper::Method::POST,
-            rail,
-            "/v1/transfers",
-            &[("idempotency-key", &key), ("content-type", "application/x-www-form-urlencoded")],
-            form.into_bytes().into(),
-        );
-        let (c, r) = if i % 2 == 0 {
-            let c = to_server.timed(commit).await?;
-            (c, to_rail.timed(direct).await?)
-        } else {
-            let r = to_rail.timed(direct).await?;
-            (to_server.timed(commit).await?, r)
+        let (c, r) = match (direct, to_rail.as_mut()) {
+            (Some(d), Some(to_rail)) => {
+                let mut h: Vec<(&str, &str)> =
+                    vec![("idempotency-key", &key), ("content-type", "application/x-www-form-urlencoded")];
+                h.extend(d.headers.iter().map(|(k, v)| (*k, v.as_str())));
+                let call =
+                    request(hyper::Method::POST, d.addr, "/v1/transfers", &h, (d.form)(&key, id).into_bytes().into());
+                if i % 2 == 0 {
+                    let c = to_server.timed(commit).await?;
+                    (c, Some(to_rail.timed(call).await?))
+                } else {
+                    let r = to_rail.timed(call).await?;
+                    (to_server.timed(commit).await?, Some(r))
+                }
+            }
+            _ => (to_server.timed(commit).await?, None),
         };
-        if c.0.status != 200 || r.0.status != 200 {
+        let rail_status = r.as_ref().map_or(200, |r| r.0.status);
+        if c.0.status != 200 || rail_status != 200 {
             anyhow::bail!(
                 "commit answered {} ({}), rail answered {} ({})",
                 c.0.status,
                 c.0.text(),
-                r.0.status,
-                r.0.text()
+                rail_status,
+                r.as_ref().map(|r| r.0.text()).unwrap_or_default()
             );
         }
         *measured.outcomes.entry(c.0.json()["status"].as_str().unwrap_or("?").to_owned()).or_insert(0) += 1;
         if i >= WARMUP {
             measured.commits.push(c.1);
-            measured.rails.push(r.1);
+            measured.rails.push(r.map_or(Duration::ZERO, |r| r.1));
         }
     }
     Ok(measured)

@@ -23,6 +23,7 @@ mod notify;
 mod pg;
 mod poll;
 mod queue;
+mod rails;
 mod soak;
 mod stats;
 mod suite;

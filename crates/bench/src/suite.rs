@@ -9,13 +9,15 @@ use crate::env::{loadavg, Env};
 use crate::stats::LoadSpec;
 
 /// The benchmarks, in the order they run.
-pub const ALL: [&str; 7] = ["poll", "intake", "commit", "longpoll", "queue", "wasm", "notify"];
+pub const ALL: [&str; 9] =
+    ["poll", "intake", "commit", "commit-stripe", "commit-bank", "longpoll", "queue", "wasm", "notify"];
 /// The PostgreSQL benchmarks, run after those when `--postgres` is given.
 pub const ON_POSTGRES: [&str; 2] = ["pg-intake", "pg-poll"];
 
 #[derive(Args, Debug, Clone)]
 pub struct SuiteArgs {
-    /// Only these benchmarks (comma-separated): poll, intake, commit, longpoll, queue, wasm, notify,
+    /// Only these benchmarks (comma-separated): poll, intake, commit, commit-stripe, commit-bank,
+    /// longpoll, queue, wasm, notify,
     /// and with `--postgres` pg-intake, pg-poll.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
@@ -124,6 +126,8 @@ pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
             "poll" => crate::poll::run(env, &args.load).await,
             "intake" => crate::intake::run(env, &args.load).await,
             "commit" => crate::commit::run(env, args.commits).await,
+            "commit-stripe" => crate::rails::stripe(env, args.commits).await,
+            "commit-bank" => crate::rails::bank(env, args.commits).await,
             "longpoll" => {
                 async {
                     let mut figures = crate::longpoll::run(env, args.longpolls).await?;
@@ -167,6 +171,8 @@ fn bench_name(bench: &str) -> &'static str {
         "poll" => "status poll throughput",
         "intake" => "intake throughput",
         "commit" => "commit latency, rail subtracted",
+        "commit-stripe" => "commit latency on Stripe, rail subtracted",
+        "commit-bank" => "commit latency on bank files",
         "longpoll" => "concurrent long-polls: server memory",
         "queue" => "queue page SSR (100k proposals, 10k pending)",
         "notify" => "proposal → push delivered",

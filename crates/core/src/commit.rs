@@ -396,8 +396,9 @@ async fn record(
         budget_day: is_transfer.then_some(day.as_str()),
         reverses,
         now,
-        claimed_until: now + operations::rail_call_lease(&state.settings().rail),
+        claimed_until: now + operations::rail_call_lease(state.settings()),
         invoice,
+        rail: state.settings().tenants.get(&row.tenant_id).and_then(|t| t.rail.as_deref()),
     };
     if let Some(before) = before {
         if let Some((op, known)) = record_at_once(state, row, &new, before).await? {
@@ -750,7 +751,7 @@ mod tests {
         // The outcome's own command, run alone: it reads the proposal back
         // as its last statement, whole (its approval, the operation as it
         // now stands), and that is what the commit answers with.
-        let outcome = operations::RailOutcome::Succeeded { reference: "tr_alone".into() };
+        let outcome = operations::RailOutcome::Succeeded { reference: "tr_alone".into(), evidence: None };
         let recorded = operations::record_knowing(&*state, &op, outcome, state.now(), Some(&known)).await.unwrap();
         assert!(recorded.moved);
         let after = proposals::agents_view(&*state, &agent, recorded.proposal).expect("read by the command");

@@ -29,7 +29,7 @@ use crate::password::Passwords;
 use crate::proposals::intake::Batching;
 use crate::proposals::intake::Intake;
 use crate::rail::Payments;
-use crate::rail::Rail;
+use crate::rail::Rails;
 use crate::shutdown::Lifecycle;
 use crate::shutdown::Shutdown;
 use crate::store::Db;
@@ -49,8 +49,8 @@ pub struct Services {
     pub passwords: PasswordGate,
     /// Fires when the process starts shutting down (long-polls return early).
     pub shutdown: Shutdown,
-    /// The payment rail.
-    pub rail: Arc<dyn Rail>,
+    /// The payment rails: the default one, the named ones, each tenant's.
+    pub rails: Rails,
     /// Operations whose rail call is running in this process right now.
     pub in_flight: Mutex<HashSet<String>>,
     /// Test-only hooks (failpoint, clock skew), from the environment.
@@ -72,7 +72,7 @@ impl Services {
         db: Db,
         settings: Settings,
         keys: KeyStore,
-        (rail, poster): (Arc<dyn Rail>, Arc<dyn Poster>),
+        (rails, poster): (Rails, Arc<dyn Poster>),
         shutdown: Shutdown,
     ) -> Result<Services, crate::notify::ReachError> {
         let hooks = TestHooks::from_env();
@@ -94,7 +94,7 @@ impl Services {
             receipt_keys,
             passwords: PasswordGate::default(),
             shutdown,
-            rail,
+            rails,
             in_flight: Mutex::new(HashSet::new()),
             hooks,
             poster,
@@ -172,8 +172,8 @@ impl<T: HasServices + ?Sized> Notifier for T {
     }
 }
 impl<T: HasServices + ?Sized> Payments for T {
-    fn rail(&self) -> &dyn Rail {
-        self.services().rail.as_ref()
+    fn rails(&self) -> &Rails {
+        &self.services().rails
     }
     fn in_flight(&self) -> &Mutex<HashSet<String>> {
         &self.services().in_flight

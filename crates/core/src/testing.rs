@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use crate::config::Settings;
 use crate::outbound::{Post, PostError, Poster};
-use crate::rail::{CreateOutcome, Rail, RailReversal, RailTransfer, ReversalOutcome, TransferOrder, UnknownCause};
+use crate::rail::{
+    CreateOutcome, Lookup, Rail, RailKind, RailProfile, RailReversal, RailTransfer, Rails, ReversalOutcome,
+    TransferOrder, UnknownCause,
+};
 use crate::services::Services;
 use crate::shutdown::Trigger;
 
@@ -16,10 +19,16 @@ pub struct Unreachable;
 
 #[async_trait::async_trait]
 impl Rail for Unreachable {
+    fn profile(&self) -> RailProfile {
+        RailProfile { kind: RailKind::Simulator, resubmit_window: chrono::Duration::hours(23), reverses: true }
+    }
     async fn create_transfer(&self, _: &TransferOrder<'_>) -> CreateOutcome {
         CreateOutcome::Unknown(UnknownCause::Connection)
     }
-    async fn find_by_group(&self, _: &str) -> Result<Vec<RailTransfer>, UnknownCause> {
+    async fn find(&self, _: &Lookup<'_>) -> Result<Vec<RailTransfer>, UnknownCause> {
+        Err(UnknownCause::Connection)
+    }
+    async fn list_since(&self, _: chrono::DateTime<chrono::Utc>, _: usize) -> Result<Vec<RailTransfer>, UnknownCause> {
         Err(UnknownCause::Connection)
     }
     async fn get_transfer(&self, _: &str) -> Result<Option<RailTransfer>, UnknownCause> {
@@ -55,6 +64,6 @@ pub async fn services_on(settings: Settings, rail: Arc<dyn Rail>) -> (Arc<Servic
     let db = crate::store::Db::connect(&settings.backend().expect("backend")).await.expect("database");
     let keys = crate::approval::keys::KeyStore::open_or_create(&settings.data_dir).expect("keys");
     let (trigger, shutdown) = crate::shutdown::channel();
-    let ports: (Arc<dyn Rail>, Arc<dyn Poster>) = (rail, Arc::new(Unreachable));
+    let ports: (Rails, Arc<dyn Poster>) = (Rails::single(rail), Arc::new(Unreachable));
     (Arc::new(Services::new(db, settings, keys, ports, shutdown).expect("note key")), trigger)
 }

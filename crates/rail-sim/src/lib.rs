@@ -16,7 +16,7 @@
 //!   `{id: "tr_…", object: "transfer", amount, amount_reversed, currency,
 //!   destination, transfer_group, status, metadata, created, reversed,
 //!   livemode: false}`.
-//! - `GET /v1/transfers[?transfer_group=KEY][&limit=N]` → `{"object": "list",
+//! - `GET /v1/transfers[?transfer_group=KEY][&created[gte]=UNIX_SECS][&limit=N]` → `{"object": "list",
 //!   "data": [...], "has_more": bool, "url": "/v1/transfers"}`, newest first,
 //!   `limit` 1..=100 (default 100).
 //! - `GET /v1/transfers/{id}` → the transfer, or 404 `resource_missing`.
@@ -74,13 +74,14 @@
 //! - `GET|POST /_sim/destinations/closed` — `POST {"destination", "closed":
 //!   true}` (`closed` defaults to true; false reopens).
 //! - `GET|POST|DELETE /_sim/faults` — `POST {"mode": "drop_after_accept" |
-//!   "delay" | "error_500", "count": N, "delay_ms": N}` replaces the pending
+//!   "delay" | "error_500" | "garbage", "count": N, "delay_ms": N}` replaces the pending
 //!   fault; the next N fresh transfer creations (not replays; requests that
 //!   pass validation) misbehave: `drop_after_accept` creates the transfer and
 //!   stores the idempotent result durably, waits `delay_ms` (default 0), then
 //!   closes the connection without a byte of response; `delay` answers
 //!   normally after `delay_ms`; `error_500` creates nothing, stores no key and
-//!   answers 500 with an HTML body. `GET` shows what remains (`count: 0` when
+//!   answers 500 with an HTML body; `garbage` creates the transfer and
+//!   answers 200 with an HTML body. `GET` shows what remains (`count: 0` when
 //!   none); faults live in memory only. With `"on": "reversals"` (default
 //!   `"transfers"`) the next N fresh reversal creations answer `error_500`
 //!   instead (the only mode reversals take): nothing is reversed.
@@ -249,6 +250,8 @@ enum FaultMode {
     Delay,
     #[serde(rename = "error_500")]
     Error500,
+    /// Creates the transfer, then answers 200 with a body that is not JSON.
+    Garbage,
 }
 
 /// Which creations a fault hits.
@@ -773,6 +776,12 @@ async fn create_transfer_inner(
             tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             conn.kill();
         }
+        Some(Fault { mode: FaultMode::Garbage, .. }) => {
+            tracing::info!("rail-sim fault: garbage");
+            let mut r = (StatusCode::OK, "<html><body>Service temporarily sideways</body></html>").into_response();
+            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html"));
+            return Ok(r);
+        }
         _ => {}
     }
     Ok(keyed(json_response(status, body), &key, false))
@@ -906,10 +915,20 @@ async fn list_reversals(State(sim): State<Sim>, UrlPath(id): UrlPath<String>) ->
 async fn list_transfers(State(sim): State<Sim>, RawQuery(query): RawQuery) -> Result<Response, StripeError> {
     let params = serde_urlencoded::from_str::<Vec<(String, String)>>(query.as_deref().unwrap_or(""))
         .map_err(|_| StripeError::invalid("parameter_invalid", "query", "Malformed query string."))?;
-    let (mut group, mut limit) = (None, 100_i64);
+    let (mut group, mut limit, mut since) = (None, 100_i64, None);
     for (k, v) in &params {
         match k.as_str() {
             "transfer_group" => group = Some(v.as_str()),
+            "created[gte]" => match v.parse::<i64>() {
+                Ok(secs) if secs >= 0 => since = Some(secs.saturating_mul(1000)),
+                _ => {
+                    return Err(StripeError::invalid(
+                        "parameter_invalid_integer",
+                        "created[gte]",
+                        "created[gte] must be a Unix time in seconds.",
+                    ))
+                }
+            },
             "limit" => match v.parse::<i64>() {
                 Ok(n) if (1..=100).contains(&n) => limit = n,
                 _ => return Err(StripeError::invalid("parameter_invalid_integer", "limit", "limit must be 1 to 100.")),
@@ -917,7 +936,7 @@ async fn list_transfers(State(sim): State<Sim>, RawQuery(query): RawQuery) -> Re
             other => return Err(unknown(other)),
         }
     }
-    let mut rows = store::list_transfers(&mut *sim.0.db.read.acquire().await?, group, limit + 1).await?;
+    let mut rows = store::list_transfers(&mut *sim.0.db.read.acquire().await?, group, since, limit + 1).await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     Ok(json_ok(sim.list_json(&rows, has_more, sim.now_ms(), "/v1/transfers")))

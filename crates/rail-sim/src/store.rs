@@ -263,29 +263,24 @@ pub(crate) async fn transfer(conn: &mut SqliteConnection, id: &str) -> Result<Op
         .await
 }
 
-/// Newest first, at most `limit` rows; `group` filters by `transfer_group`.
+/// Newest first, at most `limit` rows; `group` filters by `transfer_group`,
+/// `since_ms` keeps those created at or after it.
 pub(crate) async fn list_transfers(
     conn: &mut SqliteConnection,
     group: Option<&str>,
+    since_ms: Option<i64>,
     limit: i64,
 ) -> Result<Vec<TransferRow>, sqlx::Error> {
-    match group {
-        Some(group) => {
-            sqlx::query_as(&format!(
-                "SELECT {TRANSFER_COLUMNS} FROM sim_transfers WHERE transfer_group = ? ORDER BY seq DESC LIMIT ?"
-            ))
-            .bind(group)
-            .bind(limit)
-            .fetch_all(conn)
-            .await
-        }
-        None => {
-            sqlx::query_as(&format!("SELECT {TRANSFER_COLUMNS} FROM sim_transfers ORDER BY seq DESC LIMIT ?"))
-                .bind(limit)
-                .fetch_all(conn)
-                .await
-        }
-    }
+    sqlx::query_as(&format!(
+        "SELECT {TRANSFER_COLUMNS} FROM sim_transfers
+          WHERE (?1 IS NULL OR transfer_group = ?1) AND (?2 IS NULL OR created_ms >= ?2)
+          ORDER BY seq DESC LIMIT ?3"
+    ))
+    .bind(group)
+    .bind(since_ms)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
 }
 
 /// Every transfer, oldest first.

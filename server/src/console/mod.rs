@@ -3,7 +3,7 @@
 //!
 //! Why this file is long: it is the console port's one implementation, each
 //! page's data built where its reads are; the parts that stand alone live
-//! beside it (`reach`, `waits`, `human_loop`).
+//! beside it (`reach`, `waits`, `human_loop`, `rails`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -29,8 +29,10 @@ use crate::store::{
 };
 
 mod human_loop;
+mod rails;
 mod reach;
 mod waits;
+use rails::rail_documents;
 use waits::{approver_gap, missing, required_now, still_needed, why};
 
 /// The session key of the admin page's one-time message (set by the admin
@@ -404,6 +406,10 @@ impl ConsoleService {
             // The sentence only: the code is for agents and logs, not for people.
             operation_error: operation.and_then(|o| o.error.as_ref()).map(|e| e.message.clone()),
             action_required: operation.and_then(|o| o.action_required).map(str::to_owned),
+            rail_evidence: match operation {
+                Some(o) => self.rail_evidence(&row.tenant_id, &o.id).await?,
+                None => None,
+            },
         })
     }
 
@@ -420,11 +426,14 @@ impl ConsoleService {
         let unknown = store::operations::of_tenant(pool, tenant, OpStatus::Unknown, OPERATIONS_LIMIT)
             .await
             .map_err(unavailable)?;
+        let documents =
+            store::bank::recent_documents(pool, tenant, false, OPERATIONS_LIMIT as usize).await.map_err(unavailable)?;
         Ok(OperationsPage {
             change_seq,
             needs_review: self.operation_items(tenant, needs_review).await?,
             reconciling: self.operation_items(tenant, unknown).await?,
             can_resolve: viewer.is_admin(),
+            rail_documents: rail_documents(documents),
         })
     }
 

@@ -584,7 +584,7 @@ pub fn refuse_url(base_url: &str) -> Option<String> {
     };
     match url.scheme() {
         "https" => None,
-        "http" if crate::rail::connector::is_loopback(&url) => None,
+        "http" if crate::rail::http::is_loopback(&url) => None,
         "http" => Some(format!(
             "refusing to send the agent key in clear to {}: use https (plain http only to localhost)",
             url.host_str().unwrap_or_default()

@@ -59,6 +59,7 @@ mod passkeys_step_up;
 mod policy;
 mod proposals_create;
 mod queue_search;
+mod rails;
 mod reach;
 mod read_cache;
 mod receipts;

@@ -18,6 +18,7 @@ use crate::policy::PolicyConfig;
 
 pub mod escalation;
 mod operations;
+pub mod rails;
 mod reach;
 mod validate;
 
@@ -49,7 +50,11 @@ pub struct Settings {
     pub currency_caps_minor: BTreeMap<String, u64>,
     pub policy: PolicyConfig,
     pub slack: SlackSettings,
+    /// The default rail: the bundled simulator, or a rail speaking its API.
     pub rail: RailSettings,
+    /// More rails, by name (`[rails.NAME]`: Stripe, bank files…), which
+    /// tenants choose with `tenants.ID.rail`.
+    pub rails: BTreeMap<String, rails::NamedRail>,
     pub metrics: MetricsSettings,
     pub webhooks: WebhookSettings,
     pub risk: RiskSettings,
@@ -204,6 +209,10 @@ pub struct TenantSettings {
     pub escalation: Vec<EscalationRule>,
     /// Approvals required from named groups, per amount band.
     pub group_approval: Vec<escalation::GroupRule>,
+    /// The rail the tenant's payments go to (`[rails.NAME]`); unset: the
+    /// default rail (`[rail]`). Open payments stay on the rail they were
+    /// submitted to.
+    pub rail: Option<String>,
 }
 
 impl Default for TenantSettings {
@@ -213,6 +222,7 @@ impl Default for TenantSettings {
             approval_groups: BTreeMap::new(),
             escalation: Vec::new(),
             group_approval: Vec::new(),
+            rail: None,
         }
     }
 }
@@ -451,6 +461,7 @@ impl Default for Settings {
             policy: PolicyConfig::default(),
             slack: SlackSettings::default(),
             rail: RailSettings::default(),
+            rails: BTreeMap::new(),
             metrics: MetricsSettings::default(),
             webhooks: WebhookSettings::default(),
             risk: RiskSettings::default(),
@@ -483,11 +494,13 @@ const SETTINGS_KEYS: &[&str] = &[
     "policy",
     "slack",
     "rail",
+    "rails",
     "metrics",
     "webhooks",
     "risk",
     "mcp",
     "oidc",
+    "passkeys",
     "tenants",
     "agent_api",
     "tracing",

@@ -59,6 +59,7 @@ impl Settings {
         if !self.rail.simulator_listen.ip().is_loopback() {
             return bad("rail.simulator_listen", "the bundled simulator listens on loopback only");
         }
+        self.validate_rails()?;
         if !(self.risk.unusual_amount_factor.is_finite() && self.risk.unusual_amount_factor > 1.0) {
             return bad("risk.unusual_amount_factor", "must be a number greater than 1");
         }
@@ -87,6 +88,45 @@ impl Settings {
         self.validate_slack()?;
         self.validate_oidc()?;
         self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
+    }
+
+    /// The named rails, and each tenant's choice of one.
+    pub(super) fn validate_rails(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
+        for (name, rail) in &self.rails {
+            let name_ok = (1..=32).contains(&name.len())
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+            if !name_ok || name == crate::rail::DEFAULT_RAIL {
+                return bad(
+                    &format!("rails.{name}"),
+                    "a rail's name is 1 to 32 of a-z, 0-9, - and _, and not `default`",
+                );
+            }
+            if let Err((key, why)) = rail.check() {
+                return bad(&format!("rails.{name}.{key}"), &why);
+            }
+        }
+        for (tenant, t) in &self.tenants {
+            if let Some(rail) = &t.rail {
+                if rail != crate::rail::DEFAULT_RAIL && !self.rails.contains_key(rail) {
+                    return bad(&format!("tenants.{tenant}.rail"), "names no rail: define it as [rails.NAME]");
+                }
+            }
+        }
+        for (name, rail) in &self.rails {
+            if matches!(rail, rails::NamedRail::Iso20022(_)) && self.tenants_on(name).len() > 1 {
+                return bad(
+                    &format!("rails.{name}"),
+                    "a bank-file rail is one debtor account: one tenant may use it, not several",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The tenants whose payments go to rail `name`.
+    pub fn tenants_on(&self, name: &str) -> Vec<&str> {
+        self.tenants.iter().filter(|(_, t)| t.rail.as_deref() == Some(name)).map(|(id, _)| id.as_str()).collect()
     }
 
     pub(super) fn validate_slack(&self) -> Result<(), ConfigError> {

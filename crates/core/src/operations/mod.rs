@@ -31,7 +31,9 @@ use crate::config::Config;
 use crate::domain::{ProposalKind, ProposalStatus, Role};
 use crate::rail::InFlight;
 use crate::rail::Payments;
-use crate::rail::{CreateOutcome, RailStatus, RailTransfer, ReversalOutcome, TransferOrder, UnknownCause};
+use crate::rail::{
+    CreateOutcome, Lookup, RailStatus, RailTransfer, Refusal, ReversalOutcome, TransferOrder, UnknownCause,
+};
 use crate::store::Store;
 use crate::store::{
     self,
@@ -48,10 +50,11 @@ pub use resolve::{rail_candidates, resolve, Candidate, Resolution, ResolveError,
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RailOutcome {
     /// Settled: the money moved (transfer `paid`, or the reversal done).
-    Succeeded { reference: String },
+    /// `evidence`: the rail's document that says so, where it has one.
+    Succeeded { reference: String, evidence: Option<String> },
     /// Accepted, not settled yet.
     Accepted { reference: String },
-    /// A definite refusal, with the SPEC §6 code.
+    /// A definite refusal, with the SPEC §6 code and why in words.
     Failed { code: &'static str, message: &'static str },
     /// A reversal past the rail's cutoff.
     TooLate,
@@ -62,43 +65,55 @@ pub enum RailOutcome {
 /// The rail's status of a transfer that matches the operation.
 fn from_transfer(t: &RailTransfer) -> RailOutcome {
     match t.status {
-        RailStatus::Paid | RailStatus::Reversed => RailOutcome::Succeeded { reference: t.id.clone() },
-        RailStatus::Pending => RailOutcome::Accepted { reference: t.id.clone() },
-        RailStatus::Failed => {
-            RailOutcome::Failed { code: "rail_rejected", message: "The rail reports the transfer failed." }
+        RailStatus::Paid | RailStatus::Reversed => {
+            RailOutcome::Succeeded { reference: t.id.clone(), evidence: t.evidence.clone() }
         }
+        RailStatus::Pending => RailOutcome::Accepted { reference: t.id.clone() },
+        RailStatus::Failed => match t.failure {
+            Some(r) => RailOutcome::Failed { code: r.decline.code(), message: r.reason },
+            None => RailOutcome::Failed { code: "rail_rejected", message: "The rail reports the transfer failed." },
+        },
     }
 }
 
-fn decline_message(code: &str) -> &'static str {
-    match code {
-        "insufficient_funds" => "The source account has insufficient funds.",
-        "destination_closed" => "The destination account is closed.",
-        "limit_exceeded" => "The amount exceeds the rail's limit.",
-        _ => "The rail rejected the request.",
+fn failed(r: Refusal) -> RailOutcome {
+    RailOutcome::Failed { code: r.decline.code(), message: r.reason }
+}
+
+/// The rail an operation was submitted to; `None` (logged) when the
+/// configuration no longer names it: the operation waits for it.
+pub fn rail_of<'a>(state: &'a impl Payments, op: &OperationRow) -> Option<&'a dyn crate::rail::Rail> {
+    let rail = state.rails().by_name(op.rail.as_deref());
+    if rail.is_none() {
+        tracing::error!(operation_id = %op.id, rail = ?op.rail, "the operation's rail is not configured any more");
     }
+    rail
 }
 
 /// Calls the rail for a recorded operation (first call or resubmission: the
 /// same order under the same idempotency key).
 pub async fn call_rail(state: &impl Payments, op: &OperationRow, row: &store::proposals::ProposalRow) -> RailOutcome {
+    let Some(rail) = rail_of(state, op) else {
+        return RailOutcome::Unknown(UnknownCause::Connection);
+    };
     let canonical = &row.request;
     match canonical.kind {
         ProposalKind::Transfer => {
             let metadata = [("proposal_id", row.id.as_str())];
             let order = TransferOrder {
                 idempotency_key: &op.idempotency_key,
+                operation_id: &op.id,
                 amount_minor: op.amount_minor,
                 currency: &op.currency,
                 destination: canonical.destination.id.expose(),
+                payee_name: &canonical.destination.legal_name,
+                reference: canonical.reference.as_ref().map_or("", |r| r.as_str()),
                 source_account: canonical.source_account.expose(),
                 metadata: &metadata,
             };
-            match state.rail().create_transfer(&order).await {
+            match rail.create_transfer(&order).await {
                 CreateOutcome::Accepted(t) => from_transfer(&t),
-                CreateOutcome::Declined(d) => {
-                    RailOutcome::Failed { code: d.code(), message: decline_message(d.code()) }
-                }
+                CreateOutcome::Declined(r) => failed(r),
                 CreateOutcome::Unknown(cause) => RailOutcome::Unknown(cause),
             }
         }
@@ -106,12 +121,12 @@ pub async fn call_rail(state: &impl Payments, op: &OperationRow, row: &store::pr
             let Some(transfer) = op.reverses.as_deref() else {
                 return RailOutcome::Failed { code: "rail_rejected", message: "No transfer to reverse." };
             };
-            match state.rail().reverse(transfer, &op.idempotency_key, Some(op.amount_minor)).await {
-                ReversalOutcome::Reversed { reversal_id } => RailOutcome::Succeeded { reference: reversal_id },
-                ReversalOutcome::TooLate => RailOutcome::TooLate,
-                ReversalOutcome::Declined(d) => {
-                    RailOutcome::Failed { code: d.code(), message: decline_message(d.code()) }
+            match rail.reverse(transfer, &op.idempotency_key, Some(op.amount_minor)).await {
+                ReversalOutcome::Reversed { reversal_id } => {
+                    RailOutcome::Succeeded { reference: reversal_id, evidence: None }
                 }
+                ReversalOutcome::TooLate => RailOutcome::TooLate,
+                ReversalOutcome::Declined(r) => failed(r),
                 ReversalOutcome::Unknown(cause) => RailOutcome::Unknown(cause),
             }
         }
@@ -120,8 +135,8 @@ pub async fn call_rail(state: &impl Payments, op: &OperationRow, row: &store::pr
 
 /// How long one rail call may hold an operation ([`store::operations::claim`]):
 /// the whole-request timeout and a margin to record what it answered.
-pub fn rail_call_lease(rail: &crate::config::RailSettings) -> Duration {
-    Duration::milliseconds(rail.total_timeout_ms as i64 + 5_000)
+pub fn rail_call_lease(settings: &crate::config::Settings) -> Duration {
+    Duration::milliseconds(settings.rail_timeout_ms() as i64 + 5_000)
 }
 
 /// How long to wait before looking at an open operation again.
@@ -186,7 +201,7 @@ pub async fn record_knowing(
     known: Option<&Known>,
 ) -> crate::store::Result<Recorded> {
     let (to, update, proposal_to) = match &outcome {
-        RailOutcome::Succeeded { reference } => (
+        RailOutcome::Succeeded { reference, .. } => (
             OpStatus::Succeeded,
             Update { rail_reference: Some(reference), attempted: true, ..Default::default() },
             ProposalStatus::Succeeded,
@@ -516,7 +531,7 @@ async fn reconcile(
 /// Claims one operation for a rail call across processes (several
 /// instances, the CLI); false when another holds it.
 async fn take(state: &(impl Store + Config), op: &OperationRow, now: DateTime<Utc>) -> anyhow::Result<bool> {
-    let lease = now + rail_call_lease(&state.settings().rail);
+    let lease = now + rail_call_lease(state.settings());
     state.db().priority.yield_to_foreground().await;
     Ok(store::operations::claim(&mut *state.db().writer().await?, &op.id, now, lease).await?)
 }
@@ -541,10 +556,18 @@ async fn reconcile_claimed(
         Ok(Step::Later(store::operations::NextCheck { id: op.id.clone(), at: next_check(state, op, now), attempted }))
     };
     let canonical = &row.request;
-    let in_window = now < op.created_at + Duration::seconds(state.settings().rail.resubmit_window_secs as i64);
+    let Some(rail) = rail_of(state, op) else {
+        return later(false);
+    };
+    let in_window = now < op.created_at + rail.profile().resubmit_window;
 
     let outcome = if op.kind == "transfer" {
-        match state.rail().find_by_group(&op.idempotency_key).await {
+        let lookup = Lookup {
+            key: &op.idempotency_key,
+            destination: canonical.destination.id.expose(),
+            since: op.created_at - Duration::hours(1),
+        };
+        match rail.find(&lookup).await {
             Err(cause) => {
                 tracing::warn!(operation_id = %op.id, ?cause, "rail record could not be read; will retry");
                 return later(true);
@@ -655,6 +678,7 @@ pub async fn reconcile_due(
     state: &(impl Store + Clock + Config + Notifier + Payments + crate::approval::receipts::Receipts),
     now: DateTime<Utc>,
 ) -> anyhow::Result<Vec<(String, Reconciled)>> {
+    sync_rails(state).await;
     let due = store::operations::due(&state.db().read, now, now, 100).await?;
     let mut done = Vec::with_capacity(due.len());
     let mut mine = Vec::with_capacity(due.len());
@@ -672,7 +696,7 @@ pub async fn reconcile_due(
         return Ok(done);
     }
     state.db().priority.yield_to_foreground().await;
-    let lease = rail_call_lease(&state.settings().rail);
+    let lease = rail_call_lease(state.settings());
     let ids: Vec<&str> = mine.iter().map(|(op, _)| op.id.as_str()).collect();
     let claimed = store::operations::claim_all(&mut *state.db().writer().await?, &ids, now, now + lease).await?;
     let mut later = Vec::new();
@@ -695,7 +719,7 @@ pub async fn reconcile_due(
         }
         // The claim covers one rail call begun within its margin; one whose
         // turn comes later is released for the next pass.
-        if state.now() - now >= lease - Duration::milliseconds(state.settings().rail.total_timeout_ms as i64) {
+        if state.now() - now >= lease - Duration::milliseconds(state.settings().rail_timeout_ms() as i64) {
             later.push(store::operations::NextCheck { id: op.id.clone(), at: op.next_check_at, attempted: false });
             done.push((op.id.clone(), Reconciled::StillOpen));
             continue;
@@ -714,6 +738,17 @@ pub async fn reconcile_due(
         store::operations::reschedule_all(&mut *state.db().writer().await?, &later).await?;
     }
     Ok(done)
+}
+
+/// Lets every rail exchange what it moves on its own schedule (a bank
+/// rail writes its due files and reads the bank's documents) before a pass
+/// reads it. A rail that fails is left to the next pass.
+pub async fn sync_rails(state: &impl Payments) {
+    for (name, rail) in state.rails().all() {
+        if let Err(cause) = rail.sync().await {
+            tracing::warn!(rail = name, ?cause, "rail sync failed; the next pass tries again");
+        }
+    }
 }
 
 /// The background worker: runs until shutdown, a pass every interval.
@@ -761,21 +796,34 @@ mod tests {
 
     #[async_trait::async_trait]
     impl crate::rail::Rail for Pending {
+        fn profile(&self) -> crate::rail::RailProfile {
+            crate::rail::RailProfile {
+                kind: crate::rail::RailKind::Simulator,
+                resubmit_window: Duration::hours(23),
+                reverses: true,
+            }
+        }
         async fn create_transfer(&self, _: &crate::rail::TransferOrder<'_>) -> crate::rail::CreateOutcome {
             unreachable!("a check only reads")
         }
-        async fn find_by_group(&self, key: &str) -> Result<Vec<crate::rail::RailTransfer>, UnknownCause> {
+        async fn find(&self, lookup: &Lookup<'_>) -> Result<Vec<crate::rail::RailTransfer>, UnknownCause> {
             Ok(vec![crate::rail::RailTransfer {
                 id: "tr_1".into(),
                 amount_minor: 100,
                 currency: "USD".into(),
                 destination: self.destination.clone(),
-                transfer_group: Some(key.into()),
+                transfer_group: Some(lookup.key.into()),
                 status: crate::rail::RailStatus::Pending,
                 amount_reversed: 0,
+                created: None,
+                evidence: None,
+                failure: None,
             }])
         }
         async fn get_transfer(&self, _: &str) -> Result<Option<crate::rail::RailTransfer>, UnknownCause> {
+            unreachable!("a check reads by key")
+        }
+        async fn list_since(&self, _: DateTime<Utc>, _: usize) -> Result<Vec<crate::rail::RailTransfer>, UnknownCause> {
             unreachable!("a check reads by key")
         }
         async fn reversals_of(&self, _: &str) -> Result<Vec<crate::rail::RailReversal>, UnknownCause> {

@@ -117,7 +117,8 @@ pub(super) async fn candidates_of(
         // amount — never the transfer's "amount reversed", which another
         // reversal could have filled.
         let Some(reversed) = op.reverses.as_deref() else { return Ok(Vec::new()) };
-        let found = state.rail().reversals_of(reversed).await.map_err(|_| ResolveError::RailUnavailable)?;
+        let rail = rail_of(state, op).ok_or(ResolveError::RailUnavailable)?;
+        let found = rail.reversals_of(reversed).await.map_err(|_| ResolveError::RailUnavailable)?;
         return Ok(found
             .iter()
             .map(|r| {
@@ -142,8 +143,10 @@ pub(super) async fn candidates_of(
             })
             .collect());
     }
-    let found = state.rail().find_by_group(&op.idempotency_key).await.map_err(|_| ResolveError::RailUnavailable)?;
     let destination = canonical.destination.id.expose();
+    let rail = rail_of(state, op).ok_or(ResolveError::RailUnavailable)?;
+    let lookup = Lookup { key: &op.idempotency_key, destination, since: op.created_at - Duration::hours(1) };
+    let found = rail.find(&lookup).await.map_err(|_| ResolveError::RailUnavailable)?;
     Ok(found
         .iter()
         .map(|t| {

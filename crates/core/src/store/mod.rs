@@ -11,6 +11,7 @@
 //! migrations are kept equal to SQLite's by a test (`parity`).
 
 pub mod audit;
+pub mod bank;
 pub mod change_log;
 pub mod delegations;
 pub mod devices;
@@ -53,7 +54,7 @@ mod parity;
 pub(crate) mod test_pg;
 
 pub use rows::Decoded;
-use rows::{Flag, Int, Json, Known, OptTimestamp, Roles, Timestamp, Unsigned};
+use rows::{Flag, Int, Json, Known, OptTimestamp, OptUnsigned, Roles, Timestamp, Unsigned};
 /// Raw SQL is the store's own: the use cases call the store's functions.
 /// The test suites (feature `test-hooks`) may read the database directly.
 #[cfg(not(feature = "test-hooks"))]

@@ -34,6 +34,8 @@ pub struct OperationRow {
     #[sqlx(try_from = "OptTimestamp")]
     pub claimed_until: Option<DateTime<Utc>>,
     pub resolved_by: Option<String>,
+    /// The rail it was submitted to (`None`: the default rail).
+    pub rail: Option<String>,
     #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
     #[sqlx(try_from = "Timestamp")]
@@ -61,6 +63,8 @@ pub struct NewOperation<'a> {
     /// failed (migration 0027); `None` for a reversal, a transfer naming no
     /// invoice, and a copy its approvers confirmed as not a duplicate.
     pub invoice: Option<HeldInvoice<'a>>,
+    /// The rail it goes to (`None`: the default rail).
+    pub rail: Option<&'a str>,
 }
 
 /// A tenant's invoice, as a transfer names it: the payee and the invoice id.
@@ -97,7 +101,7 @@ fn push_insert<'q>(q: &mut Builder<'q>, op: &NewOperation<'q>) {
     q.push(
         "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
              currency, budget_day, reverses, attempts, next_check_at, claimed_until, created_at, updated_at,
-             held_payee_id, held_invoice_id)
+             held_payee_id, held_invoice_id, rail)
          VALUES (",
     );
     q.push_list([op.id, op.proposal_id, op.jti, op.idempotency_key, op.tenant_id, op.kind]);
@@ -105,6 +109,7 @@ fn push_insert<'q>(q: &mut Builder<'q>, op: &NewOperation<'q>) {
     q.push(", ").push_bind(op.budget_day).push(", ").push_bind(op.reverses).push(", 0, ");
     q.push_list([now.clone(), ts(op.claimed_until), now.clone(), now]);
     q.push(", ").push_bind(op.invoice.map(|c| c.payee_id)).push(", ").push_bind(op.invoice.map(|c| c.invoice_id));
+    q.push(", ").push_bind(op.rail);
     // Only the invoice's holder is given way to (any other conflict is an
     // error): the insert then writes and returns nothing. On PostgreSQL a
     // concurrent transaction holding it is waited for, then given way to.

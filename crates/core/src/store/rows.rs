@@ -74,7 +74,7 @@ macro_rules! stored_as {
 }
 
 stored_as!(String: Timestamp, OptTimestamp, Json<T>, Known<T>, Roles);
-stored_as!(Int: Unsigned<T>, Flag);
+stored_as!(Int: Unsigned<T>, OptUnsigned, Flag);
 
 /// An RFC 3339 timestamp (`ts` writes them).
 pub struct Timestamp(DateTime<Utc>);
@@ -184,6 +184,27 @@ where
     fn decode(value: DB::ValueRef<'r>) -> Result<Self, BoxDynError> {
         let Int(v) = Int::decode(value)?;
         T::try_from(v).map(Unsigned).map_err(|_| if v < 0 { "negative" } else { "out of range" }.into())
+    }
+}
+
+/// A non-negative amount or NULL.
+pub struct OptUnsigned(Option<u64>);
+
+impl<'r, DB: Database> Decode<'r, DB> for OptUnsigned
+where
+    Int: Decode<'r, DB>,
+{
+    fn decode(value: DB::ValueRef<'r>) -> Result<Self, BoxDynError> {
+        if value.is_null() {
+            return Ok(OptUnsigned(None));
+        }
+        Unsigned::<u64>::decode(value).map(|v| OptUnsigned(Some(v.0)))
+    }
+}
+
+impl From<OptUnsigned> for Option<u64> {
+    fn from(v: OptUnsigned) -> Self {
+        v.0
     }
 }
 

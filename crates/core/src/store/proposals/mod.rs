@@ -788,6 +788,7 @@ pub(crate) mod tests {
             now,
             claimed_until,
             invoice: None,
+            rail: None,
         }
     }
 

@@ -1,0 +1,151 @@
+//! Bank files: the ISO 20022 rail on its own SQLite ledger, its outbox and
+//! inbox folders, and e2e/rails/bank/bank_sim.py as the bank — which
+//! refuses (exit 2) any file not valid against the official
+//! pain.001.001.09 XSD, and answers with pain.002 and camt.054 it validates
+//! against theirs.
+
+use countersign::config::rails::BankFileRail;
+use countersign::rail::iso20022::BankFiles;
+use countersign::rail::{Decline, Rail};
+use countersign::store::{Backend, Db};
+use std::path::{Path, PathBuf};
+
+use crate::harness::{checkers_python, fresh, repo, Garbage, Harness, Order, Refusing};
+
+pub const BENEFICIARIES: &str = r#"
+[[beneficiary]]
+id = "ba_northwind0007"
+name = "Northwind Traders Ltd"
+iban = "FR1420041010050500013M02606"
+bic = "BNPAFRPP"
+
+[[beneficiary]]
+id = "ba_closed0001"
+name = "Closed Account GmbH"
+iban = "DE89370400440532013000"
+"#;
+
+pub struct BankHarness {
+    rail: BankFiles,
+    python: PathBuf,
+    dir: tempfile::TempDir,
+    /// `--reject E2E=CODE` for the bank's next answer.
+    reject: std::sync::Mutex<Vec<String>>,
+}
+
+/// A bank-file rail's folders and settings in `dir`.
+pub fn settings(dir: &Path) -> BankFileRail {
+    for sub in ["out", "in"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(dir.join("beneficiaries.toml"), BENEFICIARIES).unwrap();
+    BankFileRail {
+        outbox: dir.join("out"),
+        inbox: dir.join("in"),
+        debtor_name: "Acme Corp".into(),
+        debtor_iban: "DE89370400440532013000".into(),
+        debtor_bic: Some("COBADEFFXXX".into()),
+        beneficiaries: dir.join("beneficiaries.toml"),
+        cut_every_secs: 0,
+    }
+}
+
+/// Runs the bank once over the folders: every new file validated against
+/// the XSD (the test fails on an invalid one), answers written to the inbox.
+pub fn bank_answers(python: &Path, dir: &Path, args: &[String]) -> serde_json::Value {
+    let out = std::process::Command::new(python)
+        .arg(repo().join("e2e/rails/bank/bank_sim.py"))
+        .arg("respond")
+        .arg("--outbox")
+        .arg(dir.join("out"))
+        .arg("--inbox")
+        .arg(dir.join("in"))
+        .arg("--state")
+        .arg(dir.join("bank-state.json"))
+        .args(args)
+        .output()
+        .expect("run the bank");
+    assert!(
+        out.status.success(),
+        "the bank refused what Countersign wrote (XSD): {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).expect("the bank's summary")
+}
+
+impl BankHarness {
+    pub async fn start() -> Option<BankHarness> {
+        let python = checkers_python()?;
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect(&Backend::Sqlite { data_dir: dir.path().join("data") }).await.unwrap();
+        let rail = BankFiles::new("bank", Some("acme".into()), settings(dir.path()), db).unwrap();
+        Some(BankHarness { rail, python, dir, reject: Default::default() })
+    }
+}
+
+#[async_trait::async_trait]
+impl Harness for BankHarness {
+    fn rail(&self) -> &dyn Rail {
+        &self.rail
+    }
+
+    fn order(&self, amount: u64) -> Order {
+        let operation = fresh("op");
+        Order {
+            key: format!("cs-{operation}"),
+            operation,
+            amount,
+            currency: "EUR".into(),
+            destination: "ba_northwind0007".into(),
+        }
+    }
+
+    /// The bank's view: transactions with this end-to-end id in the files.
+    async fn count(&self, o: &Order) -> usize {
+        self.rail.sync().await.unwrap();
+        let needle = format!("<EndToEndId>{}</EndToEndId>", o.operation);
+        std::fs::read_dir(self.dir.path().join("out"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap().matches(&needle).count())
+            .sum()
+    }
+
+    async fn settle(&self) {
+        self.rail.sync().await.unwrap();
+        let mut args = Vec::new();
+        for r in self.reject.lock().unwrap().drain(..) {
+            args.push("--reject".to_owned());
+            args.push(r);
+        }
+        bank_answers(&self.python, self.dir.path(), &args);
+        self.rail.sync().await.unwrap();
+    }
+
+    async fn refused_order(&self) -> (Order, Decline, Refusing) {
+        let o = Order { destination: "ba_closed0001".into(), ..self.order(5_000) };
+        self.reject.lock().unwrap().push(format!("{}=AC04", o.operation));
+        (o, Decline::DestinationClosed, Refusing::Later)
+    }
+
+    /// Down: the outbox folder is gone (an unmounted share).
+    async fn down(&self) {
+        std::fs::rename(self.dir.path().join("out"), self.dir.path().join("out-away")).unwrap();
+    }
+
+    async fn up(&self) {
+        std::fs::rename(self.dir.path().join("out-away"), self.dir.path().join("out")).unwrap();
+    }
+
+    async fn drop_next(&self) -> bool {
+        false
+    }
+
+    async fn garbage(&self) -> Garbage {
+        std::fs::write(self.dir.path().join("in/9999-garbage.xml"), b"<html><body>not a statement</body></html>")
+            .unwrap();
+        Garbage::Document
+    }
+}
