@@ -147,9 +147,12 @@ async fn alternated(
     commits: &[(String, Vec<u8>)],
     rail: std::net::SocketAddr,
 ) -> anyhow::Result<Measured> {
-    let direct = Direct { addr: rail, headers: Vec::new(), form: Box::new(|key, id| rail_form(key, id)) };
+    let direct = Direct { addr: rail, headers: Vec::new(), form: Box::new(rail_form) };
     alternated_with(server, headers, commits, Some(&direct)).await
 }
+
+/// The form of a direct rail call for (idempotency key, proposal id).
+pub(crate) type FormFn = Box<dyn Fn(&str, &str) -> String + Send + Sync>;
 
 /// The direct call that stands for a commit's rail call: `POST
 /// /v1/transfers` to `addr` with these headers (and the idempotency key)
@@ -157,7 +160,7 @@ async fn alternated(
 pub(crate) struct Direct {
     pub addr: std::net::SocketAddr,
     pub headers: Vec<(&'static str, String)>,
-    pub form: Box<dyn Fn(&str, &str) -> String + Send + Sync>,
+    pub form: FormFn,
 }
 
 /// [`alternated`], with the rail's direct call of `direct` (none: a rail

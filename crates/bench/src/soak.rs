@@ -278,7 +278,11 @@ pub async fn run(env: &Env, args: &SoakArgs) -> anyhow::Result<i32> {
     let report = check(env, &server_dir, &db, &soak).await?;
     db.close().await;
     if let Some(d) = deployment {
-        d.drop_database().await?;
+        if std::env::var_os("COUNTERSIGN_SOAK_KEEP_DATABASE").is_some() {
+            println!("  kept the database for inspection: {}", d.url);
+        } else {
+            d.drop_database().await?;
+        }
     }
     rail.stop().await;
     let log = std::fs::read_to_string(server_dir.dir.join("server.log")).unwrap_or_default();

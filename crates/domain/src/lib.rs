@@ -3,6 +3,7 @@
 //! WebAssembly too) depend on it, never the other way round, so the UI's
 //! statuses and roles are the same enums the server enforces.
 
+pub mod bank;
 pub mod canonical;
 pub mod fields;
 #[cfg(any(test, feature = "fixtures"))]

@@ -28,8 +28,11 @@ use crate::store::Db;
 /// tenant's choice.
 pub fn build(settings: &Settings, default_url: &str, db: &Db) -> anyhow::Result<Rails> {
     let window = chrono::Duration::seconds(settings.rail.resubmit_window_secs as i64);
-    let default = simulator::SimulatorRail::with_window(settings.rail_config(default_url), window)?;
+    let r = &settings.rail;
+    let config = http_config(default_url, r.api_key.clone(), r.connect_timeout_ms, r.total_timeout_ms);
+    let default = simulator::SimulatorRail::with_window(config, window)?;
     let mut named: BTreeMap<String, Arc<dyn Rail>> = BTreeMap::new();
+    let clock = crate::clock::SystemClock::skewed(crate::hooks::TestHooks::from_env().clock_skew_secs);
     for (name, rail) in &settings.rails {
         let built: Arc<dyn Rail> = match rail {
             NamedRail::Simulator(r) => Arc::new(simulator::SimulatorRail::with_window(
@@ -45,7 +48,7 @@ pub fn build(settings: &Settings, default_url: &str, db: &Db) -> anyhow::Result<
             NamedRail::Iso20022(r) => {
                 let tenant = settings.tenants_on(name).first().map(|t| (*t).to_owned());
                 Arc::new(
-                    iso20022::BankFiles::new(name, tenant, r.clone(), db.clone())
+                    iso20022::BankFiles::new(name, tenant, r.clone(), db.clone(), clock)
                         .map_err(|e| anyhow::anyhow!("rails.{name}.beneficiaries: {e}"))?,
                 )
             }

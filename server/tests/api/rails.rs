@@ -230,14 +230,16 @@ async fn a_tenant_on_stripe_pays_through_transfers_with_the_pinned_version() {
     let Some(python) = checkers_python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let url_file = dir.path().join("stripe.url");
-    let mut fake = std::process::Command::new(python)
-        .arg(repo_root().join("e2e/rails/stripe/stripe_fake.py"))
-        .arg("--url-file")
-        .arg(&url_file)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let _fake = Reaped(
+        std::process::Command::new(python)
+            .arg(repo_root().join("e2e/rails/stripe/stripe_fake.py"))
+            .arg("--url-file")
+            .arg(&url_file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let url = loop {
         if let Ok(u) = std::fs::read_to_string(&url_file) {
             break u.trim().to_owned();
@@ -264,7 +266,16 @@ async fn a_tenant_on_stripe_pays_through_transfers_with_the_pinned_version() {
     assert_eq!(create["headers"]["Stripe-Version"], countersign::config::rails::STRIPE_API_VERSION);
     assert_eq!(create["params"]["transfer_group"], create["headers"]["Idempotency-Key"]);
     assert_eq!(create["status"], 200, "Stripe's description accepts what was sent: {create}");
-    let _ = fake.kill();
+}
+
+/// A child process killed and reaped when dropped.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// A configuration naming a rail that does not exist, or a second tenant

@@ -79,7 +79,7 @@ impl BankHarness {
         let python = checkers_python()?;
         let dir = tempfile::tempdir().unwrap();
         let db = Db::connect(&Backend::Sqlite { data_dir: dir.path().join("data") }).await.unwrap();
-        let rail = BankFiles::new("bank", Some("acme".into()), settings(dir.path()), db).unwrap();
+        let rail = BankFiles::new("bank", Some("acme".into()), settings(dir.path()), db, Default::default()).unwrap();
         Some(BankHarness { rail, python, dir, reject: Default::default() })
     }
 }

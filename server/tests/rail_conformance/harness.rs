@@ -160,3 +160,14 @@ pub async fn control(http: &reqwest::Client, url: String, body: serde_json::Valu
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(30)).build().expect("client")
 }
+
+/// A child process, killed and reaped when dropped (a test that fails
+/// while starting it leaves nothing behind).
+pub struct Child(pub std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -19,36 +19,31 @@ use countersign::rail::stripe::{StripeConfig, StripeRail};
 use countersign::rail::{CreateOutcome, Decline, Rail, RailConfig, RailStatus, UnknownCause};
 use std::process::Stdio;
 
-use crate::harness::{checkers_python, fresh, http_client, Order};
+use crate::harness::{checkers_python, fresh, http_client, Child, Order};
 
 struct LocalStripe {
     url: String,
-    child: std::process::Child,
-}
-
-impl Drop for LocalStripe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    _child: Child,
 }
 
 async fn start() -> Option<LocalStripe> {
     let python = checkers_python()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = std::process::Command::new(&python)
-        .args(["-m", "localstripe", "--from-scratch", "--port", &port.to_string()])
-        .current_dir(std::env::temp_dir())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start localstripe");
+    let child = Child(
+        std::process::Command::new(&python)
+            .args(["-m", "localstripe", "--from-scratch", "--port", &port.to_string()])
+            .current_dir(std::env::temp_dir())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start localstripe"),
+    );
     let url = format!("http://127.0.0.1:{port}");
     let http = http_client();
     for _ in 0..200 {
         let up = http.get(format!("{url}/v1/payouts")).bearer_auth("sk_test_x").send().await;
         if up.is_ok_and(|r| r.status().is_success()) {
-            return Some(LocalStripe { url, child });
+            return Some(LocalStripe { url, _child: child });
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }

@@ -10,7 +10,9 @@ use countersign::rail::{Decline, Rail, RailConfig};
 use serde_json::{json, Value};
 use std::process::Stdio;
 
-use crate::harness::{checkers_python, control, fresh, http_client, repo, Garbage, Harness, Order, Proxy, Refusing};
+use crate::harness::{
+    checkers_python, control, fresh, http_client, repo, Child, Garbage, Harness, Order, Proxy, Refusing,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -29,29 +31,24 @@ pub struct StripeHarness {
     base: String,
     http: reqwest::Client,
     proxy: Proxy,
-    child: std::process::Child,
+    _child: Child,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for StripeHarness {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts the Stripe fake; its URL once it serves.
-pub async fn start_fake(dir: &std::path::Path) -> Option<(std::process::Child, String)> {
+pub async fn start_fake(dir: &std::path::Path) -> Option<(Child, String)> {
     let python = checkers_python()?;
     let url_file = dir.join("stripe.url");
-    let child = std::process::Command::new(python)
-        .arg(repo().join("e2e/rails/stripe/stripe_fake.py"))
-        .arg("--url-file")
-        .arg(&url_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the Stripe fake");
+    let child = Child(
+        std::process::Command::new(python)
+            .arg(repo().join("e2e/rails/stripe/stripe_fake.py"))
+            .arg("--url-file")
+            .arg(&url_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Stripe fake"),
+    );
     for _ in 0..200 {
         if let Ok(url) = std::fs::read_to_string(&url_file) {
             return Some((child, url.trim().to_owned()));
@@ -87,7 +84,7 @@ impl StripeHarness {
             resubmit_window: chrono::Duration::hours(23),
         })
         .unwrap();
-        Some(StripeHarness { rail, mode, base, http, proxy, child, _dir: dir })
+        Some(StripeHarness { rail, mode, base, http, proxy, _child: child, _dir: dir })
     }
 
     async fn objects(&self) -> Vec<Value> {

@@ -628,16 +628,6 @@ impl Settings {
         }
     }
 
-    /// The rail client these settings describe, pointed at `url`.
-    pub fn rail_config(&self, url: &str) -> crate::rail::RailConfig {
-        crate::rail::RailConfig {
-            base_url: url.to_owned(),
-            api_key: self.rail.api_key.clone(),
-            connect_timeout: std::time::Duration::from_millis(self.rail.connect_timeout_ms),
-            total_timeout: std::time::Duration::from_millis(self.rail.total_timeout_ms),
-        }
-    }
-
     /// A proposal's page in the console (the API's `approval_url`, Slack's links).
     pub fn proposal_url(&self, id: &str) -> String {
         format!("{}/proposals/{id}", self.public_url.trim_end_matches('/'))

@@ -6,6 +6,9 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// The name of the `[rail]` section's rail.
+pub const DEFAULT_RAIL: &str = "default";
+
 /// The Stripe API version the connector pins (`Stripe-Version`) and whose
 /// published OpenAPI description its tests check it against
 /// (e2e/rails/stripe/).
@@ -160,7 +163,7 @@ impl NamedRail {
                 http(&r.url, r.api_key.as_ref(), r.connect_timeout_ms, r.total_timeout_ms, r.resubmit_window_secs)
             }
             NamedRail::Iso20022(r) => {
-                use crate::rail::iso20022::fields as iso;
+                use crate::domain::bank as iso;
                 if !iso::name_ok(&r.debtor_name) {
                     return Err(("debtor_name", "must be 1 to 140 characters the bank's character set allows".into()));
                 }

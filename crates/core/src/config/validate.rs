@@ -96,7 +96,7 @@ impl Settings {
         for (name, rail) in &self.rails {
             let name_ok = (1..=32).contains(&name.len())
                 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-            if !name_ok || name == crate::rail::DEFAULT_RAIL {
+            if !name_ok || name == rails::DEFAULT_RAIL {
                 return bad(
                     &format!("rails.{name}"),
                     "a rail's name is 1 to 32 of a-z, 0-9, - and _, and not `default`",
@@ -108,7 +108,7 @@ impl Settings {
         }
         for (tenant, t) in &self.tenants {
             if let Some(rail) = &t.rail {
-                if rail != crate::rail::DEFAULT_RAIL && !self.rails.contains_key(rail) {
+                if rail != rails::DEFAULT_RAIL && !self.rails.contains_key(rail) {
                     return bad(&format!("tenants.{tenant}.rail"), "names no rail: define it as [rails.NAME]");
                 }
             }

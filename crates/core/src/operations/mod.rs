@@ -28,12 +28,10 @@ use serde_json::json;
 use crate::changes::Notifier;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::domain::{ProposalKind, ProposalStatus, Role};
+use crate::domain::{ProposalStatus, Role};
 use crate::rail::InFlight;
 use crate::rail::Payments;
-use crate::rail::{
-    CreateOutcome, Lookup, RailStatus, RailTransfer, Refusal, ReversalOutcome, TransferOrder, UnknownCause,
-};
+use crate::rail::{Lookup, RailStatus, RailTransfer};
 use crate::store::Store;
 use crate::store::{
     self,
@@ -42,96 +40,13 @@ use crate::store::{
     StoreError,
 };
 
+mod call;
 mod resolve;
 
+use call::from_transfer;
+pub use call::{call_rail, rail_of, sync_rails, RailOutcome};
+
 pub use resolve::{rail_candidates, resolve, Candidate, Resolution, ResolveError, Resolver};
-
-/// What the rail said, in the operation's terms.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RailOutcome {
-    /// Settled: the money moved (transfer `paid`, or the reversal done).
-    /// `evidence`: the rail's document that says so, where it has one.
-    Succeeded { reference: String, evidence: Option<String> },
-    /// Accepted, not settled yet.
-    Accepted { reference: String },
-    /// A definite refusal, with the SPEC §6 code and why in words.
-    Failed { code: &'static str, message: &'static str },
-    /// A reversal past the rail's cutoff.
-    TooLate,
-    /// The money may or may not have moved.
-    Unknown(UnknownCause),
-}
-
-/// The rail's status of a transfer that matches the operation.
-fn from_transfer(t: &RailTransfer) -> RailOutcome {
-    match t.status {
-        RailStatus::Paid | RailStatus::Reversed => {
-            RailOutcome::Succeeded { reference: t.id.clone(), evidence: t.evidence.clone() }
-        }
-        RailStatus::Pending => RailOutcome::Accepted { reference: t.id.clone() },
-        RailStatus::Failed => match t.failure {
-            Some(r) => RailOutcome::Failed { code: r.decline.code(), message: r.reason },
-            None => RailOutcome::Failed { code: "rail_rejected", message: "The rail reports the transfer failed." },
-        },
-    }
-}
-
-fn failed(r: Refusal) -> RailOutcome {
-    RailOutcome::Failed { code: r.decline.code(), message: r.reason }
-}
-
-/// The rail an operation was submitted to; `None` (logged) when the
-/// configuration no longer names it: the operation waits for it.
-pub fn rail_of<'a>(state: &'a impl Payments, op: &OperationRow) -> Option<&'a dyn crate::rail::Rail> {
-    let rail = state.rails().by_name(op.rail.as_deref());
-    if rail.is_none() {
-        tracing::error!(operation_id = %op.id, rail = ?op.rail, "the operation's rail is not configured any more");
-    }
-    rail
-}
-
-/// Calls the rail for a recorded operation (first call or resubmission: the
-/// same order under the same idempotency key).
-pub async fn call_rail(state: &impl Payments, op: &OperationRow, row: &store::proposals::ProposalRow) -> RailOutcome {
-    let Some(rail) = rail_of(state, op) else {
-        return RailOutcome::Unknown(UnknownCause::Connection);
-    };
-    let canonical = &row.request;
-    match canonical.kind {
-        ProposalKind::Transfer => {
-            let metadata = [("proposal_id", row.id.as_str())];
-            let order = TransferOrder {
-                idempotency_key: &op.idempotency_key,
-                operation_id: &op.id,
-                amount_minor: op.amount_minor,
-                currency: &op.currency,
-                destination: canonical.destination.id.expose(),
-                payee_name: &canonical.destination.legal_name,
-                reference: canonical.reference.as_ref().map_or("", |r| r.as_str()),
-                source_account: canonical.source_account.expose(),
-                metadata: &metadata,
-            };
-            match rail.create_transfer(&order).await {
-                CreateOutcome::Accepted(t) => from_transfer(&t),
-                CreateOutcome::Declined(r) => failed(r),
-                CreateOutcome::Unknown(cause) => RailOutcome::Unknown(cause),
-            }
-        }
-        ProposalKind::Reversal => {
-            let Some(transfer) = op.reverses.as_deref() else {
-                return RailOutcome::Failed { code: "rail_rejected", message: "No transfer to reverse." };
-            };
-            match rail.reverse(transfer, &op.idempotency_key, Some(op.amount_minor)).await {
-                ReversalOutcome::Reversed { reversal_id } => {
-                    RailOutcome::Succeeded { reference: reversal_id, evidence: None }
-                }
-                ReversalOutcome::TooLate => RailOutcome::TooLate,
-                ReversalOutcome::Declined(r) => failed(r),
-                ReversalOutcome::Unknown(cause) => RailOutcome::Unknown(cause),
-            }
-        }
-    }
-}
 
 /// How long one rail call may hold an operation ([`store::operations::claim`]):
 /// the whole-request timeout and a margin to record what it answered.
@@ -740,17 +655,6 @@ pub async fn reconcile_due(
     Ok(done)
 }
 
-/// Lets every rail exchange what it moves on its own schedule (a bank
-/// rail writes its due files and reads the bank's documents) before a pass
-/// reads it. A rail that fails is left to the next pass.
-pub async fn sync_rails(state: &impl Payments) {
-    for (name, rail) in state.rails().all() {
-        if let Err(cause) = rail.sync().await {
-            tracing::warn!(rail = name, ?cause, "rail sync failed; the next pass tries again");
-        }
-    }
-}
-
 /// The background worker: runs until shutdown, a pass every interval.
 pub async fn run(
     state: std::sync::Arc<
@@ -775,6 +679,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rail::UnknownCause;
     use crate::store::operations::NewOperation;
     use crate::store::proposals::tests::{operation_1, registry, sample, token_1};
     use crate::store::proposals::{insert, insert_token};

@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use super::Rail;
 
-/// The name of the `[rail]` section's rail.
-pub const DEFAULT_RAIL: &str = "default";
+pub use crate::config::rails::DEFAULT_RAIL;
 
 /// The process's rails.
 #[derive(Clone)]
