@@ -428,8 +428,10 @@ async fn decide_inner(
     let checked = stepped_up(state, approver, &row, nonce, now).await?;
 
     let mut tx = state.db().begin().await?;
+    // Locked: the approvals counted below include every approval committed
+    // before this one (two approvers at once on two instances).
     let current =
-        store::proposals::get_in(&mut tx, &approver.tenant_id, proposal_id).await?.ok_or(DecideError::NotFound)?;
+        store::proposals::get_locked(&mut tx, &approver.tenant_id, proposal_id).await?.ok_or(DecideError::NotFound)?;
     if !DECIDABLE.contains(&current.status) {
         return Err(DecideError::InvalidState(current.status));
     }

@@ -274,3 +274,28 @@ purposes = ["refund"]
     let p = server.get_proposal(ACME_BOT_KEY, &id).await;
     assert_eq!(p.body["approval_token"], Value::Null, "{}", p.text);
 }
+
+/// Two approvers giving the two approvals of a dual approval at the same
+/// moment (the soak's two instances on PostgreSQL did, and each counted
+/// only its own): the proposal is approved every time, with both.
+#[tokio::test]
+async fn two_approvals_given_at_the_same_moment_both_count() {
+    let server = TestServer::start().await;
+    apply_user(&server, "acme", "cleo", &["approver"], 50_000_000).await;
+    let (ben, cleo) = (Console::sign_in(&server, "ben").await, Console::sign_in(&server, "cleo").await);
+    for round in 0..10 {
+        let body = with(
+            transfer(),
+            json!({"run_id": format!("race-{round}"), "amount_minor": 2_000_000,
+                                          "invoice_id": format!("race-{round}")}),
+        );
+        let p = server.create(&body).await;
+        assert_eq!(p["policy"]["required_approvals"], 2, "{p}");
+        let id = p["id"].as_str().unwrap();
+        let (a, b) = tokio::join!(ben.approve(id), cleo.approve(id));
+        assert_eq!((a.status, b.status), (200, 200), "{} / {}", a.text, b.text);
+        let after = server.get_proposal(ACME_BOT_KEY, id).await.body;
+        assert_eq!(after["status"], "approved", "round {round}: both approvals count: {after}");
+        assert_eq!(after["approvals"].as_array().unwrap().len(), 2);
+    }
+}

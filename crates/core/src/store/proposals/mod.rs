@@ -184,6 +184,21 @@ pub async fn get_in(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<Pr
     row.as_ref().map(Row::decode).transpose()
 }
 
+/// [`get_in`], and on PostgreSQL the proposal's row locked to the end of
+/// the transaction (`FOR UPDATE`): a decision reads the approvals given
+/// after every other decision on the proposal committed, so two approvers
+/// approving at once on two instances each count the other's. (SQLite's
+/// one writer, `BEGIN IMMEDIATE`, does so already.)
+pub async fn get_locked(conn: &mut Conn, tenant: &str, id: &str) -> Result<Option<ProposalRow>> {
+    let lock = if conn.is_postgres() { " FOR UPDATE OF p" } else { "" };
+    let row = query(format!("{SELECT} WHERE p.tenant_id = ? AND p.id = ?{lock}"))
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(Row::decode).transpose()
+}
+
 /// Filters for a listing; `cursor` is the id of the last item of the previous page.
 #[derive(Debug, Clone)]
 pub struct Listing<'a> {
