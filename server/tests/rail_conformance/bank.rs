@@ -149,3 +149,32 @@ impl Harness for BankHarness {
         Garbage::Document
     }
 }
+
+/// The other shapes a bank answers in: an end-of-day statement (camt.053)
+/// books, and a status report of the version most banks still send
+/// (pain.002.001.03) rejects with its reason.
+#[tokio::test]
+async fn a_statement_and_an_older_status_report_are_read_too() {
+    use countersign::rail::{CreateOutcome, Decline, Lookup, RailStatus};
+    let Some(h) = BankHarness::start().await else { return };
+    let (paid, refused) = (h.order(12_345), h.order(6_789));
+    for o in [&paid, &refused] {
+        assert!(matches!(h.rail.create_transfer(&o.as_order()).await, CreateOutcome::Accepted(_)));
+    }
+    h.rail.sync().await.unwrap();
+    let reject = format!("{}=AM04", refused.operation);
+    let args: Vec<String> =
+        ["--statement", "camt053", "--pain002", "03", "--reject", &reject].iter().map(|s| (*s).to_owned()).collect();
+    bank_answers(&h.python, h.dir.path(), &args);
+    h.rail.sync().await.unwrap();
+    let since = chrono::Utc::now() - chrono::Duration::hours(1);
+    fn lookup(o: &Order, since: chrono::DateTime<chrono::Utc>) -> Lookup<'_> {
+        Lookup { key: &o.key, destination: &o.destination, since }
+    }
+    let booked = h.rail.find(&lookup(&paid, since)).await.unwrap().pop().unwrap();
+    assert_eq!(booked.status, RailStatus::Paid);
+    assert!(booked.evidence.as_deref().unwrap().starts_with("camt.053.001.08"), "{booked:?}");
+    let rejected = h.rail.find(&lookup(&refused, since)).await.unwrap().pop().unwrap();
+    assert_eq!(rejected.status, RailStatus::Failed);
+    assert_eq!(rejected.failure.map(|f| f.decline), Some(Decline::InsufficientFunds));
+}
