@@ -145,6 +145,15 @@ async fn commit_inner(
         return Err(CommitError::Token("superseded"));
     }
     recheck(state, agent, row, &claims).await?;
+    // The invoice it names, as it stands now; a registered one's open
+    // balance is reserved in the transaction below.
+    let registered = match crate::payables::invoices::at_commit(state, row).await? {
+        Ok(registered) => registered,
+        Err(refused) => {
+            refused_copy(state, agent, row, &refused).await?;
+            return Err(CommitError::Denied(refused));
+        }
+    };
     let reverses = match row.request.kind {
         ProposalKind::Transfer => None,
         ProposalKind::Reversal => Some(reversed_transfer(state, row).await?),
@@ -154,9 +163,10 @@ async fn commit_inner(
     let op_id = store::new_id("op", now);
     let _in_flight = InFlight::claim(state, &op_id).expect("a fresh operation id is not in flight");
     let invoice = crate::duplicates::held(row, &bundle.approvals);
-    let recorded = record(state, row, &claims, &op_id, reverses.as_deref(), invoice, before, now).await;
+    let recorded = record(state, row, &claims, &op_id, reverses.as_deref(), (invoice, registered), before, now).await;
     if let Err(CommitError::Denied(d)) = &recorded {
-        if d.reasons.iter().any(|r| r.rule == crate::duplicates::RULE) {
+        let rule = d.reasons.first().map(|r| r.rule.as_str());
+        if matches!(rule, Some(crate::duplicates::RULE | crate::payables::invoices::RULE_MISMATCH)) {
             refused_copy(state, agent, row, d).await?;
         }
     }
@@ -377,7 +387,7 @@ async fn record(
     claims: &ApprovalClaims,
     op_id: &str,
     reverses: Option<&str>,
-    invoice: Option<store::operations::HeldInvoice<'_>>,
+    (invoice, registered): (Option<store::operations::HeldInvoice<'_>>, Option<store::operations::HeldInvoice<'_>>),
     before: Option<BeforeRecord>,
     now: DateTime<Utc>,
 ) -> Result<Option<(OperationRow, Option<operations::Known>)>, CommitError> {
@@ -399,6 +409,7 @@ async fn record(
         claimed_until: now + operations::rail_call_lease(state.settings()),
         invoice,
         rail: state.settings().tenants.get(&row.tenant_id).and_then(|t| t.rail.as_deref()),
+        reserves: registered,
     };
     if let Some(before) = before {
         if let Some((op, known)) = record_at_once(state, row, &new, before).await? {
@@ -409,7 +420,8 @@ async fn record(
 }
 
 /// Audits a commit refused because another operation holds the invoice
-/// (`operation.refused`, rule `duplicate_invoice`): a copy stopped before
+/// (`operation.refused`, rule `duplicate_invoice`) or its open balance does
+/// not hold the amount (rule `invoice_mismatch`): a payment stopped before
 /// the rail is a control that worked, and the trail says so.
 async fn refused_copy(
     state: &impl Store,
@@ -424,7 +436,7 @@ async fn refused_copy(
         action: "operation.refused".into(),
         proposal_id: Some(row.id.clone()),
         request_hash: Some(row.request_hash.clone()),
-        data: json!({"rule": crate::duplicates::RULE, "policy": decision,
+        data: json!({"rule": decision.reasons.first().map(|r| r.rule.as_str()), "policy": decision,
                      "invoice_id": row.request.invoice_id.as_ref().map(|i| i.as_str())}),
     };
     store::audit::append(&mut tx, &entry).await?;
@@ -555,6 +567,20 @@ async fn record_step_by_step(
             let limit = store::operations::daily_limit(&mut tx, &row.tenant_id, &row.currency).await?;
             let used = store::operations::reserved(&mut tx, &row.tenant_id, &row.currency, day).await?;
             return Err(budget_denied(row, used, limit.unwrap_or(i64::MAX as u64)));
+        }
+    }
+    if let Some(invoice) = op.reserves {
+        let key = store::invoices::InvoiceKey {
+            tenant_id: &row.tenant_id,
+            payee_id: invoice.payee_id,
+            number: invoice.invoice_id,
+        };
+        if !store::invoices::reserve(&mut tx, key, &row.currency, row.amount_minor).await? {
+            // Another payment took the open balance (read now, or committed
+            // while this statement waited for the invoice's row).
+            return Err(CommitError::Denied(
+                crate::payables::invoices::reservation_refused(&mut tx, row, invoice).await?,
+            ));
         }
     }
     let Some(recorded) = store::operations::insert(&mut tx, op).await? else {
@@ -722,7 +748,8 @@ mod tests {
         let row = store::proposals::get(read, "demo", &alone).await.unwrap().unwrap();
         let op_id = store::new_id("op", now);
         let before = BeforeRecord::read(&*state, &alone).await.unwrap();
-        let (op, known) = record(&*state, &row, &claims, &op_id, None, None, before, now).await.unwrap().unwrap();
+        let (op, known) =
+            record(&*state, &row, &claims, &op_id, None, (None, None), before, now).await.unwrap().unwrap();
         let known = known.expect("recorded by the one command");
         let mut writer = state.db().write.acquire().await.unwrap();
         let steps: Vec<String> =

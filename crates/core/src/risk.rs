@@ -11,6 +11,7 @@
 //! | `unusual_amount` | more than `risk.unusual_amount_factor` × the median of the payee's last 50 paid amounts in the currency (at least 3), as of now |
 //! | `new_payee` | the payee was added `risk.recent_payee_days` or fewer days before the proposal (or is no longer in the registry) |
 //! | `payee_changed` | the payee's details changed that recently, or after the proposal was made |
+//! | `account_changed` | the payee is a new bank account that took over from another (a verified change) that recently, or after the proposal was made |
 //!
 //! With `risk.extra_approval`, a proposal with any signal needs one more
 //! approval than policy asks (an automatic approval becomes one human's),
@@ -57,6 +58,7 @@ impl Signal {
             "unusual_amount" => "Unusual amount",
             "new_payee" => "New payee",
             "payee_changed" => "Payee details changed",
+            "account_changed" => "Bank account changed",
             _ => "Risk",
         }
     }
@@ -278,6 +280,21 @@ fn payee_signals(
         }
         _ => {}
     }
+    match dates.account_changed_at {
+        Some(at) if at > proposed_at => signals.push(Signal::new(
+            "account_changed",
+            "The payee's bank account changed after this proposal was made (a verified change).",
+        )),
+        Some(at) if recent(at) => signals.push(Signal::new(
+            "account_changed",
+            format!(
+                "The payee's bank account changed {} before this proposal (verified by a call-back); the first \
+                 payment to it needs more approvals.",
+                days_before(at, proposed_at)
+            ),
+        )),
+        _ => {}
+    }
     signals
 }
 
@@ -326,7 +343,11 @@ mod tests {
         let s = RiskSettings::default();
         let proposed = at("2026-11-20T12:00:00Z");
         let dates = |created: &str, changed: Option<&str>| {
-            Some(store_risk::PayeeDates { created_at: at(created), details_changed_at: changed.map(at) })
+            Some(store_risk::PayeeDates {
+                created_at: at(created),
+                details_changed_at: changed.map(at),
+                account_changed_at: None,
+            })
         };
         let codes = |d| payee_signals(&s, d, proposed).into_iter().map(|s| s.code).collect::<Vec<_>>();
         assert!(codes(dates("2026-01-01T00:00:00Z", None)).is_empty());

@@ -18,6 +18,7 @@ use crate::policy::PolicyConfig;
 
 pub mod escalation;
 mod operations;
+pub mod payables;
 pub mod rails;
 mod reach;
 mod validate;
@@ -58,6 +59,8 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     pub webhooks: WebhookSettings,
     pub risk: RiskSettings,
+    /// Invoices, split payments, bank-account changes, batches (`crate::payables`).
+    pub payables: payables::PayablesSettings,
     pub mcp: McpSettings,
     /// Single sign-on with OpenID Connect (`crate::sso`).
     pub oidc: OidcSettings,
@@ -465,6 +468,7 @@ impl Default for Settings {
             metrics: MetricsSettings::default(),
             webhooks: WebhookSettings::default(),
             risk: RiskSettings::default(),
+            payables: payables::PayablesSettings::default(),
             mcp: McpSettings::default(),
             oidc: OidcSettings::default(),
             passkeys: PasskeySettings::default(),
@@ -498,6 +502,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "metrics",
     "webhooks",
     "risk",
+    "payables",
     "mcp",
     "oidc",
     "passkeys",

@@ -66,7 +66,13 @@ impl Settings {
         if !(2..=1000).contains(&self.database.max_connections) {
             return bad("database.max_connections", "must be between 2 and 1000");
         }
-        for check in [self.agent_api.check(), self.tracing.check(), self.reports.check(), self.notifications.check()] {
+        for check in [
+            self.agent_api.check(),
+            self.tracing.check(),
+            self.reports.check(),
+            self.notifications.check(),
+            self.payables.check(),
+        ] {
             if let Err((key, why)) = check {
                 return bad(&key, why);
             }

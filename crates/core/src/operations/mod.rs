@@ -213,6 +213,13 @@ async fn settle_at_once(
     if let (OpStatus::Failed | OpStatus::TooLate, Some(day)) = (to, &op.budget_day) {
         g.statement(|q| store::operations::push_release(q, &op.tenant_id, &op.currency, day, op.amount_minor));
     }
+    if op.invoice_number.is_some() && matches!(to, OpStatus::Succeeded | OpStatus::Failed | OpStatus::TooLate) {
+        // The registered invoice's reservation: paid, or given back.
+        g.statement(|q| {
+            store::invoices::push_settle(q, op, to, now);
+        })
+        .changed_one("the invoice reservation");
+    }
     g.guard("no receipt since", |q| store::audit::push_receipt_seen(q, &op.proposal_id, known.receipt_seq));
     // Read after every write it shows (the entry appended last is not in it).
     g.statement(|q| store::proposals::push_bundle(q, &op.tenant_id, &op.proposal_id));
@@ -298,6 +305,8 @@ async fn settle(
             store::operations::release(&mut tx, &op.tenant_id, &op.currency, day, op.amount_minor).await?;
         }
     }
+    // A registered invoice's reservation: paid on success, given back on failure.
+    store::invoices::settle(&mut tx, op, to, now).await?;
     let mut reversed_proposal = None;
     if to == OpStatus::Succeeded && op.kind == "reversal" {
         reversed_proposal = mark_reversed(state, &mut tx, op, now).await?;
@@ -325,6 +334,8 @@ async fn mark_reversed(
     let Some(original) = store::operations::by_rail_reference(&mut *tx, &op.tenant_id, reference).await? else {
         return Ok(None);
     };
+    // The money came back: what it paid of a registered invoice is owed again.
+    store::invoices::unpay(tx, &original, op.amount_minor, now).await?;
     if op.amount_minor < original.amount_minor {
         return Ok(None);
     }

@@ -175,26 +175,19 @@ pub async fn assess(
 ) -> Result<Assessed, ProposeError> {
     let request = ProposalRequest::parse(body, state.currencies()).map_err(ProposeError::Validation)?;
     // Reversals are never treated as going to a trusted payee.
-    let (canonical, payee_trusted) = match &request {
+    let (canonical, payee_trusted, payee) = match &request {
         ProposalRequest::Transfer(t) => canonical_transfer(state, agent, t).await?,
-        ProposalRequest::Reversal(r) => (canonical_reversal(state, agent, r).await?, false),
+        ProposalRequest::Reversal(r) => (canonical_reversal(state, agent, r).await?, false, None),
     };
     let hash = canonical.hash();
     let id = store::new_id("prop", now);
-    let decision = policy::evaluate(
-        &state.settings().policy,
-        &PolicyInput {
-            kind: canonical.kind,
-            amount_minor: canonical.amount_minor,
-            currency: canonical.currency,
-            purpose: canonical.purpose_code,
-            source_account: &canonical.source_account,
-            payee_trusted,
-            agent: &agent.scope,
-        },
-    );
-    let decision =
-        state.settings().with_group_rule(&agent.tenant_id, canonical.currency, canonical.amount_minor, decision);
+    let decision = evaluate(state, agent, &canonical, payee_trusted);
+    let decision = match (&payee, decision.outcome) {
+        (Some(payee), outcome) if outcome != Outcome::Denied => {
+            payables_at_intake(state, &canonical, payee, decision).await?
+        }
+        _ => decision,
+    };
     let decision = if state.settings().risk.extra_approval && decision.outcome != Outcome::Denied {
         let subject = crate::risk::Subject {
             id: &id,
@@ -212,6 +205,48 @@ pub async fn assess(
         decision
     };
     Ok(Assessed { canonical, payee_trusted, hash, run_id: request.run_id().as_str().to_owned(), decision, id })
+}
+
+/// Policy's decision for a canonical request, with the tenant's group rule
+/// (the one evaluation intake, split payments and batches share).
+pub fn evaluate(state: &impl Config, agent: &AgentPrincipal, canonical: &CanonicalRequest, trusted: bool) -> Decision {
+    let decision = policy::evaluate(
+        &state.settings().policy,
+        &PolicyInput {
+            kind: canonical.kind,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency,
+            purpose: canonical.purpose_code,
+            source_account: &canonical.source_account,
+            payee_trusted: trusted,
+            agent: &agent.scope,
+        },
+    );
+    state.settings().with_group_rule(&agent.tenant_id, canonical.currency, canonical.amount_minor, decision)
+}
+
+/// The accounts-payable checks of a transfer at intake (`crate::payables`),
+/// after policy: a replaced account and an invoice that does not match are
+/// refused; the first payment after a change of bank account needs more
+/// approvals.
+pub async fn payables_at_intake(
+    state: &(impl Store + Config),
+    canonical: &CanonicalRequest,
+    payee: &store::directory::PayeeEntry,
+    decision: Decision,
+) -> Result<Decision, ProposeError> {
+    use crate::payables::{account_change, invoices};
+    if let Some(refused) = account_change::replaced(payee) {
+        return Ok(refused);
+    }
+    if let Some(refused) = invoices::at_intake(state, canonical).await? {
+        return Ok(refused);
+    }
+    if payee.account_changed_at.is_some() {
+        let paid_since = account_change::paid_since_change(state, payee).await?;
+        return Ok(account_change::first_payment(state, payee, paid_since, decision));
+    }
+    Ok(decision)
 }
 
 async fn owned_view(
@@ -288,7 +323,7 @@ impl NewProposalJob {
         let mut created = Vec::with_capacity(jobs.len());
         for (job, row) in jobs.iter().zip(&mut stored) {
             if let Some(row) = row {
-                created.push(job.withhold_copy(tx, row).await?);
+                created.push(job.withhold_copy(state, tx, row).await?);
             }
         }
         store::audit::append_all(tx, &created).await?;
@@ -332,24 +367,33 @@ impl NewProposalJob {
     }
 
     /// The `proposal.created` audit entry, once `row` (stored) holds its
-    /// final decision: a policy approval of a copy of an invoice another
-    /// proposal stands for is withheld here, for humans to give (read in
-    /// the transaction, so a copy stored in the same batch counts;
-    /// [`crate::duplicates`]).
+    /// final decision, read in the transaction (so a proposal stored in the
+    /// same batch counts): a part of a split payment needs the approval the
+    /// total would ([`crate::payables::splits`]); a policy approval of a
+    /// copy of an invoice another proposal stands for is withheld, for
+    /// humans to give ([`crate::duplicates`]).
     async fn withhold_copy(
         &self,
+        state: &impl Config,
         tx: &mut crate::store::Conn,
         row: &mut ProposalRow,
     ) -> Result<AuditEntry, ProposeError> {
         let mut data = self.summary.clone();
-        if self.decision.auto_approver().is_some() {
+        let mut decided = self.decision.clone();
+        if let Some(raised) = self.split_in(state, tx, row, &decided).await? {
+            decided = raised;
+        }
+        if decided.auto_approver().is_some() {
             let standing = crate::duplicates::standing_in(tx, row).await?;
             if !standing.is_empty() {
-                row.policy = crate::duplicates::for_humans(self.decision.clone(), &standing);
-                row.required_approvals = row.policy.required_approvals;
-                store::proposals::replace_policy(tx, &row.id, &row.policy).await?;
-                data = audit_summary(&self.canonical, &self.run_id, &row.policy);
+                decided = crate::duplicates::for_humans(decided, &standing);
             }
+        }
+        if decided != self.decision {
+            row.policy = decided;
+            row.required_approvals = row.policy.required_approvals;
+            store::proposals::replace_policy(tx, &row.id, &row.policy).await?;
+            data = audit_summary(&self.canonical, &self.run_id, &row.policy);
         }
         Ok(AuditEntry {
             tenant_id: Some(self.agent.tenant_id.clone()),
@@ -359,6 +403,41 @@ impl NewProposalJob {
             request_hash: Some(self.hash.to_string()),
             data,
         })
+    }
+
+    /// `decided` raised to the approval the total of a split payment needs,
+    /// when this transfer and the others to its payee within
+    /// `payables.split_window_secs` cross a threshold it alone does not.
+    async fn split_in(
+        &self,
+        state: &impl Config,
+        tx: &mut crate::store::Conn,
+        row: &ProposalRow,
+        decided: &Decision,
+    ) -> Result<Option<Decision>, ProposeError> {
+        use crate::payables::splits;
+        let window = state.settings().payables.split_window_secs;
+        let Some(since) = splits::window_start(window, self.now) else { return Ok(None) };
+        if self.canonical.kind != ProposalKind::Transfer || decided.outcome == Outcome::Denied {
+            return Ok(None);
+        }
+        let c = &self.canonical;
+        let others = store::risk::same_payee_since_in(
+            tx,
+            &self.agent.tenant_id,
+            c.destination.id.expose(),
+            c.currency.code(),
+            since,
+            &row.id,
+        )
+        .await?;
+        if others.is_empty() {
+            return Ok(None);
+        }
+        let total = splits::total(c.amount_minor, &others);
+        let whole = CanonicalRequest { amount_minor: total, ..c.clone() };
+        let for_total = evaluate(state, &self.agent, &whole, self.payee_trusted);
+        Ok(splits::raise(decided, &for_total, &others, c.currency, total, window))
     }
 
     /// After the row and its entry: the policy's approval when policy
@@ -420,26 +499,30 @@ fn audit_summary(c: &CanonicalRequest, run_id: &str, decision: &Decision) -> Val
     })
 }
 
-/// The payee from the tenant's registry, and whether it is trusted.
+/// The payee from the tenant's registry, whether it is trusted, and its
+/// registry entry (with what a change of bank account left).
 async fn resolve_payee(
     state: &impl Store,
     tenant: &str,
     destination: &PayeeId,
-) -> Result<(CanonicalPayee, bool), ProposeError> {
-    let payee = store::directory::payee(&state.db().read, tenant, destination.expose())
+) -> Result<(CanonicalPayee, bool, store::directory::PayeeEntry), ProposeError> {
+    let payee = store::directory::payee_entry(&state.db().read, tenant, destination.expose())
         .await?
         .ok_or_else(|| ProposeError::UnknownDestination(destination.masked()))?;
-    let canonical =
-        CanonicalPayee { id: destination.clone(), legal_name: payee.legal_name, masked_account: destination.masked() };
-    Ok((canonical, payee.trusted))
+    let canonical = CanonicalPayee {
+        id: destination.clone(),
+        legal_name: payee.legal_name.clone(),
+        masked_account: destination.masked(),
+    };
+    Ok((canonical, payee.trusted, payee))
 }
 
 async fn canonical_transfer(
     state: &impl Store,
     agent: &AgentPrincipal,
     t: &TransferRequest,
-) -> Result<(CanonicalRequest, bool), ProposeError> {
-    let (destination, trusted) = resolve_payee(state, &agent.tenant_id, &t.destination).await?;
+) -> Result<(CanonicalRequest, bool, Option<store::directory::PayeeEntry>), ProposeError> {
+    let (destination, trusted, entry) = resolve_payee(state, &agent.tenant_id, &t.destination).await?;
     let canonical = CanonicalRequest {
         v: CANONICAL_VERSION,
         tenant_id: agent.tenant_id.clone(),
@@ -455,7 +538,7 @@ async fn canonical_transfer(
         transfer_id: None,
         reason_code: None,
     };
-    Ok((canonical, trusted))
+    Ok((canonical, trusted, Some(entry)))
 }
 
 /// A reversal restates the succeeded transfer it names: one of this agent's

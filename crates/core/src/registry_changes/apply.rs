@@ -157,6 +157,10 @@ pub(super) async fn apply(
             };
             store::audit::append(conn, &entry).await?;
         }
+        // Applied with its call-back by `confirm_account_change` only.
+        Stored::PayeeAccount { .. } => {
+            return Err(ChangeError::Invalid("a change of bank account needs the call-back that verified it".into()));
+        }
         Stored::PasskeyRemoval { passkey_id, .. } => {
             let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)
                 .await?

@@ -45,6 +45,9 @@ pub(super) async fn grants(
             }
             Some(lines)
         }
+        Stored::PayeeAccount { from, to, legal_name } => {
+            Some(crate::payables::account_change::lines(&mut *conn, tenant, (from, to), legal_name).await?)
+        }
         Stored::Payee { id, legal_name, trusted } => {
             let existing = store::directory::payee(&mut *conn, tenant, id).await?;
             let masked = mask_account_tagged(id);

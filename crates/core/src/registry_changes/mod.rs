@@ -119,6 +119,13 @@ pub enum Request {
     Unfreeze {
         agent: Option<String>,
     },
+    /// A payee's bank account changes: `to` (a new account) takes over from
+    /// payee `from`. Applies only when a second admin records the call-back
+    /// that verified it ([`confirm_account_change`]; `crate::payables::account_change`).
+    PayeeAccount {
+        from: String,
+        to: String,
+    },
 }
 
 /// Exactly what a change applies (stored as JSON; secrets as hashes).
@@ -175,6 +182,13 @@ enum Stored {
         starts_at: String,
         ends_at: String,
     },
+    /// A change of a payee's bank account: `to` takes over from `from`
+    /// (whose legal name it keeps), once a call-back verified it.
+    PayeeAccount {
+        from: String,
+        to: String,
+        legal_name: String,
+    },
 }
 
 impl Stored {
@@ -188,6 +202,7 @@ impl Stored {
             Stored::PasskeyRemoval { .. } => "passkey_removal",
             Stored::Freeze { .. } => "freeze",
             Stored::Delegation { .. } => "delegation",
+            Stored::PayeeAccount { .. } => "payee_account",
         }
     }
 
@@ -200,6 +215,7 @@ impl Stored {
             | Stored::PasskeyEnrolment { username }
             | Stored::PasskeyRemoval { username, .. } => username,
             Stored::Agent { id, .. } | Stored::Payee { id, .. } => id,
+            Stored::PayeeAccount { from, .. } => from,
             Stored::Freeze { agent, .. } => agent.as_deref().unwrap_or(TENANT_SUBJECT),
             Stored::Delegation { id, .. } => id,
         }
@@ -210,6 +226,7 @@ impl Stored {
         match self {
             Stored::Agent { .. } => &["agent"],
             Stored::Payee { .. } => &["payee"],
+            Stored::PayeeAccount { .. } => &["payee_account"],
             Stored::Freeze { .. } => &["freeze"],
             Stored::Delegation { .. } => &["delegation"],
             _ => &["user", "slack_link", "passkey_enrolment", "passkey_removal"],
@@ -423,6 +440,12 @@ pub async fn submit(
             (Stored::Freeze { agent, frozen: true, reason }, None)
         }
         Request::Unfreeze { agent } => (Stored::Freeze { agent, frozen: false, reason: String::new() }, None),
+        Request::PayeeAccount { from, to } => {
+            let legal_name = crate::payables::account_change::check_request(state, &tenant, &from, &to)
+                .await?
+                .map_err(ChangeError::Invalid)?;
+            (Stored::PayeeAccount { from, to, legal_name }, None)
+        }
     };
     let lines = {
         let mut conn = state.db().reader().await?;
@@ -452,6 +475,9 @@ pub async fn submit(
         Stored::Delegation { delegator, delegate, .. } => {
             format!("An admin other than {delegator} and {delegate} must confirm the delegation.")
         }
+        Stored::PayeeAccount { .. } => "Another admin must call the payee back at a number you already had, and \
+                                        record the call, before the new account is paid."
+            .into(),
     };
     Ok(Submitted::Pending { id, message, agent_key })
 }
@@ -592,7 +618,7 @@ async fn propose_in(
 }
 
 fn shown_subject(kind: &str, subject: &str) -> String {
-    if kind == "payee" {
+    if kind == "payee" || kind == "payee_account" {
         mask_account_tagged(subject)
     } else {
         subject.to_owned()
@@ -602,6 +628,26 @@ fn shown_subject(kind: &str, subject: &str) -> String {
 /// A second admin confirms: the change is applied, in one transaction with
 /// its decision and audit entries, if it still grants exactly what it said.
 pub async fn confirm(state: &(impl Store + Clock + Config), admin: &Admin, id: &str) -> Result<Confirmed, ChangeError> {
+    confirm_recording(state, admin, id, None).await
+}
+
+/// A second admin confirms a change of a payee's bank account, recording
+/// the call-back that verified it (`crate::payables::account_change`).
+pub async fn confirm_account_change(
+    state: &(impl Store + Clock + Config),
+    admin: &Admin,
+    id: &str,
+    call_back: &crate::payables::account_change::CallBack,
+) -> Result<Confirmed, ChangeError> {
+    confirm_recording(state, admin, id, Some(call_back)).await
+}
+
+async fn confirm_recording(
+    state: &(impl Store + Clock + Config),
+    admin: &Admin,
+    id: &str,
+    call_back: Option<&crate::payables::account_change::CallBack>,
+) -> Result<Confirmed, ChangeError> {
     require_admin(admin)?;
     let row =
         store::registry_changes::get(&state.db().read, &admin.tenant_id, id).await?.ok_or(ChangeError::NotFound)?;
@@ -613,6 +659,11 @@ pub async fn confirm(state: &(impl Store + Clock + Config), admin: &Admin, id: &
     let now = state.now();
     if let Some(refusal) = cannot_confirm(&row, Some(&stored), admin, now) {
         return Err(refusal);
+    }
+    if matches!(stored, Stored::PayeeAccount { .. }) && call_back.is_none() {
+        return Err(ChangeError::Invalid(
+            "a change of bank account is confirmed with the call-back that verified it: record the call".into(),
+        ));
     }
     let mut tx = state.db().begin().await?;
     // Compared in the transaction that applies it: nothing can change between.
@@ -635,7 +686,16 @@ pub async fn confirm(state: &(impl Store + Clock + Config), admin: &Admin, id: &
         let latest = store::registry_changes::get(&state.db().read, &admin.tenant_id, id).await?;
         return Err(ChangeError::NotPending(latest.map(|r| r.status).unwrap_or_default()));
     }
-    let secret = apply(&mut tx, state, admin, &stored, now).await?;
+    let secret = match (&stored, call_back) {
+        (Stored::PayeeAccount { from, to, .. }, Some(call_back)) => {
+            let who = (admin.tenant_id.as_str(), admin.actor(), (admin.user_id.as_str(), admin.username.as_str()));
+            crate::payables::account_change::confirmed(&mut tx, (who.0, &who.1, who.2), (from, to), call_back, now)
+                .await?
+                .map_err(|why| ChangeError::Invalid(why.into()))?;
+            None
+        }
+        _ => apply(&mut tx, state, admin, &stored, now).await?,
+    };
     let superseded = store::registry_changes::supersede_others(&mut tx, &row, now).await?;
     append(
         &mut tx,

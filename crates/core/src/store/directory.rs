@@ -445,6 +445,107 @@ pub async fn payee<'e>(exec: impl Into<super::Exec<'e>>, tenant: &str, id: &str)
     row.as_ref().map(Row::decode).transpose()
 }
 
+/// A payee with what its bank-account changes left (migration 0040).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PayeeEntry {
+    pub tenant_id: String,
+    pub id: String,
+    pub legal_name: String,
+    #[sqlx(try_from = "Flag")]
+    pub trusted: bool,
+    /// The account it took over from, when a verified change made it.
+    pub replaces: Option<String>,
+    /// The account that took over from it: it is no longer paid.
+    pub replaced_by: Option<String>,
+    #[sqlx(try_from = "super::OptTimestamp")]
+    pub account_changed_at: Option<DateTime<Utc>>,
+    /// The call-back that verified the change (JSON, no account number).
+    pub account_call_back: Option<String>,
+    #[sqlx(try_from = "super::Timestamp")]
+    pub created_at: DateTime<Utc>,
+}
+
+/// [`payee`], with its account-change columns.
+pub async fn payee_entry<'e>(exec: impl Into<super::Exec<'e>>, tenant: &str, id: &str) -> Result<Option<PayeeEntry>> {
+    let row =
+        query("SELECT * FROM payees WHERE tenant_id = ? AND id = ?").bind(tenant).bind(id).fetch_optional(exec).await?;
+    row.as_ref().map(Row::decode).transpose()
+}
+
+/// Every payee of `tenant`, by id.
+pub async fn payee_entries(pool: &Pool, tenant: &str) -> Result<Vec<PayeeEntry>> {
+    let rows = query("SELECT * FROM payees WHERE tenant_id = ? ORDER BY id").bind(tenant).fetch_all(pool).await?;
+    rows.iter().map(Row::decode).collect()
+}
+
+/// The payees of `tenant` whose legal name contains `name` (ASCII case
+/// folded) or whose id is `name`, by legal name then id, after `after`
+/// (legal name, id), at most `limit` and whether more follow.
+pub async fn search_payees(
+    pool: &Pool,
+    tenant: &str,
+    name: Option<&str>,
+    after: Option<(&str, &str)>,
+    limit: u32,
+) -> Result<(Vec<PayeeEntry>, bool)> {
+    let mut q = super::Builder::new("SELECT * FROM payees WHERE tenant_id = ");
+    q.push_bind(tenant);
+    if let Some(name) = name {
+        let pattern = format!("%{}%", name.to_ascii_lowercase().replace(['%', '_', '\\'], ""));
+        q.push(" AND (LOWER(legal_name) LIKE ").push_bind(pattern).push(" OR id = ").push_bind(name).push(")");
+    }
+    if let Some((legal, id)) = after {
+        q.push(" AND (legal_name > ").push_bind(legal).push(" OR (legal_name = ").push_bind(legal);
+        q.push(" AND id > ").push_bind(id).push("))");
+    }
+    q.push(" ORDER BY legal_name, id LIMIT ").push_bind(i64::from(limit) + 1);
+    let mut rows: Vec<PayeeEntry> = q.build().fetch_all(pool).await?.iter().map(Row::decode).collect::<Result<_>>()?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    Ok((rows, more))
+}
+
+/// A verified change of bank account: `to` (a new payee with `from`'s legal
+/// name, untrusted) takes over from `from`, which is no longer paid. False
+/// when `from` is gone or was replaced meanwhile, or `to` exists.
+pub async fn replace_account(
+    conn: &mut Conn,
+    tenant: &str,
+    from: &str,
+    to: &str,
+    call_back: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let Some(old) = payee_entry(&mut *conn, tenant, from).await? else { return Ok(false) };
+    if old.replaced_by.is_some() {
+        return Ok(false);
+    }
+    let moved = query("UPDATE payees SET replaced_by = ? WHERE tenant_id = ? AND id = ? AND replaced_by IS NULL")
+        .bind(to)
+        .bind(tenant)
+        .bind(from)
+        .execute(&mut *conn)
+        .await?;
+    if moved.rows_affected() != 1 {
+        return Ok(false);
+    }
+    let inserted = query(
+        "INSERT INTO payees (tenant_id, id, legal_name, trusted, created_at, replaces, account_changed_at,
+             account_call_back)
+         VALUES (?, ?, ?, 0, ?, ?, ?, ?) ON CONFLICT (tenant_id, id) DO NOTHING",
+    )
+    .bind(tenant)
+    .bind(to)
+    .bind(&old.legal_name)
+    .bind(ts(now))
+    .bind(from)
+    .bind(ts(now))
+    .bind(call_back)
+    .execute(&mut *conn)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
 /// The stored password hash of a user (only the sign-in path reads it).
 pub async fn password_hash(pool: &Pool, user_id: &str) -> Result<Option<String>> {
     Ok(scalar("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?)

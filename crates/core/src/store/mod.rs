@@ -24,6 +24,7 @@ pub mod gauges;
 pub mod guarded;
 pub mod human_loop;
 pub mod idempotency;
+pub mod invoices;
 pub mod notices;
 pub mod oidc;
 pub mod operations;

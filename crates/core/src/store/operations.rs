@@ -36,6 +36,10 @@ pub struct OperationRow {
     pub resolved_by: Option<String>,
     /// The rail it was submitted to (`None`: the default rail).
     pub rail: Option<String>,
+    /// The registered invoice whose open balance it holds (migration 0039):
+    /// its payee and number; `None` for none.
+    pub invoice_payee_id: Option<String>,
+    pub invoice_number: Option<String>,
     #[sqlx(try_from = "Timestamp")]
     pub created_at: DateTime<Utc>,
     #[sqlx(try_from = "Timestamp")]
@@ -65,6 +69,9 @@ pub struct NewOperation<'a> {
     pub invoice: Option<HeldInvoice<'a>>,
     /// The rail it goes to (`None`: the default rail).
     pub rail: Option<&'a str>,
+    /// The registered invoice whose open balance it reserves in the same
+    /// transaction (its amount), when the invoice is in the registry.
+    pub reserves: Option<HeldInvoice<'a>>,
 }
 
 /// A tenant's invoice, as a transfer names it: the payee and the invoice id.
@@ -101,7 +108,7 @@ fn push_insert<'q>(q: &mut Builder<'q>, op: &NewOperation<'q>) {
     q.push(
         "INSERT INTO operations (id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor,
              currency, budget_day, reverses, attempts, next_check_at, claimed_until, created_at, updated_at,
-             held_payee_id, held_invoice_id, rail)
+             held_payee_id, held_invoice_id, rail, invoice_payee_id, invoice_number)
          VALUES (",
     );
     q.push_list([op.id, op.proposal_id, op.jti, op.idempotency_key, op.tenant_id, op.kind]);
@@ -110,6 +117,7 @@ fn push_insert<'q>(q: &mut Builder<'q>, op: &NewOperation<'q>) {
     q.push_list([now.clone(), ts(op.claimed_until), now.clone(), now]);
     q.push(", ").push_bind(op.invoice.map(|c| c.payee_id)).push(", ").push_bind(op.invoice.map(|c| c.invoice_id));
     q.push(", ").push_bind(op.rail);
+    q.push(", ").push_bind(op.reserves.map(|r| r.payee_id)).push(", ").push_bind(op.reserves.map(|r| r.invoice_id));
     // Only the invoice's holder is given way to (any other conflict is an
     // error): the insert then writes and returns nothing. On PostgreSQL a
     // concurrent transaction holding it is waited for, then given way to.
@@ -151,6 +159,15 @@ impl<'a> RecordAtOnce<'a> {
         if let Some(day) = op.budget_day {
             g.statement(|q| push_reserve(q, op.tenant_id, op.currency, day, op.amount_minor))
                 .changed_one("within the daily budget");
+        }
+        if let Some(invoice) = op.reserves {
+            let key = super::invoices::InvoiceKey {
+                tenant_id: op.tenant_id,
+                payee_id: invoice.payee_id,
+                number: invoice.invoice_id,
+            };
+            g.statement(|q| super::invoices::push_reserve(q, key, op.currency, op.amount_minor))
+                .changed_one("within the invoice open balance");
         }
         g.statement(|q| {
             super::proposals::push_transition(

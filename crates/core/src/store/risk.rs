@@ -20,6 +20,10 @@ pub struct PayeeDates {
     pub created_at: DateTime<Utc>,
     #[sqlx(try_from = "OptTimestamp")]
     pub details_changed_at: Option<DateTime<Utc>>,
+    /// When it took over from another account (a verified change of bank
+    /// account, migration 0040).
+    #[sqlx(try_from = "OptTimestamp")]
+    pub account_changed_at: Option<DateTime<Utc>>,
 }
 
 /// At most this many parts in one `UNION ALL` (SQLite's default limit on
@@ -89,7 +93,8 @@ fn distinct<A, K: PartialEq + Clone>(asks: &[A], key: impl Fn(&A) -> K) -> (Vec<
 /// `None` for a payee no longer in the registry.
 pub async fn payee_dates(pool: &Pool, asks: &[(&str, &str)]) -> Result<Vec<Option<PayeeDates>>> {
     let (payees, of_ask) = distinct(asks, |ask| *ask);
-    let part = "SELECT __k__ AS k, created_at, details_changed_at FROM payees WHERE tenant_id = ? AND id = ?";
+    let part = "SELECT __k__ AS k, created_at, details_changed_at, account_changed_at FROM payees
+                WHERE tenant_id = ? AND id = ?";
     let rows =
         per_ask(pool, part, &payees, |(tenant, payee)| vec![(*tenant).to_owned(), (*payee).to_owned()], Row::decode)
             .await?;
@@ -436,6 +441,62 @@ async fn summaries_per_ask(
         found[k] = summary;
     }
     Ok(found)
+}
+
+/// The PostgreSQL advisory lock seed that names a payee's split window.
+const SPLIT_LOCK: i64 = 0x436f_756e_7465_7203;
+
+/// The other transfers to `payee` in `currency` made since `since` that
+/// still stand (neither rejected, cancelled, expired nor failed), oldest
+/// first, read inside a write transaction. On PostgreSQL the payee's lock
+/// (per currency) is taken first and held to the end of the transaction,
+/// so two transactions storing payments to one payee each read the other's
+/// once it committed; SQLite's one writer does so already.
+pub async fn same_payee_since_in(
+    conn: &mut Conn,
+    tenant: &str,
+    payee: &str,
+    currency: &str,
+    since: DateTime<Utc>,
+    except: &str,
+) -> Result<Vec<Earlier>> {
+    if conn.is_postgres() {
+        let key = format!("{tenant}\n{payee}\n{currency}");
+        query("SELECT pg_advisory_xact_lock(hashtextextended(?, ?))")
+            .bind(key)
+            .bind(SPLIT_LOCK)
+            .execute(&mut *conn)
+            .await?;
+    }
+    let rows = query(format!(
+        "SELECT {EARLIER} FROM proposals WHERE tenant_id = ? AND payee_id = ? AND created_at >= ? AND id <> ?
+           AND currency = ? AND kind = 'transfer' AND status NOT IN ('rejected', 'cancelled', 'expired', 'failed')
+         ORDER BY created_at, id LIMIT 200"
+    ))
+    .bind(tenant)
+    .bind(payee)
+    .bind(ts(since))
+    .bind(except)
+    .bind(currency)
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter().map(Row::decode).collect()
+}
+
+/// Whether any transfer to `payee` made at or after `since` was approved
+/// or paid (the first payment after a change of bank account is the one
+/// made while none was).
+pub async fn approved_since(pool: &Pool, tenant: &str, payee: &str, since: DateTime<Utc>) -> Result<bool> {
+    let found: Option<i64> = super::scalar(
+        "SELECT 1 FROM proposals WHERE tenant_id = ? AND payee_id = ? AND created_at >= ? AND kind = 'transfer'
+           AND status IN ('approved', 'executing', 'succeeded', 'unknown', 'needs_review', 'reversed') LIMIT 1",
+    )
+    .bind(tenant)
+    .bind(payee)
+    .bind(ts(since))
+    .fetch_optional(pool)
+    .await?;
+    Ok(found.is_some())
 }
 
 #[cfg(test)]

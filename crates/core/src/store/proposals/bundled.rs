@@ -30,6 +30,7 @@ const BUNDLE_SELECT: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_truste
         o.reverses AS o_reverses, o.error_code AS o_error_code, o.error_message AS o_error_message,
         o.attempts AS o_attempts, o.next_check_at AS o_next_check_at, o.claimed_until AS o_claimed_until,
         o.resolved_by AS o_resolved_by, o.rail AS o_rail,
+        o.invoice_payee_id AS o_invoice_payee_id, o.invoice_number AS o_invoice_number,
         o.created_at AS o_created_at, o.updated_at AS o_updated_at,
         t.jti AS t_jti, t.proposal_id AS t_proposal_id, t.round AS t_round, t.token AS t_token, t.kid AS t_kid,
         t.issued_at AS t_issued_at, t.expires_at AS t_expires_at, t.used_at AS t_used_at,
@@ -113,6 +114,10 @@ struct BundledOperation {
     resolved_by: Option<String>,
     #[sqlx(rename = "o_rail")]
     rail: Option<String>,
+    #[sqlx(rename = "o_invoice_payee_id")]
+    invoice_payee_id: Option<String>,
+    #[sqlx(rename = "o_invoice_number")]
+    invoice_number: Option<String>,
     #[sqlx(rename = "o_created_at", try_from = "Timestamp")]
     created_at: DateTime<Utc>,
     #[sqlx(rename = "o_updated_at", try_from = "Timestamp")]
@@ -122,7 +127,7 @@ struct BundledOperation {
 same_fields!(BundledOperation => OperationRow {
     id, proposal_id, jti, idempotency_key, tenant_id, kind, status, amount_minor, currency, budget_day,
     rail_reference, reverses, error_code, error_message, attempts, next_check_at, claimed_until,
-    resolved_by, rail, created_at, updated_at,
+    resolved_by, rail, invoice_payee_id, invoice_number, created_at, updated_at,
 });
 
 /// The token's columns in [`BUNDLE_SELECT`], under their `t_` aliases.

@@ -804,6 +804,7 @@ pub(crate) mod tests {
             claimed_until,
             invoice: None,
             rail: None,
+            reserves: None,
         }
     }
 
