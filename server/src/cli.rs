@@ -121,6 +121,11 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::operator::ExportCommand,
     },
+    /// The invoice registry (docs/PAYABLES.md).
+    Invoices {
+        #[command(subcommand)]
+        command: crate::operator::InvoiceCommand,
+    },
     /// Reports for operations and finance.
     Report {
         #[command(subcommand)]
@@ -581,6 +586,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Backup(args) => return crate::operator::backup(&settings, args).await,
         Command::Restore(args) => return crate::operator::restore(&settings, args).await,
         Command::Report { command } => return crate::operator::report(&settings, command).await,
+        Command::Invoices { command } => return crate::operator::invoices(settings, command).await,
         Command::Policy { command: crate::operator::PolicyCommand::Explain { tenant, agent, file } } => {
             return crate::operator::explain_policy(settings, &tenant, &agent, &file).await;
         }

@@ -298,3 +298,57 @@ pub async fn set_freeze(settings: Settings, scope: &FreezeScope, frozen: bool, r
     }
     Ok(0)
 }
+
+#[derive(Subcommand, Debug)]
+pub enum InvoiceCommand {
+    /// Import invoices from an accounting export (CSV with a header row:
+    /// number, vendor, account, amount, currency, due_date, status, and
+    /// optionally amount_paid, purpose, note, memo; docs/PAYABLES.md). All or
+    /// nothing: any bad row is reported with its line and column and nothing
+    /// is imported (exit 1).
+    Import {
+        #[arg(long)]
+        tenant: String,
+        /// The CSV file, or `-` for stdin.
+        file: PathBuf,
+    },
+}
+
+/// `countersign invoices …`.
+pub async fn invoices(settings: Settings, command: InvoiceCommand) -> anyhow::Result<i32> {
+    let InvoiceCommand::Import { tenant, file } = command;
+    let bytes = if file.as_os_str() == "-" {
+        let mut all = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut all)?;
+        all
+    } else {
+        std::fs::read(&file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
+    };
+    let (state, _trigger) = crate::startup::offline_state(settings).await?;
+    match crate::payables::import::import(&state, &tenant, "cli", &bytes, state.now()).await {
+        Ok(report) => {
+            println!(
+                "invoices imported ({}): {} new, {} updated, {} unchanged",
+                report.id, report.created, report.updated, report.unchanged
+            );
+            if !report.ignored_columns.is_empty() {
+                println!("columns not read: {}", report.ignored_columns.join(", "));
+            }
+            Ok(0)
+        }
+        Err(crate::payables::import::ImportError::Rows(rows)) => {
+            for r in &rows {
+                match &r.column {
+                    Some(c) => eprintln!("line {}, {c}: {}", r.line, r.message),
+                    None => eprintln!("line {}: {}", r.line, r.message),
+                }
+            }
+            eprintln!("countersign: {} problem(s) in {}; nothing was imported", rows.len(), file.display());
+            Ok(1)
+        }
+        Err(e) => {
+            eprintln!("countersign: {e}");
+            Ok(1)
+        }
+    }
+}

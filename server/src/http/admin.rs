@@ -263,14 +263,64 @@ pub async fn admin_add_payee(
     submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
 }
 
-/// `POST /admin/changes/{id}/confirm` (form): a second admin confirms.
+/// `POST /admin/payees/account`: another bank account for a payee.
+#[derive(Debug, Deserialize)]
+pub struct AccountChangeFields {
+    /// The payee's current account (its id).
+    payee: Option<String>,
+    new_account: Option<String>,
+}
+
+/// `POST /admin/payees/account` (form): proposes that a new bank account
+/// take over from a payee's; it applies once a second admin records the
+/// call-back that verified it (`payables::account_change`).
+pub async fn admin_change_account(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Form(form): Form<AccountChangeFields>,
+) -> Response {
+    let request = Request::PayeeAccount { from: trimmed(&form.payee), to: trimmed(&form.new_account) };
+    submitted(&session, registry_changes::submit(&state, &admin.admin(), request).await).await
+}
+
+/// `POST /admin/changes/{id}/confirm`: nothing but the CSRF token, or, for
+/// a change of bank account, the call-back that verified it.
+#[derive(Debug, Default, Deserialize)]
+pub struct ConfirmFields {
+    spoke_to: Option<String>,
+    phone: Option<String>,
+    number_source: Option<String>,
+    note: Option<String>,
+    /// A checkbox: the payee confirmed the new account on that call.
+    confirmed: Option<String>,
+}
+
+/// `POST /admin/changes/{id}/confirm` (form): a second admin confirms (a
+/// change of bank account with its call-back).
 pub async fn admin_confirm_change(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
     Path(id): Path<String>,
+    Form(form): Form<ConfirmFields>,
 ) -> Response {
-    match registry_changes::confirm(&state, &admin.admin(), &id).await {
+    let outcome = if form.spoke_to.is_some() || form.phone.is_some() {
+        let call_back = crate::payables::account_change::CallBack::parse(
+            form.spoke_to.as_deref().unwrap_or(""),
+            form.phone.as_deref().unwrap_or(""),
+            form.number_source.as_deref().unwrap_or(""),
+            form.note.as_deref(),
+            form.confirmed.is_some(),
+        );
+        match call_back {
+            Ok(call_back) => registry_changes::confirm_account_change(&state, &admin.admin(), &id, &call_back).await,
+            Err((field, why)) => return admin_done(&session, Err(format!("{field}: {why}"))).await,
+        }
+    } else {
+        registry_changes::confirm(&state, &admin.admin(), &id).await
+    };
+    match outcome {
         Ok(registry_changes::Confirmed { message, secret: Some(secret) }) => {
             super::pages::one_time_secret(&secret.title, &secret.explanation, &secret.value, &message)
         }
@@ -373,4 +423,39 @@ fn one_time_key_page(agent_id: &str, key: &str, message: &str) -> Response {
         key,
         message,
     )
+}
+
+/// `POST /admin/invoices/import`: an accounting export pasted as CSV.
+#[derive(Debug, Deserialize)]
+pub struct InvoiceImportFields {
+    csv: Option<String>,
+}
+
+/// `POST /admin/invoices/import` (form): imports the pasted CSV, all or
+/// nothing; the page says what was imported or every bad row
+/// (`payables::import`; larger files go through the API or the CLI).
+pub async fn admin_import_invoices(
+    State(state): State<Shared>,
+    session: Session,
+    AdminUser(admin): AdminUser,
+    Form(form): Form<InvoiceImportFields>,
+) -> Response {
+    use crate::payables::import::{self, ImportError};
+    let actor = format!("user:{}", admin.user.id);
+    let csv = form.csv.unwrap_or_default();
+    let outcome = match import::import(&state, &admin.user.tenant_id, &actor, csv.as_bytes(), state.now()).await {
+        Ok(r) => Ok(format!("Invoices imported: {} new, {} updated, {} unchanged.", r.created, r.updated, r.unchanged)),
+        Err(ImportError::Rows(rows)) => Err(format!(
+            "nothing was imported; {}",
+            rows.iter()
+                .map(|r| match &r.column {
+                    Some(c) => format!("line {} ({c}): {}", r.line, r.message),
+                    None => format!("line {}: {}", r.line, r.message),
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+        Err(e) => Err(e.to_string()),
+    };
+    admin_done(&session, outcome).await
 }

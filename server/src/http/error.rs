@@ -30,6 +30,9 @@ pub enum ApiError {
     PayloadTooLarge,
     #[error("the body must be application/json")]
     UnsupportedMediaType,
+    /// The body must be of this media type (a route that reads no JSON).
+    #[error("the body must be {0}")]
+    UnsupportedMediaTypeOf(&'static str),
     #[error("a valid credential is required")]
     Unauthenticated,
     #[error("this credential may not do that")]
@@ -46,6 +49,9 @@ pub enum ApiError {
     IdempotencyKeyInUse,
     #[error("the request is invalid")]
     Validation(Vec<FieldError>),
+    /// A file refused whole: every bad row (`crate::payables::import`).
+    #[error("the file was refused; nothing was imported")]
+    ImportRejected(Vec<crate::payables::import::RowError>),
     #[error("destination {0} is not in the payee registry")]
     UnknownDestination(String),
     #[error("this Idempotency-Key was used with a different request")]
@@ -93,13 +99,13 @@ impl ApiError {
         match self {
             InvalidJson(_) => ErrorCode::InvalidJson,
             PayloadTooLarge => ErrorCode::PayloadTooLarge,
-            UnsupportedMediaType => ErrorCode::UnsupportedMediaType,
+            UnsupportedMediaType | UnsupportedMediaTypeOf(_) => ErrorCode::UnsupportedMediaType,
             Unauthenticated | SlackRequestRefused(_) => ErrorCode::Unauthenticated,
             Forbidden | ForbiddenBecause(_) => ErrorCode::Forbidden,
             NotFound => ErrorCode::NotFound,
             InvalidState(_) | OperationState(_) => ErrorCode::InvalidState,
             IdempotencyKeyInUse => ErrorCode::IdempotencyKeyInUse,
-            Validation(_) => ErrorCode::ValidationFailed,
+            Validation(_) | ImportRejected(_) => ErrorCode::ValidationFailed,
             UnknownDestination(_) => ErrorCode::UnknownDestination,
             IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
             PolicyDenied(_) => ErrorCode::PolicyDenied,
@@ -116,6 +122,7 @@ impl ApiError {
     pub fn envelope(&self) -> ErrorEnvelope {
         let details = match self {
             ApiError::Validation(fields) => fields.iter().cloned().map(ErrorDetail::Field).collect(),
+            ApiError::ImportRejected(rows) => rows.iter().cloned().map(ErrorDetail::Row).collect(),
             ApiError::PolicyDenied(decision) => decision.reasons.iter().cloned().map(ErrorDetail::Rule).collect(),
             ApiError::InvalidState(status) => vec![ErrorDetail::CurrentStatus { current_status: status.as_str() }],
             ApiError::OperationState(status) => vec![ErrorDetail::CurrentStatus { current_status: status }],
@@ -129,6 +136,19 @@ impl ApiError {
             ApiError::Validation(fields) => format!(
                 "The request is invalid: {}.",
                 fields.iter().map(|f| format!("{} {}", f.field, f.message)).collect::<Vec<_>>().join("; ")
+            ),
+            ApiError::ImportRejected(rows) => format!(
+                "Nothing was imported: the file has {} problem{} ({}).",
+                rows.len(),
+                if rows.len() == 1 { "" } else { "s" },
+                rows.iter()
+                    .take(5)
+                    .map(|r| match &r.column {
+                        Some(c) => format!("line {} {c}: {}", r.line, r.message),
+                        None => format!("line {}: {}", r.line, r.message),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ),
             ApiError::PolicyDenied(d) => format!(
                 "Denied by policy: {}",
@@ -231,7 +251,7 @@ impl ErrorCode {
         match self {
             InvalidJson => "The body is not valid JSON (or repeats a member name).",
             PayloadTooLarge => "The body is over 64 KiB.",
-            UnsupportedMediaType => "The body is not `application/json`.",
+            UnsupportedMediaType => "The body is not `application/json` (`text/csv` for an invoice import).",
             Unauthenticated => {
                 "Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username \
                  or password (the same answer for both)."
@@ -273,7 +293,7 @@ impl ErrorCode {
             }
             ValidationFailed => {
                 "`details` names every offending field or query parameter (unknown, missing, wrong type, out \
-                 of range)."
+                 of range), or, for an invoice import, every bad row (`line`, `column`, `message`)."
             }
             UnknownDestination => "The destination is not in the tenant's payee registry.",
             IdempotencyKeyReused => "The `Idempotency-Key` was first used with a different body.",
@@ -318,6 +338,9 @@ pub struct ErrorBody {
 pub enum ErrorDetail {
     Field(FieldError),
     Rule(Reason),
+    /// A bad row of an imported file: its line (1 is the header), its
+    /// column when one field is at fault, and why.
+    Row(crate::payables::import::RowError),
     /// The status (of the proposal, or of the operation) that refused the request.
     CurrentStatus {
         current_status: &'static str,

@@ -22,6 +22,7 @@ pub mod openapi;
 pub mod pages;
 pub mod passkey_sign_in;
 pub mod passkeys;
+pub mod payables;
 pub mod reach;
 pub mod session;
 pub mod session_store;
@@ -167,6 +168,8 @@ fn router(state: Shared) -> Router {
         .route("/admin/users", post(admin::admin_add_user))
         .route("/admin/agents", post(admin::admin_add_agent))
         .route("/admin/payees", post(admin::admin_add_payee))
+        .route("/admin/payees/account", post(admin::admin_change_account))
+        .route("/admin/invoices/import", post(admin::admin_import_invoices))
         .route("/admin/freezes", post(admin::admin_freeze))
         .route("/admin/freezes/lift", post(admin::admin_lift_freeze))
         .route("/admin/slack-links", post(admin::admin_link_slack))
@@ -256,6 +259,7 @@ where
         .routes(guarded(routes!(console::rail_records_json)))
         .routes(guarded(routes!(evidence::console)))
         .routes(guarded(routes!(exports::payments)))
+        .routes(guarded(routes!(payables::import_invoices)))
         .routes(guarded(routes!(passkeys::start)))
         .routes(guarded(routes!(passkeys::register, passkeys::list)))
         .routes(guarded(routes!(passkeys::remove)))
@@ -297,6 +301,9 @@ pub(crate) fn agent_api() -> OpenApiRouter<Shared> {
         .routes(routes!(evidence::agent))
         .routes(routes!(events::agent))
         .routes(routes!(events::proposal))
+        .routes(routes!(payables::invoices))
+        .routes(routes!(payables::invoice))
+        .routes(routes!(payables::payees))
 }
 
 /// The console's icon: a check mark on the accent colour, plain SVG.

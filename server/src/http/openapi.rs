@@ -41,6 +41,9 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/proposals/{id}/evidence"),
     ("GET", "/api/v1/events"),
     ("GET", "/api/v1/proposals/{id}/events"),
+    ("GET", "/api/v1/invoices"),
+    ("GET", "/api/v1/invoices/{payee}/{number}"),
+    ("GET", "/api/v1/payees"),
     ("GET", "/openapi.json"),
 ];
 
@@ -59,6 +62,7 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/operations/{id}/rail-records"),
     ("GET", "/api/v1/console/proposals/{id}/evidence"),
     ("GET", "/api/v1/console/exports/payments"),
+    ("POST", "/api/v1/console/invoices/import"),
     ("POST", "/api/v1/me/passkeys/challenges"),
     ("POST", "/api/v1/me/passkeys"),
     ("GET", "/api/v1/me/passkeys"),

@@ -27,6 +27,10 @@ pub struct Schemas {
     pub proposal_id: Arc<JsonObject>,
     pub wait_for_decision: Arc<JsonObject>,
     pub proposal: Arc<JsonObject>,
+    pub search_invoices: Arc<JsonObject>,
+    pub search_payees: Arc<JsonObject>,
+    pub invoice_page: Arc<JsonObject>,
+    pub payee_page: Arc<JsonObject>,
 }
 
 static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
@@ -86,7 +90,44 @@ pub fn cut(document: &Value) -> Schemas {
             "additionalProperties": false,
         })),
         proposal: with_defs(component("Proposal")),
+        search_invoices: with_defs(json!({
+            "type": "object",
+            "properties": {
+                "status": {"type": "string", "enum": ["open", "paid", "void", "any"],
+                           "description": "open (default), paid, void or any."},
+                "payee": {"type": "string", "pattern": "^(acct_|card_|ba_)[A-Za-z0-9]{1,64}$",
+                          "description": "Only invoices owed to this payee id."},
+                "number": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$",
+                           "description": "Only this invoice number."},
+                "vendor": {"type": "string", "minLength": 1, "maxLength": 100,
+                           "description": "Vendor names containing this (case-insensitive)."},
+                "due_before": {"type": "string", "format": "date", "description": "Due on or before this day."},
+                "limit": page_limit(),
+                "cursor": cursor(),
+            },
+            "additionalProperties": false,
+        })),
+        search_payees: with_defs(json!({
+            "type": "object",
+            "properties": {
+                "q": {"type": "string", "minLength": 1, "maxLength": 100,
+                      "description": "Legal names containing this (case-insensitive), or this payee id."},
+                "limit": page_limit(),
+                "cursor": cursor(),
+            },
+            "additionalProperties": false,
+        })),
+        invoice_page: with_defs(component("InvoicePage")),
+        payee_page: with_defs(component("PayeePage")),
     }
+}
+
+fn page_limit() -> Value {
+    json!({"type": "integer", "minimum": 1, "maximum": 100, "description": "Page size (default 25)."})
+}
+
+fn cursor() -> Value {
+    json!({"type": "string", "description": "The next_cursor of the previous page."})
 }
 
 fn idempotency_key() -> Value {

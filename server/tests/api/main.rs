@@ -56,6 +56,8 @@ mod otlp;
 mod passkey_sign_in;
 mod passkeys;
 mod passkeys_step_up;
+mod payables;
+mod payables_controls;
 mod policy;
 mod proposals_create;
 mod queue_search;

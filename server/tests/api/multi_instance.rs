@@ -228,3 +228,75 @@ async fn a_commit_in_flight_is_not_reconciled_by_another_instance() {
     assert_eq!(rail.calls("POST /v1/transfers").await, 1, "one rail call: the commit's");
     assert_eq!(rail.transfers().await.len(), 1);
 }
+
+/// Two copies of one invoice, proposed one on each instance, approved at
+/// the same moment by two approvers (ana on one instance, ben on the
+/// other), then each committed at the same moment on both instances: the
+/// database lets one operation hold the invoice, so one transfer is made
+/// every round, whichever instance each request reached.
+#[tokio::test]
+async fn two_copies_of_an_invoice_approved_and_committed_on_two_instances_are_paid_once() {
+    use crate::console_client::Console;
+    use serde_json::json;
+    let Some((a, b, rail)) =
+        two_instances("two_copies_of_an_invoice_approved_and_committed_on_two_instances_are_paid_once").await
+    else {
+        return;
+    };
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let (ana, ben) = (Console::sign_in(&a, "ana").await, Console::sign_in(&b, "ben").await);
+    let mut both_approved = 0;
+    for round in 0..12 {
+        let invoice = format!("INV-TWO-{round}");
+        let body = |run: &str| with(transfer(), json!({"amount_minor": 32_000, "invoice_id": invoice, "run_id": run}));
+        let (body_a, body_b) = (body(&format!("two-a-{round}")), body(&format!("two-b-{round}")));
+        let (pa, pb) = tokio::join!(a.propose_as(ACME_BOT_KEY, &body_a), b.propose_as(ACME_BOT_KEY, &body_b));
+        let (ida, idb) = (pa.body["id"].as_str().unwrap().to_owned(), pb.body["id"].as_str().unwrap().to_owned());
+        let (ra, rb) = tokio::join!(ana.approve(&ida), ben.approve(&idb));
+        let approved: Vec<&String> =
+            [(&ida, &ra), (&idb, &rb)].into_iter().filter(|(_, r)| r.status == 200).map(|(id, _)| id).collect();
+        for r in [&ra, &rb].into_iter().filter(|r| r.status != 200) {
+            r.assert_error(403, "policy_denied");
+            assert_eq!(r.detail_rules(), ["duplicate_invoice"], "{}", r.text);
+        }
+        both_approved += usize::from(approved.len() == 2);
+        let mut commits = Vec::new();
+        for id in &approved {
+            let token = a.get_proposal(ACME_BOT_KEY, id).await.body["approval_token"].as_str().unwrap().to_owned();
+            // Each token committed on both instances at once.
+            commits.push((a.clone(), id.to_string(), token.clone()));
+            commits.push((b.clone(), id.to_string(), token));
+        }
+        let replies = commit_all(commits).await;
+        let transfers = rail
+            .transfers()
+            .await
+            .iter()
+            .filter(|t| t["metadata"]["proposal_id"] == ida.as_str() || t["metadata"]["proposal_id"] == idb.as_str())
+            .count();
+        assert_eq!(
+            transfers,
+            1,
+            "round {round}: one transfer: {:?}",
+            replies.iter().map(|r| &r.text).collect::<Vec<_>>()
+        );
+        for r in replies.iter().filter(|r| r.status != 200) {
+            r.assert_error(403, "policy_denied");
+            assert_eq!(r.detail_rules(), ["duplicate_invoice"], "{}", r.text);
+        }
+    }
+    eprintln!("{both_approved} of 12 rounds had both copies approved; one transfer each round");
+}
+
+/// The registered invoice's open balance across instances: two partial
+/// payments that together exceed it, committed at the same moment, one on
+/// each instance (`payables::race_partial_payments`).
+#[tokio::test]
+async fn partial_payments_committed_on_two_instances_never_exceed_the_open_balance() {
+    let Some((a, b, rail)) =
+        two_instances("partial_payments_committed_on_two_instances_never_exceed_the_open_balance").await
+    else {
+        return;
+    };
+    crate::payables::race_partial_payments(std::sync::Arc::new(a), std::sync::Arc::new(b), &rail, 12).await;
+}
