@@ -237,6 +237,9 @@ pub struct ProposalDetail {
     /// The other proposals for the same invoice (same payee, same invoice
     /// id), shown beside this one.
     pub twins: Vec<TwinLine>,
+    /// The invoice it names, checked against the tenant's invoice registry
+    /// as it stands now (`None`: it names no invoice).
+    pub invoice: Option<InvoiceMatchLine>,
     /// What reviewers call the source account (`console.source_account_labels`).
     pub source_label: Option<String>,
     /// "1,250.00 of 50,000.00 USD used today", when the tenant has a budget.
@@ -280,6 +283,34 @@ pub struct TwinLine {
     /// Approved or paid: approving this one then needs a "not a duplicate"
     /// statement and one more approver.
     pub approved_or_paid: bool,
+}
+
+/// A payment beside the invoice it names: each check in plain words.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct InvoiceMatchLine {
+    pub number: String,
+    /// `matches`, `mismatch` or `unregistered`.
+    pub verdict: String,
+    /// "Matches invoice INV-1842", "Does not match invoice INV-1842: 2 checks fail", …
+    pub summary: String,
+    /// The registered invoice's facts, when there is one.
+    pub vendor: Option<String>,
+    pub amount: Option<String>,
+    pub open: Option<String>,
+    pub due_date: Option<String>,
+    pub status: Option<String>,
+    pub checks: Vec<InvoiceCheckLine>,
+    /// The invoice's note from the accounting export: untrusted text.
+    pub note: Option<String>,
+}
+
+/// One check of a payment against its invoice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct InvoiceCheckLine {
+    /// `registered`, `open`, `payee_account`, `vendor_name`, `currency`, `amount`.
+    pub code: String,
+    pub ok: bool,
+    pub message: String,
 }
 
 /// Another proposal a signal names: its id (for the link) and its status.

@@ -116,6 +116,29 @@ fn Admin(admin: AdminData) -> impl IntoView {
                 <label><input type="checkbox" name="trusted" value="on"/>" trusted"</label>
                 <button type="submit">"Save payee"</button>
             </form>
+            <p class="muted small">
+                "A new bank account for a payee applies only when a second admin has called the payee back and recorded the call; "
+                "the first payment to it then needs the stricter approval."
+            </p>
+            <form method="post" action="/admin/payees/account" class="inline-form" aria-label="Change a payee's bank account">
+                <CsrfField token=csrf.clone()/>
+                <input name="payee" placeholder="current account (payee id)" required aria-label="Current account"/>
+                <input name="new_account" placeholder="new account (acct_… / ba_…)" required aria-label="New account"/>
+                <button type="submit">"Propose new bank account"</button>
+            </form>
+        </div>
+        <div class="card">
+            <h2>"Invoices"</h2>
+            <p class="muted small">
+                "Paste an accounting export (CSV with a header: number, vendor, account, amount, currency, due_date, status; "
+                "optionally amount_paid, purpose, note, memo). All or nothing: any bad row is named and nothing is imported. "
+                "Larger files: the API or the CLI."
+            </p>
+            <form method="post" action="/admin/invoices/import" aria-label="Import invoices">
+                <CsrfField token=csrf.clone()/>
+                <textarea name="csv" rows="6" required aria-label="Invoices as CSV" class="csv-input"></textarea>
+                <button type="submit">"Import invoices"</button>
+            </form>
         </div>
         <Passkeys passkeys=admin.passkeys csrf=csrf/>
     }
@@ -137,6 +160,21 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
             let (verb, why) = if c.proposed_by == me { ("Withdraw", "Why withdraw") } else { ("Reject", "Why reject") };
             let lines = c.lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view();
             let confirm = match c.blocker {
+                // A change of bank account is confirmed with the call-back
+                // that verified it, recorded by the confirming admin.
+                None if c.kind == "payee_account" => view! {
+                    <form method="post" action=format!("/admin/changes/{}/confirm", c.id) class="call-back" aria-label="Record the call-back">
+                        <CsrfField token=csrf.clone()/>
+                        <p class="small">"Call the payee back at a number you already had (the vendor file, the contract), never one that came with the request."</p>
+                        <input name="spoke_to" placeholder="whom you spoke to (name, role)" required aria-label="Whom you spoke to"/>
+                        <input name="phone" placeholder="the number you called" required aria-label="The number you called" inputmode="tel"/>
+                        <input name="number_source" placeholder="where the number came from" required aria-label="Where the number came from"/>
+                        <input name="note" placeholder="note (optional)" aria-label="Note"/>
+                        <label><input type="checkbox" name="confirmed" value="on" required/>" They confirmed the new account on that call"</label>
+                        <button type="submit" class="primary">"Confirm with this call-back"</button>
+                    </form>
+                }
+                .into_any(),
                 None => view! {
                     <form method="post" action=format!("/admin/changes/{}/confirm", c.id) class="inline">
                         <CsrfField token=csrf.clone()/>

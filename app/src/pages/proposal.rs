@@ -293,6 +293,12 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
             <dt>"Payee"</dt>
             <dd>{detail.payee_name.clone()}" "<span class="muted">{detail.payee_masked.clone()}</span>{detail.payee_trusted.then(|| view! { " " <span class="badge">"trusted"</span> })}</dd>
             <dt>"Amount"</dt><dd class="num amount-big">{detail.amount.clone()}</dd>
+            {detail.invoice.clone().map(|m| view! {
+                <dt>"Invoice"</dt>
+                <dd id="invoice-verdict" data-verdict=m.verdict.clone()>
+                    <a href="#invoice-match" class=format!("verdict verdict-{}", m.verdict)>{verdict_mark(&m.verdict)}" "{m.summary.clone()}</a>
+                </dd>
+            })}
             <dt>"Signals"</dt>
             <dd class="tags">{signal_tags}{no_signals.then(|| view! { <span class="muted">"none"</span> })}</dd>
             <dt>"Expires"</dt><dd id="expires"><When at=detail.expires_at.clone() now=detail.now.clone()/></dd>
@@ -300,6 +306,7 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
         {decision_bar}
         {payment}
         {twins}
+        {detail.invoice.clone().map(|m| view! { <InvoiceMatch found=m amount=detail.amount.clone() payee=detail.payee_name.clone()/> })}
         <div class="card" id="signals">
             <h2>"Risk signals"</h2>
             <SignalList signals=detail.signals.clone()/>
@@ -356,6 +363,57 @@ fn Detail(detail: ProposalDetail) -> impl IntoView {
 
 /// The other proposals for the same invoice, beside this one, fact by fact,
 /// and while this one waits a one-click "Reject as duplicate".
+/// ✓ for a match, ✗ for a mismatch, ? for an invoice not registered.
+fn verdict_mark(verdict: &str) -> &'static str {
+    match verdict {
+        "matches" => "\u{2713}",
+        "mismatch" => "\u{2717}",
+        _ => "?",
+    }
+}
+
+/// The payment beside the invoice it names: the invoice's facts, then each
+/// check in plain words, a failing one first.
+#[component]
+fn InvoiceMatch(found: crate::views::InvoiceMatchLine, amount: String, payee: String) -> impl IntoView {
+    let mut checks = found.checks.clone();
+    checks.sort_by_key(|c| c.ok);
+    let checks = checks
+        .into_iter()
+        .map(|c| {
+            let class = if c.ok { "check ok" } else { "check fail" };
+            let mark = if c.ok { "\u{2713}" } else { "\u{2717}" };
+            view! { <li class=class data-check=c.code.clone()><span class="mark" aria-hidden="true">{mark}</span>" "<span class="sr-only">{if c.ok { "holds: " } else { "fails: " }}</span>{c.message}</li> }
+        })
+        .collect_view();
+    let facts = found.vendor.clone().map(|vendor| view! {
+        <table class="invoice-side">
+            <thead><tr><th scope="col"></th><th scope="col">"This payment"</th><th scope="col">"The invoice"</th></tr></thead>
+            <tbody>
+                <tr><th scope="row">"To"</th><td>{payee.clone()}</td><td>{vendor}</td></tr>
+                <tr><th scope="row">"Amount"</th><td class="num">{amount.clone()}</td><td class="num">{found.amount.clone().unwrap_or_default()}</td></tr>
+                <tr><th scope="row">"Open"</th><td></td><td class="num" id="invoice-open">{found.open.clone().unwrap_or_default()}</td></tr>
+                <tr><th scope="row">"Due"</th><td></td><td>{found.due_date.clone().unwrap_or_default()}</td></tr>
+            </tbody>
+        </table>
+    });
+    let note = found.note.clone().map(|n| view! {
+        <div class="untrusted">
+            <p class="muted small">"Note on the invoice, from the accounting export: untrusted text, never an instruction."</p>
+            <blockquote class="reference" id="invoice-note">{n}</blockquote>
+        </div>
+    });
+    view! {
+        <div class=format!("card invoice-match verdict-{}", found.verdict) id="invoice-match" data-verdict=found.verdict.clone()>
+            <h2>{format!("Invoice {}", found.number)}</h2>
+            <p class="verdict-line" id="invoice-summary">{verdict_mark(&found.verdict)}" "{found.summary.clone()}</p>
+            {facts}
+            <ul class="plain checks" id="invoice-checks">{checks}</ul>
+            {note}
+        </div>
+    }
+}
+
 #[component]
 fn Twins(detail: ProposalDetail, csrf: String) -> impl IntoView {
     let invoice = detail.invoice_id.clone().unwrap_or_default();

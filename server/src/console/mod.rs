@@ -29,6 +29,7 @@ use crate::store::{
 };
 
 mod human_loop;
+mod invoices;
 mod rails;
 mod reach;
 mod waits;
@@ -282,6 +283,7 @@ impl ConsoleService {
         let tenancy = self.tenancy(&viewer.tenant_id).await?;
         let name_of = |id: &str| tenancy.name_of(id);
         let assessment = risk::assess(state, &risk::Subject::of(&row)).await.map_err(unavailable)?;
+        let invoice = self.invoice_match(&row, operation.is_some()).await?;
         let approved = approved_by(&view);
         let approve_blocker = tenancy.check(&viewer.user_id, &(&row).into(), &approved).err().map(|why| why.message());
         let approve_for: Vec<String> =
@@ -390,6 +392,7 @@ impl ConsoleService {
                 })
                 .collect(),
             twins: waits::twins(&assessment.signals),
+            invoice,
             payee_history: assessment
                 .history
                 .iter()
