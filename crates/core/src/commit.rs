@@ -145,6 +145,12 @@ async fn commit_inner(
         return Err(CommitError::Token("superseded"));
     }
     recheck(state, agent, row, &claims).await?;
+    // An account that a verified change of bank account replaced since the
+    // approval is no longer paid.
+    if let Some(refused) = crate::payables::account_change::replaced_now(state, row).await? {
+        refused_copy(state, agent, row, &refused).await?;
+        return Err(CommitError::Denied(refused));
+    }
     // The invoice it names, as it stands now; a registered one's open
     // balance is reserved in the transaction below.
     let registered = match crate::payables::invoices::at_commit(state, row).await? {
@@ -420,9 +426,10 @@ async fn record(
 }
 
 /// Audits a commit refused because another operation holds the invoice
-/// (`operation.refused`, rule `duplicate_invoice`) or its open balance does
-/// not hold the amount (rule `invoice_mismatch`): a payment stopped before
-/// the rail is a control that worked, and the trail says so.
+/// (`operation.refused`, rule `duplicate_invoice`), the invoice or its open
+/// balance does not hold the amount (rule `invoice_mismatch`), or the
+/// payee's account was replaced (`payee_account_replaced`): a payment
+/// stopped before the rail is a control that worked, and the trail says so.
 async fn refused_copy(
     state: &impl Store,
     agent: &AgentPrincipal,

@@ -216,7 +216,16 @@ async fn a_new_bank_account_applies_only_once_a_second_admin_records_the_call_ba
     assert!(text.contains("Jo Park, AP manager") && text.contains("vendor master file"), "{text}");
     assert!(!text.contains("northwind0007") && !text.contains("northwind0099"), "accounts masked: {text}");
 
-    // The old account is no longer paid.
+    // The old account is no longer paid: not even a payment approved before.
+    let pre = before.body["id"].as_str().unwrap();
+    let ben = Console::sign_in(&server, "ben").await;
+    assert_eq!(ben.approve(pre).await.status, 200);
+    let token = server.get_proposal(ACME_BOT_KEY, pre).await.body["approval_token"].as_str().unwrap().to_owned();
+    let r = server.commit(pre, &token).await;
+    r.assert_error(403, "policy_denied");
+    assert_eq!(r.detail_rules(), ["payee_account_replaced"], "{}", r.text);
+    let refused = server.audit_actions_where("operation.refused").await;
+    assert!(refused.iter().any(|e| e["data"]["rule"] == "payee_account_replaced"), "{refused:?}");
     let old = server.propose_as(ACME_BOT_KEY, &paying("POST-1", 5_000, ACME_PAYEE)).await;
     old.assert_error(403, "policy_denied");
     assert_eq!(old.detail_rules(), ["payee_account_replaced"]);
@@ -227,7 +236,6 @@ async fn a_new_bank_account_applies_only_once_a_second_admin_records_the_call_ba
     assert_eq!(first["policy"]["required_approvals"], 2, "{first}");
     assert!(rules_of(&first).contains(&"account_changed".to_owned()), "{first}");
     let id = first["id"].as_str().unwrap();
-    let ben = Console::sign_in(&server, "ben").await;
     let detail = send(ben.bare(reqwest::Method::GET, &format!("/console/proposal?id={id}"))).await;
     assert!(detail.body["signals"].to_string().contains("account_changed"), "{}", detail.text);
     assert_eq!(detail.body["invoice"]["verdict"], "matches", "the moved invoice matches: {}", detail.text);

@@ -95,6 +95,19 @@ pub fn replaced(payee: &PayeeEntry) -> Option<Decision> {
     ))
 }
 
+/// At commit: the refusal of a transfer whose payee's account was replaced
+/// by a verified change since it was proposed or approved.
+pub async fn replaced_now(
+    state: &impl Store,
+    row: &crate::store::proposals::ProposalRow,
+) -> store::Result<Option<Decision>> {
+    if row.kind != crate::domain::ProposalKind::Transfer.as_str() {
+        return Ok(None);
+    }
+    let entry = store::directory::payee_entry(&state.db().read, &row.tenant_id, &row.payee_id).await?;
+    Ok(entry.as_ref().and_then(replaced))
+}
+
 /// `decision` for a payment to `payee`, raised when it is the first since
 /// the payee's account changed (`paid_since`: whether one was approved or
 /// paid since): at least `payables.account_change_approvals` approvals,
