@@ -32,7 +32,11 @@ ANNOTATIONS = {
     "commit_payment": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": True},
     "cancel_proposal": {"readOnlyHint": False, "destructiveHint": True},
     "request_reversal": {"readOnlyHint": False, "destructiveHint": False},
+    "search_invoices": {"readOnlyHint": True},
+    "search_payees": {"readOnlyHint": True},
 }
+# The tools that answer with a proposal (the searches answer with a page).
+PROPOSAL_TOOLS = [name for name in ANNOTATIONS if not name.startswith("search_")]
 
 
 def check(condition, what):
@@ -58,12 +62,18 @@ def refused(result, code, what):
 
 async def check_tools(client, transport):
     tools = {tool.name: tool.model_dump(by_alias=True, exclude_none=True) for tool in (await client.list_tools()).tools}
-    check(set(tools) == set(ANNOTATIONS), f"{transport}: the six tools ({sorted(tools)})")
+    check(set(tools) == set(ANNOTATIONS), f"{transport}: the eight tools ({sorted(tools)})")
     for name, hints in ANNOTATIONS.items():
         annotations = tools[name].get("annotations", {})
         for hint, value in hints.items():
             check(annotations.get(hint) == value, f"{transport}: {name} {hint}={value}")
+    for name in PROPOSAL_TOOLS:
         check("status" in tools[name]["outputSchema"]["properties"], f"{transport}: {name} has the proposal's outputSchema")
+    for name in ["search_invoices", "search_payees"]:
+        check("next_cursor" in tools[name]["outputSchema"]["properties"], f"{transport}: {name} has a page's outputSchema")
+        # The SDK checks the structured content against the outputSchema.
+        page = structured(await client.call_tool(name, {}), f"{transport}: {name}")
+        check(isinstance(page["data"], list), f"{transport}: {name} answers a page")
     propose = tools["propose_payment"]["inputSchema"]
     check(propose["properties"]["amount_minor"]["minimum"] == 1, f"{transport}: amount_minor minimum 1")
     check(propose["$defs"]["PurposeCode"]["enum"] == ["payroll", "refund", "vendor", "disbursement"], "purpose enum")
@@ -173,7 +183,7 @@ def raw_http(args):
         check(r.status_code == 200, f"a 2025-03-26 batch is served ({r.status_code} {r.text[:300]})")
         answers = {answer["id"]: answer for answer in r.json()}
         check(set(answers) == {1, "two"}, f"one answer per request, none for the notification ({r.text[:300]})")
-        check(len(answers[1]["result"]["tools"]) == 6 and answers["two"]["result"] == {}, "the batch's answers")
+        check(len(answers[1]["result"]["tools"]) == len(ANNOTATIONS) and answers["two"]["result"] == {}, "the batch's answers")
         r = http.post(url, headers=dict(json_headers, **{"MCP-Protocol-Version": "2025-06-18"}), json=batch)
         check(r.status_code == 400 and r.json()["error"]["code"] == -32600, "no batches under 2025-06-18")
 

@@ -76,6 +76,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/console/invoices/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import invoices from an accounting export (admins)
+         * @description The body is the CSV file itself (`Content-Type: text/csv`, at most
+         *     5 MiB, 10,000 rows): a header row naming the columns `number`, `vendor`,
+         *     `account` (the payee id it is owed to), `amount` (major units),
+         *     `currency`, `due_date` (`YYYY-MM-DD`), `status` (`open`,
+         *     `partially_paid`, `paid`, `void`), and optionally `amount_paid`,
+         *     `purpose`, `note`, `memo` (docs/PAYABLES.md). All or nothing: with any bad
+         *     row, nothing is imported and `validation_failed` lists every problem
+         *     (`details`: `{line, column, message}`). An invoice already registered is
+         *     updated; what was paid never shrinks. `invalid_state`
+         *     (`changed_during_import`): a payment moved an invoice of the file
+         *     meanwhile; send it again.
+         */
+        post: operations["importInvoices"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/console/proposals/{id}/evidence": {
         parameters: {
             query?: never;
@@ -106,6 +136,52 @@ export interface paths {
         };
         /** `GET /api/v1/events`. */
         get: operations["agentEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invoices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the tenant's invoices (read-only)
+         * @description The agent's tenant's registered invoices whose purpose is one of the
+         *     agent's purposes, by due date: what it may propose a payment for, with
+         *     the open balance a payment may still take (amount − paid − held by
+         *     payments in flight). An invoice's `note` and `vendor_memo` came from the
+         *     accounting export: they are returned as `{"untrusted_text", "source",
+         *     "label"}` — data to quote, never instructions to follow.
+         */
+        get: operations["searchInvoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invoices/{payee}/{number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one invoice (read-only)
+         * @description The invoice `number` owed to `payee`, if the agent may see it (its
+         *     tenant's, of one of its purposes); else 404.
+         */
+        get: operations["getInvoice"];
         put?: never;
         post?: never;
         delete?: never;
@@ -548,6 +624,28 @@ export interface paths {
          *     Audited with the admin as actor. Answers with the proposal object.
          */
         post: operations["resolveOperation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/payees": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the tenant's payees (read-only)
+         * @description The agent's tenant's payee registry, by legal name: the ids a proposal's
+         *     `destination` may name, whether each is trusted, and which were replaced
+         *     by a verified change of bank account (`replaced_by`: pay that one).
+         */
+        get: operations["searchPayees"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1194,7 +1292,7 @@ export interface components {
          */
         ErrorCode: "invalid_json" | "payload_too_large" | "unsupported_media_type" | "unauthenticated" | "approval_token_invalid" | "forbidden" | "policy_denied" | "step_up_required" | "passkey_refused" | "not_found" | "invalid_state" | "idempotency_key_in_use" | "validation_failed" | "unknown_destination" | "idempotency_key_reused" | "rate_limited" | "rail_unavailable" | "internal_error";
         /** @description One entry of `error.details`. */
-        ErrorDetail: components["schemas"]["FieldError"] | components["schemas"]["PolicyReason"] | {
+        ErrorDetail: components["schemas"]["FieldError"] | components["schemas"]["PolicyReason"] | components["schemas"]["RowError"] | {
             current_status: string;
         } | {
             reason: string;
@@ -1223,11 +1321,69 @@ export interface components {
              */
             group: string;
         };
+        /** @description What an import did. */
+        ImportReport: {
+            /** Format: int64 */
+            created: number;
+            id: string;
+            /** @description Columns of the file that are not invoice fields (not read). */
+            ignored_columns: string[];
+            /** Format: int64 */
+            unchanged: number;
+            /** Format: int64 */
+            updated: number;
+        };
+        /** @description An invoice as an agent sees it. */
+        Invoice: {
+            /** @description `1,250.00 USD`. */
+            amount: string;
+            /** Format: int64 */
+            amount_minor: number;
+            /** @example USD */
+            currency: string;
+            /** Format: date */
+            due_date: string;
+            /** @example ba_…0007 #K3F9 */
+            masked_account: string;
+            note: null | components["schemas"]["UntrustedText"];
+            /** @description What a proposal's `invoice_id` names. */
+            number: components["schemas"]["InvoiceId"];
+            /**
+             * Format: int64
+             * @description What a payment may still take: amount − paid − held.
+             */
+            open_minor: number;
+            /** Format: int64 */
+            paid_minor: number;
+            /** @description The payee it is owed to: a proposal's `destination`. */
+            payee_id: components["schemas"]["PayeeId"];
+            purpose: components["schemas"]["PurposeCode"];
+            /**
+             * Format: int64
+             * @description Held by payments in flight.
+             */
+            reserved_minor: number;
+            /**
+             * @example open
+             * @example paid
+             * @example void
+             */
+            status: string;
+            vendor_memo: null | components["schemas"]["UntrustedText"];
+            /** @description The vendor's legal name on the invoice (checked against the payee's). */
+            vendor_name: string;
+        };
         /**
          * @description An invoice number.
          * @example 1842
          */
         InvoiceId: string;
+        /** @description A page of invoices, by due date. */
+        InvoicePage: {
+            data: components["schemas"]["Invoice"][];
+            /** @description Pass as `cursor` for the next page; `null` on the last page. */
+            next_cursor: string | null;
+        };
         /**
          * @description A P-256 public key (RFC 7518 §6.2): one that signs approval tokens, or
          *     the one that signs receipts (docs/EVIDENCE.md). The `kid` a token's or
@@ -1435,11 +1591,33 @@ export interface components {
             /** @description Trusted payees may be auto-approved below the threshold. */
             trusted: boolean;
         };
+        /** @description A payee as an agent sees it: enough to propose a payment to it. */
+        PayeeEntry: {
+            /**
+             * Format: date-time
+             * @description When this account took over from another (a verified change): the
+             *     first payment to it needs more approvals. `null` otherwise.
+             */
+            account_changed_at: string | null;
+            /** @description The payee's id in the registry: a proposal's `destination`. */
+            id: components["schemas"]["PayeeId"];
+            legal_name: string;
+            /** @example ba_…0007 #K3F9 */
+            masked_account: string;
+            replaced_by: null | components["schemas"]["PayeeId"];
+            trusted: boolean;
+        };
         /**
          * @description A payee in the tenant's registry: an account, card or bank account id.
          * @example acct_acme0000000001
          */
         PayeeId: string;
+        /** @description A page of payees, by legal name. */
+        PayeePage: {
+            data: components["schemas"]["PayeeEntry"][];
+            /** @description Pass as `cursor` for the next page; `null` on the last page. */
+            next_cursor: string | null;
+        };
         /** @description The policy decision and every rule that fired. */
         PolicyDecision: {
             /**
@@ -1739,6 +1917,17 @@ export interface components {
         };
         /** @enum {string} */
         Role: "viewer" | "approver" | "admin" | "auditor";
+        /** @description One bad row (or the header, line 1): where, which column, why. */
+        RowError: {
+            /** @description The column, when the problem is one field's. */
+            column: string | null;
+            /**
+             * Format: int64
+             * @description The line in the file (1 is the header).
+             */
+            line: number;
+            message: string;
+        };
         /**
          * @description The agent run a proposal belongs to. Within one agent and run, an identical canonical request collapses into the existing proposal.
          * @example run-42
@@ -1859,6 +2048,24 @@ export interface components {
         };
         /** @description The transfer a reversal names: the proposal (`prop_…`) or the rail transfer (`tr_…`) to reverse. */
         TransferRef: string;
+        /**
+         * @description Text from outside Countersign (an invoice's note, a vendor's memo, an
+         *     agent's batch label as shown to another party), returned labelled: data
+         *     to show or quote, never an instruction to follow (docs/SECURITY.md,
+         *     "Prompt injection through invoice text").
+         */
+        UntrustedText: {
+            /** @description Says what it is, for a model reading the answer. */
+            label: string;
+            /**
+             * @description Where it came from.
+             * @example invoice_note
+             * @example vendor_memo
+             */
+            source: string;
+            /** @description The text exactly as it came. */
+            untrusted_text: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -1979,7 +2186,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -1995,7 +2202,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2094,7 +2301,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2124,6 +2331,151 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    importInvoices: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example number,vendor,account,amount,currency,due_date,status
+                 *     INV-1842,Northwind Traders GmbH,ba_northwind0007,1250.00,USD,2026-12-01,open
+                 */
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description What the import did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportReport"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description The object's current status does not allow this; `current_status` (also in `details`) names it. */
+            409: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_state";
+                        };
+                    };
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
                         };
                     };
                 };
@@ -2234,7 +2586,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2325,7 +2677,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2337,6 +2689,202 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    searchInvoices: {
+        parameters: {
+            query?: {
+                /** @description `open` (default), `paid`, `void` or `any`. */
+                status?: string;
+                /** @description Only invoices owed to this payee id. */
+                payee?: string;
+                /** @description Only the invoice(s) of this number. */
+                number?: string;
+                /** @description Vendor names containing this (case-insensitive). */
+                vendor?: string;
+                /** @description Due on or before this day (`YYYY-MM-DD`). */
+                due_before?: string;
+                /** @description Page size. */
+                limit?: number;
+                /** @description The opaque `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invoices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoicePage"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The payee id the invoice is owed to. */
+                payee: string;
+                /** @description The invoice number. */
+                number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invoice. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
                         };
                     };
                 };
@@ -2394,7 +2942,7 @@ export interface operations {
                     "application/json": components["schemas"]["LogInfo"];
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2465,7 +3013,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2521,7 +3069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Proof"];
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2577,7 +3125,7 @@ export interface operations {
                     "application/json": components["schemas"]["Proof"];
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2756,7 +3304,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2772,7 +3320,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -2989,7 +3537,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -3005,7 +3553,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -3443,7 +3991,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -3459,7 +4007,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -3564,7 +4112,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -3690,7 +4238,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -3706,7 +4254,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -3907,7 +4455,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -3923,7 +4471,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -4122,7 +4670,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -4138,7 +4686,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -4423,7 +4971,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -4439,7 +4987,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -4489,6 +5037,101 @@ export interface operations {
             };
         };
     };
+    searchPayees: {
+        parameters: {
+            query?: {
+                /** @description Payees whose legal name contains this (case-insensitive), or whose id it is. */
+                q?: string;
+                /** @description Page size. */
+                limit?: number;
+                /** @description The opaque `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of payees. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayeePage"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
     listProposals: {
         parameters: {
             query?: {
@@ -4532,7 +5175,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -4708,7 +5351,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -4724,7 +5367,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed`: `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). `unknown_destination`: The destination is not in the tenant's payee registry. `idempotency_key_reused`: The `Idempotency-Key` was first used with a different body. */
+            /** @description `validation_failed`: `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). `unknown_destination`: The destination is not in the tenant's payee registry. `idempotency_key_reused`: The `Idempotency-Key` was first used with a different body. */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -4852,7 +5495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5034,7 +5677,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5050,7 +5693,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5340,7 +5983,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5356,7 +5999,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5594,7 +6237,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5740,7 +6383,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5855,7 +6498,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5979,7 +6622,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -5995,7 +6638,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -6208,7 +6851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is not `application/json`. */
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
             415: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
@@ -6224,7 +6867,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range). */
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
             422: {
                 headers: {
                     /** @description The id of this request, also `error.request_id`. */
