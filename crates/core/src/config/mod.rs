@@ -204,6 +204,19 @@ pub struct TenantSettings {
     pub escalation: Vec<EscalationRule>,
     /// Approvals required from named groups, per amount band.
     pub group_approval: Vec<escalation::GroupRule>,
+    /// What membership of an identity provider's group grants (the group's
+    /// SCIM `displayName`, exactly): roles and approval groups, never an
+    /// approval limit (docs/PEOPLE.md).
+    pub idp_groups: BTreeMap<String, IdpGroupGrant>,
+}
+
+/// What being in one identity provider's group grants.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IdpGroupGrant {
+    pub roles: Vec<crate::domain::Role>,
+    /// Names of the tenant's `approval_groups`.
+    pub approval_groups: Vec<String>,
 }
 
 impl Default for TenantSettings {
@@ -213,6 +226,7 @@ impl Default for TenantSettings {
             approval_groups: BTreeMap::new(),
             escalation: Vec::new(),
             group_approval: Vec::new(),
+            idp_groups: BTreeMap::new(),
         }
     }
 }
