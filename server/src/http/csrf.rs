@@ -104,7 +104,8 @@ pub fn scripted(method: &Method, headers: &HeaderMap) -> bool {
 }
 
 fn no_browser_signal(headers: &HeaderMap) -> bool {
-    [header::ORIGIN, header::REFERER].iter().all(|h| !headers.contains_key(h)) && !headers.contains_key("sec-fetch-site")
+    [header::ORIGIN, header::REFERER].iter().all(|h| !headers.contains_key(h))
+        && !headers.contains_key("sec-fetch-site")
 }
 
 fn is_form(headers: &HeaderMap) -> bool {

@@ -184,7 +184,7 @@ fn router(state: Shared) -> Router {
         .route("/admin/users/{username}/sessions/end", post(people::end_sessions_form))
         .route("/admin/scim-tokens", post(people::propose_scim_token))
         .route("/admin/scim-tokens/{id}/revoke", post(people::revoke_scim_token))
-        .route("/admin/agents/{id}/reassign", post(people::reassign_agent))
+        .route("/admin/agent-reassignments", post(people::reassign_agent))
         .route("/account/sessions", get(people::own_sessions_page))
         .route("/account/sessions/end", post(people::end_own_sessions))
         .route("/session/alive", get(console::session_alive))

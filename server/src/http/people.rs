@@ -33,7 +33,13 @@ async fn flash(session: &Session, message: String) {
 }
 
 /// A form that posts to `action` with the CSRF token and one button.
-fn button_form(action: String, csrf: &str, id: &'static str, label: &'static str, class: &'static str) -> impl IntoView {
+fn button_form(
+    action: String,
+    csrf: &str,
+    id: &'static str,
+    label: &'static str,
+    class: &'static str,
+) -> impl IntoView {
     view! {
         <form method="post" action=action class="inline-form">
             <input type="hidden" name="csrf_token" value=csrf.to_owned() />
@@ -258,7 +264,11 @@ pub async fn end_sessions_form(
 }
 
 /// `GET /account/sessions`: one's own active sessions.
-pub async fn own_sessions_page(State(state): State<Shared>, session: Session, me: CurrentUser) -> Result<Response, ApiError> {
+pub async fn own_sessions_page(
+    State(state): State<Shared>,
+    session: Session,
+    me: CurrentUser,
+) -> Result<Response, ApiError> {
     let current = session.id().map(|id| id.to_string());
     let sessions = store::people::sessions_of(&state.db.read, &me.user.id, current.as_deref(), state.now()).await?;
     let csrf = me.session.csrf_token.clone();
@@ -328,21 +338,22 @@ pub async fn revoke_scim_token(
     Redirect::to("/admin").into_response()
 }
 
-/// `POST /admin/agents/{id}/reassign`.
+/// `POST /admin/agent-reassignments`.
 #[derive(Debug, Deserialize)]
 pub struct ReassignFields {
+    agent: Option<String>,
     acts_for: Option<String>,
 }
 
-/// `POST /admin/agents/{id}/reassign` (form): proposes that the agent acts
+/// `POST /admin/agent-reassignments` (form): proposes that the agent acts
 /// for someone else (four-eyes); its key stays.
 pub async fn reassign_agent(
     State(state): State<Shared>,
     session: Session,
     AdminUser(admin): AdminUser,
-    Path(agent): Path<String>,
     Form(form): Form<ReassignFields>,
 ) -> Response {
+    let agent = form.agent.unwrap_or_default().trim().to_owned();
     let acts_for = form.acts_for.unwrap_or_default().trim().to_owned();
     let message = match registry_changes::submit(&state, &admin.admin(), Request::Reassign { agent, acts_for }).await {
         Ok(Submitted::Applied { message }) => message,

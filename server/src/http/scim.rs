@@ -135,11 +135,7 @@ fn body(headers: &HeaderMap, bytes: &Bytes) -> Result<Value, Refusal> {
     let kind = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let essence = kind.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     if essence != CONTENT_TYPE && essence != "application/json" {
-        return Err(Refusal::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            None,
-            "the body must be application/scim+json",
-        ));
+        return Err(Refusal::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, "the body must be application/scim+json"));
     }
     super::extract::parse_strict(bytes)
         .map_err(|why| Refusal::new(StatusCode::BAD_REQUEST, Some("invalidSyntax"), format!("not valid JSON: {why}")))

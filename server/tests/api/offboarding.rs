@@ -64,8 +64,11 @@ async fn deactivating_an_approver_mid_approval_ends_everything_they_could_do_at_
     let ana_phone = Console::sign_in(&server, "ana").await;
     let ben = Console::sign_in(&server, "ben").await;
     let (from, to) = span(72);
-    let r = send(ben.authed(Method::POST, "/api/v1/me/delegations").json(&json!({"delegate": "ana", "starts_at": from, "ends_at": to})))
-        .await;
+    let r = send(
+        ben.authed(Method::POST, "/api/v1/me/delegations")
+            .json(&json!({"delegate": "ana", "starts_at": from, "ends_at": to})),
+    )
+    .await;
     assert_eq!(r.status, 201, "{}", r.text);
     let delegation = r.body["delegation"]["id"].as_str().unwrap().to_owned();
     query(
@@ -87,7 +90,10 @@ async fn deactivating_an_approver_mid_approval_ends_everything_they_could_do_at_
     assert_eq!(ben.approve(&approved).await.status, 200);
     let (old_token, _) = token_of(&server, &approved).await;
     let by_policy = server
-        .propose_as(ANA_BOT_KEY, &with(transfer(), json!({"run_id": "ana-bot-1", "destination": ACME_TRUSTED_PAYEE, "amount_minor": 500})))
+        .propose_as(
+            ANA_BOT_KEY,
+            &with(transfer(), json!({"run_id": "ana-bot-1", "destination": ACME_TRUSTED_PAYEE, "amount_minor": 500})),
+        )
         .await;
     assert_eq!(by_policy.body["status"], "approved", "{}", by_policy.text);
     let policy_token = by_policy.body["approval_token"].as_str().unwrap().to_owned();
@@ -108,29 +114,48 @@ async fn deactivating_an_approver_mid_approval_ends_everything_they_could_do_at_
     assert_eq!(sign_in_as(&server, "ana", PASSWORD).await.status, 401);
 
     // 2. Slack presses as ana change nothing.
-    let r = press_signed(&server, NEW_SECRET, &press_body("U0ANA", "approve", &button_value(&next_view), &slack.url("/r/1")))
-        .await;
+    let r = press_signed(
+        &server,
+        NEW_SECRET,
+        &press_body("U0ANA", "approve", &button_value(&next_view), &slack.url("/r/1")),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_still_pending(&server, &next).await;
 
     // 3. Her push device is gone; nothing is queued for her.
     assert_eq!(count(&server, &format!("SELECT COUNT(*) FROM push_subscriptions WHERE user_id = '{ana_id}'")).await, 0);
     assert_eq!(
-        count(&server, &format!("SELECT COUNT(*) FROM notifications WHERE user_id = '{ana_id}' AND status = 'pending'")).await,
+        count(
+            &server,
+            &format!("SELECT COUNT(*) FROM notifications WHERE user_id = '{ana_id}' AND status = 'pending'")
+        )
+        .await,
         0
     );
 
     // 4. The delegation to her ended.
-    let status: String =
-        one(&format!("SELECT status FROM delegations WHERE id = '{delegation}'")).fetch_one(&server.db().await).await.unwrap();
+    let status: String = one(&format!("SELECT status FROM delegations WHERE id = '{delegation}'"))
+        .fetch_one(&server.db().await)
+        .await
+        .unwrap();
     assert_eq!(status, "revoked");
 
     // 5. Her approval of the waiting payment no longer counts: kept, marked,
     // audited; the payment needs two approvals from others.
     let w = server.get_proposal(ACME_BOT_KEY, &waiting).await;
-    assert_eq!((w.body["status"].as_str(), w.body["approvals"].clone()), (Some("pending_approval"), json!([])), "{}", w.text);
     assert_eq!(
-        count(&server, &format!("SELECT COUNT(*) FROM approvals WHERE proposal_id = '{waiting}' AND withdrawn_at IS NOT NULL")).await,
+        (w.body["status"].as_str(), w.body["approvals"].clone()),
+        (Some("pending_approval"), json!([])),
+        "{}",
+        w.text
+    );
+    assert_eq!(
+        count(
+            &server,
+            &format!("SELECT COUNT(*) FROM approvals WHERE proposal_id = '{waiting}' AND withdrawn_at IS NOT NULL")
+        )
+        .await,
         1
     );
     assert!(server.audit_actions(&waiting).await.contains(&"approval.withdrawn".to_owned()));
@@ -138,16 +163,24 @@ async fn deactivating_an_approver_mid_approval_ends_everything_they_could_do_at_
 
     // 6. The approved payment is sent back for approval: its token commits nothing.
     assert_eq!(status_of(&server, &approved).await, "approval_expired");
-    let commit = send(server.post_json(&format!("/api/v1/proposals/{approved}/commit"), ACME_BOT_KEY, &json!({"approval_token": old_token})))
-        .await;
+    let commit = send(server.post_json(
+        &format!("/api/v1/proposals/{approved}/commit"),
+        ACME_BOT_KEY,
+        &json!({"approval_token": old_token}),
+    ))
+    .await;
     assert_eq!((commit.status, commit.body["error"]["code"].as_str()), (409, Some("invalid_state")), "{}", commit.text);
 
     // 7. Her agent is frozen: it proposes and commits nothing, with a typed refusal.
     let r = server.propose_as(ANA_BOT_KEY, &with(transfer(), json!({"run_id": "ana-bot-2"}))).await;
     r.assert_error(403, "policy_denied");
     assert_eq!(r.detail_rules(), ["acts_for_deactivated"], "{}", r.text);
-    let r = send(server.post_json(&format!("/api/v1/proposals/{by_policy_id}/commit"), ANA_BOT_KEY, &json!({"approval_token": policy_token})))
-        .await;
+    let r = send(server.post_json(
+        &format!("/api/v1/proposals/{by_policy_id}/commit"),
+        ANA_BOT_KEY,
+        &json!({"approval_token": policy_token}),
+    ))
+    .await;
     r.assert_error(403, "policy_denied");
     assert_eq!(r.detail_rules(), ["kill_switch"], "{}", r.text);
     assert!(r.text.contains("ana, whom this agent acts for, was deactivated"), "{}", r.text);
@@ -169,7 +202,7 @@ async fn deactivating_an_approver_mid_approval_ends_everything_they_could_do_at_
     assert!(page.text.contains("id=\"no-sessions\""), "{}", page.text);
 
     // An admin reassigns the agent (four-eyes): it may propose again.
-    let r = ada.form("/admin/agents/ana-bot/reassign", &[("acts_for", "ben")]).await;
+    let r = ada.form("/admin/agent-reassignments", &[("agent", "ana-bot"), ("acts_for", "ben")]).await;
     assert_eq!(r.status, 303);
     let change = pending_change_ids(&server).await.pop().expect("the reassignment waits");
     let r = abe.form(&format!("/admin/changes/{change}/confirm"), &[]).await;
@@ -219,7 +252,10 @@ async fn only_an_admin_of_the_tenant_deactivates_and_nobody_deactivates_themselv
     let (code, _, err) = server.cli(&["user", "deactivate", "--tenant", "acme", "--username", "ana"]).await;
     assert_eq!(code, 2, "{err}");
     let entries = server.audit_actions_where("user.deactivated").await;
-    assert_eq!((entries.len(), entries[0]["actor"].as_str(), entries[0]["data"]["via"].as_str()), (1, Some("cli"), Some("cli")));
+    assert_eq!(
+        (entries.len(), entries[0]["actor"].as_str(), entries[0]["data"]["via"].as_str()),
+        (1, Some("cli"), Some("cli"))
+    );
 }
 
 #[tokio::test]
@@ -249,8 +285,13 @@ async fn sign_out_everywhere_and_a_scripts_bare_sign_out() {
     };
     assert_eq!(bare(None).await.status, 403, "still needs its CSRF token");
     assert_eq!(bare(Some("wrong")).await.status, 403);
-    let foreign = send(script.bare(Method::DELETE, "/api/v1/session").header("origin", "http://evil.example").header("x-csrf-token", &script.csrf))
-        .await;
+    let foreign = send(
+        script
+            .bare(Method::DELETE, "/api/v1/session")
+            .header("origin", "http://evil.example")
+            .header("x-csrf-token", &script.csrf),
+    )
+    .await;
     assert_eq!(foreign.status, 403, "a foreign Origin is still refused");
     let r = bare(Some(&script.csrf)).await;
     assert_eq!(r.status, 204, "{}", r.text);

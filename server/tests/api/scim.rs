@@ -112,7 +112,10 @@ async fn the_token_is_made_by_two_admins_shown_once_and_refused_every_other_way(
     let (scim, ada) = acme_scim(&server).await;
     assert_eq!(scim.get("/Users").await.status, 200);
     // Only the SHA-256 is stored; the audit trail names the token, not its secret.
-    assert_eq!(server.scalar(&format!("SELECT COUNT(*) FROM scim_tokens WHERE token_sha256 = '{}'", scim.token)).await, 0);
+    assert_eq!(
+        server.scalar(&format!("SELECT COUNT(*) FROM scim_tokens WHERE token_sha256 = '{}'", scim.token)).await,
+        0
+    );
     let issued = server.audit_actions_where("scim.token.issued").await;
     assert_eq!(issued.len(), 1);
     assert!(!issued[0].to_string().contains(&scim.token));
@@ -121,7 +124,9 @@ async fn the_token_is_made_by_two_admins_shown_once_and_refused_every_other_way(
     let no_header = send(http_client().get(server.url("/scim/v2/Users"))).await;
     assert_scim_error(&no_header, 401, None);
     assert_eq!(no_header.header("www-authenticate"), Some("Bearer realm=\"scim\""));
-    let basic = send(http_client().get(server.url("/scim/v2/Users")).header("authorization", format!("Basic {}", scim.token))).await;
+    let basic =
+        send(http_client().get(server.url("/scim/v2/Users")).header("authorization", format!("Basic {}", scim.token)))
+            .await;
     assert_scim_error(&basic, 401, None);
     assert_scim_error(&Scim::new(&server, "cs_scim_wrong").get("/Users").await, 401, None);
     let mut altered = scim.token.clone();
@@ -166,7 +171,8 @@ async fn okta_provisions_updates_and_deactivates_a_user_as_okta_sends_it() {
     assert!(audited[0]["actor"].as_str().unwrap().starts_with("scim:scim_"), "{audited:?}");
 
     // Olga can sign in (single sign-on) as a user with no role of her own.
-    let user_roles: String = one("SELECT roles FROM users WHERE id = ?").bind(&id).fetch_one(&server.db().await).await.unwrap();
+    let user_roles: String =
+        one("SELECT roles FROM users WHERE id = ?").bind(&id).fetch_one(&server.db().await).await.unwrap();
     assert_eq!(user_roles, "[]");
 
     // A PUT with the whole user (a new family name); the ETag follows.
@@ -176,7 +182,8 @@ async fn okta_provisions_updates_and_deactivates_a_user_as_okta_sends_it() {
     assert_eq!(put.status, 200, "{}", put.text);
     assert_eq!(put.body["name"]["familyName"], "Nowak");
     assert_ne!(put.header("etag"), created.header("etag"));
-    let not_modified = send(scim.req(Method::GET, &format!("/Users/{id}")).header("if-none-match", put.header("etag").unwrap())).await;
+    let not_modified =
+        send(scim.req(Method::GET, &format!("/Users/{id}")).header("if-none-match", put.header("etag").unwrap())).await;
     assert_eq!(not_modified.status, 304);
 
     // Deactivation: `replace` with no path.
@@ -233,10 +240,17 @@ async fn entra_provisions_with_its_own_patch_dialect_and_groups_grant_roles_neve
     assert_eq!(r.body["displayName"], "Erinn Ek");
 
     // A group Entra pushes, then members added and removed by PATCH.
-    let group = scim.post("/Groups", &json!({"schemas": [GROUP], "displayName": "Finance Approvers", "externalId": "g-1", "members": []})).await;
+    let group = scim
+        .post(
+            "/Groups",
+            &json!({"schemas": [GROUP], "displayName": "Finance Approvers", "externalId": "g-1", "members": []}),
+        )
+        .await;
     assert_eq!(group.status, 201, "{}", group.text);
     let gid = group.body["id"].as_str().unwrap().to_owned();
-    let r = scim.patch(&format!("/Groups/{gid}"), json!([{"op": "Add", "path": "members", "value": [{"value": id}]}])).await;
+    let r = scim
+        .patch(&format!("/Groups/{gid}"), json!([{"op": "Add", "path": "members", "value": [{"value": id}]}]))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["members"][0]["value"], id.as_str());
     let user = scim.get(&format!("/Users/{id}")).await;
@@ -253,13 +267,20 @@ async fn entra_provisions_with_its_own_patch_dialect_and_groups_grant_roles_neve
     );
     assert_eq!(usd_limit(&server, "erin@acme.example").await, None, "limits are Countersign's four-eyes change");
     let page = send(ada.bare(Method::GET, "/admin/users/erin@acme.example")).await;
-    assert!(page.text.contains("Finance Approvers") && page.text.contains("id=\"idp-roles\">approver"), "{}", page.text);
+    assert!(
+        page.text.contains("Finance Approvers") && page.text.contains("id=\"idp-roles\">approver"),
+        "{}",
+        page.text
+    );
     assert!(!server.audit_actions_where("user.idp_grants").await.is_empty());
 
     // Entra removes a member with a value list; the grant goes at once.
-    let r = scim.patch(&format!("/Groups/{gid}"), json!([{"op": "Remove", "path": "members", "value": [{"value": id}]}])).await;
+    let r = scim
+        .patch(&format!("/Groups/{gid}"), json!([{"op": "Remove", "path": "members", "value": [{"value": id}]}]))
+        .await;
     assert_eq!((r.status, r.body["members"].clone()), (200, json!([])), "{}", r.text);
-    let idp_roles: String = one("SELECT idp_roles FROM users WHERE id = ?").bind(&id).fetch_one(&server.db().await).await.unwrap();
+    let idp_roles: String =
+        one("SELECT idp_roles FROM users WHERE id = ?").bind(&id).fetch_one(&server.db().await).await.unwrap();
     assert_eq!(idp_roles, "[]");
 
     // Entra soft-deletes with `"Replace" active "False"`, later deletes.
@@ -288,7 +309,14 @@ async fn bad_input_gets_scim_errors_and_changes_nothing_and_tenants_stay_apart()
     let before = scim.get(&format!("/Users/{id}")).await.body;
 
     // Filters.
-    for bad in ["userName eq", "userName xx \"a\"", "(userName eq \"a\"", "userName eq olga", "title pr", "emails[type eq \"work\""] {
+    for bad in [
+        "userName eq",
+        "userName xx \"a\"",
+        "(userName eq \"a\"",
+        "userName eq olga",
+        "title pr",
+        "emails[type eq \"work\"",
+    ] {
         assert_scim_error(&scim.filter("/Users", bad).await, 400, Some("invalidFilter"));
     }
     assert_scim_error(&scim.filter("/Groups", "userName eq \"a\"").await, 400, Some("invalidFilter"));
@@ -305,16 +333,34 @@ async fn bad_input_gets_scim_errors_and_changes_nothing_and_tenants_stay_apart()
     assert_scim_error(&scim.get("/Groups/grp_nobody").await, 404, None);
     assert_scim_error(&scim.get("/Nothing").await, 404, None);
     // Bodies.
-    let r = send(scim.req(Method::POST, "/Users").header(CONTENT_TYPE, "application/scim+json").body("{\"userName\": ")).await;
+    let r =
+        send(scim.req(Method::POST, "/Users").header(CONTENT_TYPE, "application/scim+json").body("{\"userName\": "))
+            .await;
     assert_scim_error(&r, 400, Some("invalidSyntax"));
-    let r = send(scim.req(Method::POST, "/Users").header(CONTENT_TYPE, "application/scim+json").body("{\"userName\": \"a\", \"userName\": \"b\"}")).await;
+    let r = send(
+        scim.req(Method::POST, "/Users")
+            .header(CONTENT_TYPE, "application/scim+json")
+            .body("{\"userName\": \"a\", \"userName\": \"b\"}"),
+    )
+    .await;
     assert_scim_error(&r, 400, Some("invalidSyntax"));
-    let r = send(scim.req(Method::POST, "/Users").header(CONTENT_TYPE, "text/plain").body(okta_user("x@y", "x").to_string())).await;
+    let r = send(
+        scim.req(Method::POST, "/Users").header(CONTENT_TYPE, "text/plain").body(okta_user("x@y", "x").to_string()),
+    )
+    .await;
     assert_scim_error(&r, 415, None);
     assert_scim_error(&scim.post("/Users", &json!({"schemas": [USER]})).await, 400, Some("invalidValue"));
     assert_scim_error(&scim.post("/Users", &json!({"userName": "a b"})).await, 400, Some("invalidValue"));
-    assert_scim_error(&scim.post("/Users", &json!({"userName": "x@y", "active": "maybe"})).await, 400, Some("invalidValue"));
-    assert_scim_error(&scim.post("/Groups", &json!({"displayName": "G", "members": [{"value": "usr_nobody"}]})).await, 400, Some("invalidValue"));
+    assert_scim_error(
+        &scim.post("/Users", &json!({"userName": "x@y", "active": "maybe"})).await,
+        400,
+        Some("invalidValue"),
+    );
+    assert_scim_error(
+        &scim.post("/Groups", &json!({"displayName": "G", "members": [{"value": "usr_nobody"}]})).await,
+        400,
+        Some("invalidValue"),
+    );
     // A PATCH whose second operation is refused applies neither.
     let r = scim
         .patch(&format!("/Users/{id}"), json!([{"op": "replace", "path": "displayName", "value": "Changed"}, {"op": "replace", "path": "id", "value": "x"}]))
@@ -345,10 +391,18 @@ async fn bad_input_gets_scim_errors_and_changes_nothing_and_tenants_stay_apart()
 
     // Another tenant's token sees none of acme's users.
     assert_scim_error(&globex.get(&format!("/Users/{id}")).await, 404, None);
-    assert_scim_error(&globex.patch(&format!("/Users/{id}"), json!([{"op": "replace", "value": {"active": false}}])).await, 404, None);
+    assert_scim_error(
+        &globex.patch(&format!("/Users/{id}"), json!([{"op": "replace", "value": {"active": false}}])).await,
+        404,
+        None,
+    );
     assert_scim_error(&send(globex.req(Method::DELETE, &format!("/Users/{id}"))).await, 404, None);
     let listed = globex.get("/Users").await;
-    assert!(!listed.text.contains(&id) && !listed.text.contains("olga") && !listed.text.contains("\"ana\""), "{}", listed.text);
+    assert!(
+        !listed.text.contains(&id) && !listed.text.contains("olga") && !listed.text.contains("\"ana\""),
+        "{}",
+        listed.text
+    );
     assert_eq!(globex.filter("/Users", "userName eq \"olga@acme.example\"").await.body["totalResults"], 0);
     assert_eq!(scim.get(&format!("/Users/{id}")).await.body["active"], true);
     // Nothing the server keeps leaks into an error.
@@ -376,7 +430,8 @@ async fn scim2_tester_finds_the_server_conformant() {
         .expect("scim_check.py runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "scim_check.py: {stdout}{}", String::from_utf8_lossy(&out.stderr));
-    let results: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON object a line")).collect();
+    let results: Vec<Value> =
+        stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON object a line")).collect();
     assert!(results.len() > 20, "the checker ran its checks: {stdout}");
     let failed: Vec<&Value> = results
         .iter()

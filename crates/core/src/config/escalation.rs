@@ -227,7 +227,8 @@ pub(super) fn check(
             return Err((key("approval_groups"), format!("`{name}` is not a group name (1–64 characters, no spaces)")));
         }
         // A group the identity provider's groups fill may list nobody here.
-        if (members.is_empty() && !idp_granted.contains(&name.as_str())) || members.iter().any(|m| m.trim().is_empty()) {
+        if (members.is_empty() && !idp_granted.contains(&name.as_str())) || members.iter().any(|m| m.trim().is_empty())
+        {
             return Err((
                 key(&format!("approval_groups.{name}")),
                 "must list at least one username (or be granted by an idp_groups entry)".into(),

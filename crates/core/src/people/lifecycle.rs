@@ -143,7 +143,8 @@ pub async fn deactivate_in(
     };
     let mut done = Offboarded { user_id: user_id.to_owned(), username: user.username.clone(), ..Default::default() };
     done.sessions_ended = store::sessions::delete_of_user(&mut *tx, user_id).await?;
-    (done.push_devices_removed, done.notifications_dropped) = store::people::stop_reaching(&mut *tx, user_id, now).await?;
+    (done.push_devices_removed, done.notifications_dropped) =
+        store::people::stop_reaching(&mut *tx, user_id, now).await?;
     let passkeys = store::people::remove_passkeys(&mut *tx, tenant, user_id).await?;
     for passkey in &passkeys {
         crate::passkeys::registry::removed_in(&mut *tx, passkey, &by.actor, json!({"offboarding": user_id}), now)
@@ -178,7 +179,8 @@ pub async fn deactivate_in(
         user.username
     );
     for agent in store::people::agents_acting_for(&mut *tx, tenant, user_id).await? {
-        if store::people::freeze_for_offboarding(&mut *tx, (tenant, &agent), (&by.actor, &reason, user_id), now).await? {
+        if store::people::freeze_for_offboarding(&mut *tx, (tenant, &agent), (&by.actor, &reason, user_id), now).await?
+        {
             append(
                 &mut *tx,
                 tenant,
@@ -194,9 +196,10 @@ pub async fn deactivate_in(
 
     let family: &[&str] = &["user", "slack_link", "passkey_enrolment", "passkey_removal"];
     let note = format!("withdrawn: {} was deactivated", user.username);
-    done.changes_withdrawn = store::registry_changes::supersede_subject(&mut *tx, tenant, (family, &user.username), &note, now)
-        .await?;
-    done.changes_withdrawn.extend(store::registry_changes::supersede_proposed_by(&mut *tx, tenant, user_id, &note, now).await?);
+    done.changes_withdrawn =
+        store::registry_changes::supersede_subject(&mut *tx, tenant, (family, &user.username), &note, now).await?;
+    done.changes_withdrawn
+        .extend(store::registry_changes::supersede_proposed_by(&mut *tx, tenant, user_id, &note, now).await?);
 
     append(
         &mut *tx,
@@ -220,7 +223,13 @@ pub async fn deactivate_in(
 /// Reactivates a deactivated user: they may sign in again, with nothing of
 /// what deactivation ended (no session, passkey, role of their own, limit,
 /// delegation; agents stay frozen until reassigned). Audited.
-pub async fn reactivate(state: &impl Store, tenant: &str, user_id: &str, by: &By, now: DateTime<Utc>) -> Result<String, LifecycleError> {
+pub async fn reactivate(
+    state: &impl Store,
+    tenant: &str,
+    user_id: &str,
+    by: &By,
+    now: DateTime<Utc>,
+) -> Result<String, LifecycleError> {
     let mut tx = state.db().begin().await?;
     let username = reactivate_in(&mut tx, tenant, user_id, by, now).await?;
     tx.commit().await?;

@@ -464,7 +464,9 @@ pub async fn submit(
         Request::ScimToken { label } => {
             let label = label.trim().to_owned();
             if label.is_empty() || label.chars().count() > 100 || label.chars().any(char::is_control) {
-                return Err(ChangeError::Invalid("label: name the identity provider, in at most 100 characters".into()));
+                return Err(ChangeError::Invalid(
+                    "label: name the identity provider, in at most 100 characters".into(),
+                ));
             }
             let token = crate::people::scim::generate_token();
             let stored = Stored::ScimToken {
@@ -525,9 +527,9 @@ pub async fn submit(
         Stored::Delegation { delegator, delegate, .. } => {
             format!("An admin other than {delegator} and {delegate} must confirm the delegation.")
         }
-        Stored::ScimToken { label, .. } => format!(
-            "The SCIM token for {label} works once another admin confirms it; it was shown only to you, now."
-        ),
+        Stored::ScimToken { label, .. } => {
+            format!("The SCIM token for {label} works once another admin confirms it; it was shown only to you, now.")
+        }
         Stored::RevokeScimToken { .. } => "Another admin must confirm the revocation.".into(),
         Stored::Reassign { agent, acts_for } => {
             format!("Another admin must confirm that agent {agent} acts for {acts_for} from now on.")

@@ -4,6 +4,11 @@
 //! what offboarding ends in one transaction (sessions, push devices,
 //! passkeys, enrolment codes, delegations, approvals still counting, the
 //! agents acting for the person).
+//!
+//! Why this file is long: it is one aggregate, a person, as the two use
+//! cases that write it see them (SCIM's resources and tokens, offboarding's
+//! ends); each statement is short, and splitting them by caller would
+//! split the person's columns across files.
 
 use chrono::{DateTime, Utc};
 
@@ -445,7 +450,12 @@ struct SessionRow {
 }
 
 /// The user's unexpired sessions, newest first; `current` marks the asker's.
-pub async fn sessions_of(pool: &Pool, user: &str, current: Option<&str>, now: DateTime<Utc>) -> Result<Vec<SessionInfo>> {
+pub async fn sessions_of(
+    pool: &Pool,
+    user: &str,
+    current: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Vec<SessionInfo>> {
     use sha2::{Digest, Sha256};
     let rows = query(
         "SELECT id, data, created_at, expires_at FROM console_sessions WHERE user_id = ? AND expires_at > ?
@@ -649,10 +659,8 @@ pub async fn put_group(conn: &mut Conn, g: &GroupRow) -> Result<()> {
 
 /// Sets a group's members exactly; the users whose membership changed.
 pub async fn set_members(conn: &mut Conn, group: &str, members: &[String]) -> Result<Vec<String>> {
-    let before: Vec<String> = scalar("SELECT user_id FROM scim_group_members WHERE group_id = ?")
-        .bind(group)
-        .fetch_all(&mut *conn)
-        .await?;
+    let before: Vec<String> =
+        scalar("SELECT user_id FROM scim_group_members WHERE group_id = ?").bind(group).fetch_all(&mut *conn).await?;
     let mut changed = Vec::new();
     for gone in before.iter().filter(|u| !members.contains(u)) {
         query("DELETE FROM scim_group_members WHERE group_id = ? AND user_id = ?")

@@ -70,7 +70,8 @@ pub struct PatchPath {
 }
 
 /// The schema URNs whose attributes are the resource's own.
-const CORE_PREFIXES: [&str; 2] = ["urn:ietf:params:scim:schemas:core:2.0:user:", "urn:ietf:params:scim:schemas:core:2.0:group:"];
+const CORE_PREFIXES: [&str; 2] =
+    ["urn:ietf:params:scim:schemas:core:2.0:user:", "urn:ietf:params:scim:schemas:core:2.0:group:"];
 
 /// Parses a filter; `Err` says why (for `invalidFilter`'s detail).
 pub fn parse(text: &str) -> Result<Filter, String> {
@@ -103,7 +104,9 @@ pub fn parse_path(text: &str) -> Result<PatchPath, String> {
     };
     let sub = match (&filter, p.next()) {
         (_, None) => path.sub,
-        (Some(_), Some(Token::Word(w))) if w.len() > 1 && w.starts_with('.') && is_name(&w[1..]) => Some(w[1..].to_owned()),
+        (Some(_), Some(Token::Word(w))) if w.len() > 1 && w.starts_with('.') && is_name(&w[1..]) => {
+            Some(w[1..].to_owned())
+        }
         (_, Some(t)) => return Err(format!("unexpected {} in the path", t.describe())),
     };
     if p.peek().is_some() {
@@ -380,7 +383,10 @@ fn values<'a>(resource: &'a Value, path: &AttrPath) -> Vec<&'a Value> {
     };
     match &path.sub {
         Some(sub) => items.into_iter().filter_map(|item| get_ci(item, sub)).collect(),
-        None => items.into_iter().map(|item| if item.is_object() { get_ci(item, "value").unwrap_or(item) } else { item }).collect(),
+        None => items
+            .into_iter()
+            .map(|item| if item.is_object() { get_ci(item, "value").unwrap_or(item) } else { item })
+            .collect(),
     }
 }
 
@@ -444,7 +450,10 @@ mod tests {
     #[test]
     fn parses_what_identity_providers_send() {
         let okta = parse(r#"userName eq "ana@example.com""#).unwrap();
-        assert_eq!(okta, Filter::Compare(AttrPath { attr: "userName".into(), sub: None }, Op::Eq, json!("ana@example.com")));
+        assert_eq!(
+            okta,
+            Filter::Compare(AttrPath { attr: "userName".into(), sub: None }, Op::Eq, json!("ana@example.com"))
+        );
         let entra = parse(r#"externalId eq "6f1c""#).unwrap();
         assert_eq!(entra.paths(), ["externalid"]);
         let nested = parse(r#"emails[type eq "work" and value co "@example.com"] or not (active eq false)"#).unwrap();
@@ -457,10 +466,21 @@ mod tests {
 
     #[test]
     fn refuses_what_does_not_parse_and_says_why() {
-        for bad in ["", "userName", "userName eq", "userName eq ana", "userName xx \"a\"", "(userName eq \"a\"",
-            "userName eq \"a\" and", "emails[type eq \"work\"", "userName eq \"a", "not userName eq \"a\"", "\"a\" eq userName",
-            "user name eq \"a\"", "userName eq \"a\" )"]
-        {
+        for bad in [
+            "",
+            "userName",
+            "userName eq",
+            "userName eq ana",
+            "userName xx \"a\"",
+            "(userName eq \"a\"",
+            "userName eq \"a\" and",
+            "emails[type eq \"work\"",
+            "userName eq \"a",
+            "not userName eq \"a\"",
+            "\"a\" eq userName",
+            "user name eq \"a\"",
+            "userName eq \"a\" )",
+        ] {
             assert!(parse(bad).is_err(), "{bad:?} should not parse");
         }
     }
@@ -495,7 +515,9 @@ mod tests {
         assert_eq!((p.attr.as_str(), p.sub), ("members", None));
         let p = parse_path("urn:ietf:params:scim:schemas:core:2.0:User:active").unwrap();
         assert_eq!(p.attr, "active");
-        for bad in ["", "emails[", "emails[type eq \"work\"]x", "a b", "name.given.name", "emails[type eq \"work\"].value.x"] {
+        for bad in
+            ["", "emails[", "emails[type eq \"work\"]x", "a b", "name.given.name", "emails[type eq \"work\"].value.x"]
+        {
             assert!(parse_path(bad).is_err(), "{bad:?}");
         }
     }

@@ -113,7 +113,8 @@ pub struct ListQuery {
 
 fn parse_filter(text: Option<&str>, known: &[&str]) -> Result<Option<filter::Filter>, ScimError> {
     let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(None) };
-    let f = filter::parse(text).map_err(|why| ScimError::BadRequest { scim_type: Some("invalidFilter"), detail: why })?;
+    let f =
+        filter::parse(text).map_err(|why| ScimError::BadRequest { scim_type: Some("invalidFilter"), detail: why })?;
     if let Some(unknown) = f.paths().into_iter().find(|p| !known.contains(&p.as_str())) {
         return Err(ScimError::BadRequest {
             scim_type: Some("invalidFilter"),
@@ -242,10 +243,9 @@ async fn check_username(
             return Err(ScimError::Uniqueness(format!("userName {username} is already taken")));
         }
     }
-    let configured = settings
-        .tenants
-        .get(tenant)
-        .is_some_and(|t| t.approval_groups.values().any(|members| members.iter().any(|m| m.eq_ignore_ascii_case(username))));
+    let configured = settings.tenants.get(tenant).is_some_and(|t| {
+        t.approval_groups.values().any(|members| members.iter().any(|m| m.eq_ignore_ascii_case(username)))
+    });
     if renaming && configured {
         return Err(ScimError::BadRequest {
             scim_type: Some("mutability"),
@@ -258,7 +258,12 @@ async fn check_username(
     Ok(())
 }
 
-async fn check_external_id(conn: &mut Conn, tenant: &str, id: Option<&str>, external: Option<&str>) -> Result<(), ScimError> {
+async fn check_external_id(
+    conn: &mut Conn,
+    tenant: &str,
+    id: Option<&str>,
+    external: Option<&str>,
+) -> Result<(), ScimError> {
     let Some(external) = external else { return Ok(()) };
     match store::people::external_id_holder(conn, tenant, external).await? {
         Some(holder) if Some(holder.as_str()) != id => {
@@ -304,8 +309,13 @@ pub async fn create_user(
     )
     .await
     .map_err(conflict)?;
-    audit(&mut tx, caller, "scim.user.created", json!({"user_id": id, "username": input.username, "active": input.active}))
-        .await?;
+    audit(
+        &mut tx,
+        caller,
+        "scim.user.created",
+        json!({"user_id": id, "username": input.username, "active": input.active}),
+    )
+    .await?;
     tx.commit().await?;
     get_user(state, caller, &id, base).await
 }
@@ -379,9 +389,15 @@ async fn write_user(
     }
     if !changed.is_empty() {
         let profile = serde_json::to_string(&input.profile).expect("a JSON object serializes");
-        store::people::update_scim_user(&mut tx, tenant, id, (&input.username, input.external_id.as_deref(), &profile), now)
-            .await
-            .map_err(conflict)?;
+        store::people::update_scim_user(
+            &mut tx,
+            tenant,
+            id,
+            (&input.username, input.external_id.as_deref(), &profile),
+            now,
+        )
+        .await
+        .map_err(conflict)?;
         if renamed {
             // Changes proposed about either name were proposed about someone else.
             let family: &[&str] = &["user", "slack_link", "passkey_enrolment", "passkey_removal"];
@@ -390,8 +406,13 @@ async fn write_user(
                 store::registry_changes::supersede_subject(&mut tx, tenant, (family, name), &note, now).await?;
             }
         }
-        audit(&mut tx, caller, "scim.user.replaced", json!({"user_id": id, "username": input.username, "changed": changed}))
-            .await?;
+        audit(
+            &mut tx,
+            caller,
+            "scim.user.replaced",
+            json!({"user_id": id, "username": input.username, "changed": changed}),
+        )
+        .await?;
     }
     let mut offboarded = None;
     match (row.active, input.active) {
@@ -447,7 +468,12 @@ pub async fn list_groups(state: &impl Store, caller: &Caller, q: &ListQuery, bas
 }
 
 /// `GET /Groups/{id}`.
-pub async fn get_group(state: &impl Store, caller: &Caller, id: &str, base: &str) -> Result<(Value, String), ScimError> {
+pub async fn get_group(
+    state: &impl Store,
+    caller: &Caller,
+    id: &str,
+    base: &str,
+) -> Result<(Value, String), ScimError> {
     let mut conn = state.db().reader().await?;
     let dir = Directory::load(&mut conn, &caller.tenant_id).await?;
     let row = dir.groups.iter().find(|g| g.id == id).ok_or_else(no_group)?;
@@ -474,8 +500,14 @@ pub async fn create_group(
     };
     let mut tx = state.db().begin().await?;
     store_group(&mut tx, state.settings(), caller, (&row, &input), None).await?;
-    audit(&mut tx, caller, "scim.group.created", json!({"group_id": id, "display_name": input.display_name,
-        "members": input.members})).await?;
+    audit(
+        &mut tx,
+        caller,
+        "scim.group.created",
+        json!({"group_id": id, "display_name": input.display_name,
+        "members": input.members}),
+    )
+    .await?;
     tx.commit().await?;
     get_group(state, caller, &id, base).await
 }
@@ -574,8 +606,14 @@ async fn write_group(
         ..before.clone()
     };
     store_group(&mut tx, state.settings(), caller, (&row, &input), Some(&before)).await?;
-    audit(&mut tx, caller, "scim.group.replaced", json!({"group_id": id, "display_name": input.display_name,
-        "members": input.members})).await?;
+    audit(
+        &mut tx,
+        caller,
+        "scim.group.replaced",
+        json!({"group_id": id, "display_name": input.display_name,
+        "members": input.members}),
+    )
+    .await?;
     tx.commit().await?;
     get_group(state, caller, id, base).await
 }

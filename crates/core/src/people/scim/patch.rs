@@ -150,7 +150,13 @@ fn at_path(resource: &mut Value, kind: Kind, path: &PatchPath, value: Option<&Va
 }
 
 /// An operation on a whole attribute.
-fn whole(object: &mut Map<String, Value>, key: String, kind: Kind, multi: bool, value: Option<&Value>) -> Result<(), ScimError> {
+fn whole(
+    object: &mut Map<String, Value>,
+    key: String,
+    kind: Kind,
+    multi: bool,
+    value: Option<&Value>,
+) -> Result<(), ScimError> {
     match kind {
         Kind::Remove => match (multi, value) {
             // Entra's removal of some members: `{"op": "Remove", "path": "members", "value": [{"value": id}]}`.
@@ -310,7 +316,8 @@ mod tests {
 
     #[test]
     fn okta_deactivates_without_a_path() {
-        let r = patched(json!({"userName": "a", "active": true}), json!([{"op": "replace", "value": {"active": false}}]));
+        let r =
+            patched(json!({"userName": "a", "active": true}), json!([{"op": "replace", "value": {"active": false}}]));
         assert_eq!(r.unwrap()["active"], json!(false));
     }
 
@@ -328,13 +335,21 @@ mod tests {
         ])).unwrap();
         assert_eq!(r["active"], json!("False"), "the resource parser reads it");
         assert_eq!(r["name"], json!({"givenName": "Ana", "familyName": "B"}));
-        assert_eq!(r["emails"], json!([{"value": "ana@new.example", "type": "work"}, {"type": "home", "value": "ana@home.example"}]));
+        assert_eq!(
+            r["emails"],
+            json!([{"value": "ana@new.example", "type": "work"}, {"type": "home", "value": "ana@home.example"}])
+        );
         assert_eq!(r["externalId"], json!("e-1"));
 
         let group = json!({"displayName": "g", "members": [{"value": "u1"}, {"value": "u2"}]});
-        let r = patched(group.clone(), json!([{"op": "Add", "path": "members", "value": [{"value": "u3"}, {"value": "u1"}]}])).unwrap();
+        let r = patched(
+            group.clone(),
+            json!([{"op": "Add", "path": "members", "value": [{"value": "u3"}, {"value": "u1"}]}]),
+        )
+        .unwrap();
         assert_eq!(r["members"], json!([{"value": "u1"}, {"value": "u2"}, {"value": "u3"}]));
-        let r = patched(group.clone(), json!([{"op": "Remove", "path": "members", "value": [{"value": "u1"}]}])).unwrap();
+        let r =
+            patched(group.clone(), json!([{"op": "Remove", "path": "members", "value": [{"value": "u1"}]}])).unwrap();
         assert_eq!(r["members"], json!([{"value": "u2"}]));
         let r = patched(group, json!([{"op": "remove", "path": "members[value eq \"u2\"]"}])).unwrap();
         assert_eq!(r["members"], json!([{"value": "u1"}]));
@@ -363,6 +378,10 @@ mod tests {
             }
         }
         let mut r = user;
-        assert!(apply(&mut r, &json!({"schemas": ["urn:x"], "Operations": [{"op": "add", "path": "active", "value": true}]})).is_err());
+        assert!(apply(
+            &mut r,
+            &json!({"schemas": ["urn:x"], "Operations": [{"op": "add", "path": "active", "value": true}]})
+        )
+        .is_err());
     }
 }

@@ -21,14 +21,37 @@ pub const ERROR_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
 /// A User's attributes a filter may name (lower case); anything else is
 /// `invalidFilter`.
 pub const USER_FILTERABLE: &[&str] = &[
-    "id", "externalid", "username", "displayname", "active", "name", "name.givenname", "name.familyname",
-    "name.formatted", "emails", "emails.value", "emails.type", "emails.primary", "groups", "groups.value",
-    "groups.display", "meta.created", "meta.lastmodified", "meta.resourcetype",
+    "id",
+    "externalid",
+    "username",
+    "displayname",
+    "active",
+    "name",
+    "name.givenname",
+    "name.familyname",
+    "name.formatted",
+    "emails",
+    "emails.value",
+    "emails.type",
+    "emails.primary",
+    "groups",
+    "groups.value",
+    "groups.display",
+    "meta.created",
+    "meta.lastmodified",
+    "meta.resourcetype",
 ];
 
 pub const GROUP_FILTERABLE: &[&str] = &[
-    "id", "externalid", "displayname", "members", "members.value", "members.display", "meta.created",
-    "meta.lastmodified", "meta.resourcetype",
+    "id",
+    "externalid",
+    "displayname",
+    "members",
+    "members.value",
+    "members.display",
+    "meta.created",
+    "meta.lastmodified",
+    "meta.resourcetype",
 ];
 
 /// Attributes compared with case in filters (`caseExact` in the schemas).
@@ -98,12 +121,15 @@ pub fn boolean(value: &Value, what: &str) -> Result<bool, ScimError> {
 /// Countersign does not keep are ignored (docs/PEOPLE.md lists them).
 pub fn parse_user(body: &Value) -> Result<UserInput, ScimError> {
     if !body.is_object() {
-        return Err(ScimError::BadRequest { scim_type: Some("invalidSyntax"), detail: "a User is a JSON object".into() });
+        return Err(ScimError::BadRequest {
+            scim_type: Some("invalidSyntax"),
+            detail: "a User is a JSON object".into(),
+        });
     }
     let username = match get_ci(body, "userName") {
-        Some(Value::String(s)) => Username::parse(s).map(|u| u.into_string()).map_err(|_| {
-            invalid("userName must be 1-128 characters of letters, digits and _ . @ + -")
-        })?,
+        Some(Value::String(s)) => Username::parse(s)
+            .map(|u| u.into_string())
+            .map_err(|_| invalid("userName must be 1-128 characters of letters, digits and _ . @ + -"))?,
         Some(_) => return Err(invalid("userName must be a string")),
         None => return Err(invalid("userName is required")),
     };
@@ -178,7 +204,10 @@ pub fn parse_user(body: &Value) -> Result<UserInput, ScimError> {
 /// Parses a Group (the whole resource). `members` are `{"value": user id}`.
 pub fn parse_group(body: &Value) -> Result<GroupInput, ScimError> {
     if !body.is_object() {
-        return Err(ScimError::BadRequest { scim_type: Some("invalidSyntax"), detail: "a Group is a JSON object".into() });
+        return Err(ScimError::BadRequest {
+            scim_type: Some("invalidSyntax"),
+            detail: "a Group is a JSON object".into(),
+        });
     }
     let display_name = match get_ci(body, "displayName") {
         Some(v) => text(v, "displayName")?,
@@ -297,10 +326,11 @@ pub fn project(resource: Value, attributes: &[String], excluded: &[String]) -> V
         let keep = if !attributes.is_empty() {
             always(&k) || wanted(&k, attributes)
         } else {
-            always(&k) || !excluded.iter().any(|e| {
-                let e = e.rsplit_once(':').map_or(e.as_str(), |(_, tail)| tail);
-                e.eq_ignore_ascii_case(&k)
-            })
+            always(&k)
+                || !excluded.iter().any(|e| {
+                    let e = e.rsplit_once(':').map_or(e.as_str(), |(_, tail)| tail);
+                    e.eq_ignore_ascii_case(&k)
+                })
         };
         if !keep {
             continue;
@@ -345,7 +375,13 @@ pub fn service_provider_config(base: &str) -> Value {
     })
 }
 
-fn attribute(name: &str, kind: &str, (multi, required): (bool, bool), (mutability, returned, uniqueness): (&str, &str, &str), case_exact: bool) -> Value {
+fn attribute(
+    name: &str,
+    kind: &str,
+    (multi, required): (bool, bool),
+    (mutability, returned, uniqueness): (&str, &str, &str),
+    case_exact: bool,
+) -> Value {
     json!({
         "name": name, "type": kind, "multiValued": multi, "description": name, "required": required,
         "caseExact": case_exact, "mutability": mutability, "returned": returned, "uniqueness": uniqueness,
@@ -461,13 +497,22 @@ mod tests {
             "name": {"givenName": "Ana", "nickName": "ignored"}, "emails": [{"value": "ana@example.com", "type": "work", "primary": "True"}],
             "title": "ignored", "id": "ignored", "meta": {"x": 1}})).unwrap();
         assert_eq!((u.username.as_str(), u.active, u.external_id.as_deref()), ("ana@example.com", false, Some("00u1")));
-        assert_eq!(Value::Object(u.profile), json!({"name": {"givenName": "Ana"},
-            "emails": [{"value": "ana@example.com", "type": "work", "primary": true}]}));
-        for bad in [json!({}), json!({"userName": 7}), json!({"userName": "a b"}), json!({"userName": "a", "active": "yes"}),
-            json!({"userName": "a", "emails": [{"value": "no-at"}]}), json!({"userName": "a", "name": "Ana"}),
+        assert_eq!(
+            Value::Object(u.profile),
+            json!({"name": {"givenName": "Ana"},
+            "emails": [{"value": "ana@example.com", "type": "work", "primary": true}]})
+        );
+        for bad in [
+            json!({}),
+            json!({"userName": 7}),
+            json!({"userName": "a b"}),
+            json!({"userName": "a", "active": "yes"}),
+            json!({"userName": "a", "emails": [{"value": "no-at"}]}),
+            json!({"userName": "a", "name": "Ana"}),
             json!({"userName": "a", "emails": [{"value": "a@x", "primary": true}, {"value": "b@x", "primary": true}]}),
-            json!({"userName": "a", "displayName": "a\u{0}b"}), json!([1])]
-        {
+            json!({"userName": "a", "displayName": "a\u{0}b"}),
+            json!([1]),
+        ] {
             assert!(parse_user(&bad).is_err(), "{bad}");
         }
     }
@@ -479,8 +524,14 @@ mod tests {
         assert_ne!(etag(&a), etag(&b));
         assert_eq!(etag(&a), etag(&json!({"id": "1", "userName": "a", "meta": {"version": "y"}})));
         let user = json!({"id": "1", "schemas": [], "meta": {}, "userName": "a", "name": {"givenName": "A", "familyName": "B"}, "active": true});
-        assert_eq!(project(user.clone(), &["userName".into()], &[]), json!({"id": "1", "schemas": [], "meta": {}, "userName": "a"}));
+        assert_eq!(
+            project(user.clone(), &["userName".into()], &[]),
+            json!({"id": "1", "schemas": [], "meta": {}, "userName": "a"})
+        );
         assert_eq!(project(user.clone(), &["name.givenName".into()], &[])["name"], json!({"givenName": "A"}));
-        assert_eq!(project(user, &[], &["active".into(), "name".into()]), json!({"id": "1", "schemas": [], "meta": {}, "userName": "a"}));
+        assert_eq!(
+            project(user, &[], &["active".into(), "name".into()]),
+            json!({"id": "1", "schemas": [], "meta": {}, "userName": "a"})
+        );
     }
 }
