@@ -107,7 +107,7 @@ async fn deactivating_an_approver_mid_approval_ends_everything_they_could_do_at_
 
     // 1. Every session ended: the next request of each is signed out.
     assert_eq!(ana.queue("").await.status, 401);
-    let page = send(ana_phone.bare(Method::GET, "/")).await;
+    let page = send(ana_phone.bare(Method::GET, &format!("/proposals/{next}"))).await;
     assert!(page.status == 303 && page.header("location").is_some_and(|l| l.starts_with("/login")), "{}", page.status);
     assert_eq!(count(&server, &format!("SELECT COUNT(*) FROM console_sessions WHERE user_id = '{ana_id}'")).await, 0);
     // ... and she cannot sign in again.

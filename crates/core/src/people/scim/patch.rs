@@ -22,6 +22,8 @@ use super::ScimError;
 const MULTI: [&str; 3] = ["emails", "members", "groups"];
 /// Attributes nobody writes.
 const READ_ONLY: [&str; 4] = ["id", "meta", "schemas", "groups"];
+/// Attributes a resource always has: they are replaced, never removed.
+const REQUIRED: [&str; 2] = ["userName", "active"];
 
 fn bad(scim_type: &'static str, detail: impl Into<String>) -> ScimError {
     ScimError::BadRequest { scim_type: Some(scim_type), detail: detail.into() }
@@ -111,6 +113,13 @@ fn at_path(resource: &mut Value, kind: Kind, path: &PatchPath, value: Option<&Va
     }
     if READ_ONLY.iter().any(|r| r.eq_ignore_ascii_case(&path.attr)) {
         return Err(bad("mutability", format!("{} cannot be changed", path.attr)));
+    }
+    if kind == Kind::Remove
+        && path.sub.is_none()
+        && path.filter.is_none()
+        && REQUIRED.iter().any(|r| r.eq_ignore_ascii_case(&path.attr))
+    {
+        return Err(bad("mutability", format!("{} is required: replace it, it cannot be removed", path.attr)));
     }
     let multi = MULTI.iter().any(|m| m.eq_ignore_ascii_case(&path.attr));
     let object = resource.as_object_mut().expect("a resource is an object");

@@ -292,7 +292,9 @@ pub fn user_json(row: &ScimUserRow, groups: &[(String, String)], base: &str) -> 
     versioned(Value::Object(user))
 }
 
-/// A Group as SCIM shows it, with its ETag. `members`: (user id, userName).
+/// A Group as SCIM shows it, with its ETag. `members`: (user id, userName);
+/// each is shown as the client wrote it (`value`, `$ref`, `type`), without
+/// a `display` it did not send.
 pub fn group_json(row: &GroupRow, members: &[(String, String)], base: &str) -> (Value, String) {
     let mut group = Map::new();
     group.insert("schemas".into(), json!([GROUP_SCHEMA]));
@@ -303,7 +305,7 @@ pub fn group_json(row: &GroupRow, members: &[(String, String)], base: &str) -> (
     group.insert("displayName".into(), json!(row.display_name));
     let listed: Vec<Value> = members
         .iter()
-        .map(|(id, name)| json!({"value": id, "display": name, "$ref": format!("{base}/Users/{id}"), "type": "User"}))
+        .map(|(id, _)| json!({"value": id, "$ref": format!("{base}/Users/{id}"), "type": "User"}))
         .collect();
     group.insert("members".into(), Value::Array(listed));
     group.insert("meta".into(), meta("Group", format!("{base}/Groups/{}", row.id), row.created_at, row.updated_at));
@@ -415,7 +417,9 @@ pub fn user_schema(base: &str) -> Value {
                 text_attr("honorificPrefix"), text_attr("honorificSuffix"),
             ]),
             text_attr("displayName"),
-            attribute("active", "boolean", (false, false), ("readWrite", "default", "none"), false),
+            // Required here: a user is active or not, always (absent on a
+            // POST means active; a PATCH cannot remove it).
+            attribute("active", "boolean", (false, true), ("readWrite", "default", "none"), false),
             with_subs(attribute("emails", "complex", (true, false), ("readWrite", "default", "none"), false), vec![
                 text_attr("value"), text_attr("display"),
                 {
