@@ -13,7 +13,7 @@ test('a signed-in user an admin deactivates is on the sign-in page at their next
   const theirs = await browser.newContext();
   const leaver = await theirs.newPage();
   await signIn(leaver, username);
-  await leaver.goto('/');
+  await leaver.goto('/account');
   await expect(leaver.locator('#signed-in-as')).toContainText(username);
 
   // An admin deactivates them from their page.
@@ -47,6 +47,7 @@ test('everyone sees their own sessions and signs out everywhere', async ({ page,
   const other = await browser.newContext();
   const elsewhere = await other.newPage();
   await signIn(elsewhere, username);
+  await elsewhere.goto('/account');
   await signIn(page, username);
   await page.goto('/account/sessions');
   await expect(page.locator('#sessions tbody tr')).toHaveCount(2);
