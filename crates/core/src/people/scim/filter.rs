@@ -89,20 +89,20 @@ pub fn parse(text: &str) -> Result<Filter, String> {
 /// Parses a PATCH path; `Err` says why (for `invalidPath`).
 pub fn parse_path(text: &str) -> Result<PatchPath, String> {
     let mut p = Parser { tokens: tokenize(text)?, at: 0 };
-    let Some(Token::Word(first)) = p.next() else { return Err("a path starts with an attribute name".into()) };
+    let Some(Token::Word(first)) = p.bump() else { return Err("a path starts with an attribute name".into()) };
     let path = attr_path(&first)?;
     let filter = if p.peek() == Some(&Token::Open('[')) {
         if path.sub.is_some() {
             return Err("a filter follows an attribute, not a sub-attribute".into());
         }
-        p.next();
+        p.bump();
         let f = p.or()?;
         p.expect(&Token::Close(']'))?;
         Some(f)
     } else {
         None
     };
-    let sub = match (&filter, p.next()) {
+    let sub = match (&filter, p.bump()) {
         (_, None) => path.sub,
         (Some(_), Some(Token::Word(w))) if w.len() > 1 && w.starts_with('.') && is_name(&w[1..]) => {
             Some(w[1..].to_owned())
@@ -124,7 +124,7 @@ fn is_name(s: &str) -> bool {
 /// `[urn:…:]attr[.sub]`.
 fn attr_path(word: &str) -> Result<AttrPath, String> {
     let lower = word.to_ascii_lowercase();
-    let rest = CORE_PREFIXES.iter().find_map(|p| lower.starts_with(p).then(|| &word[p.len()..])).unwrap_or(word);
+    let rest = CORE_PREFIXES.iter().find(|p| lower.starts_with(**p)).map_or(word, |p| &word[p.len()..]);
     if rest.starts_with("urn:") {
         // Another schema's attribute (an extension): named as is, so the
         // caller can say it is not one of ours.
@@ -215,14 +215,14 @@ impl Parser {
         self.tokens.get(self.at)
     }
 
-    fn next(&mut self) -> Option<Token> {
+    fn bump(&mut self) -> Option<Token> {
         let t = self.tokens.get(self.at).cloned();
         self.at += 1;
         t
     }
 
     fn expect(&mut self, want: &Token) -> Result<(), String> {
-        match self.next() {
+        match self.bump() {
             Some(t) if &t == want => Ok(()),
             Some(t) => Err(format!("expected {} but found {}", want.describe(), t.describe())),
             None => Err(format!("expected {} at the end", want.describe())),
@@ -236,7 +236,7 @@ impl Parser {
     fn or(&mut self) -> Result<Filter, String> {
         let mut left = self.and()?;
         while self.keyword("or") {
-            self.next();
+            self.bump();
             left = Filter::Or(Box::new(left), Box::new(self.and()?));
         }
         Ok(left)
@@ -245,7 +245,7 @@ impl Parser {
     fn and(&mut self) -> Result<Filter, String> {
         let mut left = self.not()?;
         while self.keyword("and") {
-            self.next();
+            self.bump();
             left = Filter::And(Box::new(left), Box::new(self.not()?));
         }
         Ok(left)
@@ -253,7 +253,7 @@ impl Parser {
 
     fn not(&mut self) -> Result<Filter, String> {
         if self.keyword("not") {
-            self.next();
+            self.bump();
             self.expect(&Token::Open('('))?;
             let inner = self.or()?;
             self.expect(&Token::Close(')'))?;
@@ -263,7 +263,7 @@ impl Parser {
     }
 
     fn atom(&mut self) -> Result<Filter, String> {
-        match self.next() {
+        match self.bump() {
             Some(Token::Open('(')) => {
                 let inner = self.or()?;
                 self.expect(&Token::Close(')'))?;
@@ -275,12 +275,12 @@ impl Parser {
                     if path.sub.is_some() {
                         return Err("a filter follows an attribute, not a sub-attribute".into());
                     }
-                    self.next();
+                    self.bump();
                     let inner = self.or()?;
                     self.expect(&Token::Close(']'))?;
                     return Ok(Filter::Where(path.attr, Box::new(inner)));
                 }
-                let op = match self.next() {
+                let op = match self.bump() {
                     Some(Token::Word(op)) => op.to_ascii_lowercase(),
                     Some(t) => return Err(format!("expected an operator after `{word}`, found {}", t.describe())),
                     None => return Err(format!("expected an operator after `{word}`")),
@@ -298,7 +298,7 @@ impl Parser {
                     "le" => Op::Le,
                     other => return Err(format!("`{other}` is not a filter operator")),
                 };
-                let value = match self.next() {
+                let value = match self.bump() {
                     Some(Token::Str(s)) => Value::String(s),
                     Some(Token::Word(w)) if w == "true" => Value::Bool(true),
                     Some(Token::Word(w)) if w == "false" => Value::Bool(false),
