@@ -717,20 +717,6 @@ async fn set_agent_active(settings: &Settings, a: &AgentRef, active: bool) -> an
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_kid_that_begins_with_a_hyphen_is_a_kid() {
-        let cli = Cli::try_parse_from(["countersign", "keys", "compromised", "-jK3x_9"]).expect("parses");
-        assert!(
-            matches!(cli.command, Command::Keys { command: KeysCommand::Compromised { ref kid } } if kid == "-jK3x_9"),
-            "{cli:?}"
-        );
-    }
-}
-
 /// `countersign user deactivate|activate`: the operator's offboarding (or
 /// return) of a user, as the console's does it; audited with actor `cli`.
 async fn lifecycle(settings: crate::config::Settings, a: &UserRef, deactivate: bool) -> anyhow::Result<i32> {
@@ -774,4 +760,18 @@ async fn lifecycle(settings: crate::config::Settings, a: &UserRef, deactivate: b
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kid_that_begins_with_a_hyphen_is_a_kid() {
+        let cli = Cli::try_parse_from(["countersign", "keys", "compromised", "-jK3x_9"]).expect("parses");
+        assert!(
+            matches!(cli.command, Command::Keys { command: KeysCommand::Compromised { ref kid } } if kid == "-jK3x_9"),
+            "{cli:?}"
+        );
+    }
 }
