@@ -40,7 +40,7 @@ pub fn LoginPage() -> impl IntoView {
     let (username, next) = query.with_untracked(|q| {
         let username = q
             .get("username")
-            // Only what could be a username (64 characters of `[A-Za-z0-9_.-]`).
+            // Only what could be a username (128 characters of `[A-Za-z0-9_.@+-]`).
             .filter(|u| q.get("error").is_some() && Username::parse(u).is_ok());
         let next = q.get("next").and_then(|n| ReturnPath::parse(&n));
         (username, next)
