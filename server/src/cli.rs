@@ -523,8 +523,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 None => println!("user {} unlinked from Slack", a.username),
             }
         }
-        Command::User { command: UserCommand::Deactivate(a) } => return lifecycle(settings, &a, true).await,
-        Command::User { command: UserCommand::Activate(a) } => return lifecycle(settings, &a, false).await,
+        Command::User { command: UserCommand::Deactivate(a) } => {
+            return crate::operator::user_lifecycle(settings, &a.tenant, &a.username, true).await
+        }
+        Command::User { command: UserCommand::Activate(a) } => {
+            return crate::operator::user_lifecycle(settings, &a.tenant, &a.username, false).await
+        }
         Command::User { command: UserCommand::EnrolmentCode(a) } => {
             let db = Db::connect(&settings.backend()?).await?;
             let user = {
@@ -715,51 +719,6 @@ async fn set_agent_active(settings: &Settings, a: &AgentRef, active: bool) -> an
         if active { "activated: its key is accepted again" } else { "deactivated: its key is refused" }
     );
     Ok(())
-}
-
-/// `countersign user deactivate|activate`: the operator's offboarding (or
-/// return) of a user, as the console's does it; audited with actor `cli`.
-async fn lifecycle(settings: crate::config::Settings, a: &UserRef, deactivate: bool) -> anyhow::Result<i32> {
-    use crate::people::lifecycle::{self, By, Via};
-    let (state, _trigger) = crate::startup::offline_state(settings).await?;
-    let user = {
-        let mut conn = state.db.reader().await?;
-        crate::store::directory::user_by_username(&mut conn, &a.username).await?
-    };
-    let Some(user) = user.filter(|u| u.tenant_id == a.tenant) else {
-        eprintln!("error: tenant {} has no user {}", a.tenant, a.username);
-        return Ok(2);
-    };
-    let by = By { actor: "cli".into(), via: Via::Cli };
-    let now = crate::clock::system_now();
-    if deactivate {
-        match lifecycle::deactivate(&state, &a.tenant, &user.id, &by, now).await {
-            Ok(done) => println!(
-                "user {} deactivated: {} session(s) ended, {} passkey(s) removed, {} delegation(s) ended, {} approval(s) \
-                 withdrawn, {} sent back for approval, agents frozen: {}",
-                done.username,
-                done.sessions_ended,
-                done.passkeys_removed,
-                done.delegations_ended.len(),
-                done.approvals_withdrawn.len(),
-                done.approvals_lapsed.len(),
-                if done.agents_frozen.is_empty() { "none".to_owned() } else { done.agents_frozen.join(", ") }
-            ),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(2);
-            }
-        }
-    } else {
-        match lifecycle::reactivate(&state, &a.tenant, &user.id, &by, now).await {
-            Ok(name) => println!("user {name} reactivated (no session, passkey, role or limit of their own)"),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(2);
-            }
-        }
-    }
-    Ok(0)
 }
 
 #[cfg(test)]

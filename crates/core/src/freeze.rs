@@ -81,9 +81,7 @@ pub async fn thaw_if_reassigned(
     agent: &str,
     actor: &str,
     confirmed_by: Option<&str>,
-    now: DateTime<Utc>,
 ) -> crate::store::Result<bool> {
-    let _ = now;
     let Some((left, reason, at)) = crate::store::people::offboarding_freeze(conn, tenant, agent).await? else {
         return Ok(false);
     };

@@ -136,7 +136,7 @@ pub(super) async fn apply(
                 return Err(ChangeError::Invalid(format!("there is no agent {agent} here")));
             }
             append(conn, admin, "registry.agent.reassigned", json!({"agent_id": agent, "acts_for": user.id})).await?;
-            crate::freeze::thaw_if_reassigned(conn, tenant, &agent, &actor, Some(&admin.user_id), now).await?;
+            crate::freeze::thaw_if_reassigned(conn, tenant, &agent, &actor, Some(&admin.user_id)).await?;
         }
         Stored::Payee { id, legal_name, trusted } => {
             provision::add_payee_in(conn, tenant, &id, &legal_name, trusted, &actor).await?;
