@@ -31,9 +31,9 @@ test('a signed-in user an admin deactivates is on the sign-in page at their next
   // Their next click: the sign-in page, and signing in again is refused.
   await leaver.click('nav.who a[href="/"]');
   await expect(leaver).toHaveURL(/\/login/);
-  await leaver.fill('input[name=username]', username);
-  await leaver.fill('input[name=password]', PASSWORD);
-  await leaver.click('button[type=submit]');
+  await leaver.fill('form[action="/login"] input[name=username]', username);
+  await leaver.fill('form[action="/login"] input[name=password]', PASSWORD);
+  await leaver.click('form[action="/login"] button[type=submit]');
   await expect(leaver).toHaveURL(/\/login\?error=/);
   await leaver.screenshot({ path: 'artifacts/offboarding-signed-out.png', fullPage: true });
   await theirs.close();
