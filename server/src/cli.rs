@@ -176,6 +176,11 @@ pub enum UserCommand {
     /// Issue a one-time code with which the user can register a passkey
     /// without holding one (their first, or after losing all); prints it once.
     EnrolmentCode(UserRef),
+    /// Offboard a user at once: sessions, devices, passkeys, delegations and
+    /// uncounted approvals end; agents acting for them freeze (docs/PEOPLE.md).
+    Deactivate(UserRef),
+    /// Let a deactivated user sign in again (nothing deactivation ended comes back).
+    Activate(UserRef),
 }
 
 #[derive(Args, Debug)]
@@ -517,6 +522,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 Some(id) => println!("user {} linked to Slack user {id}", a.username),
                 None => println!("user {} unlinked from Slack", a.username),
             }
+        }
+        Command::User { command: UserCommand::Deactivate(a) } => {
+            return crate::operator::user_lifecycle(settings, &a.tenant, &a.username, true).await
+        }
+        Command::User { command: UserCommand::Activate(a) } => {
+            return crate::operator::user_lifecycle(settings, &a.tenant, &a.username, false).await
         }
         Command::User { command: UserCommand::EnrolmentCode(a) } => {
             let db = Db::connect(&settings.backend()?).await?;

@@ -298,3 +298,53 @@ pub async fn set_freeze(settings: Settings, scope: &FreezeScope, frozen: bool, r
     }
     Ok(0)
 }
+
+/// `countersign user deactivate|activate`: the operator's offboarding (or
+/// return) of a user, as the console's does it; audited with actor `cli`.
+pub async fn user_lifecycle(
+    settings: crate::config::Settings,
+    tenant: &str,
+    username: &str,
+    deactivate: bool,
+) -> anyhow::Result<i32> {
+    use crate::people::lifecycle::{self, By, Via};
+    let (state, _trigger) = crate::startup::offline_state(settings).await?;
+    let user = {
+        let mut conn = state.db.reader().await?;
+        crate::store::directory::user_by_username(&mut conn, username).await?
+    };
+    let Some(user) = user.filter(|u| u.tenant_id == tenant) else {
+        eprintln!("error: tenant {tenant} has no user {username}");
+        return Ok(2);
+    };
+    let by = By { actor: "cli".into(), via: Via::Cli };
+    let now = crate::clock::system_now();
+    if deactivate {
+        match lifecycle::deactivate(&state, tenant, &user.id, &by, now).await {
+            Ok(done) => println!(
+                "user {} deactivated: {} session(s) ended, {} passkey(s) removed, {} delegation(s) ended, {} approval(s) \
+                 withdrawn, {} sent back for approval, agents frozen: {}",
+                done.username,
+                done.sessions_ended,
+                done.passkeys_removed,
+                done.delegations_ended.len(),
+                done.approvals_withdrawn.len(),
+                done.approvals_lapsed.len(),
+                if done.agents_frozen.is_empty() { "none".to_owned() } else { done.agents_frozen.join(", ") }
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(2);
+            }
+        }
+    } else {
+        match lifecycle::reactivate(&state, tenant, &user.id, &by, now).await {
+            Ok(name) => println!("user {name} reactivated (no session, passkey, role or limit of their own)"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(2);
+            }
+        }
+    }
+    Ok(0)
+}

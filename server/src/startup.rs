@@ -72,6 +72,8 @@ pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
         crate::demo::escalation_defaults(&mut settings);
     }
     let db = Db::connect(&settings.backend()?).await?;
+    // What the identity provider's groups grant, under the mapping now configured.
+    crate::people::groups::refresh_all(&db, &settings).await?;
     let keys = open_keys(&settings)?;
     let (rail_url, simulator) = match &settings.rail.url {
         Some(url) => (url.clone(), None),

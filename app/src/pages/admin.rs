@@ -41,7 +41,9 @@ fn Admin(admin: AdminData) -> impl IntoView {
             let label = format!("Edit {}", u.username);
             view! {
                 <tr data-user=u.username.clone()><td data-label="Username">{u.username.clone()}" "
-                    <a href=edit class="edit-user" aria-label=label rel="external">"Edit"</a></td>
+                    <a href=edit class="edit-user" aria-label=label rel="external">"Edit"</a>" "
+                    <a href=format!("/admin/users/{}", u.username.replace('+', "%2B")) class="user-page" rel="external"
+                        aria-label=format!("{}'s page: sessions, history, deactivate", u.username)>"Page"</a></td>
                 <td data-label="Roles">{u.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")}</td>
                 <td data-label="Approval limits">{u.limits.join(", ")}</td>
                 <td data-label="Slack">{u.slack_user_id.unwrap_or_default()}</td></tr>
@@ -95,6 +97,17 @@ fn Admin(admin: AdminData) -> impl IntoView {
                 "A new agent's key is shown once, to you, when you add it; it works once a second admin confirms. "
                 "Whoever was given an agent's key may not approve its payments, like the person it acts for."
             </p>
+            <form method="post" action="/admin/agent-reassignments" class="inline-form" aria-label="Reassign an agent">
+                <CsrfField token=csrf.clone()/>
+                <input name="agent" placeholder="agent id" required aria-label="Agent to reassign"/>
+                <input name="acts_for" placeholder="now acts for (username)" required aria-label="Username it acts for from now on"/>
+                <button type="submit">"Reassign (its key stays)"</button>
+            </form>
+            <form method="post" action="/admin/scim-tokens" class="inline-form" aria-label="Issue a SCIM token">
+                <CsrfField token=csrf.clone()/>
+                <input name="label" placeholder="identity provider (e.g. Okta)" required aria-label="SCIM token label"/>
+                <button type="submit">"Issue a SCIM token"</button>
+            </form>
             <form method="post" action="/admin/agents" class="inline-form" aria-label="Add an agent">
                 <CsrfField token=csrf.clone()/>
                 <input name="id" placeholder="agent id" required aria-label="Agent id"/>

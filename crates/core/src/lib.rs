@@ -42,6 +42,7 @@ pub mod operations;
 pub mod outbound;
 pub mod passkeys;
 pub mod password;
+pub mod people;
 pub mod policy;
 pub mod policy_explain;
 pub mod proposals;

@@ -45,7 +45,7 @@ impl IntoResponse for NotAdmin {
 }
 
 /// The signed-in admin of an admin form post.
-pub struct AdminUser(CurrentUser);
+pub struct AdminUser(pub CurrentUser);
 
 impl axum::extract::FromRequestParts<Shared> for AdminUser {
     type Rejection = NotAdmin;

@@ -22,7 +22,9 @@ pub mod openapi;
 pub mod pages;
 pub mod passkey_sign_in;
 pub mod passkeys;
+pub mod people;
 pub mod reach;
+pub mod scim;
 pub mod session;
 pub mod session_store;
 pub mod slack;
@@ -176,6 +178,15 @@ fn router(state: Shared) -> Router {
         .route("/admin/passkeys/{id}/remove", post(admin::admin_remove_passkey))
         .route("/admin/enrolment-codes", post(admin::admin_propose_enrolment))
         .route("/admin/webhook-deliveries/{id}/redeliver", post(admin::admin_redeliver_webhook))
+        .route("/admin/users/{username}", get(people::user_page))
+        .route("/admin/users/{username}/deactivate", post(people::deactivate_form))
+        .route("/admin/users/{username}/reactivate", post(people::reactivate_form))
+        .route("/admin/users/{username}/sessions/end", post(people::end_sessions_form))
+        .route("/admin/scim-tokens", post(people::propose_scim_token))
+        .route("/admin/scim-tokens/{id}/revoke", post(people::revoke_scim_token))
+        .route("/admin/agent-reassignments", post(people::reassign_agent))
+        .route("/account/sessions", get(people::own_sessions_page))
+        .route("/account/sessions/end", post(people::end_own_sessions))
         .route("/session/alive", get(console::session_alive))
         .with_state(state.clone());
     let console = forms
@@ -215,6 +226,9 @@ fn router(state: Shared) -> Router {
         .route("/reach.js", get(reach_js))
         .route("/sw.js", get(service_worker))
         .route("/manifest.webmanifest", get(manifest))
+        // SCIM 2.0 for the tenants' identity providers: a bearer token, no
+        // session, no CSRF (docs/PEOPLE.md).
+        .merge(scim::router())
         .with_state(state.clone())
         .merge(console)
         .route_layer(observe::RecordRouteLayer::new(state.clone()))

@@ -161,15 +161,21 @@ async fn a_same_origin_referer_without_origin_is_accepted() {
 
 #[tokio::test]
 async fn signing_out_needs_the_csrf_token_and_our_origin() {
+    // A bare DELETE with no browser origin signal at all is a script's (no
+    // page sends one cross-site without a preflight): it needs its token like
+    // any other (offboarding.rs::sign_out_everywhere_and_a_scripts_bare_sign_out).
     let server = TestServer::start().await;
     let path = "/api/v1/session";
     type Build = fn(&Console, &str) -> reqwest::RequestBuilder;
-    let attempts: [(&str, Build); 5] = [
+    let attempts: [(&str, Build); 6] = [
         ("no token", |c, p| c.with_origin(Method::DELETE, p)),
         ("wrong token", |c, p| c.with_origin(Method::DELETE, p).header("x-csrf-token", "f".repeat(64))),
         ("foreign origin", |c, p| c.bare(Method::DELETE, p).header(ORIGIN, EVIL).header("x-csrf-token", &c.csrf)),
-        ("no origin at all", |c, p| c.bare(Method::DELETE, p).header("x-csrf-token", &c.csrf)),
+        ("no origin, no token", |c, p| c.bare(Method::DELETE, p)),
         ("cross-site", |c, p| c.authed(Method::DELETE, p).header("sec-fetch-site", "cross-site")),
+        ("foreign referer", |c, p| {
+            c.bare(Method::DELETE, p).header(REFERER, format!("{EVIL}/x")).header("x-csrf-token", &c.csrf)
+        }),
     ];
     let mut problems = Vec::new();
     for (what, build) in attempts {

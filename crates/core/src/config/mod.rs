@@ -213,6 +213,19 @@ pub struct TenantSettings {
     /// default rail (`[rail]`). Open payments stay on the rail they were
     /// submitted to.
     pub rail: Option<String>,
+    /// What membership of an identity provider's group grants (the group's
+    /// SCIM `displayName`, exactly): roles and approval groups, never an
+    /// approval limit (docs/PEOPLE.md).
+    pub idp_groups: BTreeMap<String, IdpGroupGrant>,
+}
+
+/// What being in one identity provider's group grants.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IdpGroupGrant {
+    pub roles: Vec<crate::domain::Role>,
+    /// Names of the tenant's `approval_groups`.
+    pub approval_groups: Vec<String>,
 }
 
 impl Default for TenantSettings {
@@ -223,6 +236,7 @@ impl Default for TenantSettings {
             escalation: Vec::new(),
             group_approval: Vec::new(),
             rail: None,
+            idp_groups: BTreeMap::new(),
         }
     }
 }

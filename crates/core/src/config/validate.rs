@@ -233,7 +233,20 @@ impl Settings {
                     "no provider in oidc.providers lists this tenant: nobody could sign in",
                 );
             }
-            if let Err((key, why)) = super::escalation::check(tenant, &t.approval_groups, &t.escalation)
+            for (name, grant) in &t.idp_groups {
+                if name.trim().is_empty() || name.chars().count() > 256 || name.chars().any(char::is_control) {
+                    return bad(&format!("tenants.{tenant}.idp_groups"), "a group name is 1-256 characters");
+                }
+                if let Some(missing) = grant.approval_groups.iter().find(|g| !t.approval_groups.contains_key(*g)) {
+                    return bad(
+                        &format!("tenants.{tenant}.idp_groups.{name}.approval_groups"),
+                        &format!("`{missing}` is not one of this tenant's approval_groups"),
+                    );
+                }
+            }
+            let granted: Vec<&str> =
+                t.idp_groups.values().flat_map(|g| g.approval_groups.iter().map(String::as_str)).collect();
+            if let Err((key, why)) = super::escalation::check(tenant, &t.approval_groups, &granted, &t.escalation)
                 .and_then(|()| super::escalation::check_group_rules(tenant, &t.approval_groups, &t.group_approval))
             {
                 return bad(&key, &why);

@@ -141,6 +141,25 @@ pub(crate) async fn prepare(
     body: &Value,
     now: DateTime<Utc>,
 ) -> Result<NewProposalJob, ProposeError> {
+    if let Some(left) = &agent.offboarding_of {
+        // The person it acts for was deactivated (`people::lifecycle`):
+        // nothing is proposed until an admin reassigns its acts_for.
+        let message = format!(
+            "Agent {} acts for a person who was deactivated ({left}); it can propose and commit nothing until an \
+             admin reassigns its acts_for.",
+            agent.agent_id
+        );
+        let entry = AuditEntry {
+            tenant_id: Some(agent.tenant_id.clone()),
+            actor: agent.actor(),
+            action: "proposal.denied".into(),
+            proposal_id: None,
+            request_hash: None,
+            data: serde_json::json!({"rule": "acts_for_deactivated", "offboarding_of": left}),
+        };
+        store::audit::append_alone(&state.db().write, &entry).await?;
+        return Err(ProposeError::Denied(Decision::denied_by("acts_for_deactivated", message)));
+    }
     let Assessed { canonical, payee_trusted, hash, run_id, decision, id } = assess(state, agent, body, now).await?;
     let summary = audit_summary(&canonical, &run_id, &decision);
 

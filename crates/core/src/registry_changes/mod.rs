@@ -119,6 +119,22 @@ pub enum Request {
     Unfreeze {
         agent: Option<String>,
     },
+    /// A SCIM token for the tenant's identity provider (docs/PEOPLE.md):
+    /// shown once to the admin who proposes it, working once another
+    /// admin confirms.
+    ScimToken {
+        label: String,
+    },
+    /// Revoke a SCIM token: applies at once.
+    RevokeScimToken {
+        id: String,
+    },
+    /// Point an agent at another person, its key kept (an agent frozen
+    /// because the person it acted for left is thawed by this).
+    Reassign {
+        agent: String,
+        acts_for: String,
+    },
 }
 
 /// Exactly what a change applies (stored as JSON; secrets as hashes).
@@ -166,6 +182,22 @@ enum Stored {
         frozen: bool,
         reason: String,
     },
+    /// A SCIM token: its id, label and the SHA-256 of its secret.
+    ScimToken {
+        id: String,
+        label: String,
+        token_sha256: String,
+        /// The admin it was shown to.
+        proposed_by: String,
+    },
+    RevokeScimToken {
+        id: String,
+    },
+    /// An agent's new principal (a username), its key kept.
+    Reassign {
+        agent: String,
+        acts_for: String,
+    },
     /// A delegation (`crate::delegation`) that lets its delegate count for
     /// approval groups they are not in: by usernames, its instants as stored.
     Delegation {
@@ -188,6 +220,9 @@ impl Stored {
             Stored::PasskeyRemoval { .. } => "passkey_removal",
             Stored::Freeze { .. } => "freeze",
             Stored::Delegation { .. } => "delegation",
+            Stored::ScimToken { .. } => "scim_token",
+            Stored::RevokeScimToken { .. } => "scim_token_revocation",
+            Stored::Reassign { .. } => "agent_reassignment",
         }
     }
 
@@ -202,13 +237,16 @@ impl Stored {
             Stored::Agent { id, .. } | Stored::Payee { id, .. } => id,
             Stored::Freeze { agent, .. } => agent.as_deref().unwrap_or(TENANT_SUBJECT),
             Stored::Delegation { id, .. } => id,
+            Stored::ScimToken { id, .. } | Stored::RevokeScimToken { id } => id,
+            Stored::Reassign { agent, .. } => agent,
         }
     }
 
     /// The kinds of change about the same subject as this one.
     fn family(&self) -> &'static [&'static str] {
         match self {
-            Stored::Agent { .. } => &["agent"],
+            Stored::Agent { .. } | Stored::Reassign { .. } => &["agent", "agent_reassignment"],
+            Stored::ScimToken { .. } | Stored::RevokeScimToken { .. } => &["scim_token", "scim_token_revocation"],
             Stored::Payee { .. } => &["payee"],
             Stored::Freeze { .. } => &["freeze"],
             Stored::Delegation { .. } => &["delegation"],
@@ -423,6 +461,43 @@ pub async fn submit(
             (Stored::Freeze { agent, frozen: true, reason }, None)
         }
         Request::Unfreeze { agent } => (Stored::Freeze { agent, frozen: false, reason: String::new() }, None),
+        Request::ScimToken { label } => {
+            let label = label.trim().to_owned();
+            if label.is_empty() || label.chars().count() > 100 || label.chars().any(char::is_control) {
+                return Err(ChangeError::Invalid(
+                    "label: name the identity provider, in at most 100 characters".into(),
+                ));
+            }
+            let token = crate::people::scim::generate_token();
+            let stored = Stored::ScimToken {
+                id: store::new_id("scim", now),
+                label,
+                token_sha256: crate::domain::key_sha256(&token).into_string(),
+                proposed_by: admin.user_id.clone(),
+            };
+            (stored, Some(token))
+        }
+        Request::RevokeScimToken { id } => {
+            let tokens = store::people::tokens_of(&state.db().read, &tenant).await?;
+            if !tokens.iter().any(|t| t.id == id && t.revoked_at.is_none()) {
+                return Err(ChangeError::Invalid("there is no such SCIM token here".into()));
+            }
+            (Stored::RevokeScimToken { id }, None)
+        }
+        Request::Reassign { agent, acts_for } => {
+            let mut conn = state.db().reader().await?;
+            store::directory::agent(&mut conn, &tenant, &agent)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no agent {agent} here")))?;
+            drop(conn);
+            let user = tenant_user(state, &tenant, &acts_for)
+                .await
+                .map_err(|_| ChangeError::Invalid(format!("acts_for: there is no user {acts_for} here")))?;
+            if !user.active {
+                return Err(ChangeError::Invalid(format!("acts_for: {acts_for} is deactivated")));
+            }
+            (Stored::Reassign { agent, acts_for }, None)
+        }
     };
     let lines = {
         let mut conn = state.db().reader().await?;
@@ -451,6 +526,13 @@ pub async fn submit(
         ),
         Stored::Delegation { delegator, delegate, .. } => {
             format!("An admin other than {delegator} and {delegate} must confirm the delegation.")
+        }
+        Stored::ScimToken { label, .. } => {
+            format!("The SCIM token for {label} works once another admin confirms it; it was shown only to you, now.")
+        }
+        Stored::RevokeScimToken { .. } => "Another admin must confirm the revocation.".into(),
+        Stored::Reassign { agent, acts_for } => {
+            format!("Another admin must confirm that agent {agent} acts for {acts_for} from now on.")
         }
     };
     Ok(Submitted::Pending { id, message, agent_key })
@@ -799,6 +881,10 @@ mod tests {
             time_zone: None,
             quiet_hours: None,
             active: true,
+            idp_roles: Vec::new(),
+            idp_approval_groups: Vec::new(),
+            deactivated_at: None,
+            deleted_at: None,
             oidc: None,
             approval_limits_minor: limits.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
         }

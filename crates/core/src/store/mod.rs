@@ -29,6 +29,7 @@ pub mod oidc;
 pub mod operations;
 pub mod outbox;
 pub mod passkeys;
+pub mod people;
 pub mod priority;
 pub mod proposals;
 pub mod reach;
