@@ -23,6 +23,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod monitor;
 pub mod operator;
+pub mod policy_cli;
 pub mod poster;
 pub mod rail;
 pub mod sso;

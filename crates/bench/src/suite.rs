@@ -9,13 +9,13 @@ use crate::env::{loadavg, Env};
 use crate::stats::LoadSpec;
 
 /// The benchmarks, in the order they run.
-pub const ALL: [&str; 7] = ["poll", "intake", "commit", "longpoll", "queue", "wasm", "notify"];
+pub const ALL: [&str; 8] = ["poll", "intake", "commit", "longpoll", "queue", "wasm", "notify", "backtest"];
 /// The PostgreSQL benchmarks, run after those when `--postgres` is given.
 pub const ON_POSTGRES: [&str; 2] = ["pg-intake", "pg-poll"];
 
 #[derive(Args, Debug, Clone)]
 pub struct SuiteArgs {
-    /// Only these benchmarks (comma-separated): poll, intake, commit, longpoll, queue, wasm, notify,
+    /// Only these benchmarks (comma-separated): poll, intake, commit, longpoll, queue, wasm, notify, backtest,
     /// and with `--postgres` pg-intake, pg-poll.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
@@ -142,6 +142,7 @@ pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
             }
             "wasm" => crate::wasm::run(&env.site_root).await,
             "notify" => crate::notify::run(env, &args.load).await,
+            "backtest" => crate::backtest::run(env, args.proposals).await,
             "pg-intake" => crate::pg::intake(env, &args.load, postgres).await,
             "pg-poll" => crate::pg::poll(env, &args.load, postgres).await,
             _ => unreachable!("checked above"),
@@ -170,6 +171,7 @@ fn bench_name(bench: &str) -> &'static str {
         "longpoll" => "concurrent long-polls: server memory",
         "queue" => "queue page SSR (100k proposals, 10k pending)",
         "notify" => "proposal → push delivered",
+        "backtest" => "policy backtest, 100k recorded proposals (CLI, start to exit)",
         "pg-intake" => "intake throughput, PostgreSQL",
         "pg-poll" => "status poll throughput, PostgreSQL",
         _ => "release hydrate wasm size",

@@ -20,6 +20,7 @@ mod approval_tokens;
 mod audit;
 mod backup;
 mod business_metrics;
+mod cedar_policy;
 mod cancel;
 mod cli_commands;
 mod clients;

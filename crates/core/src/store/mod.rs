@@ -28,6 +28,7 @@ pub mod oidc;
 pub mod operations;
 pub mod outbox;
 pub mod passkeys;
+pub mod policies;
 pub mod priority;
 pub mod proposals;
 pub mod reach;
