@@ -29,7 +29,8 @@ pub async fn run(env: &Env, proposals: usize) -> anyhow::Result<Vec<Figure>> {
     let server_dir = env.provision("backtest", "").await?;
     let server = env.serve(&server_dir, &[]).await?;
     let http = crate::env::http();
-    let template = propose(&http, &server.url, &transfer("backtest-template", 5_000, TRUSTED_PAYEE, SOURCE), 201).await?;
+    let template =
+        propose(&http, &server.url, &transfer("backtest-template", 5_000, TRUSTED_PAYEE, SOURCE), 201).await?;
     server.stop().await;
 
     let seeding = Instant::now();
@@ -39,11 +40,8 @@ pub async fn run(env: &Env, proposals: usize) -> anyhow::Result<Vec<Figure>> {
     let converted = env.cli(&server_dir, &["policy", "to-cedar"]).await?;
     anyhow::ensure!(converted.status.success(), "policy to-cedar failed");
     let text = String::from_utf8(converted.stdout)?;
-    let candidate: String = text
-        .split("\n\n")
-        .filter(|block| !block.contains("Action::\"auto_approve\""))
-        .collect::<Vec<_>>()
-        .join("\n\n");
+    let candidate: String =
+        text.split("\n\n").filter(|block| !block.contains("Action::\"auto_approve\"")).collect::<Vec<_>>().join("\n\n");
     let file = server_dir.dir.join("candidate.cedar");
     std::fs::write(&file, candidate)?;
 
@@ -52,7 +50,10 @@ pub async fn run(env: &Env, proposals: usize) -> anyhow::Result<Vec<Figure>> {
     for _ in 0..3 {
         let started = Instant::now();
         let out = env
-            .cli(&server_dir, &["policy", "backtest", file.to_str().unwrap_or_default(), "--tenant", "bench", "--since", "90d"])
+            .cli(
+                &server_dir,
+                &["policy", "backtest", file.to_str().unwrap_or_default(), "--tenant", "bench", "--since", "90d"],
+            )
             .await?;
         runs.push(started.elapsed());
         anyhow::ensure!(out.status.success(), "policy backtest failed: {}", String::from_utf8_lossy(&out.stderr));

@@ -51,7 +51,7 @@ impl From<ChangeError> for ApiError {
 error_responses!(ReadErrors: Unauthenticated, Forbidden, InternalError);
 error_responses!(WriteErrors: InvalidJson, UnsupportedMediaType, Unauthenticated, Forbidden, ValidationFailed,
     InternalError);
-error_responses!(ConfirmErrors: Unauthenticated, Forbidden, NotFound, InvalidState, InternalError);
+error_responses!(ConfirmErrors: Unauthenticated, Forbidden, NotFound, InvalidState, ValidationFailed, InternalError);
 
 fn admin(user: &CurrentUser) -> Result<(), ApiError> {
     if user.user.roles.contains(&Role::Admin) {
@@ -216,7 +216,10 @@ pub async fn propose(
     match registry_changes::submit(&state, &user.admin(), request).await? {
         Submitted::Pending { id, message, .. } => {
             let backtest = registry_changes::policy_change::backtest_of(&state, &user.user.tenant_id, &id).await?;
-            Ok((StatusCode::ACCEPTED, Json(PolicyChangeProposed { change_id: id, status: "pending", message, backtest })))
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(PolicyChangeProposed { change_id: id, status: "pending", message, backtest }),
+            ))
         }
         Submitted::Applied { .. } => unreachable!("a policy change always waits for a second admin"),
     }
@@ -308,7 +311,9 @@ pub async fn policy_form(
         mode @ ("enforce" | "observe") => {
             let request = Request::Policy { mode: mode.to_owned(), text };
             match registry_changes::submit(&state, &admin.admin(), request).await {
-                Ok(Submitted::Pending { message, .. } | Submitted::Applied { message }) => format!("Proposed: {message}"),
+                Ok(Submitted::Pending { message, .. } | Submitted::Applied { message }) => {
+                    format!("Proposed: {message}")
+                }
                 Err(e) => format!("Not proposed: {e}"),
             }
         }

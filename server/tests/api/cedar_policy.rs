@@ -75,20 +75,44 @@ async fn a_cedar_policy_decides_every_path_and_explains_it_in_its_own_words() {
     let server = cedar_server("policy", ACME_CEDAR, "").await;
 
     // Approved by policy alone, under the Cedar rule's name.
-    let auto = server.create(&with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 4_999}))).await;
-    assert_eq!((auto["status"].as_str(), auto["policy"]["outcome"].as_str()), (Some("approved"), Some("auto_approved")));
+    let auto = server
+        .create(&with(
+            transfer(),
+            json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 4_999, "invoice_id": "C-1"}),
+        ))
+        .await;
+    assert_eq!(
+        (auto["status"].as_str(), auto["policy"]["outcome"].as_str()),
+        (Some("approved"), Some("auto_approved"))
+    );
     assert_eq!(rules(&auto), ["small_trusted"]);
-    assert_eq!(auto["policy"]["reasons"][0]["message"], "49.99 USD to a trusted payee is below 50.00 USD: approved by policy.");
+    assert_eq!(
+        auto["policy"]["reasons"][0]["message"],
+        "49.99 USD to a trusted payee is below 50.00 USD: approved by policy."
+    );
     assert_eq!(auto["approvals"][0]["approver_id"], "policy:small_trusted", "{auto}");
     // The agent commits it: policy is checked again at commit, on Cedar.
     let token = auto["approval_token"].as_str().expect("a token").to_owned();
     let id = auto["id"].as_str().unwrap();
-    let commit = send(server.post_json(&format!("/api/v1/proposals/{id}/commit"), ACME_BOT_KEY, &json!({"approval_token": token}))).await;
+    let commit = send(server.post_json(
+        &format!("/api/v1/proposals/{id}/commit"),
+        ACME_BOT_KEY,
+        &json!({"approval_token": token}),
+    ))
+    .await;
     assert_eq!(commit.status, 200, "{}", commit.text);
 
     // 50.00 USD: the TOML rules would approve it alone; Cedar asks a human.
-    let one = server.create(&with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 5_000, "run_id": "r-2"}))).await;
-    assert_eq!((one["policy"]["outcome"].as_str(), one["policy"]["required_approvals"].as_u64()), (Some("needs_approval"), Some(1)));
+    let one = server
+        .create(&with(
+            transfer(),
+            json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 5_000, "run_id": "r-2", "invoice_id": "C-2"}),
+        ))
+        .await;
+    assert_eq!(
+        (one["policy"]["outcome"].as_str(), one["policy"]["required_approvals"].as_u64()),
+        (Some("needs_approval"), Some(1))
+    );
     assert_eq!(rules(&one), ["single_approval"]);
     assert_eq!(one["policy"]["reasons"][0]["message"], "50.00 USD needs one human approval.");
     // ana approves it (the approval re-evaluates Cedar) and the agent commits.
@@ -98,21 +122,33 @@ async fn a_cedar_policy_decides_every_path_and_explains_it_in_its_own_words() {
     assert_eq!(approved.body["status"], "approved");
 
     // 5,000.00 USD: two people.
-    let two = server.create(&with(transfer(), json!({"amount_minor": 500_000, "run_id": "r-3"}))).await;
+    let two =
+        server.create(&with(transfer(), json!({"amount_minor": 500_000, "run_id": "r-3", "invoice_id": "C-3"}))).await;
     assert_eq!(two["policy"]["required_approvals"], 2, "{two}");
     assert_eq!(rules(&two), ["dual_approval"]);
-    assert_eq!(two["policy"]["reasons"][0]["message"], "5,000.00 USD is at or above 5,000.00 USD: two distinct approvers required.");
+    assert_eq!(
+        two["policy"]["reasons"][0]["message"],
+        "5,000.00 USD is at or above 5,000.00 USD: two distinct approvers required."
+    );
 
     // Refused by a forbid, with its reason; nothing stored but the audit entry.
-    let refund = server.propose_as(ACME_BOT_KEY, &with(transfer(), json!({"purpose_code": "refund", "run_id": "r-4"}))).await;
+    let refund =
+        server.propose_as(ACME_BOT_KEY, &with(transfer(), json!({"purpose_code": "refund", "run_id": "r-4"}))).await;
     refund.assert_error(403, "policy_denied");
     assert_eq!(refund.detail_rules(), ["no_agent_refunds"]);
-    assert!(refund.body["error"]["message"].as_str().unwrap().contains("Refunds of 250.00 USD are made by people"), "{}", refund.text);
+    assert!(
+        refund.body["error"]["message"].as_str().unwrap().contains("Refunds of 250.00 USD are made by people"),
+        "{}",
+        refund.text
+    );
     assert_eq!(server.audit_actions_where("proposal.denied").await.len(), 1);
 
     // The console's detail page says the reasons in words.
     let page = send(ana.bare(Method::GET, &format!("/proposals/{}", two["id"].as_str().unwrap()))).await;
-    assert!(page.text.contains("5,000.00 USD is at or above 5,000.00 USD: two distinct approvers required."), "the detail page shows the reason");
+    assert!(
+        page.text.contains("5,000.00 USD is at or above 5,000.00 USD: two distinct approvers required."),
+        "the detail page shows the reason"
+    );
 }
 
 #[tokio::test]
@@ -135,7 +171,9 @@ async fn a_policy_that_does_not_validate_stops_the_start_with_cedar_s_error_in_i
     assert_ne!(code, 0);
     assert!(err.contains("tenants.acme.observe") && err.contains("missing.cedar"), "{err}");
     // `policy check` says the same and loads nothing.
-    let bad = scratch.file("bad.cedar", "@id(\"x\")\npermit (principal, action == Countersign::Action::\"pay\", resource);");
+    let scratch = Scratch::with_fixture("");
+    let bad =
+        scratch.file("bad.cedar", "@id(\"x\")\npermit (principal, action == Countersign::Action::\"pay\", resource);");
     let (code, out, err) = scratch.cli(&["policy", "check", bad.to_str().unwrap()], None).await;
     assert_eq!(code, 1, "{out}");
     assert!(err.contains("bad.cedar:2:"), "{err}");
@@ -179,11 +217,16 @@ const METRICS_TOKEN: &str = "scrape-me-0123456789";
 async fn observe_mode_records_differences_and_never_enforces_them() {
     let more = format!("[metrics]\nbearer_token = \"{METRICS_TOKEN}\"\n");
     let server = cedar_server("observe", NO_AUTO_CEDAR, &more).await;
-    let auto = server.create(&with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 9_999}))).await;
+    let auto = server
+        .create(&with(
+            transfer(),
+            json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 9_999, "invoice_id": "O-1"}),
+        ))
+        .await;
     // Enforced: the TOML rules, as before.
     assert_eq!(auto["status"], "approved", "{auto}");
     // Decided alike: nothing recorded.
-    server.create(&with(transfer(), json!({"amount_minor": 20_000, "run_id": "r-2"}))).await;
+    server.create(&with(transfer(), json!({"amount_minor": 20_000, "run_id": "r-2", "invoice_id": "O-2"}))).await;
 
     let ada = add_admin(&server, "acme", "ada").await;
     let status = send(ada.bare(Method::GET, "/api/v1/admin/policy")).await;
@@ -200,7 +243,9 @@ async fn observe_mode_records_differences_and_never_enforces_them() {
 
     let metrics = send(server.client.get(server.url("/metrics")).bearer_auth(METRICS_TOKEN)).await;
     assert!(
-        metrics.text.contains("countersign_policy_observed_differences_total{change=\"auto_approved -> needs_approval\"} 1"),
+        metrics
+            .text
+            .contains("countersign_policy_observed_differences_total{change=\"auto_approved -> needs_approval\"} 1"),
         "{}",
         metrics.text
     );
@@ -220,13 +265,20 @@ async fn observe_mode_records_differences_and_never_enforces_them() {
 async fn a_backtest_says_what_a_candidate_would_have_changed_with_totals_by_currency() {
     let server = TestServer::start().await;
     for (i, amount) in [1_000u64, 2_000, 9_999].iter().enumerate() {
-        let body = with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": amount, "run_id": format!("b-{i}")}));
+        let body = with(
+            transfer(),
+            json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": amount, "run_id": format!("b-{i}"), "invoice_id": format!("B-{i}")}),
+        );
         assert_eq!(server.create(&body).await["status"], "approved");
     }
     server.create(&with(transfer(), json!({"amount_minor": 50_000, "run_id": "b-9"}))).await;
 
     let ada = add_admin(&server, "acme", "ada").await;
-    let r = send(ada.authed(Method::POST, "/api/v1/admin/policy/backtest").json(&json!({"policy": NO_AUTO_CEDAR, "since": "90d"}))).await;
+    let r = send(
+        ada.authed(Method::POST, "/api/v1/admin/policy/backtest")
+            .json(&json!({"policy": NO_AUTO_CEDAR, "since": "90d"})),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!((r.body["replayed"].as_u64(), r.body["changed"].as_u64()), (Some(4), Some(3)), "{}", r.text);
     let usd = &r.body["changes"]["auto_approved -> needs_approval"]["USD"];
@@ -244,22 +296,35 @@ async fn a_backtest_says_what_a_candidate_would_have_changed_with_totals_by_curr
     assert!(out.contains("auto_approved → needs_approval: 3") && out.contains("USD: 3 proposals, 129.99 USD"), "{out}");
 
     // A candidate that does not validate: 422 naming the field, Cedar's place.
-    let bad = send(ada.authed(Method::POST, "/api/v1/admin/policy/backtest").json(&json!({"policy": "permit (principal, action, resource) when { resource.nope };"}))).await;
+    let bad = send(
+        ada.authed(Method::POST, "/api/v1/admin/policy/backtest")
+            .json(&json!({"policy": "permit (principal, action, resource) when { resource.nope };"})),
+    )
+    .await;
     bad.assert_error(422, "validation_failed");
     assert_eq!(bad.body["error"]["details"][0]["field"], "policy");
     assert!(bad.body["error"]["details"][0]["message"].as_str().unwrap().starts_with("policy:1:"), "{}", bad.text);
     // Not for approvers; not without the CSRF token.
     let ana = Console::sign_in(&server, "ana").await;
-    send(ana.authed(Method::POST, "/api/v1/admin/policy/backtest").json(&json!({"policy": NO_AUTO_CEDAR}))).await.assert_error(403, "forbidden");
-    let no_csrf = send(ada.with_origin(Method::POST, "/api/v1/admin/policy/backtest").json(&json!({"policy": NO_AUTO_CEDAR}))).await;
+    send(ana.authed(Method::POST, "/api/v1/admin/policy/backtest").json(&json!({"policy": NO_AUTO_CEDAR})))
+        .await
+        .assert_error(403, "forbidden");
+    let no_csrf =
+        send(ada.with_origin(Method::POST, "/api/v1/admin/policy/backtest").json(&json!({"policy": NO_AUTO_CEDAR})))
+            .await;
     assert_eq!(no_csrf.status, 403, "{}", no_csrf.text);
 }
 
 #[tokio::test]
 async fn a_policy_change_is_four_eyes_and_the_second_admin_sees_its_backtest() {
     let server = TestServer::start().await;
-    let small = with(transfer(), json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 1_000}));
-    assert_eq!(server.create(&small).await["status"], "approved");
+    let small = |n: &str| {
+        with(
+            transfer(),
+            json!({"destination": ACME_TRUSTED_PAYEE, "amount_minor": 1_000, "run_id": n, "invoice_id": n}),
+        )
+    };
+    assert_eq!(server.create(&small("first")).await["status"], "approved");
     let ada = add_admin(&server, "acme", "ada").await;
     let abe = add_admin(&server, "acme", "abe").await;
 
@@ -268,13 +333,17 @@ async fn a_policy_change_is_four_eyes_and_the_second_admin_sees_its_backtest() {
     bad.assert_error(422, "validation_failed");
     assert!(pending_change_ids(&server).await.is_empty());
 
-    let proposed = send(ada.authed(Method::POST, "/api/v1/admin/policy/changes").json(&json!({"mode": "enforce", "policy": NO_AUTO_CEDAR}))).await;
+    let proposed = send(
+        ada.authed(Method::POST, "/api/v1/admin/policy/changes")
+            .json(&json!({"mode": "enforce", "policy": NO_AUTO_CEDAR})),
+    )
+    .await;
     assert_eq!(proposed.status, 202, "{}", proposed.text);
     assert_eq!(proposed.body["backtest"]["changed"], 1, "{}", proposed.text);
     let id = proposed.body["change_id"].as_str().unwrap().to_owned();
     let confirm = format!("/api/v1/admin/policy/changes/{id}/confirm");
     // Nothing changed yet.
-    assert_eq!(server.create(&with(small.clone(), json!({"run_id": "before"}))).await["status"], "approved");
+    assert_eq!(server.create(&small("before")).await["status"], "approved");
 
     // Not by its proposer, not by an approver, not from another tenant, not without CSRF.
     send(ada.authed(Method::POST, &confirm)).await.assert_error(403, "forbidden");
@@ -286,7 +355,10 @@ async fn a_policy_change_is_four_eyes_and_the_second_admin_sees_its_backtest() {
     assert_eq!(no_csrf.status, 403, "{}", no_csrf.text);
     // The admin page shows the second admin the stored backtest.
     let page = send(abe.bare(Method::GET, "/admin/policy")).await;
-    assert!(page.text.contains("What it would have changed") && page.text.contains("auto_approved → needs_approval: 1"), "the confirm page shows the backtest");
+    assert!(
+        page.text.contains("What it would have changed") && page.text.contains("auto_approved → needs_approval: 1"),
+        "the confirm page shows the backtest"
+    );
 
     let confirmed = send(abe.authed(Method::POST, &confirm)).await;
     assert_eq!(confirmed.status, 200, "{}", confirmed.text);
@@ -296,8 +368,11 @@ async fn a_policy_change_is_four_eyes_and_the_second_admin_sees_its_backtest() {
     send(abe.authed(Method::POST, &confirm)).await.assert_error(409, "invalid_state");
 
     // Enforced from now on: no approval by policy alone.
-    let after = server.create(&with(small, json!({"run_id": "after"}))).await;
-    assert_eq!((after["status"].as_str(), rules(&after)), (Some("pending_approval"), vec!["single_approval".to_owned()]));
+    let after = server.create(&small("after")).await;
+    assert_eq!(
+        (after["status"].as_str(), rules(&after)),
+        (Some("pending_approval"), vec!["single_approval".to_owned()])
+    );
     let changed = server.audit_actions_where("policy.changed").await;
     assert_eq!(changed.len(), 1);
     assert_eq!(changed[0]["data"]["mode"], "enforce");

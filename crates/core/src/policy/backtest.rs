@@ -127,7 +127,8 @@ pub fn replay(
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let chunk = rows.len().div_ceil(threads).max(1);
     // An agent no longer in the registry may do nothing.
-    let nobody = AgentScope { agent_id: String::new(), source_accounts: Vec::new(), purposes: Vec::<PurposeCode>::new() };
+    let nobody =
+        AgentScope { agent_id: String::new(), source_accounts: Vec::new(), purposes: Vec::<PurposeCode>::new() };
     let decide = |engine: &Engine, row: &HistoryRow, scope: &AgentScope| {
         let input = PolicyInput::of(&row.id, &row.request, row.payee_trusted, scope, &[]);
         let d = engine.evaluate(&settings.policy, &input);
@@ -221,7 +222,8 @@ pub async fn run(
         .collect();
     let enforced = state.settings().policies.for_tenant(tenant).enforced.clone();
     // Off the async workers: the replay keeps every core busy for a while.
-    let (settings, owned_tenant, engines) = (state.settings().clone(), tenant.to_owned(), (enforced.clone(), candidate.clone()));
+    let (settings, owned_tenant, engines) =
+        (state.settings().clone(), tenant.to_owned(), (enforced.clone(), candidate.clone()));
     let (rows, result) = tokio::task::spawn_blocking(move || {
         let result = replay(&settings, &owned_tenant, &rows, &agents, &engines.0, &engines.1);
         (rows, result)
@@ -266,9 +268,18 @@ mod tests {
     #[test]
     fn changes_read_as_states() {
         let d = |outcome, n| Decision { outcome, required_approvals: n, reasons: vec![], groups: vec![] };
-        assert_eq!(change_of(&d(Outcome::AutoApproved, 0), &d(Outcome::NeedsApproval, 1)).unwrap(), "auto_approved -> needs_approval");
-        assert_eq!(change_of(&d(Outcome::NeedsApproval, 1), &d(Outcome::Denied, 0)).unwrap(), "needs_approval -> refused");
-        assert_eq!(change_of(&d(Outcome::NeedsApproval, 1), &d(Outcome::NeedsApproval, 2)).unwrap(), "needs_approval -> needs_2_approvals");
+        assert_eq!(
+            change_of(&d(Outcome::AutoApproved, 0), &d(Outcome::NeedsApproval, 1)).unwrap(),
+            "auto_approved -> needs_approval"
+        );
+        assert_eq!(
+            change_of(&d(Outcome::NeedsApproval, 1), &d(Outcome::Denied, 0)).unwrap(),
+            "needs_approval -> refused"
+        );
+        assert_eq!(
+            change_of(&d(Outcome::NeedsApproval, 1), &d(Outcome::NeedsApproval, 2)).unwrap(),
+            "needs_approval -> needs_2_approvals"
+        );
         assert_eq!(change_of(&d(Outcome::NeedsApproval, 1), &d(Outcome::NeedsApproval, 1)), None);
     }
 }

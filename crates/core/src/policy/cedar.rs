@@ -228,10 +228,7 @@ impl CedarPolicy {
             if auto.allowed && !auto.errored {
                 let mut auto_reasons = self.reasons(input, &auto.matched);
                 if auto_reasons.is_empty() {
-                    auto_reasons.push(Reason {
-                        rule: RULE_AUTO_APPROVE.into(),
-                        message: "Approved by policy.".into(),
-                    });
+                    auto_reasons.push(Reason { rule: RULE_AUTO_APPROVE.into(), message: "Approved by policy.".into() });
                 }
                 reasons.extend(auto_reasons);
                 return Decision { outcome: Outcome::AutoApproved, required_approvals: 0, reasons, groups: Vec::new() };
@@ -245,16 +242,12 @@ impl CedarPolicy {
     }
 
     fn ask(&self, facts: &Facts, action: &EntityUid) -> Answer {
-        let request = match Request::new(
-            facts.principal.clone(),
-            action.clone(),
-            facts.resource.clone(),
-            Context::empty(),
-            None,
-        ) {
-            Ok(r) => r,
-            Err(_) => return Answer { allowed: false, errored: true, matched: Vec::new() },
-        };
+        let request =
+            match Request::new(facts.principal.clone(), action.clone(), facts.resource.clone(), Context::empty(), None)
+            {
+                Ok(r) => r,
+                Err(_) => return Answer { allowed: false, errored: true, matched: Vec::new() },
+            };
         let response = Authorizer::new().is_authorized(&request, &self.set, &facts.entities);
         let mut matched: Vec<PolicyId> = response.diagnostics().reason().cloned().collect();
         matched.sort_by_key(|id| self.annotations.get(id).map_or(usize::MAX, |a| a.position));
@@ -271,11 +264,17 @@ impl CedarPolicy {
             .collect()
     }
 
-    /// The rule names of every policy, in file order (for `policy explain`).
+    /// The rule names the policies define, once each, in file order (`policy check`).
     pub fn rules(&self) -> Vec<String> {
         let mut all: Vec<&Annotated> = self.annotations.values().collect();
         all.sort_by_key(|a| a.position);
-        all.into_iter().map(|a| a.rule.clone()).collect()
+        let mut rules: Vec<String> = Vec::new();
+        for a in all {
+            if !rules.contains(&a.rule) {
+                rules.push(a.rule.clone());
+            }
+        }
+        rules
     }
 }
 
@@ -357,16 +356,14 @@ impl Facts {
         let uid = |ty: &EntityTypeName, id: &str| EntityUid::from_type_name_and_id(ty.clone(), EntityId::new(id));
         let tenant = uid(&n.tenant, input.tenant_id);
         let in_tenant = HashSet::from([tenant.clone()]);
-        let strings = |items: Vec<String>| RestrictedExpression::new_set(items.into_iter().map(RestrictedExpression::new_string));
+        let strings =
+            |items: Vec<String>| RestrictedExpression::new_set(items.into_iter().map(RestrictedExpression::new_string));
         let agent_uid = uid(&n.agent, &input.agent.agent_id);
         let agent = Entity::new(
             agent_uid.clone(),
             HashMap::from([
                 ("source_accounts".to_owned(), strings(input.agent.source_accounts.clone())),
-                (
-                    "purposes".to_owned(),
-                    strings(input.agent.purposes.iter().map(|p| p.as_str().to_owned()).collect()),
-                ),
+                ("purposes".to_owned(), strings(input.agent.purposes.iter().map(|p| p.as_str().to_owned()).collect())),
             ]),
             in_tenant.clone(),
         )
@@ -385,10 +382,7 @@ impl Facts {
             ("amount_minor".to_owned(), RestrictedExpression::new_long(amount)),
             ("currency".to_owned(), RestrictedExpression::new_string(input.currency.code().to_owned())),
             ("purpose".to_owned(), RestrictedExpression::new_string(input.purpose.as_str().to_owned())),
-            (
-                "source_account".to_owned(),
-                RestrictedExpression::new_string(input.source_account.expose().to_owned()),
-            ),
+            ("source_account".to_owned(), RestrictedExpression::new_string(input.source_account.expose().to_owned())),
             ("payee".to_owned(), RestrictedExpression::new_entity_uid(payee_uid)),
             ("risk_signals".to_owned(), strings(input.risk_signals.iter().map(|s| (*s).to_owned()).collect())),
         ]);

@@ -82,7 +82,5 @@ pub fn to_cedar(config: &PolicyConfig) -> String {
 /// above what Cedar's 64-bit integers hold cannot be reached by any payment
 /// and are written as the largest one.
 fn thresholds(map: &BTreeMap<String, u64>) -> Vec<(Currency, u64)> {
-    map.iter()
-        .filter_map(|(code, v)| Currency::parse(code).ok().map(|c| (c, (*v).min(i64::MAX as u64))))
-        .collect()
+    map.iter().filter_map(|(code, v)| Currency::parse(code).ok().map(|c| (c, (*v).min(i64::MAX as u64)))).collect()
 }

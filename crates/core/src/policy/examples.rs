@@ -90,7 +90,10 @@ pub fn parse(text: &str) -> Result<ExampleFile, String> {
 
 /// Runs every case against `engine` (with `rules` for the TOML rules).
 pub fn run(engine: &Engine, rules: &PolicyConfig, file: &ExampleFile) -> Vec<CaseResult> {
-    file.cases.iter().map(|case| CaseResult { name: case.name.clone(), failure: check(engine, rules, case).err() }).collect()
+    file.cases
+        .iter()
+        .map(|case| CaseResult { name: case.name.clone(), failure: check(engine, rules, case).err() })
+        .collect()
 }
 
 fn check(engine: &Engine, rules: &PolicyConfig, case: &Case) -> Result<(), String> {

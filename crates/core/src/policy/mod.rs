@@ -13,7 +13,9 @@ pub mod cedar;
 pub mod convert;
 mod engine;
 pub mod examples;
-pub use engine::{refresh, short, REFRESH_EVERY, Engine, PolicyBook, PolicyError, TenantPolicy, MODE_ENFORCE, MODE_OBSERVE};
+pub use engine::{
+    refresh, short, Engine, PolicyBook, PolicyError, TenantPolicy, MODE_ENFORCE, MODE_OBSERVE, REFRESH_EVERY,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -341,9 +343,8 @@ impl Decision {
     /// the rule that approved, listed last (`auto_approve_trusted_payee`
     /// under the TOML rules, the approving policy's `@id` under Cedar).
     pub fn auto_approver(&self) -> Option<String> {
-        (self.outcome == Outcome::AutoApproved).then(|| {
-            format!("policy:{}", self.reasons.last().map_or(RULE_AUTO_APPROVE, |r| r.rule.as_str()))
-        })
+        (self.outcome == Outcome::AutoApproved)
+            .then(|| format!("policy:{}", self.reasons.last().map_or(RULE_AUTO_APPROVE, |r| r.rule.as_str())))
     }
 }
 

@@ -64,7 +64,8 @@ fn the_converted_default_rules_validate_and_decide_like_them() {
         assert_eq!(rules(&cedar), expected, "{amount}");
         assert_eq!(toml, cedar, "{amount}");
     }
-    let d = cedar.evaluate(&input(9_999, "USD", ProposalKind::Transfer, PurposeCode::Vendor, true, &source, &scope, &[]));
+    let d =
+        cedar.evaluate(&input(9_999, "USD", ProposalKind::Transfer, PurposeCode::Vendor, true, &source, &scope, &[]));
     assert_eq!(d.auto_approver().as_deref(), Some("policy:auto_approve_trusted_payee"));
     assert_eq!(d.reasons[0].message, "99.99 USD to a trusted payee is below 100.00 USD: approved by policy.");
 }
@@ -120,7 +121,8 @@ fn hand_written_policies_read_risk_signals_and_explain_in_plain_words() {
     ));
     assert_eq!((first.outcome, first.required_approvals), (Outcome::NeedsApproval, 2));
     assert_eq!(rules(&first), ["first_payment_review"]);
-    let plain = cedar.evaluate(&input(25_000, "EUR", ProposalKind::Transfer, PurposeCode::Vendor, false, &source, &scope, &[]));
+    let plain =
+        cedar.evaluate(&input(25_000, "EUR", ProposalKind::Transfer, PurposeCode::Vendor, false, &source, &scope, &[]));
     assert_eq!((plain.required_approvals, rules(&plain)), (1, vec!["single_approval"]));
 }
 
@@ -143,7 +145,9 @@ fn a_policy_that_does_not_validate_is_refused_whole_with_its_place() {
     assert!(e.starts_with("policies/acme.cedar:6:"), "{e}");
     assert!(e.contains("amount"), "{e}");
     // Not Cedar at all.
-    let e = CedarPolicy::parse("policies/acme.cedar", "@id(\"scope\")\npermit (principal, action, resource)\n").unwrap_err().0;
+    let e = CedarPolicy::parse("policies/acme.cedar", "@id(\"scope\")\npermit (principal, action, resource)\n")
+        .unwrap_err()
+        .0;
     assert!(e.starts_with("policies/acme.cedar:"), "{e}");
     // A string compared with a number.
     let e = CedarPolicy::parse(
@@ -154,14 +158,18 @@ fn a_policy_that_does_not_validate_is_refused_whole_with_its_place() {
     .0;
     assert!(e.starts_with("p.cedar:1:"), "{e}");
     // A policy without its rule name.
-    let e = CedarPolicy::parse("p.cedar", "\n\npermit (principal, action == Countersign::Action::\"propose\", resource);")
-        .unwrap_err()
-        .0;
+    let e =
+        CedarPolicy::parse("p.cedar", "\n\npermit (principal, action == Countersign::Action::\"propose\", resource);")
+            .unwrap_err()
+            .0;
     assert!(e.starts_with("p.cedar:3:1:") && e.contains("@id"), "{e}");
     // An unknown action.
-    let e = CedarPolicy::parse("p.cedar", "@id(\"x\") permit (principal, action == Countersign::Action::\"pay\", resource);")
-        .unwrap_err()
-        .0;
+    let e = CedarPolicy::parse(
+        "p.cedar",
+        "@id(\"x\") permit (principal, action == Countersign::Action::\"pay\", resource);",
+    )
+    .unwrap_err()
+    .0;
     assert!(e.contains("pay"), "{e}");
 }
 
