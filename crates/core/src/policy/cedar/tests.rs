@@ -7,6 +7,7 @@ use crate::policy::{convert, evaluate, AgentScope, PolicyConfig};
 const MINE: &str = "acct_0123456789abcdef";
 const OTHER: &str = "acct_ffffffffffffffff";
 
+#[allow(clippy::too_many_arguments)] // each fact a test varies, named at the call
 fn input<'a>(
     amount: u64,
     currency: &str,
