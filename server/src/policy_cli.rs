@@ -36,7 +36,7 @@ pub async fn run(settings: Settings, command: PolicyCommand) -> anyhow::Result<i
                 Err(code) => return Ok(code),
             };
             let (state, _trigger) = crate::startup::offline_state(settings).await?;
-            let report = backtest::run(&state, &tenant, &candidate, state.now() - since).await?;
+            let report = crate::policy_backtest::run(&state, &tenant, &candidate, state.now() - since).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

@@ -42,7 +42,7 @@ fn open_keys(settings: &Settings) -> anyhow::Result<crate::approval::keys::KeySt
 /// a rail is configured or a server's simulator is running).
 pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate::shutdown::Trigger)> {
     let db = Db::connect(&settings.backend()?).await?;
-    crate::policy::refresh(&db.read, &settings.policies).await?;
+    crate::store::policies::refresh(&db.read, &settings.policies).await?;
     let keys = open_keys(&settings)?;
     // Port 9 (discard) on loopback: any call fails fast as "unknown", never as a decline.
     let url = configured_rail_url(&settings).unwrap_or_else(|| "http://127.0.0.1:9".into());
@@ -75,7 +75,7 @@ pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     }
     let db = Db::connect(&settings.backend()?).await?;
     // The policies confirmed changes set win over the config's files.
-    crate::policy::refresh(&db.read, &settings.policies).await?;
+    crate::store::policies::refresh(&db.read, &settings.policies).await?;
     let keys = open_keys(&settings)?;
     let (rail_url, simulator) = match &settings.rail.url {
         Some(url) => (url.clone(), None),
@@ -203,7 +203,7 @@ async fn policy_refresh(state: Shared, shutdown: Shutdown) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(crate::policy::REFRESH_EVERY) => {
-                if let Err(error) = crate::policy::refresh(&state.db.read, &state.settings.policies).await {
+                if let Err(error) = crate::store::policies::refresh(&state.db.read, &state.settings.policies).await {
                     tracing::warn!(%error, "reading the confirmed policies failed; the ones in force stay");
                 }
             }

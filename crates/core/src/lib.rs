@@ -43,6 +43,7 @@ pub mod outbound;
 pub mod passkeys;
 pub mod password;
 pub mod policy;
+pub mod policy_backtest;
 pub mod policy_explain;
 pub mod proposals;
 pub use proposals::intake;

@@ -167,7 +167,7 @@ pub async fn backtest(
         .map_err(|why| ApiError::Validation(vec![FieldError::new("since", "invalid_value", why)]))?;
     let candidate = Engine::from_text("policy", &body.policy)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("policy", "invalid_value", e.to_string())]))?;
-    let report = backtest::run(&state, &user.user.tenant_id, &candidate, state.now() - since).await?;
+    let report = crate::policy_backtest::run(&state, &user.user.tenant_id, &candidate, state.now() - since).await?;
     Ok(Json(report))
 }
 
@@ -295,7 +295,9 @@ pub async fn policy_form(
                 (Err(why), _) => format!("Not run: since {why}"),
                 (_, Err(why)) => format!("Not run: the policy does not validate: {why}"),
                 (Ok(back), Ok(candidate)) => {
-                    match backtest::run(&state, &admin.user.tenant_id, &candidate, state.now() - back).await {
+                    match crate::policy_backtest::run(&state, &admin.user.tenant_id, &candidate, state.now() - back)
+                        .await
+                    {
                         Ok(report) => {
                             let _ = session.insert(POLICY_BACKTEST, report.lines()).await;
                             format!("Backtest done in {} ms.", report.elapsed_ms)

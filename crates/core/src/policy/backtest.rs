@@ -15,10 +15,22 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-use super::{AgentScope, Decision, Engine, Outcome, PolicyInput};
-use crate::config::{Config, Settings};
-use crate::domain::{Currency, PurposeCode};
-use crate::store::{self, policies::HistoryRow, Store};
+use super::{AgentScope, Decision, Engine, Outcome, PolicyConfig, PolicyInput};
+use crate::domain::{CanonicalRequest, Currency, PurposeCode};
+
+/// One recorded proposal, as a backtest replays it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub id: String,
+    pub agent_id: String,
+    pub request: CanonicalRequest,
+    /// The payee's trust as it stands now.
+    pub payee_trusted: bool,
+}
+
+/// What both policies' decisions go through after them: the tenant's group
+/// rule (`Settings::with_group_rule`).
+pub type After<'a> = &'a (dyn Fn(Currency, u64, Decision) -> Decision + Sync);
 
 /// How a decision reads in a change: `auto_approved`, `needs_approval`
 /// (with its count when 2 or more) or `refused`.
@@ -117,9 +129,8 @@ pub const EXAMPLES: usize = 10;
 
 /// Replays `rows` under `enforced` and `candidate` (pure; on every core).
 pub fn replay(
-    settings: &Settings,
-    tenant: &str,
-    rows: &[HistoryRow],
+    (rules, after): (&PolicyConfig, After<'_>),
+    rows: &[Recorded],
     agents: &HashMap<String, AgentScope>,
     enforced: &Engine,
     candidate: &Engine,
@@ -129,10 +140,9 @@ pub fn replay(
     // An agent no longer in the registry may do nothing.
     let nobody =
         AgentScope { agent_id: String::new(), source_accounts: Vec::new(), purposes: Vec::<PurposeCode>::new() };
-    let decide = |engine: &Engine, row: &HistoryRow, scope: &AgentScope| {
+    let decide = |engine: &Engine, row: &Recorded, scope: &AgentScope| {
         let input = PolicyInput::of(&row.id, &row.request, row.payee_trusted, scope, &[]);
-        let d = engine.evaluate(&settings.policy, &input);
-        settings.with_group_rule(tenant, row.request.currency, row.request.amount_minor, d)
+        after(row.request.currency, row.request.amount_minor, engine.evaluate(rules, &input))
     };
     let mut changed: Vec<(usize, String, Decision)> = std::thread::scope(|s| {
         let handles: Vec<_> = rows
@@ -164,7 +174,7 @@ pub fn report(
     tenant: &str,
     since: DateTime<Utc>,
     (enforced, candidate): (&Engine, &Engine),
-    rows: &[HistoryRow],
+    rows: &[Recorded],
     (replayed, changed): (u64, Vec<(usize, String, Decision)>),
     elapsed_ms: u64,
 ) -> Report {
@@ -193,7 +203,7 @@ pub fn report(
     }
     Report {
         tenant_id: tenant.to_owned(),
-        since: store::ts(since),
+        since: since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         enforced: enforced.label(),
         candidate: candidate.label(),
         replayed,
@@ -203,35 +213,6 @@ pub fn report(
         reads_risk_signals: matches!(candidate, Engine::Cedar(p) if p.text().contains("risk_signals")),
         elapsed_ms,
     }
-}
-
-/// Backtests `candidate` over `tenant`'s proposals since `since`, against
-/// the tenant's enforced policy.
-pub async fn run(
-    state: &(impl Store + Config),
-    tenant: &str,
-    candidate: &Engine,
-    since: DateTime<Utc>,
-) -> Result<Report, store::StoreError> {
-    let started = std::time::Instant::now();
-    let rows = store::policies::history(&state.db().read, tenant, since).await?;
-    let agents: HashMap<String, AgentScope> = store::directory::agents_of(&state.db().read, tenant)
-        .await?
-        .into_iter()
-        .map(|a| (a.id.clone(), crate::actors::AgentPrincipal::from(a).scope))
-        .collect();
-    let enforced = state.settings().policies.for_tenant(tenant).enforced.clone();
-    // Off the async workers: the replay keeps every core busy for a while.
-    let (settings, owned_tenant, engines) =
-        (state.settings().clone(), tenant.to_owned(), (enforced.clone(), candidate.clone()));
-    let (rows, result) = tokio::task::spawn_blocking(move || {
-        let result = replay(&settings, &owned_tenant, &rows, &agents, &engines.0, &engines.1);
-        (rows, result)
-    })
-    .await
-    .map_err(|_| store::StoreError::corrupt("backtest", "the replay stopped"))?;
-    let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Ok(report(tenant, since, (&enforced, candidate), &rows, result, elapsed))
 }
 
 /// `90d`, `12h`, `2w`: a duration back from now.

@@ -138,7 +138,7 @@ impl PolicyBook {
     /// over the files'. An empty text means the file's (or the rules).
     /// A stored text that no longer validates (a newer schema) keeps the
     /// file's and is logged. Cheap when nothing changed.
-    pub fn apply_confirmed(&self, rows: &[crate::store::policies::PolicyRow]) {
+    pub fn apply_confirmed(&self, rows: &[Confirmed]) {
         let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
         if self.0.read().unwrap_or_else(|e| e.into_inner()).confirmed == ids {
             return;
@@ -177,14 +177,18 @@ impl PolicyBook {
 pub const MODE_ENFORCE: &str = "enforce";
 pub const MODE_OBSERVE: &str = "observe";
 
-/// How often every instance reads the confirmed policies again.
+/// How often every instance reads the confirmed policies again
+/// (`store::policies::refresh`).
 pub const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Lays the store's confirmed policies over `settings`' (at start, and
-/// every few seconds so that a change confirmed on another instance
-/// reaches this one).
-pub async fn refresh(pool: &crate::store::Pool, book: &PolicyBook) -> crate::store::Result<()> {
-    let rows = crate::store::policies::latest(pool).await?;
-    book.apply_confirmed(&rows);
-    Ok(())
+/// A policy a confirmed change set (`store::policies` keeps them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confirmed {
+    pub id: String,
+    pub tenant_id: String,
+    /// [`MODE_ENFORCE`] or [`MODE_OBSERVE`].
+    pub mode: String,
+    /// Empty: the config's own.
+    pub text: String,
+    pub change_id: String,
 }

@@ -14,7 +14,7 @@ pub mod convert;
 mod engine;
 pub mod examples;
 pub use engine::{
-    refresh, short, Engine, PolicyBook, PolicyError, TenantPolicy, MODE_ENFORCE, MODE_OBSERVE, REFRESH_EVERY,
+    short, Confirmed, Engine, PolicyBook, PolicyError, TenantPolicy, MODE_ENFORCE, MODE_OBSERVE, REFRESH_EVERY,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::{grants, propose_with, require_admin, Admin, ChangeError, Stored, Submitted};
 use crate::config::Config;
-use crate::policy::backtest::{self, Report};
+use crate::policy::backtest::Report;
 use crate::policy::{Engine, MODE_ENFORCE, MODE_OBSERVE};
 use crate::store::{self, Conn, Store};
 
@@ -76,7 +76,7 @@ async fn run_backtest(
     engine: &Engine,
     now: DateTime<Utc>,
 ) -> Result<Report, ChangeError> {
-    Ok(backtest::run(state, tenant, engine, now - Duration::days(BACKTEST_DAYS)).await?)
+    Ok(crate::policy_backtest::run(state, tenant, engine, now - Duration::days(BACKTEST_DAYS)).await?)
 }
 
 /// What a policy change would do, in one line: what it sets, in place of
@@ -144,7 +144,7 @@ pub(super) async fn confirmed(
         Some(engine) => Some(run_backtest(state, tenant, engine, state.now()).await?),
         None => None,
     };
-    crate::policy::refresh(&state.db().read, &state.settings().policies).await?;
+    store::policies::refresh(&state.db().read, &state.settings().policies).await?;
     Ok(report)
 }
 

@@ -109,7 +109,7 @@ pub async fn observations(pool: &Pool, tenant: &str, limit: u32) -> Result<Vec<O
 
 /// One recorded proposal, as a backtest replays it.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct HistoryRow {
+struct HistoryRow {
     pub id: String,
     pub agent_id: String,
     #[sqlx(rename = "canonical_request", try_from = "super::Json<CanonicalRequest>")]
@@ -120,7 +120,11 @@ pub struct HistoryRow {
 
 /// `tenant`'s proposals created at or after `since`, oldest first, with
 /// their payee's trust as it stands.
-pub async fn history(pool: &Pool, tenant: &str, since: DateTime<Utc>) -> Result<Vec<HistoryRow>> {
+pub async fn history(
+    pool: &Pool,
+    tenant: &str,
+    since: DateTime<Utc>,
+) -> Result<Vec<crate::policy::backtest::Recorded>> {
     let rows = query(
         "SELECT p.id, p.agent_id, p.canonical_request, COALESCE(py.trusted, 0) AS payee_trusted
            FROM proposals p
@@ -132,5 +136,34 @@ pub async fn history(pool: &Pool, tenant: &str, since: DateTime<Utc>) -> Result<
     .bind(ts(since))
     .fetch_all(pool)
     .await?;
-    rows.iter().map(Row::decode).collect()
+    rows.iter()
+        .map(|r| {
+            let row: HistoryRow = Row::decode(r)?;
+            Ok(crate::policy::backtest::Recorded {
+                id: row.id,
+                agent_id: row.agent_id,
+                request: row.request,
+                payee_trusted: row.payee_trusted,
+            })
+        })
+        .collect()
+}
+
+/// Lays the confirmed policies over the config's in `book` (at start, and
+/// every `policy::REFRESH_EVERY` so that a change confirmed on another
+/// instance reaches this one).
+pub async fn refresh(pool: &Pool, book: &crate::policy::PolicyBook) -> Result<()> {
+    let rows: Vec<crate::policy::Confirmed> = latest(pool)
+        .await?
+        .into_iter()
+        .map(|r| crate::policy::Confirmed {
+            id: r.id,
+            tenant_id: r.tenant_id,
+            mode: r.mode,
+            text: r.text,
+            change_id: r.change_id,
+        })
+        .collect();
+    book.apply_confirmed(&rows);
+    Ok(())
 }
