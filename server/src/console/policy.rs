@@ -5,7 +5,11 @@
 
 use app::views::{ConsoleError, ObservationRow, PendingChangeRow, PolicyPage, Viewer};
 
+use serde::Serialize;
+
 use super::{unavailable, ConsoleService};
+use crate::policy::Engine;
+use crate::state::Shared;
 
 /// Session keys: the page's one-time message, the last backtest's lines and
 /// its candidate text (set by the form post, `http::policy::policy_form`).
@@ -23,7 +27,7 @@ impl ConsoleService {
             return Err(ConsoleError::Forbidden);
         }
         let state = &self.state;
-        let status = crate::http::policy::policy_status(state, &viewer.tenant_id).await.map_err(unavailable)?;
+        let status = policy_status(state, &viewer.tenant_id).await.map_err(unavailable)?;
         let (flash, backtest, candidate) = match &session {
             Some(s) => (
                 s.remove::<String>(POLICY_FLASH).await.ok().flatten(),
@@ -84,4 +88,61 @@ impl ConsoleService {
             flash,
         })
     }
+}
+
+/// One proposal the observed candidate would have decided differently.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Observation {
+    /// Empty when the enforced policy refused it (not stored).
+    pub proposal_id: String,
+    pub request_hash: String,
+    pub amount: String,
+    /// `auto_approved -> needs_approval`, `needs_approval -> refused`, …
+    pub change: String,
+    /// The rules of each decision.
+    pub enforced_rules: Vec<String>,
+    pub observed_rules: Vec<String>,
+    pub at: String,
+}
+
+/// What decides for the tenant, and what observe mode saw.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PolicyStatus {
+    /// "the TOML rules ([policy])" or "Cedar policy sha256:…".
+    pub enforced: String,
+    /// The observed candidate, if one is.
+    pub observed: Option<String>,
+    /// The newest differences (at most 100).
+    pub observations: Vec<Observation>,
+}
+
+fn rules_of(json: &str) -> Vec<String> {
+    serde_json::from_str::<crate::policy::Decision>(json)
+        .map(|d| d.reasons.into_iter().map(|r| r.rule).collect())
+        .unwrap_or_default()
+}
+
+/// What decides for `tenant` and observe mode's newest differences (the
+/// page and `GET /api/v1/admin/policy`).
+pub async fn policy_status(state: &Shared, tenant: &str) -> Result<PolicyStatus, crate::store::StoreError> {
+    let policies = state.settings.policies.for_tenant(tenant);
+    let rows = crate::store::policies::observations(&state.db.read, tenant, 100).await?;
+    Ok(PolicyStatus {
+        enforced: policies.enforced.label(),
+        observed: policies.observed.as_ref().map(Engine::label),
+        observations: rows
+            .into_iter()
+            .map(|o| Observation {
+                amount: crate::domain::Currency::parse(&o.currency)
+                    .map(|c| c.format_minor(o.amount_minor))
+                    .unwrap_or_else(|_| format!("{} {}", o.amount_minor, o.currency)),
+                enforced_rules: rules_of(&o.enforced),
+                observed_rules: rules_of(&o.observed),
+                proposal_id: o.proposal_id,
+                request_hash: o.request_hash,
+                change: o.change,
+                at: crate::store::ts(o.at),
+            })
+            .collect(),
+    })
 }

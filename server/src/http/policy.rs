@@ -16,6 +16,7 @@ use super::error::ApiError;
 use super::extract::{typed, JsonBody};
 use super::openapi::error_responses;
 use super::session::CurrentUser;
+use crate::console::policy::{policy_status, PolicyStatus};
 use crate::domain::{FieldError, Role};
 use crate::policy::backtest::{self, Report};
 use crate::policy::Engine;
@@ -61,38 +62,6 @@ fn admin(user: &CurrentUser) -> Result<(), ApiError> {
     }
 }
 
-/// One proposal the observed candidate would have decided differently.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Observation {
-    /// Empty when the enforced policy refused it (not stored).
-    pub proposal_id: String,
-    pub request_hash: String,
-    pub amount: String,
-    /// `auto_approved -> needs_approval`, `needs_approval -> refused`, …
-    pub change: String,
-    /// The rules of each decision.
-    pub enforced_rules: Vec<String>,
-    pub observed_rules: Vec<String>,
-    pub at: String,
-}
-
-/// What decides for the tenant, and what observe mode saw.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct PolicyStatus {
-    /// "the TOML rules ([policy])" or "Cedar policy sha256:…".
-    pub enforced: String,
-    /// The observed candidate, if one is.
-    pub observed: Option<String>,
-    /// The newest differences (at most 100).
-    pub observations: Vec<Observation>,
-}
-
-fn rules_of(json: &str) -> Vec<String> {
-    serde_json::from_str::<crate::policy::Decision>(json)
-        .map(|d| d.reasons.into_iter().map(|r| r.rule).collect())
-        .unwrap_or_default()
-}
-
 /// The tenant's enforced and observed policies and observe mode's newest
 /// differences (admins).
 #[utoipa::path(
@@ -106,30 +75,6 @@ fn rules_of(json: &str) -> Vec<String> {
 pub async fn status(State(state): State<Shared>, user: CurrentUser) -> Result<Json<PolicyStatus>, ApiError> {
     admin(&user)?;
     Ok(Json(policy_status(&state, &user.user.tenant_id).await?))
-}
-
-/// [`status`]'s answer (the console page reads it too).
-pub async fn policy_status(state: &Shared, tenant: &str) -> Result<PolicyStatus, crate::store::StoreError> {
-    let policies = state.settings.policies.for_tenant(tenant);
-    let rows = crate::store::policies::observations(&state.db.read, tenant, 100).await?;
-    Ok(PolicyStatus {
-        enforced: policies.enforced.label(),
-        observed: policies.observed.as_ref().map(Engine::label),
-        observations: rows
-            .into_iter()
-            .map(|o| Observation {
-                amount: crate::domain::Currency::parse(&o.currency)
-                    .map(|c| c.format_minor(o.amount_minor))
-                    .unwrap_or_else(|_| format!("{} {}", o.amount_minor, o.currency)),
-                enforced_rules: rules_of(&o.enforced),
-                observed_rules: rules_of(&o.observed),
-                proposal_id: o.proposal_id,
-                request_hash: o.request_hash,
-                change: o.change,
-                at: crate::store::ts(o.at),
-            })
-            .collect(),
-    })
 }
 
 /// A candidate policy and how far back to replay it.
