@@ -595,6 +595,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Policy { command: crate::operator::PolicyCommand::Explain { tenant, agent, file } } => {
             return crate::operator::explain_policy(settings, &tenant, &agent, &file).await;
         }
+        Command::Policy { command } => return crate::policy_cli::run(settings, command).await,
         Command::Freeze { scope, reason } => return crate::operator::set_freeze(settings, &scope, true, &reason).await,
         Command::Unfreeze { scope } => return crate::operator::set_freeze(settings, &scope, false, "").await,
         Command::RailSim { listen, db, settle_after_ms } => {

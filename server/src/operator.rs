@@ -61,6 +61,36 @@ pub enum PolicyCommand {
         /// The request (JSON); `-` reads standard input.
         file: PathBuf,
     },
+    /// Prints the TOML rules (`[policy]`) as the Cedar policy that decides
+    /// the same (docs/POLICY.md, "Cedar").
+    ToCedar,
+    /// Checks a Cedar policy against the schema; prints Cedar's errors
+    /// located in the file (exit status 1) or the rules it defines.
+    Check {
+        /// The Cedar policy file.
+        file: PathBuf,
+    },
+    /// Replays the tenant's recorded proposals under a candidate policy and
+    /// prints what would have changed, with totals by currency. Changes
+    /// nothing.
+    Backtest {
+        /// The candidate Cedar policy file.
+        candidate: PathBuf,
+        #[arg(long)]
+        tenant: String,
+        /// How far back: `90d`, `12h`, `2w`.
+        #[arg(long, default_value = "90d")]
+        since: String,
+        /// The report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Checks a file of example proposals against their expected decisions
+    /// (exit status 1 when one fails).
+    Test {
+        /// The examples (TOML); its `policy` key names the Cedar file.
+        file: PathBuf,
+    },
 }
 
 /// The environment variable a backup passphrase may come from.

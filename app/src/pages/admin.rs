@@ -17,6 +17,7 @@ pub fn AdminPage() -> impl IntoView {
             <Title text="Administration"/>
             <h1>"Administration"</h1>
             <p><a href="/admin/loop">"Human loop: how fast people decide, and what expires"</a></p>
+            <p><a href="/admin/policy" id="policy-link">"Payment policy: what decides, observe mode, backtests and changes"</a></p>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {
@@ -149,6 +150,15 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
             // Your own change is withdrawn, someone else's rejected.
             let (verb, why) = if c.proposed_by == me { ("Withdraw", "Why withdraw") } else { ("Reject", "Why reject") };
             let lines = c.lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view();
+            let backtest = (!c.backtest.is_empty()).then(|| {
+                let rows = c.backtest.into_iter().map(|l| view! { <li>{l}</li> }).collect_view();
+                view! {
+                    <div class="change-backtest">
+                        <p class="small"><strong>"What it would have changed (backtest when proposed):"</strong></p>
+                        <ul class="plain small">{rows}</ul>
+                    </div>
+                }
+            });
             let confirm = match c.blocker {
                 None => view! {
                     <form method="post" action=format!("/admin/changes/{}/confirm", c.id) class="inline">
@@ -162,6 +172,7 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
             view! {
                 <li class="card pending-change" data-change=c.id.clone() data-kind=c.kind>
                     <ul class="change-lines">{lines}</ul>
+                    {backtest}
                     <p class="muted small">{format!("Proposed by {} at ", c.proposed_by)}<When at=c.proposed_at/></p>
                     <div class="actions">
                         {confirm}

@@ -44,6 +44,7 @@ pub mod passkeys;
 pub mod password;
 pub mod people;
 pub mod policy;
+pub mod policy_backtest;
 pub mod policy_explain;
 pub mod proposals;
 pub use proposals::intake;

@@ -23,6 +23,7 @@ pub mod pages;
 pub mod passkey_sign_in;
 pub mod passkeys;
 pub mod people;
+pub mod policy;
 pub mod reach;
 pub mod scim;
 pub mod session;
@@ -173,6 +174,7 @@ fn router(state: Shared) -> Router {
         .route("/admin/freezes/lift", post(admin::admin_lift_freeze))
         .route("/admin/slack-links", post(admin::admin_link_slack))
         .route("/admin/changes/{id}/confirm", post(admin::admin_confirm_change))
+        .route("/admin/policy", post(policy::policy_form))
         .route("/admin/changes/{id}/reject", post(admin::admin_reject_change))
         .route("/admin/passkeys/{id}/confirm", post(admin::admin_confirm_passkey))
         .route("/admin/passkeys/{id}/remove", post(admin::admin_remove_passkey))
@@ -282,7 +284,11 @@ where
         .routes(guarded(routes!(reach::subscribe)))
         .routes(guarded(routes!(reach::unsubscribe)))
         .routes(guarded(routes!(delegations::list, delegations::create)))
-        .routes(guarded(routes!(delegations::end)));
+        .routes(guarded(routes!(delegations::end)))
+        .routes(guarded(routes!(policy::status)))
+        .routes(guarded(routes!(policy::backtest)))
+        .routes(guarded(routes!(policy::propose)))
+        .routes(guarded(routes!(policy::confirm)));
     // Registered under their full paths rather than nested: a nested router
     // rewrites every request's URI on the way in, on the status poll's path.
     OpenApiRouter::new()

@@ -21,6 +21,7 @@ mod audit;
 mod backup;
 mod business_metrics;
 mod cancel;
+mod cedar_policy;
 mod cli_commands;
 mod clients;
 mod commit;

@@ -73,6 +73,11 @@ pub struct Settings {
     pub reports: ReportSettings,
     /// Email and Web Push to approvers (`crate::notify`).
     pub notifications: NotifySettings,
+    /// Every tenant's loaded policies (`tenants.<id>.policy` and
+    /// `.observe`, then the confirmed policy changes): not a key of the
+    /// file, filled in by `load` and at start.
+    #[serde(skip)]
+    pub policies: crate::policy::PolicyBook,
 }
 
 /// `[passkeys]`: who must hold a passkey, and when a new one counts.
@@ -217,6 +222,12 @@ pub struct TenantSettings {
     /// SCIM `displayName`, exactly): roles and approval groups, never an
     /// approval limit (docs/PEOPLE.md).
     pub idp_groups: BTreeMap<String, IdpGroupGrant>,
+    /// A Cedar policy file that decides instead of the TOML rules
+    /// (`[policy]`); relative to the config file. docs/POLICY.md, "Cedar".
+    pub policy: Option<PathBuf>,
+    /// A candidate Cedar policy observed beside the enforced one: its
+    /// differences are recorded, never enforced. docs/POLICY.md, "Observe mode".
+    pub observe: Option<PathBuf>,
 }
 
 /// What being in one identity provider's group grants.
@@ -237,6 +248,8 @@ impl Default for TenantSettings {
             group_approval: Vec::new(),
             rail: None,
             idp_groups: BTreeMap::new(),
+            policy: None,
+            observe: None,
         }
     }
 }
@@ -487,6 +500,7 @@ impl Default for Settings {
             tracing: TracingSettings::default(),
             reports: ReportSettings::default(),
             notifications: NotifySettings::default(),
+            policies: crate::policy::PolicyBook::default(),
         }
     }
 }
@@ -585,7 +599,33 @@ impl Settings {
         let mut settings: Settings = figment.extract().map_err(|e| ConfigError(one_line(&e)))?;
         settings.read_secret_files()?;
         settings.validate()?;
+        settings.load_policies(file.and_then(Path::parent))?;
         Ok(settings)
+    }
+
+    /// Reads and validates every tenant's Cedar policy files (relative
+    /// paths from `base`, the config file's folder). One that does not
+    /// validate stops the start with Cedar's error located in its file.
+    pub fn load_policies(&mut self, base: Option<&Path>) -> Result<(), ConfigError> {
+        use crate::policy::{Engine, TenantPolicy};
+        let book = crate::policy::PolicyBook::default();
+        for (id, tenant) in &self.tenants {
+            let read = |key: &str, path: &Option<PathBuf>| -> Result<Option<Engine>, ConfigError> {
+                let Some(path) = path else { return Ok(None) };
+                let full = match base {
+                    Some(dir) if path.is_relative() => dir.join(path),
+                    _ => path.clone(),
+                };
+                Engine::from_file(&full).map(Some).map_err(|e| ConfigError(format!("key `tenants.{id}.{key}`: {e}")))
+            };
+            let enforced = read("policy", &tenant.policy)?;
+            let observed = read("observe", &tenant.observe)?;
+            if enforced.is_some() || observed.is_some() {
+                book.set(id, TenantPolicy { enforced: enforced.unwrap_or(Engine::Rules), observed });
+            }
+        }
+        self.policies = book;
+        Ok(())
     }
 
     /// Reads each `client_secret_file` into its `client_secret`. The error

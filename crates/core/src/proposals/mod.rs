@@ -100,8 +100,9 @@ async fn propose_inner(
     body: &Value,
     now: DateTime<Utc>,
 ) -> Result<Proposed, ProposeError> {
-    let job = prepare(state, agent, body, now).await?;
+    let mut job = prepare(state, agent, body, now).await?;
     let (id, run_id, hash) = (job.id.clone(), job.run_id.clone(), job.hash.to_string());
+    let observed = job.observed.take();
     let Some(row) = state.intake().store(state, job).await? else {
         let mut conn = state.db().reader().await?;
         let existing = store::proposals::find_duplicate(&mut conn, &agent.tenant_id, &agent.agent_id, &run_id, &hash)
@@ -110,6 +111,9 @@ async fn propose_inner(
         drop(conn);
         return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
     };
+    if let Some(observed) = &observed {
+        observe(state, observed).await;
+    }
     state.changes().publish(&id);
     crate::slack::outbox::wake_for(state, &agent.tenant_id);
     crate::notify::wake_for(state, &agent.tenant_id);
@@ -131,6 +135,8 @@ pub struct Assessed {
     pub run_id: String,
     pub decision: Decision,
     pub id: String,
+    /// The observed candidate's digest and decision (observe mode).
+    pub observed: Option<(String, Decision)>,
 }
 
 /// Everything before storing: parse, canonicalize, hash, evaluate policy. A
@@ -160,8 +166,19 @@ pub(crate) async fn prepare(
         store::audit::append_alone(&state.db().write, &entry).await?;
         return Err(ProposeError::Denied(Decision::denied_by("acts_for_deactivated", message)));
     }
-    let Assessed { canonical, payee_trusted, hash, run_id, decision, id } = assess(state, agent, body, now).await?;
+    let Assessed { canonical, payee_trusted, hash, run_id, decision, id, observed } =
+        assess(state, agent, body, now).await?;
     let summary = audit_summary(&canonical, &run_id, &decision);
+    let observed = ObservedDecision {
+        tenant_id: agent.tenant_id.clone(),
+        id: id.clone(),
+        hash: hash.to_string(),
+        amount_minor: canonical.amount_minor,
+        currency: canonical.currency.code().to_owned(),
+        at: now,
+        decision: decision.clone(),
+        observed,
+    };
 
     if decision.outcome == Outcome::Denied {
         let mut tx = state.db().begin().await?;
@@ -178,9 +195,21 @@ pub(crate) async fn prepare(
         )
         .await?;
         tx.commit().await?;
+        observe(state, &observed).await;
         return Err(ProposeError::Denied(decision));
     }
-    Ok(NewProposalJob { agent: agent.clone(), canonical, payee_trusted, hash, run_id, decision, id, now, summary })
+    Ok(NewProposalJob {
+        agent: agent.clone(),
+        canonical,
+        payee_trusted,
+        hash,
+        run_id,
+        decision,
+        id,
+        now,
+        summary,
+        observed: Some(observed),
+    })
 }
 
 /// Parses, canonicalizes, hashes and evaluates policy (with the tenant's
@@ -200,37 +229,88 @@ pub async fn assess(
     };
     let hash = canonical.hash();
     let id = store::new_id("prop", now);
-    let decision = policy::evaluate(
-        &state.settings().policy,
-        &PolicyInput {
-            kind: canonical.kind,
-            amount_minor: canonical.amount_minor,
-            currency: canonical.currency,
-            purpose: canonical.purpose_code,
-            source_account: &canonical.source_account,
-            payee_trusted,
-            agent: &agent.scope,
-        },
-    );
-    let decision =
-        state.settings().with_group_rule(&agent.tenant_id, canonical.currency, canonical.amount_minor, decision);
-    let decision = if state.settings().risk.extra_approval && decision.outcome != Outcome::Denied {
-        let subject = crate::risk::Subject {
-            id: &id,
-            tenant_id: &agent.tenant_id,
-            kind: canonical.kind,
-            payee_id: canonical.destination.id.expose(),
-            invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
-            amount_minor: canonical.amount_minor,
-            currency: canonical.currency,
-            created_at: now,
-        };
-        let signals = crate::risk::signals(state, &subject).await?;
-        crate::risk::with_extra_approval(&state.settings().risk, decision, &signals)
-    } else {
-        decision
+    let settings = state.settings();
+    let policies = settings.policies.for_tenant(&agent.tenant_id);
+    let subject = crate::risk::Subject {
+        id: &id,
+        tenant_id: &agent.tenant_id,
+        kind: canonical.kind,
+        payee_id: canonical.destination.id.expose(),
+        invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
+        amount_minor: canonical.amount_minor,
+        currency: canonical.currency,
+        created_at: now,
     };
-    Ok(Assessed { canonical, payee_trusted, hash, run_id: request.run_id().as_str().to_owned(), decision, id })
+    // A Cedar policy may read the risk signals: computed before it decides.
+    let mut signals =
+        if policies.reads_risk_signals() { Some(crate::risk::signals(state, &subject).await?) } else { None };
+    let codes: Vec<&'static str> = signals.iter().flatten().map(|s| s.code).collect();
+    let input = PolicyInput::of(&id, &canonical, payee_trusted, &agent.scope, &codes);
+    let with_groups =
+        |d: Decision| settings.with_group_rule(&agent.tenant_id, canonical.currency, canonical.amount_minor, d);
+    let decision = with_groups(policies.enforced.evaluate(&settings.policy, &input));
+    let observed = policies.observed.as_ref().map(|o| (o.digest(), with_groups(o.evaluate(&settings.policy, &input))));
+    if settings.risk.extra_approval && signals.is_none() && decision.outcome != Outcome::Denied {
+        signals = Some(crate::risk::signals(state, &subject).await?);
+    }
+    let extra = |d: Decision| match &signals {
+        Some(signals) if settings.risk.extra_approval && d.outcome != Outcome::Denied => {
+            crate::risk::with_extra_approval(&settings.risk, d, signals)
+        }
+        _ => d,
+    };
+    let decision = extra(decision);
+    let observed = observed.map(|(digest, d)| (digest, extra(d)));
+    Ok(Assessed {
+        canonical,
+        payee_trusted,
+        hash,
+        run_id: request.run_id().as_str().to_owned(),
+        decision,
+        id,
+        observed,
+    })
+}
+
+/// Observe mode: when the candidate would have decided `assessed`
+/// differently, the difference is recorded (never enforced) and counted.
+/// A failure to record is logged: it never touches the proposal.
+pub(crate) async fn observe(state: &impl Store, assessed: &ObservedDecision) {
+    let Some((digest, observed)) = &assessed.observed else { return };
+    let Some(change) = policy::backtest::change_of(&assessed.decision, observed) else { return };
+    crate::metrics::policy_difference_observed(&change);
+    let row = store::policies::ObservationRow {
+        id: store::new_id("obs", assessed.at),
+        tenant_id: assessed.tenant_id.clone(),
+        proposal_id: if assessed.decision.outcome == Outcome::Denied { String::new() } else { assessed.id.clone() },
+        request_hash: assessed.hash.clone(),
+        amount_minor: assessed.amount_minor,
+        currency: assessed.currency.clone(),
+        change,
+        enforced: serde_json::to_string(&assessed.decision).expect("decisions serialize"),
+        observed: serde_json::to_string(observed).expect("decisions serialize"),
+        observed_digest: digest.clone(),
+        at: assessed.at,
+    };
+    let written = async {
+        let mut conn = state.db().write.acquire().await?;
+        store::policies::insert_observation(&mut conn, &row).await
+    };
+    if let Err(error) = written.await {
+        tracing::warn!(%error, tenant = %row.tenant_id, "an observed policy difference could not be recorded");
+    }
+}
+
+/// What observe mode needs of an assessment.
+pub(crate) struct ObservedDecision {
+    tenant_id: String,
+    id: String,
+    hash: String,
+    amount_minor: u64,
+    currency: String,
+    at: DateTime<Utc>,
+    decision: Decision,
+    observed: Option<(String, Decision)>,
 }
 
 async fn owned_view(
@@ -255,6 +335,8 @@ pub struct NewProposalJob {
     id: String,
     now: DateTime<Utc>,
     summary: Value,
+    /// Observe mode's candidate decision, recorded once the proposal is stored.
+    observed: Option<ObservedDecision>,
 }
 
 impl NewProposalJob {

@@ -186,6 +186,9 @@ pub(super) async fn apply(
             };
             store::audit::append(conn, &entry).await?;
         }
+        Stored::Policy { .. } => {
+            // Stored by `confirm` with the change's id (`policy_change::apply`).
+        }
         Stored::PasskeyRemoval { passkey_id, .. } => {
             let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)
                 .await?

@@ -129,6 +129,7 @@ pub(super) async fn grants(
         Stored::Delegation { delegator, delegate, starts_at, ends_at, .. } => {
             delegation_lines(settings, tenant, (delegator, delegate), (starts_at, ends_at))
         }
+        Stored::Policy { .. } => Some(super::policy_change::lines(settings, tenant, stored)),
         Stored::PasskeyRemoval { username, passkey_id } => {
             let Some(passkey) = store::passkeys::get_in(&mut *conn, tenant, passkey_id).await? else {
                 return Err(ChangeError::Invalid("that passkey is no longer registered".into()));

@@ -56,6 +56,7 @@ pub use crate::actors::Admin;
 
 mod apply;
 mod grants;
+pub mod policy_change;
 pub use grants::delegation_lines;
 mod stranded;
 
@@ -135,6 +136,13 @@ pub enum Request {
         agent: String,
         acts_for: String,
     },
+    /// A tenant's payment policy (`policy::MODE_ENFORCE` or `MODE_OBSERVE`):
+    /// a Cedar text, or empty for the config's own. Waits for a second
+    /// admin, who is shown its backtest (`policy_change`).
+    Policy {
+        mode: String,
+        text: String,
+    },
 }
 
 /// Exactly what a change applies (stored as JSON; secrets as hashes).
@@ -207,6 +215,13 @@ enum Stored {
         starts_at: String,
         ends_at: String,
     },
+    /// A tenant's policy, enforced or observed (`policy_change`).
+    Policy {
+        mode: String,
+        /// Empty: the config's own.
+        text: String,
+        digest: String,
+    },
 }
 
 impl Stored {
@@ -223,6 +238,7 @@ impl Stored {
             Stored::ScimToken { .. } => "scim_token",
             Stored::RevokeScimToken { .. } => "scim_token_revocation",
             Stored::Reassign { .. } => "agent_reassignment",
+            Stored::Policy { .. } => "policy",
         }
     }
 
@@ -239,6 +255,7 @@ impl Stored {
             Stored::Delegation { id, .. } => id,
             Stored::ScimToken { id, .. } | Stored::RevokeScimToken { id } => id,
             Stored::Reassign { agent, .. } => agent,
+            Stored::Policy { mode, .. } => mode,
         }
     }
 
@@ -250,6 +267,7 @@ impl Stored {
             Stored::Payee { .. } => &["payee"],
             Stored::Freeze { .. } => &["freeze"],
             Stored::Delegation { .. } => &["delegation"],
+            Stored::Policy { .. } => &["policy"],
             _ => &["user", "slack_link", "passkey_enrolment", "passkey_removal"],
         }
     }
@@ -300,6 +318,8 @@ pub enum Submitted {
 pub struct Confirmed {
     pub message: String,
     pub secret: Option<OneTimeSecret>,
+    /// A policy change's backtest, run again as it was confirmed.
+    pub backtest: Option<crate::policy::backtest::Report>,
 }
 
 /// A secret shown once: what it is, for whom, and itself.
@@ -498,6 +518,7 @@ pub async fn submit(
             }
             (Stored::Reassign { agent, acts_for }, None)
         }
+        Request::Policy { mode, text } => return policy_change::submit(state, admin, mode, text, now).await,
     };
     let lines = {
         let mut conn = state.db().reader().await?;
@@ -534,6 +555,7 @@ pub async fn submit(
         Stored::Reassign { agent, acts_for } => {
             format!("Another admin must confirm that agent {agent} acts for {acts_for} from now on.")
         }
+        Stored::Policy { .. } => unreachable!("policy changes are submitted by policy_change"),
     };
     Ok(Submitted::Pending { id, message, agent_key })
 }
@@ -608,8 +630,21 @@ async fn propose(
     lines: Vec<String>,
     now: DateTime<Utc>,
 ) -> Result<String, ChangeError> {
+    propose_with(state, admin, stored, lines, None, now).await
+}
+
+/// [`propose`], with what else the confirming admin is shown stored beside
+/// the lines (a policy change's backtest, under `backtest`).
+async fn propose_with(
+    state: &impl Store,
+    admin: &Admin,
+    stored: &Stored,
+    lines: Vec<String>,
+    backtest: Option<serde_json::Value>,
+    now: DateTime<Utc>,
+) -> Result<String, ChangeError> {
     let mut tx = state.db().begin().await?;
-    let id = propose_in(&mut tx, admin, stored, lines, now).await?;
+    let id = propose_in(&mut tx, admin, stored, lines, backtest, now).await?;
     tx.commit().await?;
     Ok(id)
 }
@@ -632,7 +667,7 @@ pub async fn propose_delegation(
         starts_at: store::ts(row.starts_at),
         ends_at: store::ts(row.ends_at),
     };
-    propose_in(tx, delegator, &stored, lines, now).await.map_err(|e| match e {
+    propose_in(tx, delegator, &stored, lines, None, now).await.map_err(|e| match e {
         ChangeError::Store(e) => e,
         other => unreachable!("storing a change fails only in the store: {other}"),
     })
@@ -643,11 +678,16 @@ async fn propose_in(
     admin: &Admin,
     stored: &Stored,
     lines: Vec<String>,
+    backtest: Option<serde_json::Value>,
     now: DateTime<Utc>,
 ) -> Result<String, ChangeError> {
     let id = store::new_id("chg", now);
     let change = serde_json::to_string(stored).expect("changes serialize");
-    let summary = json!({ "lines": lines }).to_string();
+    let summary = match &backtest {
+        None => json!({ "lines": lines }),
+        Some(backtest) => json!({ "lines": lines, "backtest": backtest }),
+    }
+    .to_string();
     let shown_subject = shown_subject(stored.kind(), stored.subject());
     store::registry_changes::insert(
         tx,
@@ -718,6 +758,7 @@ pub async fn confirm(state: &(impl Store + Clock + Config), admin: &Admin, id: &
         return Err(ChangeError::NotPending(latest.map(|r| r.status).unwrap_or_default()));
     }
     let secret = apply(&mut tx, state, admin, &stored, now).await?;
+    policy_change::apply(&mut tx, admin, id, &row.proposed_by, &stored, now).await?;
     let superseded = store::registry_changes::supersede_others(&mut tx, &row, now).await?;
     append(
         &mut tx,
@@ -728,7 +769,8 @@ pub async fn confirm(state: &(impl Store + Clock + Config), admin: &Admin, id: &
     )
     .await?;
     tx.commit().await?;
-    Ok(Confirmed { message: format!("Change confirmed: {}.", summary_lines(&row).join("; ")), secret })
+    let backtest = policy_change::confirmed(state, &admin.tenant_id, &stored).await?;
+    Ok(Confirmed { message: format!("Change confirmed: {}.", summary_lines(&row).join("; ")), secret, backtest })
 }
 
 /// Any admin of the tenant (the proposer too: a withdrawal) rejects a pending change.
@@ -809,6 +851,8 @@ pub struct PendingChange {
     pub proposed_at: String,
     /// Why this viewer cannot confirm it, if they cannot.
     pub blocker: Option<String>,
+    /// A policy change's backtest, as run when it was proposed.
+    pub backtest: Option<crate::policy::backtest::Report>,
 }
 
 fn sentence(text: &str) -> String {
@@ -836,6 +880,7 @@ pub async fn pending(state: &(impl Store + Clock + Config), admin: &Admin) -> Re
         }
         listed.push(PendingChange {
             lines: summary_lines(&row),
+            backtest: policy_change::stored_backtest(&row.summary),
             id: row.id,
             kind: row.kind,
             proposed_by: row.proposed_by,

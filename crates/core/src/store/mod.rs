@@ -30,6 +30,7 @@ pub mod operations;
 pub mod outbox;
 pub mod passkeys;
 pub mod people;
+pub mod policies;
 pub mod priority;
 pub mod proposals;
 pub mod reach;
