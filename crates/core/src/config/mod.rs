@@ -188,6 +188,12 @@ pub struct OidcProvider {
     /// be a role name itself: viewer, approver, admin).
     #[serde(default)]
     pub role_values: BTreeMap<String, String>,
+    /// A claim of the ID token listing the user's groups at the provider
+    /// (a string or an array of strings); when set, each sign-in records
+    /// them and the tenant's `idp_groups` setting says what they grant,
+    /// exactly as for groups pushed by SCIM (docs/PEOPLE.md).
+    #[serde(default)]
+    pub groups_claim: Option<String>,
 }
 
 impl OidcProvider {

@@ -626,15 +626,34 @@ struct Membership {
     user_id: String,
 }
 
-/// The names of the groups the user is in.
+/// The names of the groups the user is in: the SCIM groups they are a
+/// member of and the groups their single sign-on provider last named.
 pub async fn group_names_of(conn: &mut Conn, user: &str) -> Result<Vec<String>> {
-    Ok(scalar(
+    let mut names: Vec<String> = scalar(
         "SELECT g.display_name FROM scim_group_members m JOIN scim_groups g ON g.id = m.group_id
-         WHERE m.user_id = ? ORDER BY g.display_name",
+         WHERE m.user_id = ?",
     )
     .bind(user)
-    .fetch_all(conn)
-    .await?)
+    .fetch_all(&mut *conn)
+    .await?;
+    let oidc: Option<String> = scalar("SELECT oidc_groups FROM users WHERE id = ?").bind(user).fetch_optional(conn).await?;
+    names.extend(oidc.and_then(|json| serde_json::from_str::<Vec<String>>(&json).ok()).unwrap_or_default());
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// Records the groups the user's single sign-on provider named at this
+/// sign-in; false when they are the ones already recorded.
+pub async fn set_oidc_groups(conn: &mut Conn, user: &str, names: &[String]) -> Result<bool> {
+    let names = serde_json::to_string(names).expect("names serialize");
+    let done = query("UPDATE users SET oidc_groups = ? WHERE id = ? AND oidc_groups <> ?")
+        .bind(&names)
+        .bind(user)
+        .bind(&names)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Creates or replaces a group's name and external id (a name another
@@ -719,7 +738,8 @@ pub async fn users_in_groups(pool: &Pool) -> Result<Vec<(String, String)>> {
     let rows = query(
         "SELECT DISTINCT g.tenant_id AS group_id, m.user_id FROM scim_group_members m
          JOIN scim_groups g ON g.id = m.group_id
-         UNION SELECT tenant_id AS group_id, id AS user_id FROM users WHERE idp_roles <> '[]' OR idp_approval_groups <> '[]'",
+         UNION SELECT tenant_id AS group_id, id AS user_id FROM users
+         WHERE idp_roles <> '[]' OR idp_approval_groups <> '[]' OR oidc_groups <> '[]'",
     )
     .fetch_all(pool)
     .await?;
