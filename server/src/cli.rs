@@ -173,6 +173,8 @@ pub enum UserCommand {
     Add(UserAdd),
     /// Link a user to their Slack user id (button presses act as them), or unlink them.
     LinkSlack(UserLinkSlack),
+    /// Link a user to their Microsoft Teams account (its Entra ID object id), or unlink them.
+    LinkTeams(UserLinkTeams),
     /// Issue a one-time code with which the user can register a passkey
     /// without holding one (their first, or after losing all); prints it once.
     EnrolmentCode(UserRef),
@@ -195,6 +197,20 @@ pub struct UserLinkSlack {
     /// The Slack member id, e.g. U0123ABCD.
     #[arg(long, required_unless_present = "unlink", conflicts_with = "unlink")]
     pub slack_user_id: Option<String>,
+    /// Remove the link instead.
+    #[arg(long)]
+    pub unlink: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UserLinkTeams {
+    #[arg(long)]
+    pub tenant: String,
+    #[arg(long)]
+    pub username: String,
+    /// Their Entra ID object id (a GUID; Teams sends it as `aadObjectId`).
+    #[arg(long, required_unless_present = "unlink", conflicts_with = "unlink")]
+    pub aad_object_id: Option<String>,
     /// Remove the link instead.
     #[arg(long)]
     pub unlink: bool,
@@ -516,6 +532,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             match slack {
                 Some(id) => println!("user {} linked to Slack user {id}", a.username),
                 None => println!("user {} unlinked from Slack", a.username),
+            }
+        }
+        Command::User { command: UserCommand::LinkTeams(a) } => {
+            let db = Db::connect(&settings.backend()?).await?;
+            let aad = a.aad_object_id.as_deref();
+            let now = crate::clock::system_now();
+            if let Err(why) = crate::teams::link(&db, &a.tenant, &a.username, aad, "cli", now).await {
+                eprintln!("error: {why}");
+                return Ok(2);
+            }
+            match aad {
+                Some(id) => println!("user {} linked to the Teams user {id}", a.username),
+                None => println!("user {} unlinked from Teams", a.username),
             }
         }
         Command::User { command: UserCommand::EnrolmentCode(a) } => {

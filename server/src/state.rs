@@ -30,6 +30,8 @@ pub struct AppState {
     pub sso: crate::sso::Sso,
     /// Per-agent request limits on the agent API.
     pub agent_limits: crate::agent_limits::AgentLimits,
+    /// Teams: the Bot Framework's keys, the bot's own token, the connector.
+    pub bot: crate::bot_framework::BotFramework,
 }
 
 pub type Shared = Arc<AppState>;
@@ -45,6 +47,7 @@ impl AppState {
         // Validated with the settings; an invalid list never gets this far.
         let proxies = TrustedProxies::parse(&settings.console.trusted_proxies).unwrap_or_default();
         let agent_limits = crate::agent_limits::AgentLimits::new(&settings.agent_api);
+        let bot = crate::bot_framework::BotFramework::new(&settings.teams)?;
         let ports: (Arc<dyn crate::rail::Rail>, Arc<dyn crate::outbound::Poster>) =
             (Arc::new(rail), Arc::new(crate::poster::HttpPoster::new()?));
         Ok(Arc::new(AppState {
@@ -54,6 +57,7 @@ impl AppState {
             metrics: crate::metrics::Metrics::shared(),
             sso: Default::default(),
             agent_limits,
+            bot,
         }))
     }
 
@@ -78,6 +82,12 @@ impl Deref for AppState {
 impl crate::sso::SingleSignOn for AppState {
     fn sso(&self) -> &crate::sso::Sso {
         &self.sso
+    }
+}
+
+impl crate::teams::BotConnector for AppState {
+    fn connector(&self) -> &dyn crate::teams::Connector {
+        &self.bot
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::Duration as StdDuration;
 /// Runs until `shutdown` fires.
 pub async fn run(
     state: std::sync::Arc<
-        impl Store + Clock + Config + Notifier + Outbound + crate::notify::Reaching + Send + Sync + 'static,
+        impl Store + Clock + Config + Notifier + Outbound + crate::teams::TeamsOutbound + crate::notify::Reaching + Send + Sync + 'static,
     >,
     shutdown: Shutdown,
 ) {
@@ -32,7 +32,7 @@ pub async fn run(
 
 async fn sweep(
     state: &std::sync::Arc<
-        impl Store + Clock + Config + Notifier + Outbound + crate::notify::Reaching + Send + Sync + 'static,
+        impl Store + Clock + Config + Notifier + Outbound + crate::teams::TeamsOutbound + crate::notify::Reaching + Send + Sync + 'static,
     >,
     retention: Duration,
 ) {
@@ -78,7 +78,7 @@ async fn sweep(
 /// (its status poll, event stream and webhook); the console lists lapsed
 /// ones first.
 pub async fn expire_approvals(
-    state: &(impl Store + Notifier + Config + crate::outbound::Outbound + crate::notify::Reaching),
+    state: &(impl Store + Notifier + Config + crate::outbound::Outbound + crate::teams::TeamsOutbound + crate::notify::Reaching),
     now: DateTime<Utc>,
 ) -> crate::store::Result<usize> {
     let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
@@ -86,6 +86,7 @@ pub async fn expire_approvals(
     let due = proposals::approvals_expired_before(&mut tx, cutoff).await?;
     let mut moved = Vec::new();
     let mut announced = false;
+    let mut lapsed_on_teams = false;
     for (id, tenant, hash) in due {
         if proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now)
             .await?
@@ -104,6 +105,10 @@ pub async fn expire_approvals(
                 let mut card = outbox::card(state, &id, &row.request, &hash, row.required_approvals);
                 card.groups = crate::policy::describe_groups(&row.policy.groups);
                 announced |= outbox::announce_lapsed(state, &mut tx, &card, now).await?;
+                let mut card = crate::teams::card(state, &id, &row.request, &hash, row.required_approvals);
+                card.groups = crate::policy::describe_groups(&row.policy.groups);
+                let note = "The approval lapsed: the agent did not pay before the approval expired. It needs approving again.";
+                lapsed_on_teams |= crate::teams::announce(state, &mut tx, &card, Some(note), now).await?;
                 crate::notify::announce_now(state, &mut tx, &tenant, &id, Kind::Arrived, now).await?;
             }
             moved.push(id);
@@ -112,6 +117,9 @@ pub async fn expire_approvals(
     tx.commit().await?;
     if announced {
         outbox::wake(state);
+    }
+    if lapsed_on_teams {
+        crate::teams::wake(state);
     }
     if !moved.is_empty() {
         crate::notify::wake(state);

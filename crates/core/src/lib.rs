@@ -56,6 +56,8 @@ pub mod services;
 pub mod shutdown;
 pub mod slack;
 pub mod slack_press;
+pub mod teams;
+pub mod teams_press;
 pub mod store;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
