@@ -19,9 +19,9 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use countersign_core::config::TeamsSettings;
+use countersign_core::outbound::PostError;
 use countersign_core::teams::token::{self, Expect, KeySet, Refusal, Verified};
 use countersign_core::teams::{Connector, Method, Outgoing, SendError};
-use countersign_core::outbound::PostError;
 
 /// How long the key set is trusted before it is read again.
 const KEYS_FOR: Duration = Duration::from_secs(24 * 3600);

@@ -10,8 +10,8 @@ pub use countersign_core::{
     actors, approval, approvals, backup, cache, changes, client_ip, clock, commit, config, delegate, delegation, demo,
     deps, digest, domain, duplicates, eligibility, escalation, evidence, expiry, exports, freeze, hooks, human_loop,
     idempotency, notifications, notify, operations, outbound, passkeys, password, policy, policy_explain, proposals,
-    provision, queue, registry_changes, risk, services, shutdown, slack, slack_press, store, teams, teams_press, throttle, tlog,
-    webhooks,
+    provision, queue, registry_changes, risk, services, shutdown, slack, slack_press, store, teams, teams_press,
+    throttle, tlog, webhooks,
 };
 
 pub mod admin_view;

@@ -21,7 +21,16 @@ use std::time::Duration as StdDuration;
 /// Runs until `shutdown` fires.
 pub async fn run(
     state: std::sync::Arc<
-        impl Store + Clock + Config + Notifier + Outbound + crate::teams::TeamsOutbound + crate::notify::Reaching + Send + Sync + 'static,
+        impl Store
+            + Clock
+            + Config
+            + Notifier
+            + Outbound
+            + crate::teams::TeamsOutbound
+            + crate::notify::Reaching
+            + Send
+            + Sync
+            + 'static,
     >,
     shutdown: Shutdown,
 ) {
@@ -32,7 +41,16 @@ pub async fn run(
 
 async fn sweep(
     state: &std::sync::Arc<
-        impl Store + Clock + Config + Notifier + Outbound + crate::teams::TeamsOutbound + crate::notify::Reaching + Send + Sync + 'static,
+        impl Store
+            + Clock
+            + Config
+            + Notifier
+            + Outbound
+            + crate::teams::TeamsOutbound
+            + crate::notify::Reaching
+            + Send
+            + Sync
+            + 'static,
     >,
     retention: Duration,
 ) {
@@ -78,7 +96,12 @@ async fn sweep(
 /// (its status poll, event stream and webhook); the console lists lapsed
 /// ones first.
 pub async fn expire_approvals(
-    state: &(impl Store + Notifier + Config + crate::outbound::Outbound + crate::teams::TeamsOutbound + crate::notify::Reaching),
+    state: &(impl Store
+          + Notifier
+          + Config
+          + crate::outbound::Outbound
+          + crate::teams::TeamsOutbound
+          + crate::notify::Reaching),
     now: DateTime<Utc>,
 ) -> crate::store::Result<usize> {
     let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
@@ -107,7 +130,8 @@ pub async fn expire_approvals(
                 announced |= outbox::announce_lapsed(state, &mut tx, &card, now).await?;
                 let mut card = crate::teams::card(state, &id, &row.request, &hash, row.required_approvals);
                 card.groups = crate::policy::describe_groups(&row.policy.groups);
-                let note = "The approval lapsed: the agent did not pay before the approval expired. It needs approving again.";
+                let note =
+                    "The approval lapsed: the agent did not pay before the approval expired. It needs approving again.";
                 lapsed_on_teams |= crate::teams::announce(state, &mut tx, &card, Some(note), now).await?;
                 crate::notify::announce_now(state, &mut tx, &tenant, &id, Kind::Arrived, now).await?;
             }

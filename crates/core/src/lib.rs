@@ -56,9 +56,9 @@ pub mod services;
 pub mod shutdown;
 pub mod slack;
 pub mod slack_press;
+pub mod store;
 pub mod teams;
 pub mod teams_press;
-pub mod store;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 pub mod throttle;

@@ -47,13 +47,7 @@ fn refused(reason: &'static str, text: &str) -> Answer {
 
 /// Handles one verified press.
 pub async fn handle(
-    state: &(impl Store
-          + Clock
-          + Config
-          + Keys
-          + Notifier
-          + TeamsOutbound
-          + crate::approval::receipts::Receipts),
+    state: &(impl Store + Clock + Config + Keys + Notifier + TeamsOutbound + crate::approval::receipts::Receipts),
     activity: &Activity,
     press: &CardAction,
 ) -> store::Result<Answer> {
@@ -63,13 +57,7 @@ pub async fn handle(
 }
 
 async fn answer(
-    state: &(impl Store
-          + Clock
-          + Config
-          + Keys
-          + Notifier
-          + TeamsOutbound
-          + crate::approval::receipts::Receipts),
+    state: &(impl Store + Clock + Config + Keys + Notifier + TeamsOutbound + crate::approval::receipts::Receipts),
     activity: &Activity,
     press: &CardAction,
 ) -> store::Result<Answer> {
@@ -109,8 +97,9 @@ async fn answer(
             return Ok(Answer { outcome: Outcome::Shown, invoke: card::invoke_card(content) });
         }
         Verb::Approve if !shown.direct_approve => {
-            let text =
-                format!("Nothing was done: payments of this size are approved in the console, signed in: {console_url}");
+            let text = format!(
+                "Nothing was done: payments of this size are approved in the console, signed in: {console_url}"
+            );
             return Ok(refused("above_direct_limit", &text));
         }
         Verb::Approve => Verdict::Approve,
@@ -186,7 +175,9 @@ fn refusal(e: DecideError, id: &str, console_url: &str) -> store::Result<(&'stat
         DecideError::NotAnApprover => {
             ("not_an_approver", "Nothing was done: only approvers can approve or reject payments.".to_owned())
         }
-        DecideError::InvalidState(status) => ("invalid_state", format!("Nothing was done: this payment is already {status}.")),
+        DecideError::InvalidState(status) => {
+            ("invalid_state", format!("Nothing was done: this payment is already {status}."))
+        }
         DecideError::Denied(decision) if decision.reasons.iter().any(|r| r.rule == crate::duplicates::RULE) => {
             let why = decision.reasons.first().map_or("", |r| r.message.as_str());
             ("duplicate_invoice", format!("Nothing was done: {why} Approve it in the console: {console_url}"))

@@ -22,7 +22,10 @@ async fn start(bf: &FakeBotFramework) -> TestServer {
 async fn pending_with_card(server: &TestServer, bf: &FakeBotFramework, amount_minor: u64) -> (String, Value) {
     let id = pending_for(server, amount_minor).await;
     let posted = bf.wait_for("POST", &id).await;
-    assert_eq!(posted.path, format!("/v3/conversations/{}/activities", CONVERSATION.replace(':', "%3A").replace('@', "%40")));
+    assert_eq!(
+        posted.path,
+        format!("/v3/conversations/{}/activities", CONVERSATION.replace(':', "%3A").replace('@', "%40"))
+    );
     let reject = execute_action(&posted.body, "reject").expect("a Reject button");
     (id, reject["data"].clone())
 }
@@ -48,7 +51,7 @@ async fn a_waiting_payment_is_posted_as_an_adaptive_card_with_execute_buttons() 
     let card = &attachment["content"];
     assert_eq!((card["type"].as_str(), card["version"].as_str()), (Some("AdaptiveCard"), Some("1.4")));
     let printed = card.to_string();
-    for expected in ["250\\\\.00 USD", "Northwind Traders GmbH", "untrusted", "Invoice 1842"] {
+    for expected in ["250.00 USD", "Northwind Traders GmbH", "untrusted", "Invoice 1842"] {
         assert!(printed.contains(expected), "{expected:?} in {printed}");
     }
     // Masked accounts only.
@@ -56,7 +59,10 @@ async fn a_waiting_payment_is_posted_as_an_adaptive_card_with_execute_buttons() 
     let hash = p["request_hash"].as_str().unwrap();
     for verb in ["approve", "reject"] {
         let button = execute_action(&posted.body, verb).unwrap_or_else(|| panic!("{verb}: {card}"));
-        assert_eq!(button["data"], json!({"proposal_id": id, "request_hash": hash, "amount_minor": 25_000, "currency": "USD"}));
+        assert_eq!(
+            button["data"],
+            json!({"proposal_id": id, "request_hash": hash, "amount_minor": 25_000, "currency": "USD"})
+        );
     }
     let open = card["actions"].as_array().unwrap().iter().find(|a| a["type"] == "Action.OpenUrl").expect("a link");
     assert_eq!(open["url"], p["approval_url"]);
@@ -99,7 +105,11 @@ async fn approve_and_reject_from_teams_go_through_decide_and_the_card_is_replace
     // Everyone in the conversation sees the decided card: the pressed
     // activity is replaced through the Bot Connector.
     let replaced = bf.wait_for("PUT", "Approved by ana").await;
-    assert!(replaced.path.ends_with(&format!("/activities/{}", CARD_ACTIVITY.replace(':', "%3A"))), "{}", replaced.path);
+    assert!(
+        replaced.path.ends_with(&format!("/activities/{}", CARD_ACTIVITY.replace(':', "%3A"))),
+        "{}",
+        replaced.path
+    );
 
     // Reject, with the card's reason field.
     let (id, mut data) = pending_with_card(&server, &bf, 30_000).await;
@@ -110,12 +120,8 @@ async fn approve_and_reject_from_teams_go_through_decide_and_the_card_is_replace
     let now = status(&server, &id).await;
     assert_eq!(now["status"], "rejected", "{now}");
     assert_eq!(now["approvals"][0]["via"], "teams");
-    let reasons: Vec<String> = server
-        .audit_actions_where("proposal.rejected")
-        .await
-        .iter()
-        .map(|e| e.to_string())
-        .collect();
+    let reasons: Vec<String> =
+        server.audit_actions_where("proposal.rejected").await.iter().map(|e| e.to_string()).collect();
     assert!(reasons.iter().any(|r| r.contains("Invoice already paid by wire")), "{reasons:?}");
 
     // Refresh shows the card as it stands, to a linked user.
@@ -154,7 +160,10 @@ async fn every_forged_or_misdirected_request_is_refused_and_changes_nothing() {
     let r = deliver(&server, Some(&genuine), &elsewhere).await;
     assert_eq!(r.body["error"]["details"][0]["reason"], "service_url_mismatch", "{}", r.text);
     let now = status(&server, &id).await;
-    assert_eq!((now["status"].as_str(), now["approvals"].as_array().map(Vec::len)), (Some("pending_approval"), Some(0)));
+    assert_eq!(
+        (now["status"].as_str(), now["approvals"].as_array().map(Vec::len)),
+        (Some("pending_approval"), Some(0))
+    );
 
     // The genuine press is taken once; the same activity again is a replay,
     // even with a fresh token.
@@ -184,7 +193,11 @@ async fn the_rules_of_the_console_hold_for_teams_presses() {
     let text = refused(&press(&server, &bf, "f:1", STRANGER_AAD, "approve", &data).await);
     assert!(text.contains("not linked"), "{text}");
     // A card whose amount or hash is not the payment's.
-    for (field, value) in [("amount_minor", json!(24_999)), ("request_hash", json!(format!("sha256:{}", "0".repeat(64)))), ("currency", json!("EUR"))] {
+    for (field, value) in [
+        ("amount_minor", json!(24_999)),
+        ("request_hash", json!(format!("sha256:{}", "0".repeat(64)))),
+        ("currency", json!("EUR")),
+    ] {
         let mut stale = data.clone();
         stale[field] = value;
         let text = refused(&press(&server, &bf, &format!("f:stale-{field}"), ANA_AAD, "approve", &stale).await);
@@ -194,7 +207,10 @@ async fn the_rules_of_the_console_hold_for_teams_presses() {
     let text = refused(&press(&server, &bf, "f:maya", "6f1c2d3e-4a5b-4c6d-8e7f-000000000a7a", "approve", &data).await);
     assert!(text.starts_with("Nothing was done"), "{text}");
     let now = status(&server, &id).await;
-    assert_eq!((now["status"].as_str(), now["approvals"].as_array().map(Vec::len)), (Some("pending_approval"), Some(0)));
+    assert_eq!(
+        (now["status"].as_str(), now["approvals"].as_array().map(Vec::len)),
+        (Some("pending_approval"), Some(0))
+    );
 
     // Above the direct-approval cap, an approve press is refused with the
     // console's link (the card only offers the link anyway).

@@ -194,7 +194,8 @@ pub fn forged_tokens(bf: &FakeBotFramework) -> Vec<(&'static str, String)> {
     let mut hs_header = Header::new(Algorithm::HS256);
     hs_header.kid = Some("k1".into());
     let hs256 =
-        jsonwebtoken::encode(&hs_header, &claims, &EncodingKey::from_secret(ISSUER_PUBLIC_PEM.as_bytes()).unwrap()).unwrap();
+        jsonwebtoken::encode(&hs_header, &claims, &EncodingKey::from_secret(ISSUER_PUBLIC_PEM.as_bytes()).unwrap())
+            .unwrap();
     vec![
         ("bad_issuer", bf.token(&with("iss", json!("https://login.microsoftonline.com/evil/v2.0")))),
         ("bad_audience", bf.token(&with("aud", json!("another-bots-app-id")))),

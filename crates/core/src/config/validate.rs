@@ -111,10 +111,9 @@ impl Settings {
                 return bad(&format!("teams.channels.{tenant}.conversation_id"), "must not be empty");
             }
         }
-        for (key, url) in [
-            ("teams.openid_metadata_url", &teams.openid_metadata_url),
-            ("teams.token_url", &teams.token_url),
-        ] {
+        for (key, url) in
+            [("teams.openid_metadata_url", &teams.openid_metadata_url), ("teams.token_url", &teams.token_url)]
+        {
             let loopback_http = url.starts_with("http://127.0.0.1") || url.starts_with("http://localhost");
             if !(url.starts_with("https://") || loopback_http) || url::Url::parse(url).is_err() {
                 return bad(key, "must be an https URL (plain http only to a loopback address)");

@@ -5,7 +5,16 @@ use chrono::{DateTime, Utc};
 
 use super::outbox::{self, Table};
 use super::{new_id, query, ts, Conn, Exec, Int, Pool, Result, Timestamp};
-use crate::teams::Method;
+
+/// How a card is sent to a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `POST {serviceUrl}/v3/conversations/{id}/activities`: a new card.
+    Post,
+    /// `PUT {serviceUrl}/v3/conversations/{id}/activities/{activity}`: the
+    /// card replaced for everyone in the conversation.
+    Put,
+}
 
 /// A card to send.
 #[derive(Debug, Clone)]
@@ -85,7 +94,12 @@ pub async fn enqueue<'e>(db: impl Into<Exec<'e>>, c: &NewCard<'_>, now: DateTime
 }
 
 /// Claims up to `limit` cards due at `now` for this instance, oldest first.
-pub async fn claim_due(pool: &Pool, now: DateTime<Utc>, lease_until: DateTime<Utc>, limit: u32) -> Result<Vec<CardRow>> {
+pub async fn claim_due(
+    pool: &Pool,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<CardRow>> {
     outbox::claim(pool, Table::Teams, "*", now, lease_until, limit).await
 }
 

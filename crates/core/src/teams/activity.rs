@@ -137,11 +137,8 @@ impl CardAction {
             _ => return Err(ParseError::Field("value.action.verb")),
         };
         let data = action.get("data").ok_or(ParseError::Field("value.action.data"))?;
-        let text = |k: &'static str| {
-            bounded(data.get(k).and_then(Value::as_str).map(str::to_owned), k)
-        };
-        let amount_minor =
-            data.get("amount_minor").and_then(Value::as_u64).ok_or(ParseError::Field("amount_minor"))?;
+        let text = |k: &'static str| bounded(data.get(k).and_then(Value::as_str).map(str::to_owned), k);
+        let amount_minor = data.get("amount_minor").and_then(Value::as_u64).ok_or(ParseError::Field("amount_minor"))?;
         let reason = match data.get("reason") {
             None | Some(Value::Null) => String::new(),
             Some(Value::String(r)) if r.chars().count() <= 500 => r.trim().to_owned(),
@@ -179,7 +176,10 @@ mod tests {
     #[test]
     fn a_card_action_is_read_with_its_payment() {
         let a = Activity::parse(invoke(data()).to_string().as_bytes()).unwrap();
-        assert_eq!((a.id.as_str(), a.channel_id.as_str(), a.reply_to_id.as_deref()), ("f:1", "msteams", Some("1:card")));
+        assert_eq!(
+            (a.id.as_str(), a.channel_id.as_str(), a.reply_to_id.as_deref()),
+            ("f:1", "msteams", Some("1:card"))
+        );
         assert_eq!(a.from_aad_object_id.as_deref(), Some("aad-ana"));
         let Kind::CardAction(press) = a.kind else { panic!("a card action") };
         assert_eq!(
@@ -203,10 +203,7 @@ mod tests {
         assert_eq!(Activity::parse(b"not json"), Err(ParseError::NotJson));
         let mut bad_amount = data();
         bad_amount["amount_minor"] = json!("25000");
-        assert_eq!(
-            Activity::parse(invoke(bad_amount).to_string().as_bytes()),
-            Err(ParseError::Field("amount_minor"))
-        );
+        assert_eq!(Activity::parse(invoke(bad_amount).to_string().as_bytes()), Err(ParseError::Field("amount_minor")));
         let mut no_hash = data();
         no_hash.as_object_mut().unwrap().remove("request_hash");
         assert_eq!(Activity::parse(invoke(no_hash).to_string().as_bytes()), Err(ParseError::Field("request_hash")));

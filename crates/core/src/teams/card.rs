@@ -19,19 +19,23 @@ pub const CONTENT_TYPE: &str = "application/vnd.microsoft.card.adaptive";
 /// Universal Actions need schema 1.4.
 const VERSION: &str = "1.4";
 
-/// Markdown-escapes `s` (every ASCII punctuation character CommonMark lets a
-/// backslash escape) and drops control characters.
+/// Markdown-escapes `s`: a backslash before each character that can start
+/// formatting, a link, an image, an HTML tag or a mention (CommonMark lets a
+/// backslash escape any ASCII punctuation), and before the `:` of `://`,
+/// so no URL is linked automatically; control characters become spaces.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
         if c.is_control() {
             out.push(' ');
-        } else if c.is_ascii_punctuation() {
-            out.push('\\');
-            out.push(c);
-        } else {
-            out.push(c);
+            continue;
         }
+        let url = c == ':' && chars.peek() == Some(&'/');
+        if url || matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '<' | '>' | '#' | '~' | '|' | '!') {
+            out.push('\\');
+        }
+        out.push(c);
     }
     out
 }
@@ -88,7 +92,8 @@ fn facts(card: &Card<'_>, title: &str) -> Vec<Value> {
         body.push(untrusted);
     }
     let short = card.request_hash.get(7..19).unwrap_or(card.request_hash);
-    let mut context = block(&format!("Request hash {short}… · {} · proposed by agent {}", card.proposal_id, r.agent_id));
+    let mut context =
+        block(&format!("Request hash {short}… · {} · proposed by agent {}", card.proposal_id, r.agent_id));
     context["isSubtle"] = json!(true);
     context["size"] = json!("Small");
     body.push(context);
@@ -209,7 +214,7 @@ mod tests {
         let c = pending(&card(&r, true), None);
         let printed = c.to_string();
         assert_eq!(c["version"], "1.4");
-        assert!(printed.contains("1,250\\\\.00 USD") || printed.contains("1,250.00 USD"), "{printed}");
+        assert!(printed.contains("1,250.00 USD"), "{printed}");
         assert!(!printed.contains("acct_acme0000000001") && !printed.contains("acct_0123456789abcdef"));
         assert!(printed.contains("untrusted"));
         let actions = c["actions"].as_array().unwrap();
@@ -233,6 +238,8 @@ mod tests {
         assert!(!printed.contains("[click](https://evil.example)"), "{printed}");
         assert!(!printed.contains("<at>") && !printed.contains("*Supplies*"), "{printed}");
         assert_eq!(escape("a*b_[c](d)<e>\u{7}"), "a\\*b\\_\\[c\\]\\(d\\)\\<e\\> ");
+        assert_eq!(escape("see https://evil.example, 1,250.00"), "see https\\://evil.example, 1,250.00");
+        assert!(!printed.contains("https://evil"), "{printed}");
     }
 
     #[test]

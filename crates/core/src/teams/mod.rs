@@ -28,16 +28,7 @@ use crate::config::Config;
 use crate::domain::CanonicalRequest;
 use crate::outbound::{Allowlist, PostError};
 use crate::slack::message::Card;
-
-/// How a card is sent to a conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    /// `POST {serviceUrl}/v3/conversations/{id}/activities`: a new card.
-    Post,
-    /// `PUT {serviceUrl}/v3/conversations/{id}/activities/{activity}`: the
-    /// card replaced for everyone in the conversation.
-    Put,
-}
+pub use crate::store::teams::Method;
 
 /// One call to the Bot Connector.
 pub struct Outgoing<'a> {
@@ -182,7 +173,9 @@ pub async fn link(
     let aad = aad_object_id.map(str::to_ascii_lowercase);
     if let Some(id) = &aad {
         let guid = id.len() == 36
-            && id.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
+            && id
+                .char_indices()
+                .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
         if !guid {
             return Err("the Entra ID object id is a GUID such as 6f1c…-…".to_owned());
         }
@@ -222,4 +215,3 @@ pub fn wake_for(state: &(impl Config + TeamsOutbound), tenant: &str) {
         wake(state);
     }
 }
-

@@ -82,7 +82,9 @@ fn endpoint(row: &CardRow) -> String {
     let base = row.service_url.trim_end_matches('/');
     let conversation = url_escape(&row.conversation_id);
     match (row.method(), &row.activity_id) {
-        (Method::Put, Some(activity)) => format!("{base}/v3/conversations/{conversation}/activities/{}", url_escape(activity)),
+        (Method::Put, Some(activity)) => {
+            format!("{base}/v3/conversations/{conversation}/activities/{}", url_escape(activity))
+        }
         _ => format!("{base}/v3/conversations/{conversation}/activities"),
     }
 }
