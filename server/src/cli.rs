@@ -61,6 +61,10 @@ pub enum Command {
     },
     /// Load the demo tenant, users, agents, payees and sample proposals.
     Demo,
+    /// Exit 0 when URL answers 2xx within 3 s, else 1: a container's health
+    /// check (`countersign probe http://127.0.0.1:8080/healthz`; the image
+    /// has no shell and no curl).
+    Probe { url: String },
     /// Run the bundled Stripe-compatible rail simulator (for local use and tests).
     RailSim {
         /// Address to listen on (port 0 picks a free one).
@@ -457,6 +461,12 @@ fn secret(text: &str) -> Result<secrecy::SecretString, std::convert::Infallible>
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+    if let Command::Probe { url } = &cli.command {
+        // Before the settings: a probe reads no configuration.
+        let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(3)).build()?;
+        let healthy = client.get(url).send().await.is_ok_and(|r| r.status().is_success());
+        return Ok(if healthy { 0 } else { 1 });
+    }
     let listen = match &cli.command {
         Command::Serve { listen, .. } => *listen,
         _ => None,
@@ -615,6 +625,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Freeze { scope, reason } => return crate::operator::set_freeze(settings, &scope, true, &reason).await,
         Command::Unfreeze { scope } => return crate::operator::set_freeze(settings, &scope, false, "").await,
+        // Answered before the settings were read.
+        Command::Probe { .. } => {}
         Command::RailSim { listen, db, settle_after_ms } => {
             let options = crate::rail::sim::SimOptions {
                 settle_after: std::time::Duration::from_millis(settle_after_ms),
