@@ -56,6 +56,9 @@ cargo fmt --all -- --check
 step "cargo deny (licenses, duplicate versions, sources)"
 scripts/deny.sh
 
+step "hadolint Dockerfile (the container image; hadolint from PyPI, e2e/requirements.txt)"
+"$COUNTERSIGN_VENV/bin/hadolint" Dockerfile
+
 step "building the console's browser side (hydrate wasm, debug)"
 scripts/site.sh
 
@@ -129,6 +132,12 @@ rm -rf "$soak_dir"
 scripts/pg.sh stop "$pg_dir"
 pg_dir=""
 unset COUNTERSIGN_TEST_DATABASE_URL
+
+step "compose smoke test: docker-compose.yml's services, a payment through them (e2e/compose_smoke.py)"
+# With a container runtime (`docker info`), the image is built and compose
+# runs it; without one, each service runs as a local process with the
+# environment docker-compose.yml gives it, on a PostgreSQL cluster of its own.
+"$COUNTERSIGN_VENV/bin/python" e2e/compose_smoke.py --binary "$CARGO_TARGET_DIR/debug/countersign"
 
 step "benchmark guard, report only: status poll and intake against their baselines (debug build, short)"
 # Issue 31 item 7: the two hot-path ratios, measured the way `make bench`

@@ -1,5 +1,5 @@
 //! Countersign's server: the HTTP routers (agent API, console JSON and
-//! pages, Slack, MCP), the console's data service, the command line and
+//! pages, Slack, Teams, MCP), the console's data service, the command line and
 //! start-up, and the adapters that implement the core's ports (the rail's
 //! HTTP connector, outbound posts, single sign-on). The use cases, rules
 //! and storage are `countersign-core`, re-exported here under their own
@@ -13,11 +13,13 @@ pub use countersign_core::{
     deps, digest, domain, duplicates, eligibility, escalation, evidence, expiry, exports, freeze, hooks, human_loop,
     idempotency, notifications, notify, operations, outbound, passkeys, password, people, policy, policy_backtest,
     policy_explain, proposals, provision, queue, registry_changes, risk, services, shutdown, slack, slack_press, store,
+    teams, teams_press,
     throttle, tlog, webhooks,
 };
 
 pub mod admin_view;
 pub mod agent_limits;
+pub mod bot_framework;
 pub mod cli;
 pub mod console;
 pub mod flow;

@@ -1,6 +1,9 @@
 //! The operator's commands for finance and for keeping the data: payment
 //! exports and the reconciliation report (docs/DEPLOY.md "Exports for
-//! finance"), backups and restores ("Backup and restore").
+//! finance"), backups and restores ("Backup and restore"); a user's
+//! deactivation and reactivation (docs/PEOPLE.md), linking a Teams user
+//! (docs/NOTIFICATIONS.md) and the container's health probe
+//! (docs/DEPLOY.md, "Containers").
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -375,6 +378,29 @@ pub async fn user_lifecycle(
                 return Ok(2);
             }
         }
+    }
+    Ok(0)
+}
+
+/// `countersign probe URL`: 0 when `url` answers 2xx within 3 s, else 1
+/// (the image's HEALTHCHECK; distroless has no curl).
+pub async fn probe(url: &str) -> anyhow::Result<i32> {
+    let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(3)).build()?;
+    let healthy = client.get(url).send().await.is_ok_and(|r| r.status().is_success());
+    Ok(if healthy { 0 } else { 1 })
+}
+
+/// `countersign user link-teams`: links (or with `None` unlinks) a user to
+/// a Teams user by Entra ID object id; 2 with the reason when refused.
+pub async fn link_teams(settings: &Settings, tenant: &str, username: &str, aad: Option<&str>) -> anyhow::Result<i32> {
+    let db = Db::connect(&settings.backend()?).await?;
+    if let Err(why) = crate::teams::link(&db, tenant, username, aad, "cli", crate::clock::system_now()).await {
+        eprintln!("error: {why}");
+        return Ok(2);
+    }
+    match aad {
+        Some(id) => println!("user {username} linked to the Teams user {id}"),
+        None => println!("user {username} unlinked from Teams"),
     }
     Ok(0)
 }

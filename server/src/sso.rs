@@ -558,7 +558,21 @@ mod tests {
             tenant_values: BTreeMap::from([("org-42".to_owned(), "acme".to_owned())]),
             roles_claim: roles_claim.map(str::to_owned),
             role_values: BTreeMap::from([("cs-approvers".to_owned(), "approver".to_owned())]),
+            groups_claim: None,
         }
+    }
+
+    #[test]
+    fn group_names_are_strings_of_a_sane_length_once_each() {
+        let c = claims(json!({"groups": ["b", "a", "b", "", 7], "one": "solo", "nested": {"g": ["x"]}}));
+        assert_eq!(group_names(claim(&c, "groups")), ["a", "b"]);
+        assert_eq!(group_names(claim(&c, "one")), ["solo"]);
+        assert_eq!(group_names(claim(&c, "nested.g")), ["x"]);
+        assert!(group_names(claim(&c, "missing")).is_empty());
+        let long = claims(json!({"groups": ["x".repeat(257)]}));
+        assert!(group_names(claim(&long, "groups")).is_empty());
+        let many: Vec<String> = (0..400).map(|i| format!("g{i:03}")).collect();
+        assert_eq!(group_names(claim(&claims(json!({ "groups": many })), "groups")).len(), MAX_GROUPS);
     }
 
     fn claims(v: Value) -> BTreeMap<String, Value> {

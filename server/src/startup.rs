@@ -186,6 +186,7 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::operations::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::slack::outbox::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::teams::outbox::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::notifications::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::webhooks::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::changes::follow(state.clone(), shutdown.clone())),

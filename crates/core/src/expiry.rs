@@ -21,7 +21,16 @@ use std::time::Duration as StdDuration;
 /// Runs until `shutdown` fires.
 pub async fn run(
     state: std::sync::Arc<
-        impl Store + Clock + Config + Notifier + Outbound + crate::notify::Reaching + Send + Sync + 'static,
+        impl Store
+            + Clock
+            + Config
+            + Notifier
+            + Outbound
+            + crate::teams::TeamsOutbound
+            + crate::notify::Reaching
+            + Send
+            + Sync
+            + 'static,
     >,
     shutdown: Shutdown,
 ) {
@@ -32,7 +41,16 @@ pub async fn run(
 
 async fn sweep(
     state: &std::sync::Arc<
-        impl Store + Clock + Config + Notifier + Outbound + crate::notify::Reaching + Send + Sync + 'static,
+        impl Store
+            + Clock
+            + Config
+            + Notifier
+            + Outbound
+            + crate::teams::TeamsOutbound
+            + crate::notify::Reaching
+            + Send
+            + Sync
+            + 'static,
     >,
     retention: Duration,
 ) {
@@ -73,7 +91,7 @@ async fn sweep(
 
 /// Moves the approved proposal `id` to `approval_expired` in `tx` and
 /// starts a new approval round, audited (`proposal.approval_expired`, by
-/// `actor`, with `data`) and announced to the approvers (Slack: "approval
+/// `actor`, with `data`) and announced to the approvers (Slack and Teams: "approval
 /// lapsed, approve again"; email and push). `None` when it was no longer
 /// approved; else whether a Slack message was queued. Its token can then
 /// commit nothing (commit asks for `approved`).
@@ -103,6 +121,10 @@ pub async fn lapse(
         let mut card = outbox::card(state, id, &row.request, hash, row.required_approvals);
         card.groups = crate::policy::describe_groups(&row.policy.groups);
         announced = outbox::announce_lapsed(state, tx, &card, now).await?;
+        let mut card = crate::teams::card(state, id, &row.request, hash, row.required_approvals);
+        card.groups = crate::policy::describe_groups(&row.policy.groups);
+        let note = "The approval lapsed: the agent did not pay before the approval expired. It needs approving again.";
+        crate::teams::announce(state, tx, &card, Some(note), now).await?;
         crate::notify::announce_now(state, tx, tenant, id, Kind::Arrived, now).await?;
     }
     Ok(Some(announced))
@@ -115,7 +137,12 @@ pub async fn lapse(
 /// (its status poll, event stream and webhook); the console lists lapsed
 /// ones first.
 pub async fn expire_approvals(
-    state: &(impl Store + Notifier + Config + crate::outbound::Outbound + crate::notify::Reaching),
+    state: &(impl Store
+          + Notifier
+          + Config
+          + crate::outbound::Outbound
+          + crate::teams::TeamsOutbound
+          + crate::notify::Reaching),
     now: DateTime<Utc>,
 ) -> crate::store::Result<usize> {
     let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
@@ -135,6 +162,7 @@ pub async fn expire_approvals(
         outbox::wake(state);
     }
     if !moved.is_empty() {
+        crate::teams::wake(state);
         crate::notify::wake(state);
     }
     for id in &moved {

@@ -59,6 +59,8 @@ pub mod shutdown;
 pub mod slack;
 pub mod slack_press;
 pub mod store;
+pub mod teams;
+pub mod teams_press;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 pub mod throttle;

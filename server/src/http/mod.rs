@@ -29,6 +29,7 @@ pub mod scim;
 pub mod session;
 pub mod session_store;
 pub mod slack;
+pub mod teams;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue};
@@ -207,6 +208,10 @@ fn router(state: Shared) -> Router {
         .route(
             "/integrations/slack/interactions",
             post(slack::interactions).layer(axum::extract::DefaultBodyLimit::max(slack::MAX_BODY)),
+        )
+        .route(
+            "/integrations/teams/messages",
+            post(teams::messages).layer(axum::extract::DefaultBodyLimit::max(teams::MAX_BODY)),
         )
         // The built console assets, outside the session layers: a script or
         // wasm request costs no session read or write. Compressed once, at

@@ -11,6 +11,7 @@ mod helpers;
 mod oidc_harness;
 mod rail_harness;
 mod slack_harness;
+mod teams_harness;
 
 mod admin_forms;
 mod agent_example;
@@ -69,6 +70,7 @@ mod scim;
 mod slack;
 mod status_poll;
 mod strict_schema;
+mod teams;
 mod upgrade;
 
 mod surface;

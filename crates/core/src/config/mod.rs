@@ -50,6 +50,8 @@ pub struct Settings {
     pub currency_caps_minor: BTreeMap<String, u64>,
     pub policy: PolicyConfig,
     pub slack: SlackSettings,
+    /// Microsoft Teams approvals through a Bot Framework bot (`crate::teams`).
+    pub teams: TeamsSettings,
     /// The default rail: the bundled simulator, or a rail speaking its API.
     pub rail: RailSettings,
     /// More rails, by name (`[rails.NAME]`: Stripe, bank files…), which
@@ -437,6 +439,76 @@ impl SlackSettings {
     }
 }
 
+/// `[teams]`: approvals from Microsoft Teams through a Bot Framework bot
+/// (docs/NOTIFICATIONS.md, "Approving from Microsoft Teams").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TeamsSettings {
+    /// The bot's Microsoft App ID: the audience of the Bot Framework's
+    /// tokens, and the client id the bot gets its own token with. Unset:
+    /// every inbound activity is refused and nothing is posted.
+    pub app_id: Option<String>,
+    /// The App ID's client secret (Entra ID), for the bot's own token.
+    #[serde(skip_serializing)]
+    pub app_password: Option<SecretString>,
+    /// The Bot Framework's OpenID metadata document; its `jwks_uri` names
+    /// the keys inbound tokens are signed with.
+    pub openid_metadata_url: String,
+    /// The `iss` of inbound tokens.
+    pub issuer: String,
+    /// Where the bot gets its own token (client credentials).
+    pub token_url: String,
+    /// The scope of the bot's own token.
+    pub token_scope: String,
+    /// The only hosts cards are sent to (a conversation's `serviceUrl`):
+    /// exact names, or with a leading `.` any subdomain.
+    pub allowed_hosts: Vec<String>,
+    /// Per tenant, the conversation (a channel) its waiting payments are
+    /// posted to.
+    pub channels: BTreeMap<String, TeamsChannel>,
+    /// Per currency: above this amount (minor units) Approve only links to
+    /// the console, and an approve press is refused.
+    pub max_direct_approve_minor: BTreeMap<String, u64>,
+    /// One outbound request, connect to last byte.
+    pub timeout_ms: u64,
+    /// The longest wait between two delivery attempts.
+    pub max_backoff_secs: u64,
+}
+
+/// A Teams conversation the bot posts to: its Bot Connector URL and id, as
+/// the bot was told when it was added to the channel.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TeamsChannel {
+    pub service_url: String,
+    pub conversation_id: String,
+}
+
+impl Default for TeamsSettings {
+    fn default() -> Self {
+        TeamsSettings {
+            app_id: None,
+            app_password: None,
+            openid_metadata_url: "https://login.botframework.com/v1/.well-known/openidconfiguration".into(),
+            issuer: "https://api.botframework.com".into(),
+            token_url: "https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token".into(),
+            token_scope: "https://api.botframework.com/.default".into(),
+            allowed_hosts: vec!["smba.trafficmanager.net".into(), ".botframework.com".into()],
+            channels: BTreeMap::new(),
+            max_direct_approve_minor: BTreeMap::new(),
+            timeout_ms: 5_000,
+            max_backoff_secs: 300,
+        }
+    }
+}
+
+impl TeamsSettings {
+    /// The conversation `tenant`'s waiting payments are posted to, if any.
+    pub fn channel_for(&self, tenant: &str) -> Option<&TeamsChannel> {
+        self.app_id.as_ref().and(self.channels.get(tenant))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RailSettings {
@@ -493,6 +565,7 @@ impl Default for Settings {
             currency_caps_minor: caps.allowed().map(|c| (c.code().to_owned(), caps.cap(c).expect("allowed"))).collect(),
             policy: PolicyConfig::default(),
             slack: SlackSettings::default(),
+            teams: TeamsSettings::default(),
             rail: RailSettings::default(),
             rails: BTreeMap::new(),
             metrics: MetricsSettings::default(),
@@ -527,6 +600,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "currency_caps_minor",
     "policy",
     "slack",
+    "teams",
     "rail",
     "rails",
     "metrics",

@@ -71,6 +71,7 @@ pub async fn propose(
           + Notifier
           + Batching
           + Outbound
+          + crate::teams::TeamsOutbound
           + crate::approval::receipts::Receipts
           + crate::notify::Reaching),
     agent: &AgentPrincipal,
@@ -94,6 +95,7 @@ async fn propose_inner(
           + Notifier
           + Batching
           + Outbound
+          + crate::teams::TeamsOutbound
           + crate::approval::receipts::Receipts
           + crate::notify::Reaching),
     agent: &AgentPrincipal,
@@ -116,6 +118,7 @@ async fn propose_inner(
     }
     state.changes().publish(&id);
     crate::slack::outbox::wake_for(state, &agent.tenant_id);
+    crate::teams::wake_for(state, &agent.tenant_id);
     crate::notify::wake_for(state, &agent.tenant_id);
     if row.policy.auto_approver().is_some() {
         // Approved by policy in the same transaction: read back its approval and token.
@@ -482,6 +485,12 @@ impl NewProposalJob {
                 card.groups = crate::policy::describe_groups(&decision.groups);
                 card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
                 crate::slack::outbox::announce(state, tx, &card, now).await?;
+            }
+            if crate::teams::posts_for(state, &agent.tenant_id) {
+                let mut card = crate::teams::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+                card.groups = crate::policy::describe_groups(&decision.groups);
+                card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
+                crate::teams::announce(state, tx, &card, None, now).await?;
             }
             crate::notify::announce(state, tx, &row, now).await?;
             return Ok(row);

@@ -536,6 +536,12 @@ pub async fn user_by_slack_id(pool: &Pool, slack_user_id: &str) -> Result<Option
     one_user(&mut *pool.acquire().await?, "u.slack_user_id = ?", &[slack_user_id]).await
 }
 
+/// The user a Teams user (Entra ID object id) is linked to, if any.
+pub async fn user_by_teams_id(pool: &Pool, aad_object_id: &str) -> Result<Option<User>> {
+    let filter = "u.id = (SELECT user_id FROM teams_links WHERE aad_object_id = ?)";
+    one_user(&mut *pool.acquire().await?, filter, &[aad_object_id]).await
+}
+
 /// Sets (or with `None` clears) a user's Slack user id. Returns whether the
 /// user exists in that tenant; a Slack id linked to someone else is a unique
 /// violation.

@@ -38,6 +38,7 @@ pub mod registry_changes;
 pub mod risk;
 pub mod sessions;
 pub mod slack;
+pub mod teams;
 pub mod tlog;
 pub mod webhooks;
 
