@@ -13,8 +13,7 @@ pub use countersign_core::{
     deps, digest, domain, duplicates, eligibility, escalation, evidence, expiry, exports, freeze, hooks, human_loop,
     idempotency, notifications, notify, operations, outbound, passkeys, password, people, policy, policy_backtest,
     policy_explain, proposals, provision, queue, registry_changes, risk, services, shutdown, slack, slack_press, store,
-    teams, teams_press,
-    throttle, tlog, webhooks,
+    teams, teams_press, throttle, tlog, webhooks,
 };
 
 pub mod admin_view;

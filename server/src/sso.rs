@@ -499,12 +499,7 @@ pub const MAX_GROUPS: usize = 256;
 /// Records the groups the provider named for `user` at this sign-in and
 /// recomputes what they grant (audited as `user.idp_grants` when that
 /// changed), in one transaction; the user as they now are.
-async fn record_groups(
-    state: &impl SingleSignOn,
-    id: &str,
-    user: &User,
-    names: &[String],
-) -> Result<User, Refusal> {
+async fn record_groups(state: &impl SingleSignOn, id: &str, user: &User, names: &[String]) -> Result<User, Refusal> {
     let mut tx = state.db().begin().await?;
     store::people::set_oidc_groups(&mut tx, &user.id, names).await?;
     let actor = format!("sso:{id}");

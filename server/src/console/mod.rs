@@ -29,8 +29,8 @@ use crate::store::{
 };
 
 mod human_loop;
-mod rails;
 pub mod policy;
+mod rails;
 mod reach;
 mod waits;
 use rails::rail_documents;

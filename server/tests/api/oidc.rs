@@ -422,14 +422,16 @@ async fn the_providers_groups_grant_what_the_tenant_maps_them_to_at_each_sign_in
     let answer = sign_in(&idp, &server, "idp-olga").await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(grants("olga").await, r#"["Everyone","Finance Approvers"] ["approver"] ["treasury"]"#);
-    let mut roles: Vec<String> = serde_json::from_value(audit(&server, "session.signed_in").await[0]["roles"].clone()).unwrap();
+    let mut roles: Vec<String> =
+        serde_json::from_value(audit(&server, "session.signed_in").await[0]["roles"].clone()).unwrap();
     roles.sort();
     assert_eq!(roles, ["approver", "viewer"], "the group's role is in the session");
     let granted = audit(&server, "user.idp_grants").await;
     assert_eq!(granted.len(), 1, "{granted:?}");
     assert_eq!(granted[0]["idp_groups"], json!(["Everyone", "Finance Approvers"]));
     assert_eq!(granted[0]["approval_groups"], json!(["treasury"]));
-    let actor: String = one("SELECT actor FROM audit_log WHERE action = 'user.idp_grants'").fetch_one(&db).await.unwrap();
+    let actor: String =
+        one("SELECT actor FROM audit_log WHERE action = 'user.idp_grants'").fetch_one(&db).await.unwrap();
     assert_eq!(actor, "sso:testidp");
     // Limits stay the registry's: the group granted no limit.
     let limits = "SELECT COUNT(*) FROM approval_limits l JOIN users u ON u.id = l.user_id WHERE u.username = 'olga'";

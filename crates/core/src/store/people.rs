@@ -636,7 +636,8 @@ pub async fn group_names_of(conn: &mut Conn, user: &str) -> Result<Vec<String>> 
     .bind(user)
     .fetch_all(&mut *conn)
     .await?;
-    let oidc: Option<String> = scalar("SELECT oidc_groups FROM users WHERE id = ?").bind(user).fetch_optional(conn).await?;
+    let oidc: Option<String> =
+        scalar("SELECT oidc_groups FROM users WHERE id = ?").bind(user).fetch_optional(conn).await?;
     names.extend(oidc.and_then(|json| serde_json::from_str::<Vec<String>>(&json).ok()).unwrap_or_default());
     names.sort();
     names.dedup();
