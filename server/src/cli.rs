@@ -535,16 +535,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("user {} saved as {id}", a.username);
         }
         Command::User { command: UserCommand::LinkSlack(a) } => {
-            let db = Db::connect(&settings.backend()?).await?;
             let slack = a.slack_user_id.as_deref();
-            if let Err(why) = crate::provision::link_slack(&db, &a.tenant, &a.username, slack, "cli").await {
-                eprintln!("error: {why}");
-                return Ok(2);
-            }
-            match slack {
-                Some(id) => println!("user {} linked to Slack user {id}", a.username),
-                None => println!("user {} unlinked from Slack", a.username),
-            }
+            return crate::operator::link_slack(&settings, &a.tenant, &a.username, slack).await;
         }
         Command::User { command: UserCommand::Deactivate(a) } => {
             return crate::operator::user_lifecycle(settings, &a.tenant, &a.username, true).await

@@ -1,8 +1,8 @@
 //! The operator's commands for finance and for keeping the data: payment
 //! exports and the reconciliation report (docs/DEPLOY.md "Exports for
 //! finance"), backups and restores ("Backup and restore"); a user's
-//! deactivation and reactivation (docs/PEOPLE.md), linking a Teams user
-//! (docs/NOTIFICATIONS.md) and the container's health probe
+//! deactivation and reactivation (docs/PEOPLE.md), linking a Slack or a
+//! Teams user (docs/NOTIFICATIONS.md) and the container's health probe
 //! (docs/DEPLOY.md, "Containers").
 
 use std::io::Write;
@@ -401,6 +401,21 @@ pub async fn link_teams(settings: &Settings, tenant: &str, username: &str, aad: 
     match aad {
         Some(id) => println!("user {username} linked to the Teams user {id}"),
         None => println!("user {username} unlinked from Teams"),
+    }
+    Ok(0)
+}
+
+/// `countersign user link-slack`: links (or with `None` unlinks) a user to
+/// a Slack user id; 2 with the reason when refused.
+pub async fn link_slack(settings: &Settings, tenant: &str, username: &str, slack: Option<&str>) -> anyhow::Result<i32> {
+    let db = Db::connect(&settings.backend()?).await?;
+    if let Err(why) = crate::provision::link_slack(&db, tenant, username, slack, "cli").await {
+        eprintln!("error: {why}");
+        return Ok(2);
+    }
+    match slack {
+        Some(id) => println!("user {username} linked to Slack user {id}"),
+        None => println!("user {username} unlinked from Slack"),
     }
     Ok(0)
 }
