@@ -53,6 +53,9 @@ scripts/setup.sh --tests
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "docs: no numbered rounds of past work; docs/ARCHITECTURE.md's module tree matches the code (scripts/check_docs.py)"
+python3 scripts/check_docs.py
+
 step "cargo deny (licenses, duplicate versions, sources)"
 scripts/deny.sh
 
