@@ -53,6 +53,9 @@ scripts/setup.sh --tests
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "docs: no numbered rounds of past work; docs/ARCHITECTURE.md's module tree matches the code (scripts/check_docs.py)"
+python3 scripts/check_docs.py
+
 step "cargo deny (licenses, duplicate versions, sources)"
 scripts/deny.sh
 
@@ -140,7 +143,7 @@ step "compose smoke test: docker-compose.yml's services, a payment through them 
 "$COUNTERSIGN_VENV/bin/python" e2e/compose_smoke.py --binary "$CARGO_TARGET_DIR/debug/countersign"
 
 step "benchmark guard, report only: status poll and intake against their baselines (debug build, short)"
-# Issue 31 item 7: the two hot-path ratios, measured the way `make bench`
+# The two hot-path ratios, measured the way `make bench`
 # measures them (alternating rounds against the same-run baselines), only
 # shorter and on the debug binaries, so a change that eats a hot path shows
 # up in every run's log. A report, never a timed assertion: the figures and

@@ -1,4 +1,4 @@
-//! The kill switch (issue 30, docs/SECURITY.md "Kill switch"): an admin
+//! The kill switch (docs/SECURITY.md "Kill switch"): an admin
 //! freezes an agent or the whole tenant in one click, the operator every
 //! commit at once (`countersign freeze --all`). A frozen commit is refused
 //! inside the commit's write transaction, before any rail call, with

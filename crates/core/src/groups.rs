@@ -1,4 +1,4 @@
-//! Who is in a tenant's approval groups (issue 29 item 5), by user id: the
+//! Who is in a tenant's approval groups, by user id: the
 //! groups name usernames (`tenants.<id>.approval_groups`), and the identity
 //! provider's groups add people to them (`tenants.<id>.idp_groups`);
 //! approvals and tokens carry user ids. What a group rule still lacks and whether one

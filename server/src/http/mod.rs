@@ -72,7 +72,7 @@ fn console_routes() -> Vec<leptos_axum::AxumRouteListing> {
 /// through (request id, trace, security headers), which wrap the routed
 /// service once: `Router::layer` would wrap each route separately, boxing
 /// every layer again (an allocation and a boxed future per layer and
-/// request, on the status poll's path too; docs/BENCHMARKS.md, session 21).
+/// request, on the status poll's path too; docs/BENCHMARKS.md, "Status poll throughput").
 /// Served by `startup` with each connection's address (`ConnectInfo`).
 pub fn app(
     state: Shared,

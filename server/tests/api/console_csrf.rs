@@ -1,5 +1,5 @@
-//! CSRF and origin checks on cookie-authenticated state changes (issue 3
-//! lines 2, 10; SPEC §10; docs/DECISIONS.md "Console security"): the JSON
+//! CSRF and origin checks on cookie-authenticated state changes (SPEC
+//! §10; docs/DECISIONS.md "Console security"): the JSON
 //! approval endpoint, sign-out, the no-JavaScript decision form and sign-in.
 //! Each refusal is 403 `forbidden` and leaves the proposal pending.
 
@@ -78,7 +78,7 @@ async fn approving_from_a_foreign_origin_is_403_even_with_the_token() {
 async fn without_origin_referer_or_fetch_metadata_only_a_scripts_json_is_judged_by_its_token() {
     // No browser sends cross-site JSON without a preflight (never granted)
     // and an Origin: such a request is a script's, judged by its session and
-    // CSRF token (issue 24, item 9). A form body is what a page can send.
+    // CSRF token. A form body is what a page can send.
     let (server, ana, id) = setup().await;
     let form = ana.bare(Method::POST, &format!("/proposals/{id}/decision")).form(&[
         ("decision", "reject"),

@@ -1,4 +1,4 @@
-//! Single sign-on with OpenID Connect (issue 15), against a real provider
+//! Single sign-on with OpenID Connect, against a real provider
 //! (`oidc_harness.rs`: the `oidc-provider` package run by node): a full
 //! sign-in gives the linked user a console session; every way the answer can
 //! be wrong is refused (another issuer, another nonce, a replayed or foreign

@@ -1,5 +1,5 @@
 //! `[tenants.<id>]`'s approval groups and the rules that use them
-//! (issue 29 items 3 and 5, docs/NOTIFICATIONS.md, docs/POLICY.md): named
+//! (docs/NOTIFICATIONS.md, docs/POLICY.md): named
 //! groups; per amount band, the approvals required from groups
 //! (`group_approval`); and when to remind the eligible approvers and when
 //! to escalate to a group (`escalation`). Escalation never approves: a

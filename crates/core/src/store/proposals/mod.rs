@@ -774,7 +774,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// prop_1's approval token jti_1, of round 1, issued and expiring `at`.
+    /// prop_1's approval token jti_1, of the first approval round, issued and expiring `at`.
     pub(crate) fn token_1(at: DateTime<Utc>) -> TokenRow {
         TokenRow {
             jti: "jti_1".into(),
