@@ -139,7 +139,7 @@ pub async fn run(env: &Env, asked: usize) -> anyhow::Result<Vec<Figure>> {
             mb(idle.rss_kb),
             mb(after.hwm_kb)
         ),
-        "100,000 held in < 1 GB (issue 31)", // check-docs: allow (a label printed by the benchmark)
+        "100,000 held in < 1 GB",
         all_held && count >= GOAL_HELD && mb(holding.hwm_kb) < GOAL_MB,
     )])
 }
@@ -211,7 +211,7 @@ pub async fn run_http2(env: &Env, asked: usize) -> anyhow::Result<Vec<Figure>> {
             mb(holding.hwm_kb),
             mb(idle.rss_kb)
         ),
-        "100,000 held in < 1 GB (issue 31)", // check-docs: allow (a label printed by the benchmark)
+        "100,000 held in < 1 GB",
         all_held && count >= GOAL_HELD && mb(holding.hwm_kb) < GOAL_MB,
     )])
 }
