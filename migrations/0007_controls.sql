@@ -1,4 +1,4 @@
--- Controls from the security review (docs/SECURITY.md, "Security review: findings and fixes").
+-- Controls from the security review (docs/SECURITY.md, "Review of wave 2").
 --
 -- 1. Console sessions live in a table of our own. A session record is only
 --    ever updated in place, never re-inserted, so a request still in flight

@@ -1,4 +1,4 @@
--- Reaching approvers (docs/NOTIFICATIONS.md): each
+-- Reaching approvers (issue 29 items 1 and 2, docs/NOTIFICATIONS.md): each
 -- person's email address, their devices subscribed to Web Push, and a
 -- durable outbox of notifications.
 --

@@ -1,4 +1,4 @@
--- Escalation that fails closed (docs/NOTIFICATIONS.md):
+-- Escalation that fails closed (issue 29 item 3, docs/NOTIFICATIONS.md):
 -- when a waiting proposal reminds its approvers and escalates to a backup
 -- group, planned from the tenant's `[[escalation]]` rule when it starts
 -- waiting; and each person's quiet hours, in their own time zone.

@@ -1,4 +1,4 @@
--- Delegation while away (docs/DELEGATION.md): an approver
+-- Delegation while away (issue 29 item 4, docs/DELEGATION.md): an approver
 -- lets another approver approve for them between two instants. A
 -- delegation that would let the delegate count for an approval group they
 -- are not in waits (`pending`) for a second admin's confirmation, the

@@ -1,5 +1,5 @@
--- Audit entries written but not yet linked into the chain
--- (docs/DECISIONS.md "Two instances on PostgreSQL: entries are linked after
+-- Audit entries written but not yet linked into the chain (issue 31, goal 2;
+-- docs/DECISIONS.md "Two instances on PostgreSQL: entries are linked after
 -- their transaction commits").
 --
 -- On PostgreSQL a transaction that records a change writes its audit entries

@@ -1,4 +1,4 @@
--- Consent that cannot be manufactured (docs/DECISIONS.md
+-- Consent that cannot be manufactured (issue 24, docs/DECISIONS.md
 -- "Passkeys: who may add one, and when it counts").
 --
 -- A passkey registered from now on counts for approvals only from

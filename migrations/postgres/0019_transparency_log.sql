@@ -1,4 +1,4 @@
--- The transparency log (docs/EVIDENCE.md): every audit entry is a
+-- The transparency log (issue 26, docs/EVIDENCE.md): every audit entry is a
 -- leaf of an append-only Merkle tree (RFC 9162 section 2.1), leaf i being
 -- audit entry seq i + 1. The sequencer appends leaves in the background and
 -- signs a checkpoint for each new size.

@@ -1,4 +1,4 @@
--- The salts of a proposal's account commitments (docs/EVIDENCE.md
+-- The salts of a proposal's account commitments (issue 26, docs/EVIDENCE.md
 -- "Commitments"): `field` is `source_account` or `destination`, `salt` 32
 -- random bytes. A commitment is SHA-256(salt || account); the salt stays
 -- here, never in the audit trail or the log, and is disclosed only in a

@@ -1,4 +1,4 @@
--- The kill switch (docs/SECURITY.md "Kill switch"): while a row
+-- The kill switch (issue 30, docs/SECURITY.md "Kill switch"): while a row
 -- covers a commit, it is refused before any rail call. `scope` is `all`
 -- (every tenant; tenant_id and agent_id empty), `tenant` (agent_id empty)
 -- or `agent`. A freeze applies at once; lifting one is a registry change a
