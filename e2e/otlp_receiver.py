@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An OTLP/HTTP trace receiver for the tests (issue 30 item 4).
+"""An OTLP/HTTP trace receiver for the tests.
 
 Independent of Countersign's code: it decodes each POST /v1/traces body with
 the `opentelemetry-proto` package (the OpenTelemetry project's own generated

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A Web Push service stand-in for the tests (issue 29 item 1).
+"""A Web Push service stand-in for the tests.
 
 Independent of Countersign's code. It plays the browser vendor's push
 service and the browser's keys: each subscription it hands out has a P-256

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An SMTP server for the tests (issue 29 item 2): `aiosmtpd`, the
+"""An SMTP server for the tests: `aiosmtpd`, the
 asyncio SMTP server from PyPI, independent of Countersign's code. Every
 message it accepts is appended to OUT as one JSON line: the envelope
 (`mail_from`, `rcpt_tos`) and the message as received (`data`), which the

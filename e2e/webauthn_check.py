@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An independent check of Countersign's passkey verifier (issue 24, item 8).
+"""An independent check of Countersign's passkey verifier.
 
 The browser tests (e2e/tests/passkeys.spec.mjs) write every WebAuthn
 ceremony Chromium's virtual authenticator made, with the challenge the

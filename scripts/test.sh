@@ -53,8 +53,14 @@ scripts/setup.sh --tests
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "docs: no numbered rounds of past work; docs/ARCHITECTURE.md's module tree matches the code (scripts/check_docs.py)"
+python3 scripts/check_docs.py
+
 step "cargo deny (licenses, duplicate versions, sources)"
 scripts/deny.sh
+
+step "hadolint Dockerfile (the container image; hadolint from PyPI, e2e/requirements.txt)"
+"$COUNTERSIGN_VENV/bin/hadolint" Dockerfile
 
 step "building the console's browser side (hydrate wasm, debug)"
 scripts/site.sh
@@ -130,8 +136,14 @@ scripts/pg.sh stop "$pg_dir"
 pg_dir=""
 unset COUNTERSIGN_TEST_DATABASE_URL
 
+step "compose smoke test: docker-compose.yml's services, a payment through them (e2e/compose_smoke.py)"
+# With a container runtime (`docker info`), the image is built and compose
+# runs it; without one, each service runs as a local process with the
+# environment docker-compose.yml gives it, on a PostgreSQL cluster of its own.
+"$COUNTERSIGN_VENV/bin/python" e2e/compose_smoke.py --binary "$CARGO_TARGET_DIR/debug/countersign"
+
 step "benchmark guard, report only: status poll and intake against their baselines (debug build, short)"
-# Issue 31 item 7: the two hot-path ratios, measured the way `make bench`
+# The two hot-path ratios, measured the way `make bench`
 # measures them (alternating rounds against the same-run baselines), only
 # shorter and on the debug binaries, so a change that eats a hot path shows
 # up in every run's log. A report, never a timed assertion: the figures and

@@ -8,7 +8,8 @@ use leptos::server_fn::codec::GetUrl;
 
 use crate::codec::MiniJson;
 use crate::views::{
-    AdminData, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, ProposalDetail, QueuePage, ResolvePage,
+    AdminData, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, PolicyPage, ProposalDetail, QueuePage,
+    ResolvePage,
 };
 
 #[cfg(feature = "ssr")]
@@ -66,6 +67,12 @@ pub async fn load_bulk(query: String) -> Result<BulkPage, ServerFnError> {
 pub async fn load_admin() -> Result<AdminData, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.admin(&viewer).await.map_err(failure)
+}
+
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "policy")]
+pub async fn load_policy() -> Result<PolicyPage, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.policy(&viewer).await.map_err(failure)
 }
 
 #[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "human-loop")]

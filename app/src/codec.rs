@@ -5,7 +5,7 @@
 //! Why not serde_json, leptos's default: its deserializer is generic, so the
 //! wasm carried one copy of it per page type (about a tenth of the bundle);
 //! miniserde's goes through one small visitor interface. The server keeps
-//! serde for everything else (docs/BENCHMARKS.md, "Session 9").
+//! serde for everything else (docs/BENCHMARKS.md, "Hydrate wasm size").
 
 use codee::{Decoder, Encoder};
 use leptos::prelude::*;

@@ -8,8 +8,8 @@ pub use ssr::*;
 #[cfg(feature = "ssr")]
 mod ssr {
     use crate::views::{
-        AdminData, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, ProposalDetail, QueuePage, ResolvePage,
-        Viewer,
+        AdminData, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, PolicyPage, ProposalDetail, QueuePage,
+        ResolvePage, Viewer,
     };
     use std::future::Future;
     use std::pin::Pin;
@@ -26,6 +26,9 @@ mod ssr {
         /// decision, `outcome=<id>:<code>` (repeated).
         fn bulk<'a>(&'a self, viewer: &'a Viewer, query: String) -> PortFuture<'a, BulkPage>;
         fn admin<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, AdminData>;
+        /// The policy page (admins): what decides, observe mode's differences,
+        /// the last backtest asked for, the policy changes waiting.
+        fn policy<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, PolicyPage>;
         /// The human loop page (admins): decisions, expiries, delays.
         fn human_loop<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, HumanLoopPage>;
         /// The tenant's operations needing review, and those being reconciled.

@@ -138,6 +138,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/loop") view=HumanLoopPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/policy") view=crate::pages::policy::PolicyPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

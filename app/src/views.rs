@@ -487,6 +487,8 @@ pub struct PendingChangeRow {
     pub proposed_at: String,
     /// Why the viewer cannot confirm it, if they cannot.
     pub blocker: Option<String>,
+    /// A policy change's backtest, line by line (empty for other kinds).
+    pub backtest: Vec<String>,
 }
 
 /// An agent's webhook on the admin page. Never a secret: the URL is shown
@@ -544,6 +546,38 @@ pub struct ChannelSpread {
     pub count: u32,
     pub median_secs: f64,
     pub p90_secs: f64,
+}
+
+/// The policy page (`/admin/policy`, admins): what decides, what observe
+/// mode saw, a backtest, and the policy changes waiting for a second admin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct PolicyPage {
+    /// "the TOML rules ([policy])" or "Cedar policy sha256:…".
+    pub enforced: String,
+    pub observed: Option<String>,
+    /// Observe mode's newest differences.
+    pub observations: Vec<ObservationRow>,
+    /// The last backtest this admin asked for, line by line (shown once).
+    pub backtest: Vec<String>,
+    /// The candidate text of that backtest, to edit or propose.
+    pub candidate: String,
+    /// Policy changes waiting for a second admin (with their backtests).
+    pub pending: Vec<PendingChangeRow>,
+    /// The outcome of the last form post, once.
+    pub flash: Option<String>,
+}
+
+/// One proposal the observed candidate would have decided differently.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct ObservationRow {
+    /// Empty when the enforced policy refused it (never stored).
+    pub proposal_id: String,
+    pub amount: String,
+    /// "auto_approved → needs_approval".
+    pub change: String,
+    pub enforced_rules: String,
+    pub observed_rules: String,
+    pub at: String,
 }
 
 /// The human loop page (`/admin/loop`, admins): the last 30 days.

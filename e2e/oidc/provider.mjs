@@ -26,7 +26,7 @@
 import { createServer } from 'node:http';
 import Provider from 'oidc-provider';
 
-/** sub -> claims. `tenant` and `roles` are what countersign's tests map. */
+/** sub -> claims. `tenant`, `roles` and `groups` are what countersign's tests map. */
 const ACCOUNTS = {
   'idp-ana': { name: 'Ana Approver', email: 'ana@acme.example', tenant: 'acme', roles: ['approver'] },
   'idp-ben': { name: 'Ben Approver', email: 'ben@acme.example', tenant: 'acme', roles: ['approver'] },
@@ -36,6 +36,9 @@ const ACCOUNTS = {
   'idp-maya': { name: 'Maya', email: 'maya@acme.example', tenant: 'globex', roles: ['approver'] },
   // Carries the e-mail address of a linked user, but is nobody's subject.
   'idp-stranger': { name: 'Stranger', email: 'ana@acme.example', tenant: 'acme', roles: ['approver', 'admin'] },
+  // In the registry as a viewer only; the provider's groups grant the rest
+  // where the tenant maps them (`groups_claim`, server/tests/api/oidc.rs).
+  'idp-olga': { name: 'Olga', email: 'olga@acme.example', tenant: 'acme', roles: ['approver', 'viewer'], groups: ['Finance Approvers', 'Everyone'] },
   // The demo's approver (e2e/tests/sso.spec.mjs).
   'idp-demo-maya': { name: 'Maya (demo)', email: 'maya@demo.example', tenant: 'demo', roles: ['approver'] },
 };
@@ -72,7 +75,7 @@ const provider = new Provider(issuer, {
     openid: ['sub'],
     email: ['email'],
     profile: ['name'],
-    countersign: ['tenant', 'roles'],
+    countersign: ['tenant', 'roles', 'groups'],
   },
   scopes: ['openid', 'email', 'profile', 'countersign'],
   conformIdTokenClaims: false,

@@ -1,4 +1,4 @@
-// Issue 27, item 4: links from Slack, email or a chat land signed in. The
+// Links from Slack, email or a chat land signed in. The
 // session cookie is SameSite=Lax, so a cross-site top-level GET carries it;
 // a form posted from another site does not, and is refused (no cookie, no
 // CSRF token, a foreign origin), so nothing is decided.

@@ -1,4 +1,4 @@
-// Deciding with everything in view (issue 13, items 1-3): who can approve
+// Deciding with everything in view: who can approve
 // before anyone clicks, risk signals, payee and source context.
 import { test, expect } from '@playwright/test';
 import { propose, signIn } from './helpers.mjs';

@@ -1,4 +1,4 @@
-// Delegation while away in the browser (issue 29 item 4, docs/DELEGATION.md):
+// Delegation while away in the browser (docs/DELEGATION.md):
 // ana delegates to ben on her account page (whole days in the browser's time
 // zone), ben sees "Approve for ana…" on a payment, the confirmation says for
 // whom, and the approval is listed as "ben for ana". The rules themselves

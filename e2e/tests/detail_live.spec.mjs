@@ -1,4 +1,4 @@
-// The proposal page is live and speaks the reader's time (issue 13, item 4).
+// The proposal page is live and speaks the reader's time.
 import { test, expect } from '@playwright/test';
 import { propose, signIn } from './helpers.mjs';
 

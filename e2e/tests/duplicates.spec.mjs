@@ -1,4 +1,4 @@
-// One invoice is paid once (issue 27, item 1): two copies of an invoice are
+// One invoice is paid once: two copies of an invoice are
 // never approved together; the detail page sets the twins side by side with
 // a one-click "Reject as duplicate"; approving a copy of an approved invoice
 // asks why it is not a duplicate. The server refuses the same (tests/api).

@@ -1,4 +1,4 @@
-// Escalation in the browser (issue 29 item 3). `serve --demo` gives the demo
+// Escalation in the browser. `serve --demo` gives the demo
 // tenant its default rule (docs/NOTIFICATIONS.md): remind after 10 minutes,
 // escalate to treasury (ben) after 30. The queue counts down to the
 // escalation, the proposal page says when the reminder and the escalation

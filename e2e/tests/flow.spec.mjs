@@ -1,4 +1,4 @@
-// Issue 13, item 5: the reviewer's flow. After a decision the next proposal
+// The reviewer's flow. After a decision the next proposal
 // waiting for you opens, with a notice naming what you did to which payment;
 // when none is left, the queue says so. A deep link opened signed out comes
 // back after sign-in; a failed sign-in keeps the username and focuses the

@@ -1,4 +1,4 @@
-// The human loop page (issue 29 item 6): an admin sees decisions and
+// The human loop page: an admin sees decisions and
 // expiries per day and the time to decide by channel, as SVG charts drawn
 // by the server (no chart library in the wasm), readable on a phone.
 import { test, expect } from '@playwright/test';

@@ -1,4 +1,4 @@
-// A lapsed approval is never lost (issue 27, item 2): when the agent does not
+// A lapsed approval is never lost: when the agent does not
 // commit before the approval token expires, the proposal comes back first in
 // the reviewer's queue and the title's count, with a one-tap "Approve
 // again"; the agent sees the new status and, approved again, pays.

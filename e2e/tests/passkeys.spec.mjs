@@ -1,5 +1,5 @@
-// Passkeys bound to the payment (issue 15) and consent that cannot be
-// manufactured (issue 24), in Chromium with its virtual authenticator (CDP
+// Passkeys bound to the payment and consent that cannot be
+// manufactured, in Chromium with its virtual authenticator (CDP
 // `WebAuthn`, works on localhost): a session alone cannot register a
 // passkey; two admins issue ana a one-time enrolment code, she registers
 // her first passkey with it on the account page, an admin who did not see

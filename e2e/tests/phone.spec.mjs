@@ -1,4 +1,4 @@
-// Deciding on a phone (issue 27, item 8), at 390×844 and 360×740: the
+// Deciding on a phone, at 390×844 and 360×740: the
 // facts and the Approve/Reject bar on the first screen, the bar kept in
 // reach while scrolling, technical details folded, touch targets of at
 // least 24 px (WCAG 2.5.8), a header of two lines at most, the Sort label

@@ -1,4 +1,4 @@
-// Web Push in Chromium (issue 29 item 1): the console is installable (a
+// Web Push in Chromium: the console is installable (a
 // manifest), the account page registers the service worker and subscribes
 // this device, a proposal the person may approve is encrypted for it and
 // posted to its push service, and the notification the service worker

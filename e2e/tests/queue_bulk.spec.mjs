@@ -1,4 +1,4 @@
-// Find and act in bulk (issue 13, item 6): search the queue, select several
+// Find and act in bulk: search the queue, select several
 // payments, confirm them on one page with their total, see each outcome.
 import { test, expect } from '@playwright/test';
 import { propose, signIn } from './helpers.mjs';

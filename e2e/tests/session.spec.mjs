@@ -1,4 +1,4 @@
-// An ended session never costs the reviewer their work (issue 27, item 3):
+// An ended session never costs the reviewer their work:
 // a form posted after the session ended goes to sign-in and back to the
 // same page, what was typed put back; the page warns a minute before the
 // idle timeout. (The server side, every form and each refusal: tests/api

@@ -1,4 +1,4 @@
-// Issue 13, items 7–9 and the measurements: every console page at a desktop
+// Every console page at a desktop
 // and a phone size fits without horizontal scrolling (down to 360 px), has
 // no axe violation, and is kept as a screenshot; the queue's cold load is
 // measured; the wasm goes out compressed.

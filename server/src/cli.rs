@@ -61,6 +61,10 @@ pub enum Command {
     },
     /// Load the demo tenant, users, agents, payees and sample proposals.
     Demo,
+    /// Exit 0 when URL answers 2xx within 3 s, else 1: a container's health
+    /// check (`countersign probe http://127.0.0.1:8080/healthz`; the image
+    /// has no shell and no curl).
+    Probe { url: String },
     /// Run the bundled Stripe-compatible rail simulator (for local use and tests).
     RailSim {
         /// Address to listen on (port 0 picks a free one).
@@ -178,9 +182,16 @@ pub enum UserCommand {
     Add(UserAdd),
     /// Link a user to their Slack user id (button presses act as them), or unlink them.
     LinkSlack(UserLinkSlack),
+    /// Link a user to their Microsoft Teams account (its Entra ID object id), or unlink them.
+    LinkTeams(UserLinkTeams),
     /// Issue a one-time code with which the user can register a passkey
     /// without holding one (their first, or after losing all); prints it once.
     EnrolmentCode(UserRef),
+    /// Offboard a user at once: sessions, devices, passkeys, delegations and
+    /// uncounted approvals end; agents acting for them freeze (docs/PEOPLE.md).
+    Deactivate(UserRef),
+    /// Let a deactivated user sign in again (nothing deactivation ended comes back).
+    Activate(UserRef),
 }
 
 #[derive(Args, Debug)]
@@ -200,6 +211,20 @@ pub struct UserLinkSlack {
     /// The Slack member id, e.g. U0123ABCD.
     #[arg(long, required_unless_present = "unlink", conflicts_with = "unlink")]
     pub slack_user_id: Option<String>,
+    /// Remove the link instead.
+    #[arg(long)]
+    pub unlink: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UserLinkTeams {
+    #[arg(long)]
+    pub tenant: String,
+    #[arg(long)]
+    pub username: String,
+    /// Their Entra ID object id (a GUID; Teams sends it as `aadObjectId`).
+    #[arg(long, required_unless_present = "unlink", conflicts_with = "unlink")]
+    pub aad_object_id: Option<String>,
     /// Remove the link instead.
     #[arg(long)]
     pub unlink: bool,
@@ -446,6 +471,9 @@ fn secret(text: &str) -> Result<secrecy::SecretString, std::convert::Infallible>
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+    if let Command::Probe { url } = &cli.command {
+        return crate::operator::probe(url).await; // before the settings: it reads none
+    }
     let listen = match &cli.command {
         Command::Serve { listen, .. } => *listen,
         _ => None,
@@ -512,16 +540,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("user {} saved as {id}", a.username);
         }
         Command::User { command: UserCommand::LinkSlack(a) } => {
-            let db = Db::connect(&settings.backend()?).await?;
             let slack = a.slack_user_id.as_deref();
-            if let Err(why) = crate::provision::link_slack(&db, &a.tenant, &a.username, slack, "cli").await {
-                eprintln!("error: {why}");
-                return Ok(2);
-            }
-            match slack {
-                Some(id) => println!("user {} linked to Slack user {id}", a.username),
-                None => println!("user {} unlinked from Slack", a.username),
-            }
+            return crate::operator::link_slack(&settings, &a.tenant, &a.username, slack).await;
+        }
+        Command::User { command: UserCommand::Deactivate(a) } => {
+            return crate::operator::user_lifecycle(settings, &a.tenant, &a.username, true).await
+        }
+        Command::User { command: UserCommand::Activate(a) } => {
+            return crate::operator::user_lifecycle(settings, &a.tenant, &a.username, false).await
+        }
+        Command::User { command: UserCommand::LinkTeams(a) } => {
+            let aad = a.aad_object_id.as_deref();
+            return crate::operator::link_teams(&settings, &a.tenant, &a.username, aad).await;
         }
         Command::User { command: UserCommand::EnrolmentCode(a) } => {
             let db = Db::connect(&settings.backend()?).await?;
@@ -590,8 +620,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Policy { command: crate::operator::PolicyCommand::Explain { tenant, agent, file } } => {
             return crate::operator::explain_policy(settings, &tenant, &agent, &file).await;
         }
+        Command::Policy { command } => return crate::policy_cli::run(settings, command).await,
         Command::Freeze { scope, reason } => return crate::operator::set_freeze(settings, &scope, true, &reason).await,
         Command::Unfreeze { scope } => return crate::operator::set_freeze(settings, &scope, false, "").await,
+        // Answered before the settings were read.
+        Command::Probe { .. } => {}
         Command::RailSim { listen, db, settle_after_ms } => {
             let options = crate::rail::sim::SimOptions {
                 settle_after: std::time::Duration::from_millis(settle_after_ms),

@@ -142,6 +142,10 @@ fn describe_business() {
     metrics::describe_counter!(m::PROPOSALS, "Proposals created, by the status they were created in.");
     metrics::describe_counter!(m::DECISIONS, "Approvers' decisions recorded, by channel and verdict.");
     metrics::describe_counter!(m::COMMITS, "Commits answered, by the payment's status after them (or refused).");
+    metrics::describe_counter!(
+        m::POLICY_OBSERVED_DIFFERENCES,
+        "Proposals the observed candidate policy would have decided differently, by change (never enforced)."
+    );
     metrics::describe_gauge!(m::OPERATIONS_OPEN, "Operations waiting on the rail or a person, by status.");
     metrics::describe_gauge!(m::OUTBOX_BACKLOG, "Messages not delivered yet, by outbox (slack, webhook).");
     metrics::describe_gauge!(m::OUTBOX_OLDEST_AGE, "Age of the oldest message not delivered yet, by outbox.");

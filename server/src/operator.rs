@@ -1,6 +1,9 @@
 //! The operator's commands for finance and for keeping the data: payment
 //! exports and the reconciliation report (docs/DEPLOY.md "Exports for
-//! finance"), backups and restores ("Backup and restore").
+//! finance"), backups and restores ("Backup and restore"); a user's
+//! deactivation and reactivation (docs/PEOPLE.md), linking a Slack or a
+//! Teams user (docs/NOTIFICATIONS.md) and the container's health probe
+//! (docs/DEPLOY.md, "Containers"); importing invoices (docs/PAYABLES.md).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -59,6 +62,36 @@ pub enum PolicyCommand {
         #[arg(long)]
         agent: String,
         /// The request (JSON); `-` reads standard input.
+        file: PathBuf,
+    },
+    /// Prints the TOML rules (`[policy]`) as the Cedar policy that decides
+    /// the same (docs/POLICY.md, "Cedar").
+    ToCedar,
+    /// Checks a Cedar policy against the schema; prints Cedar's errors
+    /// located in the file (exit status 1) or the rules it defines.
+    Check {
+        /// The Cedar policy file.
+        file: PathBuf,
+    },
+    /// Replays the tenant's recorded proposals under a candidate policy and
+    /// prints what would have changed, with totals by currency. Changes
+    /// nothing.
+    Backtest {
+        /// The candidate Cedar policy file.
+        candidate: PathBuf,
+        #[arg(long)]
+        tenant: String,
+        /// How far back: `90d`, `12h`, `2w`.
+        #[arg(long, default_value = "90d")]
+        since: String,
+        /// The report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Checks a file of example proposals against their expected decisions
+    /// (exit status 1 when one fails).
+    Test {
+        /// The examples (TOML); its `policy` key names the Cedar file.
         file: PathBuf,
     },
 }
@@ -351,4 +384,92 @@ pub async fn invoices(settings: Settings, command: InvoiceCommand) -> anyhow::Re
             Ok(1)
         }
     }
+}
+
+/// `countersign user deactivate|activate`: the operator's offboarding (or
+/// return) of a user, as the console's does it; audited with actor `cli`.
+pub async fn user_lifecycle(
+    settings: crate::config::Settings,
+    tenant: &str,
+    username: &str,
+    deactivate: bool,
+) -> anyhow::Result<i32> {
+    use crate::people::lifecycle::{self, By, Via};
+    let (state, _trigger) = crate::startup::offline_state(settings).await?;
+    let user = {
+        let mut conn = state.db.reader().await?;
+        crate::store::directory::user_by_username(&mut conn, username).await?
+    };
+    let Some(user) = user.filter(|u| u.tenant_id == tenant) else {
+        eprintln!("error: tenant {tenant} has no user {username}");
+        return Ok(2);
+    };
+    let by = By { actor: "cli".into(), via: Via::Cli };
+    let now = crate::clock::system_now();
+    if deactivate {
+        match lifecycle::deactivate(&state, tenant, &user.id, &by, now).await {
+            Ok(done) => println!(
+                "user {} deactivated: {} session(s) ended, {} passkey(s) removed, {} delegation(s) ended, {} approval(s) \
+                 withdrawn, {} sent back for approval, agents frozen: {}",
+                done.username,
+                done.sessions_ended,
+                done.passkeys_removed,
+                done.delegations_ended.len(),
+                done.approvals_withdrawn.len(),
+                done.approvals_lapsed.len(),
+                if done.agents_frozen.is_empty() { "none".to_owned() } else { done.agents_frozen.join(", ") }
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(2);
+            }
+        }
+    } else {
+        match lifecycle::reactivate(&state, tenant, &user.id, &by, now).await {
+            Ok(name) => println!("user {name} reactivated (no session, passkey, role or limit of their own)"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(2);
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// `countersign probe URL`: 0 when `url` answers 2xx within 3 s, else 1
+/// (the image's HEALTHCHECK; distroless has no curl).
+pub async fn probe(url: &str) -> anyhow::Result<i32> {
+    let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(3)).build()?;
+    let healthy = client.get(url).send().await.is_ok_and(|r| r.status().is_success());
+    Ok(if healthy { 0 } else { 1 })
+}
+
+/// `countersign user link-teams`: links (or with `None` unlinks) a user to
+/// a Teams user by Entra ID object id; 2 with the reason when refused.
+pub async fn link_teams(settings: &Settings, tenant: &str, username: &str, aad: Option<&str>) -> anyhow::Result<i32> {
+    let db = Db::connect(&settings.backend()?).await?;
+    if let Err(why) = crate::teams::link(&db, tenant, username, aad, "cli", crate::clock::system_now()).await {
+        eprintln!("error: {why}");
+        return Ok(2);
+    }
+    match aad {
+        Some(id) => println!("user {username} linked to the Teams user {id}"),
+        None => println!("user {username} unlinked from Teams"),
+    }
+    Ok(0)
+}
+
+/// `countersign user link-slack`: links (or with `None` unlinks) a user to
+/// a Slack user id; 2 with the reason when refused.
+pub async fn link_slack(settings: &Settings, tenant: &str, username: &str, slack: Option<&str>) -> anyhow::Result<i32> {
+    let db = Db::connect(&settings.backend()?).await?;
+    if let Err(why) = crate::provision::link_slack(&db, tenant, username, slack, "cli").await {
+        eprintln!("error: {why}");
+        return Ok(2);
+    }
+    match slack {
+        Some(id) => println!("user {username} linked to Slack user {id}"),
+        None => println!("user {username} unlinked from Slack"),
+    }
+    Ok(0)
 }

@@ -344,11 +344,17 @@ pub async fn finish(state: &impl SingleSignOn, cookie: Option<&str>, answer: Cal
         store::directory::user_by_oidc(&mut conn, &provider.issuer, subject).await.map_err(Refusal::from)?
     };
     let Some(user) = user.filter(|u| u.active) else { return Err(refused(Refusal::NotLinked, None)) };
-    let tenant = Some(user.tenant_id.as_str());
     let extra = &claims.additional_claims().claims;
     if !provider.tenants.contains(&user.tenant_id) || !tenant_claim_allows(provider, extra, &user.tenant_id) {
-        return Err(refused(Refusal::WrongTenant, tenant));
+        return Err(refused(Refusal::WrongTenant, Some(user.tenant_id.as_str())));
     }
+    let user = match &provider.groups_claim {
+        Some(name) => record_groups(state, id, &user, &group_names(claim(extra, name)))
+            .await
+            .map_err(|refusal| refused(refusal, Some(user.tenant_id.as_str())))?,
+        None => user,
+    };
+    let tenant = Some(user.tenant_id.as_str());
     let roles = narrowed_roles(provider, extra, &user.roles);
     if roles.is_empty() {
         return Err(refused(Refusal::NoRole, tenant));
@@ -475,6 +481,34 @@ fn strings(value: Option<&Value>) -> Vec<&str> {
 }
 
 /// Whether the tenant claim (if the provider has one) names `tenant`.
+/// The groups claim's names: at most [`MAX_GROUPS`], each 1–256
+/// characters (others are ignored, as an unknown group is).
+fn group_names(value: Option<&Value>) -> Vec<String> {
+    let mut names: Vec<String> =
+        strings(value).into_iter().filter(|n| (1..=256).contains(&n.chars().count())).map(str::to_owned).collect();
+    names.sort();
+    names.dedup();
+    names.truncate(MAX_GROUPS);
+    names
+}
+
+/// The most groups a sign-in records (a provider that names more sends
+/// an overage claim instead, which is not read).
+pub const MAX_GROUPS: usize = 256;
+
+/// Records the groups the provider named for `user` at this sign-in and
+/// recomputes what they grant (audited as `user.idp_grants` when that
+/// changed), in one transaction; the user as they now are.
+async fn record_groups(state: &impl SingleSignOn, id: &str, user: &User, names: &[String]) -> Result<User, Refusal> {
+    let mut tx = state.db().begin().await?;
+    store::people::set_oidc_groups(&mut tx, &user.id, names).await?;
+    let actor = format!("sso:{id}");
+    crate::people::groups::sync(&mut tx, state.settings(), &user.tenant_id, &user.id, &actor).await?;
+    tx.commit().await?;
+    let mut conn = state.db().reader().await?;
+    store::directory::user_by_id(&mut conn, &user.id).await?.filter(|u| u.active).ok_or(Refusal::NotLinked)
+}
+
 fn tenant_claim_allows(provider: &OidcProvider, claims: &BTreeMap<String, Value>, tenant: &str) -> bool {
     let Some(name) = &provider.tenant_claim else { return true };
     let values = strings(claim(claims, name));
@@ -519,7 +553,21 @@ mod tests {
             tenant_values: BTreeMap::from([("org-42".to_owned(), "acme".to_owned())]),
             roles_claim: roles_claim.map(str::to_owned),
             role_values: BTreeMap::from([("cs-approvers".to_owned(), "approver".to_owned())]),
+            groups_claim: None,
         }
+    }
+
+    #[test]
+    fn group_names_are_strings_of_a_sane_length_once_each() {
+        let c = claims(json!({"groups": ["b", "a", "b", "", 7], "one": "solo", "nested": {"g": ["x"]}}));
+        assert_eq!(group_names(claim(&c, "groups")), ["a", "b"]);
+        assert_eq!(group_names(claim(&c, "one")), ["solo"]);
+        assert_eq!(group_names(claim(&c, "nested.g")), ["x"]);
+        assert!(group_names(claim(&c, "missing")).is_empty());
+        let long = claims(json!({"groups": ["x".repeat(257)]}));
+        assert!(group_names(claim(&long, "groups")).is_empty());
+        let many: Vec<String> = (0..400).map(|i| format!("g{i:03}")).collect();
+        assert_eq!(group_names(claim(&claims(json!({ "groups": many })), "groups")).len(), MAX_GROUPS);
     }
 
     fn claims(v: Value) -> BTreeMap<String, Value> {

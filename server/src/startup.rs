@@ -41,6 +41,7 @@ fn open_keys(settings: &Settings) -> anyhow::Result<crate::approval::keys::KeySt
 /// a rail is configured or a server's simulator is running).
 pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate::shutdown::Trigger)> {
     let db = Db::connect(&settings.backend()?).await?;
+    crate::store::policies::refresh(&db.read, &settings.policies).await?;
     let keys = open_keys(&settings)?;
     // Port 9 (discard) on loopback: any call fails fast as "unknown", never as a decline.
     let url = configured_rail_url(&settings).unwrap_or_else(|| "http://127.0.0.1:9".into());
@@ -72,6 +73,10 @@ pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
         crate::demo::escalation_defaults(&mut settings);
     }
     let db = Db::connect(&settings.backend()?).await?;
+    // What the identity provider's groups grant, under the mapping now configured.
+    crate::people::groups::refresh_all(&db, &settings).await?;
+    // The policies confirmed changes set win over the config's files.
+    crate::store::policies::refresh(&db.read, &settings.policies).await?;
     let keys = open_keys(&settings)?;
     let (rail_url, simulator) = match &settings.rail.url {
         Some(url) => (url.clone(), None),
@@ -181,6 +186,7 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::operations::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::slack::outbox::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::teams::outbox::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::notifications::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::webhooks::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::changes::follow(state.clone(), shutdown.clone())),
@@ -188,8 +194,24 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         tokio::spawn(crate::tlog::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::exports::run(state.clone(), shutdown.clone())),
         tokio::spawn(metrics_upkeep(state.clone(), shutdown.clone())),
+        tokio::spawn(policy_refresh(state.clone(), shutdown.clone())),
     ]);
     tasks
+}
+
+/// Every few seconds, the policies confirmed on any instance are laid over
+/// the config's (one small read; nothing changes when none was confirmed).
+async fn policy_refresh(state: Shared, shutdown: Shutdown) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(crate::policy::REFRESH_EVERY) => {
+                if let Err(error) = crate::store::policies::refresh(&state.db.read, &state.settings.policies).await {
+                    tracing::warn!(%error, "reading the confirmed policies failed; the ones in force stay");
+                }
+            }
+            _ = shutdown.wait() => return,
+        }
+    }
 }
 
 /// Every few seconds, the request histograms' samples go into their buckets

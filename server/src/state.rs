@@ -29,6 +29,8 @@ pub struct AppState {
     pub sso: crate::sso::Sso,
     /// Per-agent request limits on the agent API.
     pub agent_limits: crate::agent_limits::AgentLimits,
+    /// Teams: the Bot Framework's keys, the bot's own token, the connector.
+    pub bot: crate::bot_framework::BotFramework,
 }
 
 pub type Shared = Arc<AppState>;
@@ -44,6 +46,7 @@ impl AppState {
         // Validated with the settings; an invalid list never gets this far.
         let proxies = TrustedProxies::parse(&settings.console.trusted_proxies).unwrap_or_default();
         let agent_limits = crate::agent_limits::AgentLimits::new(&settings.agent_api);
+        let bot = crate::bot_framework::BotFramework::new(&settings.teams)?;
         let ports: (crate::rail::Rails, Arc<dyn crate::outbound::Poster>) =
             (rails, Arc::new(crate::poster::HttpPoster::new()?));
         Ok(Arc::new(AppState {
@@ -53,6 +56,7 @@ impl AppState {
             metrics: crate::metrics::Metrics::shared(),
             sso: Default::default(),
             agent_limits,
+            bot,
         }))
     }
 
@@ -77,6 +81,12 @@ impl Deref for AppState {
 impl crate::sso::SingleSignOn for AppState {
     fn sso(&self) -> &crate::sso::Sso {
         &self.sso
+    }
+}
+
+impl crate::teams::BotConnector for AppState {
+    fn connector(&self) -> &dyn crate::teams::Connector {
+        &self.bot
     }
 }
 

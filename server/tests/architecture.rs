@@ -1,4 +1,4 @@
-//! The shape of the code, checked (issue 25; docs/ARCHITECTURE.md):
+//! The shape of the code, checked (docs/ARCHITECTURE.md):
 //!
 //! - the core crate depends on no HTTP server, UI or `tower`;
 //! - no import cycle among the modules of `countersign-core` or `server`;

@@ -56,6 +56,14 @@ pub fn LoadError(error: crate::views::ConsoleError) -> impl IntoView {
         let sep = if search.is_empty() { "" } else { "?" };
         countersign_domain::login_href(&format!("{path}{sep}{search}"))
     };
+    if sign_in {
+        // A page opened in the console after the session ended (signed out
+        // everywhere, the account deactivated): straight to sign-in, and
+        // back here after it, as a full page load is sent (`load_viewer`).
+        let navigate = leptos_router::hooks::use_navigate();
+        let target = here();
+        Effect::new(move |_| navigate(&target, Default::default()));
+    }
     view! {
         <div class="notice notice-error" role="alert">
             <p>{error.message()}</p>

@@ -1,4 +1,4 @@
-//! How a waiting proposal reaches its approvers (issue 29 item 3): its
+//! How a waiting proposal reaches its approvers: its
 //! reminder and escalation, counted down, and who has been told. The
 //! detail page shows it whole ([`ReachCard`]), the queue in a line
 //! ([`ReachNote`]).

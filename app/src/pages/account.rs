@@ -107,6 +107,10 @@ pub fn AccountPage() -> impl IntoView {
                 <p id="delegation-status" role="status" class="muted"></p>
             </section>
         })}
+        <section class="card narrow stack" id="your-sessions">
+            <h2>"Where you are signed in"</h2>
+            <p><a href="/account/sessions" rel="external">"Your sessions, and signing out everywhere"</a></p>
+        </section>
         <section class="card narrow stack" id="notices">
             <h2>"About your account"</h2>
             <p class="muted small">"Every passkey added to or removed from your account is listed here. If one was not you, tell your admins now."</p>

@@ -17,6 +17,7 @@ pub fn AdminPage() -> impl IntoView {
             <Title text="Administration"/>
             <h1>"Administration"</h1>
             <p><a href="/admin/loop">"Human loop: how fast people decide, and what expires"</a></p>
+            <p><a href="/admin/policy" id="policy-link">"Payment policy: what decides, observe mode, backtests and changes"</a></p>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {
@@ -41,7 +42,9 @@ fn Admin(admin: AdminData) -> impl IntoView {
             let label = format!("Edit {}", u.username);
             view! {
                 <tr data-user=u.username.clone()><td data-label="Username">{u.username.clone()}" "
-                    <a href=edit class="edit-user" aria-label=label rel="external">"Edit"</a></td>
+                    <a href=edit class="edit-user" aria-label=label rel="external">"Edit"</a>" "
+                    <a href=format!("/admin/users/{}", u.username.replace('+', "%2B")) class="user-page" rel="external"
+                        aria-label=format!("{}'s page: sessions, history, deactivate", u.username)>"Page"</a></td>
                 <td data-label="Roles">{u.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")}</td>
                 <td data-label="Approval limits">{u.limits.join(", ")}</td>
                 <td data-label="Slack">{u.slack_user_id.unwrap_or_default()}</td></tr>
@@ -95,6 +98,17 @@ fn Admin(admin: AdminData) -> impl IntoView {
                 "A new agent's key is shown once, to you, when you add it; it works once a second admin confirms. "
                 "Whoever was given an agent's key may not approve its payments, like the person it acts for."
             </p>
+            <form method="post" action="/admin/agent-reassignments" class="inline-form" aria-label="Reassign an agent">
+                <CsrfField token=csrf.clone()/>
+                <input name="agent" placeholder="agent id" required aria-label="Agent to reassign"/>
+                <input name="acts_for" placeholder="now acts for (username)" required aria-label="Username it acts for from now on"/>
+                <button type="submit">"Reassign (its key stays)"</button>
+            </form>
+            <form method="post" action="/admin/scim-tokens" class="inline-form" aria-label="Issue a SCIM token">
+                <CsrfField token=csrf.clone()/>
+                <input name="label" placeholder="identity provider (e.g. Okta)" required aria-label="SCIM token label"/>
+                <button type="submit">"Issue a SCIM token"</button>
+            </form>
             <form method="post" action="/admin/agents" class="inline-form" aria-label="Add an agent">
                 <CsrfField token=csrf.clone()/>
                 <input name="id" placeholder="agent id" required aria-label="Agent id"/>
@@ -159,6 +173,15 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
             // Your own change is withdrawn, someone else's rejected.
             let (verb, why) = if c.proposed_by == me { ("Withdraw", "Why withdraw") } else { ("Reject", "Why reject") };
             let lines = c.lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view();
+            let backtest = (!c.backtest.is_empty()).then(|| {
+                let rows = c.backtest.into_iter().map(|l| view! { <li>{l}</li> }).collect_view();
+                view! {
+                    <div class="change-backtest">
+                        <p class="small"><strong>"What it would have changed (backtest when proposed):"</strong></p>
+                        <ul class="plain small">{rows}</ul>
+                    </div>
+                }
+            });
             let confirm = match c.blocker {
                 // A change of bank account is confirmed with the call-back
                 // that verified it, recorded by the confirming admin.
@@ -187,6 +210,7 @@ fn PendingChanges(changes: Vec<PendingChangeRow>, csrf: String) -> impl IntoView
             view! {
                 <li class="card pending-change" data-change=c.id.clone() data-kind=c.kind>
                     <ul class="change-lines">{lines}</ul>
+                    {backtest}
                     <p class="muted small">{format!("Proposed by {} at ", c.proposed_by)}<When at=c.proposed_at/></p>
                     <div class="actions">
                         {confirm}

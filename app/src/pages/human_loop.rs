@@ -19,7 +19,7 @@ pub fn duration(secs: f64) -> String {
     }
 }
 
-/// The human loop (issue 29 item 6), for admins: decisions and expiries per
+/// The human loop, for admins: decisions and expiries per
 /// day, and how long people take to decide and to be told, by channel.
 /// The charts are SVG drawn here, on the server as on the client: no chart
 /// library (docs/NOTIFICATIONS.md).

@@ -40,7 +40,7 @@ pub fn LoginPage() -> impl IntoView {
     let (username, next) = query.with_untracked(|q| {
         let username = q
             .get("username")
-            // Only what could be a username (64 characters of `[A-Za-z0-9_.-]`).
+            // Only what could be a username (128 characters of `[A-Za-z0-9_.@+-]`).
             .filter(|u| q.get("error").is_some() && Username::parse(u).is_ok());
         let next = q.get("next").and_then(|n| ReturnPath::parse(&n));
         (username, next)
@@ -81,7 +81,7 @@ pub fn LoginPage() -> impl IntoView {
             {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
             <form method="post" action="/login" class="stack">
                 {next.map(|next| view! { <input type="hidden" name="next" value=next/> })}
-                <label>"Username" <input name="username" autocomplete="username" required maxlength="64"
+                <label>"Username" <input name="username" autocomplete="username" required maxlength="128"
                     value=username autofocus=!focus_password/></label>
                 <label>"Password" <input name="password" type="password" autocomplete="current-password" required
                     autofocus=focus_password/></label>

@@ -7,5 +7,6 @@ pub mod home;
 pub mod human_loop;
 pub mod login;
 pub mod operations;
+pub mod policy;
 pub mod proposal;
 pub mod queue;

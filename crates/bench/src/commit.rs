@@ -93,7 +93,7 @@ pub async fn run(env: &Env, commits: usize) -> anyhow::Result<Vec<Figure>> {
             ms(rail.pct(50.0)),
             ms(rail.pct(99.0))
         ),
-        "p99 < 2.5 ms (issue 31)",
+        "p99 < 2.5 ms",
         net99 < 2.5,
     )])
 }

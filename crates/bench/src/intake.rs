@@ -55,7 +55,7 @@ pub async fn run(env: &Env, load: &LoadArgs) -> anyhow::Result<Vec<Figure>> {
     Ok(vec![Figure::new(
         "intake throughput",
         format!("{:.0} proposals/s vs raw inserts {:.0} rows/s = {ratio:.1} %", real.per_sec(), base.per_sec()),
-        "≥ 75 % of baseline (issue 31)",
+        "≥ 75 % of baseline",
         ratio >= 75.0 && real.failed == 0,
     )])
 }

@@ -13,6 +13,7 @@
 //! countersign-bench commit-floor --rail URL --db FILE  # the commit's floor (suite --only commit runs it)
 //! ```
 
+mod backtest;
 mod baseline;
 mod client;
 mod commit;

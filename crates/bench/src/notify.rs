@@ -1,5 +1,5 @@
 //! Benchmark: how fast an approver is told, under the intake benchmark's
-//! load (issue 29 item 6: proposal → push delivered to a push service, p50
+//! load (proposal → push delivered to a push service, goal p50
 //! under 2 s). Two approvers each subscribe a device whose push service is
 //! a receiver in this process; the agent proposes at full speed (the intake
 //! benchmark's closed loop) for the measured duration; every post the

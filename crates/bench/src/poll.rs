@@ -65,7 +65,7 @@ pub async fn run(env: &Env, load: &LoadArgs) -> anyhow::Result<Vec<Figure>> {
     Ok(vec![Figure::new(
         "status poll throughput",
         format!("{:.0} req/s vs baseline {:.0} req/s = {ratio:.1} %", real.per_sec(), base.per_sec()),
-        "≥ 85 % of baseline (issue 31)",
+        "≥ 85 % of baseline",
         ratio >= 85.0 && real.failed == 0,
     )])
 }

@@ -92,7 +92,7 @@ pub async fn run(env: &Env, args: &QueueArgs) -> anyhow::Result<Vec<Figure>> {
     Ok(vec![Figure::new(
         "queue page SSR (100k proposals, 10k pending)",
         format!("GET / p50 {}, p99 {}", ms(main.pct(50.0)), ms(main.pct(99.0))),
-        "p50 < 3 ms (issue 31)",
+        "p50 < 3 ms",
         main.pct(50.0).as_secs_f64() < 0.003,
     )])
 }

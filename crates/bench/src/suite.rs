@@ -9,15 +9,15 @@ use crate::env::{loadavg, Env};
 use crate::stats::LoadSpec;
 
 /// The benchmarks, in the order they run.
-pub const ALL: [&str; 9] =
-    ["poll", "intake", "commit", "commit-stripe", "commit-bank", "longpoll", "queue", "wasm", "notify"];
+pub const ALL: [&str; 10] =
+    ["poll", "intake", "commit", "commit-stripe", "commit-bank", "longpoll", "queue", "wasm", "notify", "backtest"];
 /// The PostgreSQL benchmarks, run after those when `--postgres` is given.
 pub const ON_POSTGRES: [&str; 2] = ["pg-intake", "pg-poll"];
 
 #[derive(Args, Debug, Clone)]
 pub struct SuiteArgs {
     /// Only these benchmarks (comma-separated): poll, intake, commit, commit-stripe, commit-bank,
-    /// longpoll, queue, wasm, notify,
+    /// longpoll, queue, wasm, notify, backtest,
     /// and with `--postgres` pg-intake, pg-poll.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
@@ -146,6 +146,7 @@ pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
             }
             "wasm" => crate::wasm::run(&env.site_root).await,
             "notify" => crate::notify::run(env, &args.load).await,
+            "backtest" => crate::backtest::run(env, args.proposals).await,
             "pg-intake" => crate::pg::intake(env, &args.load, postgres).await,
             "pg-poll" => crate::pg::poll(env, &args.load, postgres).await,
             _ => unreachable!("checked above"),
@@ -176,6 +177,7 @@ fn bench_name(bench: &str) -> &'static str {
         "longpoll" => "concurrent long-polls: server memory",
         "queue" => "queue page SSR (100k proposals, 10k pending)",
         "notify" => "proposal → push delivered",
+        "backtest" => "policy backtest, 100k recorded proposals (CLI, start to exit)",
         "pg-intake" => "intake throughput, PostgreSQL",
         "pg-poll" => "status poll throughput, PostgreSQL",
         _ => "release hydrate wasm size",

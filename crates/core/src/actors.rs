@@ -16,6 +16,9 @@ pub struct AgentPrincipal {
     pub acts_for: String,
     /// The user its key was shown to on the console, if any.
     pub key_holder: Option<String>,
+    /// Frozen because the person it acted for (this user id) was
+    /// deactivated: it proposes and commits nothing until reassigned.
+    pub offboarding_of: Option<String>,
     pub scope: AgentScope,
 }
 
@@ -31,6 +34,7 @@ impl From<Agent> for AgentPrincipal {
             agent_id: a.id,
             acts_for: a.acts_for,
             key_holder: a.key_holder,
+            offboarding_of: a.offboarding_of,
         }
     }
 }

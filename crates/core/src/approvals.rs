@@ -17,7 +17,7 @@ use crate::approval::keys::Keys;
 use crate::changes::Notifier;
 use crate::config::Config;
 use crate::domain::Role;
-use crate::domain::{Currency, ProposalKind, ProposalStatus, PurposeCode, SourceAccount};
+use crate::domain::{Currency, ProposalKind, ProposalStatus};
 use crate::passkeys::step_up::{self, Asker, Need, StepUp, StepUpError};
 use crate::policy::{self, Decision, Outcome, PolicyInput};
 use crate::proposals::{self, AgentPrincipal, ProposalView};
@@ -741,36 +741,50 @@ async fn recheck(
         may_approve(&Candidate::from(user), &row.into(), Duties::from(&agent), &given.people)
             .map_err(|why| for_them(&user.username, why))?;
     }
-    let decision = evaluate_now(state, &AgentPrincipal::from(agent), row);
+    let (decision, signals) = policy_now(state, &AgentPrincipal::from(agent), row).await?;
     if decision.outcome == Outcome::Denied {
         return Err(DecideError::Denied(decision));
     }
     if !state.settings().risk.extra_approval {
         return Ok(decision); // signals change nothing: spare the reads
     }
-    let signals = crate::risk::signals(state, &crate::risk::Subject::of(row)).await?;
+    let signals = match signals {
+        Some(signals) => signals,
+        None => crate::risk::signals(state, &crate::risk::Subject::of(row)).await?,
+    };
     Ok(crate::risk::with_extra_approval(&state.settings().risk, decision, &signals))
 }
 
-/// Policy for a stored proposal, as the registry and config stand now.
-pub fn evaluate_now(state: &impl Config, agent: &AgentPrincipal, row: &store::proposals::ProposalRow) -> Decision {
-    let canonical = &row.request;
+/// Policy for a stored proposal, as the registry, the config and the
+/// tenant's enforced policy stand now; with the risk signals when that
+/// policy reads them (a Cedar policy may: they are computed for it).
+pub async fn policy_now(
+    state: &(impl Store + Config),
+    agent: &AgentPrincipal,
+    row: &store::proposals::ProposalRow,
+) -> Result<(Decision, Option<Vec<crate::risk::Signal>>), store::StoreError> {
+    let policies = state.settings().policies.for_tenant(&row.tenant_id);
+    let signals = if policies.enforced.is_cedar() {
+        Some(crate::risk::signals(state, &crate::risk::Subject::of(row)).await?)
+    } else {
+        None
+    };
+    let codes: Vec<&'static str> = signals.iter().flatten().map(|s| s.code).collect();
+    Ok((evaluate_now(state, agent, row, &codes), signals))
+}
+
+/// [`policy_now`] given the risk signals' codes.
+pub fn evaluate_now(
+    state: &impl Config,
+    agent: &AgentPrincipal,
+    row: &store::proposals::ProposalRow,
+    risk_signals: &[&'static str],
+) -> Decision {
     let trusted = row.kind == ProposalKind::Transfer.as_str() && row.payee_trusted;
-    let source: &SourceAccount = &canonical.source_account;
-    let purpose: PurposeCode = canonical.purpose_code;
-    let decision = policy::evaluate(
-        &state.settings().policy,
-        &PolicyInput {
-            kind: canonical.kind,
-            amount_minor: canonical.amount_minor,
-            currency: canonical.currency,
-            purpose,
-            source_account: source,
-            payee_trusted: trusted,
-            agent: &agent.scope,
-        },
-    );
-    state.settings().with_group_rule(&row.tenant_id, canonical.currency, canonical.amount_minor, decision)
+    let input = PolicyInput::of(&row.id, &row.request, trusted, &agent.scope, risk_signals);
+    let settings = state.settings();
+    let decision = settings.policies.for_tenant(&row.tenant_id).enforced.evaluate(&settings.policy, &input);
+    settings.with_group_rule(&row.tenant_id, row.request.currency, row.request.amount_minor, decision)
 }
 
 pub use crate::approval::grant::grant;

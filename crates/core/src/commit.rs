@@ -245,7 +245,7 @@ async fn recheck(
     row: &ProposalRow,
     claims: &ApprovalClaims,
 ) -> Result<(), CommitError> {
-    let decision = crate::approvals::evaluate_now(state, agent, row);
+    let (decision, _) = crate::approvals::policy_now(state, agent, row).await?;
     if decision.outcome == Outcome::Denied {
         return Err(CommitError::Denied(decision));
     }

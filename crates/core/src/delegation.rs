@@ -1,4 +1,4 @@
-//! Delegation while away (issue 29 item 4, docs/DELEGATION.md).
+//! Delegation while away (docs/DELEGATION.md).
 //!
 //! An approver lets another approver approve *for them* between two
 //! instants. A delegate's approval says "for ana" everywhere (the approval,

@@ -66,6 +66,7 @@ pub async fn load(
           + Notifier
           + Batching
           + Outbound
+          + crate::teams::TeamsOutbound
           + crate::approval::receipts::Receipts
           + crate::notify::Reaching),
 ) -> anyhow::Result<DemoSummary> {

@@ -19,4 +19,5 @@ pub use crate::proposals::intake::Batching;
 pub use crate::rail::Payments;
 pub use crate::shutdown::Lifecycle;
 pub use crate::store::Store;
+pub use crate::teams::{BotConnector, TeamsOutbound};
 pub use crate::tlog::Log;

@@ -1,4 +1,4 @@
-//! Escalation that fails closed (issue 29 item 3, docs/NOTIFICATIONS.md).
+//! Escalation that fails closed (docs/NOTIFICATIONS.md).
 //! A tenant's `[[tenants.<id>.escalation]]` rule, chosen by amount band when
 //! a proposal starts waiting (`notify::announce` stores the plan), reminds
 //! its eligible approvers after N seconds and escalates to a named

@@ -21,7 +21,16 @@ use std::time::Duration as StdDuration;
 /// Runs until `shutdown` fires.
 pub async fn run(
     state: std::sync::Arc<
-        impl Store + Clock + Config + Notifier + Outbound + crate::notify::Reaching + Send + Sync + 'static,
+        impl Store
+            + Clock
+            + Config
+            + Notifier
+            + Outbound
+            + crate::teams::TeamsOutbound
+            + crate::notify::Reaching
+            + Send
+            + Sync
+            + 'static,
     >,
     shutdown: Shutdown,
 ) {
@@ -32,7 +41,16 @@ pub async fn run(
 
 async fn sweep(
     state: &std::sync::Arc<
-        impl Store + Clock + Config + Notifier + Outbound + crate::notify::Reaching + Send + Sync + 'static,
+        impl Store
+            + Clock
+            + Config
+            + Notifier
+            + Outbound
+            + crate::teams::TeamsOutbound
+            + crate::notify::Reaching
+            + Send
+            + Sync
+            + 'static,
     >,
     retention: Duration,
 ) {
@@ -71,6 +89,47 @@ async fn sweep(
     }
 }
 
+/// Moves the approved proposal `id` to `approval_expired` in `tx` and
+/// starts a new approval round, audited (`proposal.approval_expired`, by
+/// `actor`, with `data`) and announced to the approvers (Slack and Teams: "approval
+/// lapsed, approve again"; email and push). `None` when it was no longer
+/// approved; else whether a Slack message was queued. Its token can then
+/// commit nothing (commit asks for `approved`).
+pub async fn lapse(
+    state: &(impl Config + Outbound + crate::notify::Reaching),
+    tx: &mut crate::store::Conn,
+    (id, tenant, hash): (&str, &str, &str),
+    actor: &str,
+    data: serde_json::Value,
+    now: DateTime<Utc>,
+) -> crate::store::Result<Option<bool>> {
+    if !proposals::transition(tx, id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now).await? {
+        return Ok(None);
+    }
+    proposals::next_round(tx, id).await?;
+    let entry = AuditEntry {
+        tenant_id: Some(tenant.to_owned()),
+        actor: actor.to_owned(),
+        action: "proposal.approval_expired".into(),
+        proposal_id: Some(id.to_owned()),
+        request_hash: Some(hash.to_owned()),
+        data,
+    };
+    audit::append(tx, &entry).await?;
+    let mut announced = false;
+    if let Some(row) = proposals::get_in(tx, tenant, id).await? {
+        let mut card = outbox::card(state, id, &row.request, hash, row.required_approvals);
+        card.groups = crate::policy::describe_groups(&row.policy.groups);
+        announced = outbox::announce_lapsed(state, tx, &card, now).await?;
+        let mut card = crate::teams::card(state, id, &row.request, hash, row.required_approvals);
+        card.groups = crate::policy::describe_groups(&row.policy.groups);
+        let note = "The approval lapsed: the agent did not pay before the approval expired. It needs approving again.";
+        crate::teams::announce(state, tx, &card, Some(note), now).await?;
+        crate::notify::announce_now(state, tx, tenant, id, Kind::Arrived, now).await?;
+    }
+    Ok(Some(announced))
+}
+
 /// Approved proposals whose token expired unredeemed go to
 /// `approval_expired`, and a new approval round begins. The approvers are
 /// told where they are (the tenant's Slack channel: "approval lapsed,
@@ -78,7 +137,12 @@ async fn sweep(
 /// (its status poll, event stream and webhook); the console lists lapsed
 /// ones first.
 pub async fn expire_approvals(
-    state: &(impl Store + Notifier + Config + crate::outbound::Outbound + crate::notify::Reaching),
+    state: &(impl Store
+          + Notifier
+          + Config
+          + crate::outbound::Outbound
+          + crate::teams::TeamsOutbound
+          + crate::notify::Reaching),
     now: DateTime<Utc>,
 ) -> crate::store::Result<usize> {
     let cutoff = now - Duration::seconds(crate::approval::token::LEEWAY_SECS);
@@ -87,25 +151,9 @@ pub async fn expire_approvals(
     let mut moved = Vec::new();
     let mut announced = false;
     for (id, tenant, hash) in due {
-        if proposals::transition(&mut tx, &id, &[ProposalStatus::Approved], ProposalStatus::ApprovalExpired, now)
-            .await?
-        {
-            proposals::next_round(&mut tx, &id).await?;
-            let entry = AuditEntry {
-                tenant_id: Some(tenant.clone()),
-                actor: "system:expiry".into(),
-                action: "proposal.approval_expired".into(),
-                proposal_id: Some(id.clone()),
-                request_hash: Some(hash.clone()),
-                data: json!({"from": ProposalStatus::Approved, "to": ProposalStatus::ApprovalExpired}),
-            };
-            audit::append(&mut tx, &entry).await?;
-            if let Some(row) = proposals::get_in(&mut tx, &tenant, &id).await? {
-                let mut card = outbox::card(state, &id, &row.request, &hash, row.required_approvals);
-                card.groups = crate::policy::describe_groups(&row.policy.groups);
-                announced |= outbox::announce_lapsed(state, &mut tx, &card, now).await?;
-                crate::notify::announce_now(state, &mut tx, &tenant, &id, Kind::Arrived, now).await?;
-            }
+        let reason = json!({"from": ProposalStatus::Approved, "to": ProposalStatus::ApprovalExpired});
+        if let Some(told) = lapse(state, &mut tx, (&id, &tenant, &hash), "system:expiry", reason, now).await? {
+            announced |= told;
             moved.push(id);
         }
     }
@@ -114,6 +162,7 @@ pub async fn expire_approvals(
         outbox::wake(state);
     }
     if !moved.is_empty() {
+        crate::teams::wake(state);
         crate::notify::wake(state);
     }
     for id in &moved {

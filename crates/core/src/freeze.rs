@@ -1,4 +1,4 @@
-//! The kill switch (issue 30, docs/SECURITY.md "Kill switch"): an admin
+//! The kill switch (docs/SECURITY.md "Kill switch"): an admin
 //! freezes an agent or the whole tenant in one click, the operator every
 //! commit at once (`countersign freeze --all`). A frozen commit is refused
 //! inside the commit's write transaction, before any rail call, with
@@ -68,4 +68,44 @@ pub fn refusal(freeze: &FreezeRow) -> String {
         freeze.frozen_by,
         freeze.reason
     )
+}
+
+/// After an agent's `acts_for` changed (a confirmed change, the operator's
+/// provisioning): lifts the freeze its previous principal's deactivation
+/// put on it, when it now acts for someone else who is active (audited as
+/// `kill_switch.lifted`). An admin's own freeze of it stays. Whether it
+/// was lifted.
+pub async fn thaw_if_reassigned(
+    conn: &mut Conn,
+    tenant: &str,
+    agent: &str,
+    actor: &str,
+    confirmed_by: Option<&str>,
+) -> crate::store::Result<bool> {
+    let Some((left, reason, at)) = crate::store::people::offboarding_freeze(conn, tenant, agent).await? else {
+        return Ok(false);
+    };
+    let Some(current) = crate::store::directory::agent(conn, tenant, agent).await? else { return Ok(false) };
+    if current.acts_for == left {
+        return Ok(false);
+    }
+    let principal = crate::store::directory::user_by_id(conn, &current.acts_for).await?;
+    if !principal.is_some_and(|u| u.active && u.tenant_id == tenant) {
+        return Ok(false);
+    }
+    if !crate::store::people::lift_offboarding_freeze(conn, tenant, agent).await? {
+        return Ok(false);
+    }
+    let entry = AuditEntry {
+        tenant_id: Some(tenant.to_owned()),
+        actor: actor.to_owned(),
+        action: "kill_switch.lifted".into(),
+        proposal_id: None,
+        request_hash: None,
+        data: json!({"scope": format!("agent {agent}'s commits"), "agent_id": agent, "frozen_reason": reason,
+                     "frozen_at": crate::store::ts(at), "offboarding_of": left, "acts_for": current.acts_for,
+                     "confirmed_by": confirmed_by}),
+    };
+    crate::store::audit::append(conn, &entry).await?;
+    Ok(true)
 }

@@ -1,6 +1,7 @@
-//! Who is in a tenant's approval groups (issue 29 item 5), by user id: the
-//! groups name usernames (`tenants.<id>.approval_groups`), approvals and
-//! tokens carry user ids. What a group rule still lacks and whether one
+//! Who is in a tenant's approval groups, by user id: the
+//! groups name usernames (`tenants.<id>.approval_groups`), and the identity
+//! provider's groups add people to them (`tenants.<id>.idp_groups`);
+//! approvals and tokens carry user ids. What a group rule still lacks and whether one
 //! more approval would help are `policy::unmet` and `policy::helps`, asked
 //! here with the tenant's people.
 
@@ -18,11 +19,21 @@ pub struct Members {
 }
 
 impl Members {
+    /// The configured members of each group, and those the identity
+    /// provider's groups put in one (`people::groups`, docs/PEOPLE.md).
     pub fn new(settings: &Settings, tenant: &str, users: &[User]) -> Members {
-        Members {
-            groups: settings.tenants.get(tenant).map(|t| t.approval_groups.clone()).unwrap_or_default(),
-            names: users.iter().map(|u| (u.id.clone(), u.username.clone())).collect(),
+        let mut groups: BTreeMap<String, Vec<String>> =
+            settings.tenants.get(tenant).map(|t| t.approval_groups.clone()).unwrap_or_default();
+        for user in users.iter().filter(|u| u.tenant_id == tenant) {
+            for group in &user.idp_approval_groups {
+                if let Some(members) = groups.get_mut(group) {
+                    if !members.contains(&user.username) {
+                        members.push(user.username.clone());
+                    }
+                }
+            }
         }
+        Members { groups, names: users.iter().map(|u| (u.id.clone(), u.username.clone())).collect() }
     }
 
     /// The tenant's groups and people, read on `conn`.

@@ -1,4 +1,4 @@
-//! The human loop, measured (issue 29 item 6, docs/NOTIFICATIONS.md): per
+//! The human loop, measured (docs/NOTIFICATIONS.md): per
 //! day, how many payments people approved and rejected and how many
 //! expired undecided; per channel, how long people took to decide and how
 //! long it took to tell them. Read from the stored history (approvals,

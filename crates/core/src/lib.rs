@@ -43,7 +43,9 @@ pub mod outbound;
 pub mod passkeys;
 pub mod password;
 pub mod payables;
+pub mod people;
 pub mod policy;
+pub mod policy_backtest;
 pub mod policy_explain;
 pub mod proposals;
 pub use proposals::intake;
@@ -58,6 +60,8 @@ pub mod shutdown;
 pub mod slack;
 pub mod slack_press;
 pub mod store;
+pub mod teams;
+pub mod teams_press;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 pub mod throttle;

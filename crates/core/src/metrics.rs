@@ -64,6 +64,14 @@ pub fn notified(channel: &'static str, took: std::time::Duration) {
     metrics::histogram!(NOTIFICATION_DELAY, "channel" => channel).record(took.as_secs_f64());
 }
 
+/// Proposals the observed candidate policy would have decided differently
+/// from the enforced one, by change (`auto_approved -> needs_approval`…).
+pub const POLICY_OBSERVED_DIFFERENCES: &str = "countersign_policy_observed_differences_total";
+
+pub fn policy_difference_observed(change: &str) {
+    metrics::counter!(POLICY_OBSERVED_DIFFERENCES, "change" => change.to_owned()).increment(1);
+}
+
 /// Proposals escalated to a backup group (`crate::escalation`).
 pub const ESCALATIONS: &str = "countersign_escalations_total";
 

@@ -302,8 +302,13 @@ fn recipients<'t>(
     if row.kind != Kind::Escalated {
         return eligible;
     }
-    let members = groups.get(&p.id).and_then(|g| state.settings().approval_group(&p.tenant_id, g)).unwrap_or_default();
-    eligible.into_iter().filter(|u| members.contains(&u.username)).collect()
+    let group = groups.get(&p.id);
+    let members = group.and_then(|g| state.settings().approval_group(&p.tenant_id, g)).unwrap_or_default();
+    // Configured members, and those the identity provider's groups put in it.
+    let in_group = |u: &store::directory::User| {
+        members.contains(&u.username) || group.is_some_and(|g| u.idp_approval_groups.contains(g))
+    };
+    eligible.into_iter().filter(|u| in_group(u)).collect()
 }
 
 /// Sends one addressed notification and says what became of it (nothing is

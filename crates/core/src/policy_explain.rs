@@ -1,4 +1,4 @@
-//! `countersign policy explain` (issue 29 item 5): which rules apply to a
+//! `countersign policy explain`: which rules apply to a
 //! sample request, without storing or auditing anything — the policy
 //! decision and its reasons, the approval groups it needs and who is in
 //! them, the escalation rule, and who could approve it now.

@@ -59,6 +59,8 @@ pub struct Services {
     pub poster: Arc<dyn Poster>,
     /// Slack's allowlist and delivery wake-up.
     pub slack: Slack,
+    /// Teams' allowlist and delivery wake-up.
+    pub teams: crate::teams::Teams,
     /// Group commit of new proposals.
     pub intake: Intake,
     /// The transparency log's note key.
@@ -86,6 +88,7 @@ impl Services {
         Ok(Services {
             currencies: settings.currency_rules(),
             slack: Slack::new(&settings.slack.allowed_hosts, settings.slack.timeout_ms),
+            teams: crate::teams::Teams::new(&settings.teams),
             clock: SystemClock::skewed(hooks.clock_skew_secs),
             db,
             settings,
@@ -195,6 +198,11 @@ impl<T: HasServices + ?Sized> Outbound for T {
     }
     fn slack(&self) -> &Slack {
         &self.services().slack
+    }
+}
+impl<T: HasServices + ?Sized> crate::teams::TeamsOutbound for T {
+    fn teams(&self) -> &crate::teams::Teams {
+        &self.services().teams
     }
 }
 impl<T: HasServices + ?Sized> Lifecycle for T {

@@ -21,11 +21,12 @@ plain_id!(
 );
 
 plain_id!(
-    /// What a person signs in with: `^[A-Za-z0-9_.-]{1,64}$` (global: one
-    /// username names one user of one tenant).
+    /// What a person signs in with: `^[A-Za-z0-9_.@+-]{1,128}$` (global: one
+    /// username names one user of one tenant). An e-mail address is one, as
+    /// identity providers send it (SCIM `userName`).
     Username,
-    |s| (1..=64).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)),
-    "must match ^[A-Za-z0-9_.-]{1,64}$"
+    |s| (1..=128).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.@+-".contains(c)),
+    "must match ^[A-Za-z0-9_.@+-]{1,128}$"
 );
 
 plain_id!(
@@ -139,10 +140,10 @@ mod tests {
         for bad in ["", "Acme", "-acme", "_x", "a b", "a/b", &"a".repeat(65)] {
             assert!(RegistryId::parse(bad).is_err(), "{bad}");
         }
-        for ok in ["ana", "Ana.B", "a_b-c", &"x".repeat(64)] {
+        for ok in ["ana", "Ana.B", "a_b-c", "ana+ops@example.com", &"x".repeat(128)] {
             assert!(Username::parse(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "a b", "ana@x", "é", &"x".repeat(65)] {
+        for bad in ["", "a b", "ana<x>", "é", "a/b", &"x".repeat(129)] {
             assert!(Username::parse(bad).is_err(), "{bad}");
         }
     }

@@ -63,7 +63,7 @@ impl fmt::Display for Role {
 }
 
 /// The console's wasm moves its page data with `miniserde` (docs/BENCHMARKS.md,
-/// "Session 9"): a role is its name, as in serde's form.
+/// "Hydrate wasm size"): a role is its name, as in serde's form.
 #[cfg(feature = "miniserde")]
 mod mini {
     use super::Role;

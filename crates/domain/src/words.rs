@@ -60,6 +60,7 @@ pub fn channel(via: &str) -> String {
     match via {
         "console" | "pwd" => "in the console".into(),
         "slack" => "in Slack".into(),
+        "teams" => "in Microsoft Teams".into(),
         "api" => "through the API".into(),
         "policy" => "automatically".into(),
         other => format!("via {}", humanize(other)),

@@ -30,6 +30,7 @@ use crate::store::{
 
 mod human_loop;
 mod invoices;
+pub mod policy;
 mod rails;
 mod reach;
 mod waits;
@@ -596,6 +597,7 @@ impl ConsoleService {
                 lines: c.lines,
                 proposed_at: c.proposed_at,
                 blocker: c.blocker,
+                backtest: c.backtest.map(|r| r.lines()).unwrap_or_default(),
             })
             .collect();
         Ok(AdminData {
@@ -671,6 +673,13 @@ impl ConsolePort for ConsoleService {
         let session = leptos::prelude::use_context::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<tower_sessions::Session>().cloned());
         Box::pin(self.admin_data(viewer, session))
+    }
+
+    fn policy<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, app::views::PolicyPage> {
+        // Read the request's session now, while the request context is current.
+        let session = leptos::prelude::use_context::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<tower_sessions::Session>().cloned());
+        Box::pin(self.policy_page(viewer, session))
     }
 
     fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage> {

@@ -1,5 +1,5 @@
 //! What the queue and the detail page say about reaching a waiting
-//! proposal's approvers (issue 29 item 3): when its tenant's rule reminds
+//! proposal's approvers: when its tenant's rule reminds
 //! and escalates, and who has been told, by which channels.
 
 use std::collections::HashMap;

@@ -45,7 +45,7 @@ impl IntoResponse for NotAdmin {
 }
 
 /// The signed-in admin of an admin form post.
-pub struct AdminUser(CurrentUser);
+pub struct AdminUser(pub CurrentUser);
 
 impl axum::extract::FromRequestParts<Shared> for AdminUser {
     type Rejection = NotAdmin;
@@ -321,8 +321,12 @@ pub async fn admin_confirm_change(
         registry_changes::confirm(&state, &admin.admin(), &id).await
     };
     match outcome {
-        Ok(registry_changes::Confirmed { message, secret: Some(secret) }) => {
+        Ok(registry_changes::Confirmed { message, secret: Some(secret), .. }) => {
             super::pages::one_time_secret(&secret.title, &secret.explanation, &secret.value, &message)
+        }
+        Ok(registry_changes::Confirmed { message, backtest: Some(report), .. }) => {
+            // A policy change: what it would have changed, run again now.
+            admin_done(&session, Ok(format!("{message} {}", report.lines().join(" ")))).await
         }
         Ok(confirmed) => admin_done(&session, Ok(confirmed.message)).await,
         Err(e) => admin_done(&session, Err(e.to_string())).await,

@@ -5,7 +5,7 @@
 //! Each connection's task holds only its own protocol's state: a held
 //! HTTP/1.1 long-poll pays for hyper's HTTP/1 connection, not for the
 //! larger of the two (what a generic "either protocol" connection costs
-//! every connection, about 1 KB more each, docs/BENCHMARKS.md session 27).
+//! every connection, about 1 KB more each, docs/BENCHMARKS.md "Concurrent long-polls").
 //! The bytes are peeked, not read, so nothing needs putting back.
 
 use std::convert::Infallible;

@@ -569,7 +569,7 @@ pub struct LoginForm {
 }
 
 /// `/login?error=…`, keeping the typed username (never the password; only
-/// what could be a username: 64 characters of `[A-Za-z0-9_.-]`) and the page
+/// what could be a username: 128 characters of `[A-Za-z0-9_.@+-]`) and the page
 /// to return to, so a failed attempt costs only retyping the password.
 fn login_again(error: &str, username: Option<&str>, next: Option<&ReturnPath>) -> Response {
     let mut query = vec![("error", error)];

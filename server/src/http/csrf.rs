@@ -8,11 +8,14 @@
 //! (cross-site top-level GETs do, so links from Slack or email arrive
 //! signed in; no GET changes anything).
 //!
-//! One exception to the origin check ([`scripted_json`]): a request with
-//! `Content-Type: application/json` and none of `Origin`, `Referer` or
-//! `Sec-Fetch-Site` is a script's (curl, an SDK), not a browser's: a browser
-//! sends such a body cross-site only after a CORS preflight, which this
-//! server never grants, and then always with an `Origin`. It is judged by its
+//! One exception to the origin check ([`scripted`]): a request with none of
+//! `Origin`, `Referer` or `Sec-Fetch-Site` that is either
+//! `Content-Type: application/json` or a `DELETE`, `PUT` or `PATCH` is a
+//! script's (curl, an SDK), not a browser's: a browser sends such a request
+//! cross-site only after a CORS preflight, which this server never grants,
+//! and then always with an `Origin` (as it does for every `DELETE`, `PUT`
+//! and `PATCH`, same-origin too). So a script that signed in with JSON can
+//! sign out with a bare `DELETE /api/v1/session`. It is judged by its
 //! credentials, session and CSRF token like any other; a present foreign
 //! `Origin` is still refused.
 //!
@@ -90,8 +93,18 @@ pub fn same_origin(public_url: &str, headers: &HeaderMap) -> bool {
 /// A script's JSON request: `application/json` with no browser origin
 /// signal at all (see the module doc).
 pub fn scripted_json(headers: &HeaderMap) -> bool {
-    super::extract::is_json(headers)
-        && [header::ORIGIN, header::REFERER].iter().all(|h| !headers.contains_key(h))
+    super::extract::is_json(headers) && no_browser_signal(headers)
+}
+
+/// A script's request (see the module doc): JSON, or a method no page can
+/// send cross-site without a preflight, with no browser origin signal.
+pub fn scripted(method: &Method, headers: &HeaderMap) -> bool {
+    let preflighted = matches!(*method, Method::DELETE | Method::PUT | Method::PATCH);
+    (super::extract::is_json(headers) || preflighted) && no_browser_signal(headers)
+}
+
+fn no_browser_signal(headers: &HeaderMap) -> bool {
+    [header::ORIGIN, header::REFERER].iter().all(|h| !headers.contains_key(h))
         && !headers.contains_key("sec-fetch-site")
 }
 
@@ -107,7 +120,7 @@ pub async fn guard(State(state): State<Shared>, session: Session, req: Request, 
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
-    if !same_origin(&state.settings.public_url, req.headers()) && !scripted_json(req.headers()) {
+    if !same_origin(&state.settings.public_url, req.headers()) && !scripted(req.method(), req.headers()) {
         return ApiError::ForbiddenBecause("cross-origin request refused").into_response();
     }
     // Inside a nested router the path is stripped; the original tells the truth.
@@ -206,6 +219,13 @@ mod tests {
         assert!(!scripted_json(&headers(&[("content-type", "application/json"), ("referer", "http://evil.example/")])));
         assert!(!scripted_json(&headers(&[("content-type", "application/x-www-form-urlencoded")])), "a form");
         assert!(!scripted_json(&headers(&[("content-type", "text/plain")])), "a simple request a page can send");
+        // A bare DELETE (a script signing out): no page sends one cross-site without a preflight.
+        assert!(scripted(&Method::DELETE, &headers(&[])));
+        assert!(scripted(&Method::PATCH, &headers(&[])));
+        assert!(!scripted(&Method::DELETE, &headers(&[("origin", "http://evil.example")])));
+        assert!(!scripted(&Method::DELETE, &headers(&[("sec-fetch-site", "cross-site")])));
+        assert!(!scripted(&Method::POST, &headers(&[])), "a bare POST is what a cross-site form sends");
+        assert!(!scripted(&Method::POST, &headers(&[("content-type", "application/x-www-form-urlencoded")])));
         // Fetch metadata from a browser.
         assert!(same_origin(public, &headers(&[("sec-fetch-site", "same-origin"), ("origin", "null")])));
         assert!(!same_origin(public, &headers(&[("sec-fetch-site", "cross-site"), ("origin", "null")])));

@@ -62,6 +62,8 @@ pub enum ApiError {
     ApprovalTokenInvalid(&'static str),
     #[error("the request is not a valid signed Slack request ({0})")]
     SlackRequestRefused(&'static str),
+    #[error("the request is not an authenticated Bot Framework request ({0})")]
+    TeamsRequestRefused(&'static str),
     /// Approving needs a passkey assertion over the payment (or a passkey
     /// first): the reason and what to do.
     #[error("{1}")]
@@ -100,7 +102,7 @@ impl ApiError {
             InvalidJson(_) => ErrorCode::InvalidJson,
             PayloadTooLarge => ErrorCode::PayloadTooLarge,
             UnsupportedMediaType | UnsupportedMediaTypeOf(_) => ErrorCode::UnsupportedMediaType,
-            Unauthenticated | SlackRequestRefused(_) => ErrorCode::Unauthenticated,
+            Unauthenticated | SlackRequestRefused(_) | TeamsRequestRefused(_) => ErrorCode::Unauthenticated,
             Forbidden | ForbiddenBecause(_) => ErrorCode::Forbidden,
             NotFound => ErrorCode::NotFound,
             InvalidState(_) | OperationState(_) => ErrorCode::InvalidState,
@@ -128,6 +130,7 @@ impl ApiError {
             ApiError::OperationState(status) => vec![ErrorDetail::CurrentStatus { current_status: status }],
             ApiError::ApprovalTokenInvalid(reason)
             | ApiError::SlackRequestRefused(reason)
+            | ApiError::TeamsRequestRefused(reason)
             | ApiError::StepUpRequired(reason, _)
             | ApiError::PasskeyRefused(reason, _) => vec![ErrorDetail::Reason { reason }],
             _ => Vec::new(),
@@ -165,6 +168,7 @@ impl ApiError {
         let reason = match self {
             ApiError::ApprovalTokenInvalid(reason)
             | ApiError::SlackRequestRefused(reason)
+            | ApiError::TeamsRequestRefused(reason)
             | ApiError::StepUpRequired(reason, _)
             | ApiError::PasskeyRefused(reason, _) => Some(*reason),
             _ => None,

@@ -23,10 +23,14 @@ pub mod pages;
 pub mod passkey_sign_in;
 pub mod passkeys;
 pub mod payables;
+pub mod people;
+pub mod policy;
 pub mod reach;
+pub mod scim;
 pub mod session;
 pub mod session_store;
 pub mod slack;
+pub mod teams;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue};
@@ -69,7 +73,7 @@ fn console_routes() -> Vec<leptos_axum::AxumRouteListing> {
 /// through (request id, trace, security headers), which wrap the routed
 /// service once: `Router::layer` would wrap each route separately, boxing
 /// every layer again (an allocation and a boxed future per layer and
-/// request, on the status poll's path too; docs/BENCHMARKS.md, session 21).
+/// request, on the status poll's path too; docs/BENCHMARKS.md, "Status poll throughput").
 /// Served by `startup` with each connection's address (`ConnectInfo`).
 pub fn app(
     state: Shared,
@@ -174,11 +178,21 @@ fn router(state: Shared) -> Router {
         .route("/admin/freezes/lift", post(admin::admin_lift_freeze))
         .route("/admin/slack-links", post(admin::admin_link_slack))
         .route("/admin/changes/{id}/confirm", post(admin::admin_confirm_change))
+        .route("/admin/policy", post(policy::policy_form))
         .route("/admin/changes/{id}/reject", post(admin::admin_reject_change))
         .route("/admin/passkeys/{id}/confirm", post(admin::admin_confirm_passkey))
         .route("/admin/passkeys/{id}/remove", post(admin::admin_remove_passkey))
         .route("/admin/enrolment-codes", post(admin::admin_propose_enrolment))
         .route("/admin/webhook-deliveries/{id}/redeliver", post(admin::admin_redeliver_webhook))
+        .route("/admin/users/{username}", get(people::user_page))
+        .route("/admin/users/{username}/deactivate", post(people::deactivate_form))
+        .route("/admin/users/{username}/reactivate", post(people::reactivate_form))
+        .route("/admin/users/{username}/sessions/end", post(people::end_sessions_form))
+        .route("/admin/scim-tokens", post(people::propose_scim_token))
+        .route("/admin/scim-tokens/{id}/revoke", post(people::revoke_scim_token))
+        .route("/admin/agent-reassignments", post(people::reassign_agent))
+        .route("/account/sessions", get(people::own_sessions_page))
+        .route("/account/sessions/end", post(people::end_own_sessions))
         .route("/session/alive", get(console::session_alive))
         .with_state(state.clone());
     let console = forms
@@ -197,6 +211,10 @@ fn router(state: Shared) -> Router {
         .route(
             "/integrations/slack/interactions",
             post(slack::interactions).layer(axum::extract::DefaultBodyLimit::max(slack::MAX_BODY)),
+        )
+        .route(
+            "/integrations/teams/messages",
+            post(teams::messages).layer(axum::extract::DefaultBodyLimit::max(teams::MAX_BODY)),
         )
         // The built console assets, outside the session layers: a script or
         // wasm request costs no session read or write. Compressed once, at
@@ -218,6 +236,9 @@ fn router(state: Shared) -> Router {
         .route("/reach.js", get(reach_js))
         .route("/sw.js", get(service_worker))
         .route("/manifest.webmanifest", get(manifest))
+        // SCIM 2.0 for the tenants' identity providers: a bearer token, no
+        // session, no CSRF (docs/PEOPLE.md).
+        .merge(scim::router())
         .with_state(state.clone())
         .merge(console)
         .route_layer(observe::RecordRouteLayer::new(state.clone()))
@@ -272,7 +293,11 @@ where
         .routes(guarded(routes!(reach::subscribe)))
         .routes(guarded(routes!(reach::unsubscribe)))
         .routes(guarded(routes!(delegations::list, delegations::create)))
-        .routes(guarded(routes!(delegations::end)));
+        .routes(guarded(routes!(delegations::end)))
+        .routes(guarded(routes!(policy::status)))
+        .routes(guarded(routes!(policy::backtest)))
+        .routes(guarded(routes!(policy::propose)))
+        .routes(guarded(routes!(policy::confirm)));
     // Registered under their full paths rather than nested: a nested router
     // rewrites every request's URI on the way in, on the status poll's path.
     OpenApiRouter::new()

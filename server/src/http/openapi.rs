@@ -78,6 +78,10 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/me/delegations"),
     ("POST", "/api/v1/me/delegations"),
     ("DELETE", "/api/v1/me/delegations/{id}"),
+    ("GET", "/api/v1/admin/policy"),
+    ("POST", "/api/v1/admin/policy/backtest"),
+    ("POST", "/api/v1/admin/policy/changes"),
+    ("POST", "/api/v1/admin/policy/changes/{id}/confirm"),
 ];
 
 /// `(METHOD, path template)` of the unauthenticated operational routes that

@@ -42,6 +42,14 @@ fn document(title: &str, refresh_to: Option<&str>, body: impl IntoView) -> Respo
     response
 }
 
+/// A page of its own with `body` in its card (the people pages: a user's,
+/// one's own sessions), never cached.
+pub fn page(title: &str, body: impl IntoView) -> Response {
+    let mut response = document(title, None, body);
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
 /// A page showing a secret once (an agent's key, an enrolment code). Never
 /// cached: the secret is in this answer and nowhere else.
 pub fn one_time_secret(title: &str, explanation: &str, secret: &str, message: &str) -> Response {

@@ -1,5 +1,4 @@
-//! Per-agent request limits on the agent API (issue 30 item 7,
-//! docs/CONFIG.md "Agent API limits"): an agent past its limit is answered
+//! Per-agent request limits on the agent API (docs/CONFIG.md "Agent API limits"): an agent past its limit is answered
 //! 429 `rate_limited` with `Retry-After` and nothing it sent is done; other
 //! agents, the same agent name in another tenant, and the console keep
 //! their capacity; a per-agent limit overrides the default.

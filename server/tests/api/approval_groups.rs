@@ -1,4 +1,4 @@
-//! Approval groups (issue 29 item 5, docs/POLICY.md): a tenant's rule can
+//! Approval groups (docs/POLICY.md): a tenant's rule can
 //! require approvals from named groups ("one from treasury and one from
 //! controllers", "any 2 of 3 directors"), beside the dual approval. Each
 //! person counts for one group; an approval that would help no group still

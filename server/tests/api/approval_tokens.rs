@@ -1,4 +1,4 @@
-//! Approval tokens (issue 3 lines 5, 10; SPEC §5, §9): who gets to see the
+//! Approval tokens (SPEC §5, §9): who gets to see the
 //! token, its JOSE header and every claim, the ES256 signature against the
 //! published JWKS, lifetimes and `approval_expired`, auto-approval tokens,
 //! the key files' permissions and rotation while the server runs.

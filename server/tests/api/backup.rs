@@ -1,4 +1,4 @@
-//! Backup and restore (issue 30 item 1, docs/DEPLOY.md "Backup and
+//! Backup and restore (docs/DEPLOY.md "Backup and
 //! restore"): the restore drill — load, back up while the server writes,
 //! destroy, restore, `audit verify`, every committed payment present with
 //! its operation, and the restored keys still honour a token minted before

@@ -1,4 +1,4 @@
-//! The business metrics on `GET /metrics` (issue 28 item 4, docs/CONFIG.md
+//! The business metrics on `GET /metrics` (docs/CONFIG.md
 //! `metrics.bearer_token`): proposals by status, decisions by channel and
 //! verdict, commits by outcome, open `unknown`/`needs_review` operations,
 //! the Slack and webhook backlogs and their oldest age, reconciliation lag

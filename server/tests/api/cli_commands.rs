@@ -1,4 +1,4 @@
-//! The operator CLI (issue line 5, SPEC §14): `tenant | user | agent | payee
+//! The operator CLI (SPEC §14): `tenant | user | agent | payee
 //! add`, declarative `apply`, and `demo`.
 
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! Commit (issue 4 lines 3, 7; SPEC §6): every forged-token variant is
+//! Commit (SPEC §6): every forged-token variant is
 //! refused with zero rail transfers; one proposal pays once, whatever the
 //! retries or concurrency; outcomes map to the contract's statuses.
 //! Each test runs a real server process and a real rail-sim process.

@@ -1,4 +1,4 @@
-//! What happens around a commit (issue 4 lines 4–7; SPEC §4, §7, §8): the
+//! What happens around a commit (SPEC §4, §7, §8): the
 //! server killed at each step of the commit path converges to one transfer;
 //! budgets under concurrency; reconciliation by the CLI; `needs_review`
 //! decided by an admin; reversals and `too_late`. Real server and rail-sim

@@ -1,4 +1,4 @@
-//! Configuration and start-up (issue line 3, SPEC §14): TOML plus
+//! Configuration and start-up (SPEC §14): TOML plus
 //! `COUNTERSIGN_*` overrides, one clear error line naming the key, and a
 //! private data directory with the database.
 

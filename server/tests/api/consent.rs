@@ -1,4 +1,4 @@
-//! Consent that cannot be manufactured (issue 24): each finding of the
+//! Consent that cannot be manufactured: each finding of the
 //! attack on `serve --demo` with step-up and commit-requires-passkey at
 //! 1,000.00 USD, played again against the real server. docs/SECURITY.md
 //! ("Consent that cannot be manufactured") lists each test here.

@@ -1,5 +1,5 @@
-//! CSRF and origin checks on cookie-authenticated state changes (issue 3
-//! lines 2, 10; SPEC §10; docs/DECISIONS.md "Console security"): the JSON
+//! CSRF and origin checks on cookie-authenticated state changes (SPEC
+//! §10; docs/DECISIONS.md "Console security"): the JSON
 //! approval endpoint, sign-out, the no-JavaScript decision form and sign-in.
 //! Each refusal is 403 `forbidden` and leaves the proposal pending.
 
@@ -78,7 +78,7 @@ async fn approving_from_a_foreign_origin_is_403_even_with_the_token() {
 async fn without_origin_referer_or_fetch_metadata_only_a_scripts_json_is_judged_by_its_token() {
     // No browser sends cross-site JSON without a preflight (never granted)
     // and an Origin: such a request is a script's, judged by its session and
-    // CSRF token (issue 24, item 9). A form body is what a page can send.
+    // CSRF token. A form body is what a page can send.
     let (server, ana, id) = setup().await;
     let form = ana.bare(Method::POST, &format!("/proposals/{id}/decision")).form(&[
         ("decision", "reject"),
@@ -161,15 +161,21 @@ async fn a_same_origin_referer_without_origin_is_accepted() {
 
 #[tokio::test]
 async fn signing_out_needs_the_csrf_token_and_our_origin() {
+    // A bare DELETE with no browser origin signal at all is a script's (no
+    // page sends one cross-site without a preflight): it needs its token like
+    // any other (offboarding.rs::sign_out_everywhere_and_a_scripts_bare_sign_out).
     let server = TestServer::start().await;
     let path = "/api/v1/session";
     type Build = fn(&Console, &str) -> reqwest::RequestBuilder;
-    let attempts: [(&str, Build); 5] = [
+    let attempts: [(&str, Build); 6] = [
         ("no token", |c, p| c.with_origin(Method::DELETE, p)),
         ("wrong token", |c, p| c.with_origin(Method::DELETE, p).header("x-csrf-token", "f".repeat(64))),
         ("foreign origin", |c, p| c.bare(Method::DELETE, p).header(ORIGIN, EVIL).header("x-csrf-token", &c.csrf)),
-        ("no origin at all", |c, p| c.bare(Method::DELETE, p).header("x-csrf-token", &c.csrf)),
+        ("no origin, no token", |c, p| c.bare(Method::DELETE, p)),
         ("cross-site", |c, p| c.authed(Method::DELETE, p).header("sec-fetch-site", "cross-site")),
+        ("foreign referer", |c, p| {
+            c.bare(Method::DELETE, p).header(REFERER, format!("{EVIL}/x")).header("x-csrf-token", &c.csrf)
+        }),
     ];
     let mut problems = Vec::new();
     for (what, build) in attempts {

@@ -1,5 +1,5 @@
 //! Roles, tenancy and `decide()` through `POST /api/v1/proposals/{id}/approvals`
-//! (issue 3 lines 3, 4, 7, 10; SPEC §4, §10): viewers cannot decide, other
+//! (SPEC §4, §10): viewers cannot decide, other
 //! tenants see nothing, segregation of duties, approver limits, dual
 //! approval by distinct people, reasons for rejections, 409 for anything not
 //! pending, and policy re-checked at approval time.

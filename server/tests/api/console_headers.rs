@@ -1,4 +1,4 @@
-//! Security headers on every response (issue 3 line 8; SPEC §10): API JSON,
+//! Security headers on every response (SPEC §10): API JSON,
 //! console pages, errors and 404s all carry X-Frame-Options, Referrer-Policy,
 //! X-Content-Type-Options and a Content-Security-Policy whose scripts allow
 //! neither `unsafe-inline` nor `unsafe-eval`; pages allow their hydration
@@ -172,7 +172,7 @@ async fn asset_requests_never_touch_the_session() {
 
 #[tokio::test]
 async fn assets_are_served_compressed_when_the_browser_accepts_it() {
-    // Issue 13 item 9, issue 27 item 10: the wasm, js and css go out gzip-
+    // The wasm, js and css go out gzip-
     // or brotli-encoded, compressed once at build time (scripts/site.sh
     // writes `.gz` and `.br` beside each): the server sends those files as
     // they are, never compressing per request. Without Accept-Encoding, or
@@ -225,7 +225,7 @@ async fn assets_are_served_compressed_when_the_browser_accepts_it() {
 
 #[tokio::test]
 async fn pages_link_assets_by_a_content_version_cached_for_a_year() {
-    // Issue 13 item 9: a new build is a new URL, so the old one can be
+    // A new build is a new URL, so the old one can be
     // cached immutably; the plain names still answer, cached briefly.
     let scratch = Scratch::with_fixture("");
     scratch.apply_fixture().await;

@@ -1,4 +1,4 @@
-//! Console sign-in, sessions and sign-out (issue 3 lines 1, 7, 10; SPEC §10):
+//! Console sign-in, sessions and sign-out (SPEC §10):
 //! the answer's shape, the cookie's flags, the id cycled at sign-in, the same
 //! 401 for a wrong password and an unknown user, throttling, sign-out, and
 //! the idle and absolute timeouts.

@@ -1,4 +1,4 @@
-//! The controls of issue 12 (an outside security review and a black-box
+//! The controls from the security review (an outside review and a black-box
 //! conformance run), one test per finding, each against a real server:
 //! cross-agent reversals, sign-out that sticks, sign-in throttling that
 //! counts before hashing and behind a proxy, no cross-tenant username

@@ -1,4 +1,4 @@
-//! What a reviewer sees before deciding (issue 13, items 1–3): who may
+//! What a reviewer sees before deciding: who may
 //! approve and what is still needed, from the same rule `decide` enforces;
 //! risk signals from the registry and the history; the payee and source
 //! context. Read through the console's own data endpoints

@@ -1,4 +1,4 @@
-//! Delegation while away (issue 29 item 4, docs/DELEGATION.md): an approver
+//! Delegation while away (docs/DELEGATION.md): an approver
 //! lets another approve for them between two instants. The delegate's
 //! approval says "for ana" (the approval, its audit entry, the page, the
 //! token), passes every rule for both people (the lower limit, each one's

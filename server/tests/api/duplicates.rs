@@ -1,4 +1,4 @@
-//! One invoice is paid once (issue 27, item 1). Twins — proposals to the
+//! One invoice is paid once. Twins — proposals to the
 //! same payee with the same invoice id — are never approved together in one
 //! bulk decision; approving one whose twin is already approved or paid
 //! needs the approver's "not a duplicate" statement and one more approver;

@@ -1,4 +1,4 @@
-//! Escalation that fails closed (issue 29 item 3, docs/NOTIFICATIONS.md):
+//! Escalation that fails closed (docs/NOTIFICATIONS.md):
 //! the tenant's rule reminds the approvers after N seconds and escalates to
 //! a named group after M; quiet hours hold back arrivals and reminders but
 //! not an escalation; the queue and the detail page count down and say who

@@ -1,4 +1,4 @@
-//! A payment's proof bundle (issue 26 items 3–5, docs/EVIDENCE.md "The
+//! A payment's proof bundle (docs/EVIDENCE.md "The
 //! proof bundle"), black-box: exported by the agent or by an admin or
 //! auditor on the console, checked offline by `countersign evidence
 //! verify` (and, in `make test`, by the independent Python verifier on the

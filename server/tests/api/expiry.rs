@@ -1,4 +1,4 @@
-//! Expiry (SPEC §2, issue line 8): a pending proposal not decided within its
+//! Expiry (SPEC §2): a pending proposal not decided within its
 //! TTL becomes `expired`, by a background task, observed by long-polling.
 
 use serde_json::json;

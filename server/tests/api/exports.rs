@@ -1,4 +1,4 @@
-//! Exports for finance (issue 30 item 6, docs/DEPLOY.md "Exports for
+//! Exports for finance (docs/DEPLOY.md "Exports for
 //! finance"): payments by date range as CSV or JSON on the console (admins
 //! and auditors) and the CLI, audited, one tenant's only, no account
 //! number in them; and the reconciliation report, on demand and nightly.

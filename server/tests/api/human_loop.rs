@@ -1,4 +1,4 @@
-//! The human loop, measured (issue 29 item 6): the admin page `/admin/loop`
+//! The human loop, measured: the admin page `/admin/loop`
 //! counts today's approvals, rejections and expiries from the history and
 //! draws the time to decide by channel as server-rendered SVG; Prometheus
 //! gets the same delay as a histogram. Only admins see the page.

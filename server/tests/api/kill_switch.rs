@@ -1,4 +1,4 @@
-//! The kill switch (issue 30 item 5, docs/SECURITY.md "Kill switch"): an
+//! The kill switch (docs/SECURITY.md "Kill switch"): an
 //! admin freezes an agent or the tenant in one form post, the operator
 //! every commit; a frozen commit is refused with `policy_denied` (rule
 //! `kill_switch`) before any rail call, whichever instance serves it, and

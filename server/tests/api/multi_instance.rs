@@ -1,4 +1,4 @@
-//! Several `serve` processes on one PostgreSQL database (issue 16, part 1):
+//! Several `serve` processes on one PostgreSQL database:
 //! what must happen once happens once whichever instance is asked. Only on
 //! PostgreSQL runs (`API_TESTS_DATABASE=postgres`); elsewhere each test
 //! says it skipped.

@@ -1,4 +1,4 @@
-//! Single sign-on with OpenID Connect (issue 15), against a real provider
+//! Single sign-on with OpenID Connect, against a real provider
 //! (`oidc_harness.rs`: the `oidc-provider` package run by node): a full
 //! sign-in gives the linked user a console session; every way the answer can
 //! be wrong is refused (another issuer, another nonce, a replayed or foreign
@@ -386,6 +386,69 @@ async fn the_providers_roles_narrow_the_registrys_and_never_grant() {
     let admin_form = by_password.form("/admin/payees", &payee).await;
     assert_eq!(admin_form.status, 303, "{}", admin_form.text);
     assert_eq!(server.scalar("SELECT COUNT(*) FROM payees WHERE id = 'acct_ssotest0000001'").await, 1);
+}
+
+/// The provider's groups (`groups_claim`) grant what the tenant's
+/// `idp_groups` maps them to, recorded at each sign-in; a group the
+/// provider stops naming stops granting at the next one.
+const GROUPS: &str = "groups_claim = \"groups\"\n\
+    [tenants.acme.approval_groups]\ntreasury = [\"maya\"]\n\
+    [tenants.acme.idp_groups.\"Finance Approvers\"]\nroles = [\"approver\"]\napproval_groups = [\"treasury\"]\n";
+
+#[tokio::test]
+async fn the_providers_groups_grant_what_the_tenant_maps_them_to_at_each_sign_in() {
+    let Some((idp, server)) = setup(GROUPS).await else { return };
+    let olga = format!(
+        "[[user]]\ntenant = \"acme\"\nusername = \"olga\"\npassword_hash = \"{FIXTURE_HASH}\"\nroles = [\"viewer\"]\n\
+         approval_limit_minor = {{ USD = 500_000 }}\noidc_issuer = \"{}\"\noidc_subject = \"idp-olga\"\n",
+        idp.issuer
+    );
+    let path = server.dir.path().join("olga.toml");
+    std::fs::write(&path, olga).unwrap();
+    let (code, _, stderr) = server.cli(&["apply", path.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let db = server.db().await;
+    let grants = |user: &'static str| {
+        let db = db.clone();
+        async move {
+            let sql = format!("SELECT oidc_groups || ' ' || idp_roles || ' ' || idp_approval_groups FROM users WHERE username = '{user}'");
+            one::<String>(&sql).fetch_one(&db).await.unwrap()
+        }
+    };
+    assert_eq!(grants("olga").await, "[] [] []", "nothing before the provider names a group");
+
+    // olga is a viewer in the registry; the provider puts her in Finance
+    // Approvers (mapped) and Everyone (not mapped: ignored).
+    let answer = sign_in(&idp, &server, "idp-olga").await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(grants("olga").await, r#"["Everyone","Finance Approvers"] ["approver"] ["treasury"]"#);
+    let mut roles: Vec<String> =
+        serde_json::from_value(audit(&server, "session.signed_in").await[0]["roles"].clone()).unwrap();
+    roles.sort();
+    assert_eq!(roles, ["approver", "viewer"], "the group's role is in the session");
+    let granted = audit(&server, "user.idp_grants").await;
+    assert_eq!(granted.len(), 1, "{granted:?}");
+    assert_eq!(granted[0]["idp_groups"], json!(["Everyone", "Finance Approvers"]));
+    assert_eq!(granted[0]["approval_groups"], json!(["treasury"]));
+    let actor: String =
+        one("SELECT actor FROM audit_log WHERE action = 'user.idp_grants'").fetch_one(&db).await.unwrap();
+    assert_eq!(actor, "sso:testidp");
+    // Limits stay the registry's: the group granted no limit.
+    let limits = "SELECT COUNT(*) FROM approval_limits l JOIN users u ON u.id = l.user_id WHERE u.username = 'olga'";
+    assert_eq!(server.scalar(limits).await, 1);
+
+    // ana was in Finance Approvers at her last sign-in; the provider no
+    // longer names it: the grant ends when she signs in.
+    query("UPDATE users SET oidc_groups = '[\"Finance Approvers\"]', idp_roles = '[\"approver\"]', idp_approval_groups = '[\"treasury\"]' WHERE username = 'ana'")
+        .execute(&db)
+        .await
+        .unwrap();
+    let answer = sign_in(&idp, &server, "idp-ana").await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(grants("ana").await, "[] [] []");
+    let granted = audit(&server, "user.idp_grants").await;
+    assert_eq!(granted.len(), 2, "{granted:?}");
+    assert_eq!(granted[1]["approval_groups"], json!([]));
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Traces out over OTLP/HTTP (issue 30 item 4, docs/DEPLOY.md "Tracing"):
+//! Traces out over OTLP/HTTP (docs/DEPLOY.md "Tracing"):
 //! a server with `[tracing] otlp_endpoint` sends its spans to a receiver
 //! that decodes them with the OpenTelemetry project's own protobuf classes
 //! (`e2e/otlp_receiver.py`, `opentelemetry-proto` from PyPI). One span per

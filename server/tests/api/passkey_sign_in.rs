@@ -1,4 +1,4 @@
-//! Signing in with a passkey (issue 27, item 6): a single-use challenge,
+//! Signing in with a passkey: a single-use challenge,
 //! the assertion of a registered passkey of an active user, and a session
 //! whose approvals are not passkey approvals. Each way it can fail gets the
 //! same 401: a replay, a bad signature, an unknown key, another user's

@@ -2,7 +2,7 @@
 //! browser's answer with what allows it), list, remove; each way a
 //! registration can be refused. A software authenticator
 //! (`countersign::passkeys::soft`) plays the browser. What a stolen session
-//! cannot do with passkeys (issue 24) is in `consent.rs`.
+//! cannot do with passkeys is in `consent.rs`.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;

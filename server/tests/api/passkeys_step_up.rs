@@ -1,4 +1,4 @@
-//! Approving with a passkey assertion bound to the payment (issue 15):
+//! Approving with a passkey assertion bound to the payment:
 //! `POST /api/v1/proposals/{id}/step-up` hands out the challenge, the
 //! approval carries the assertion. Each way it can fail is refused on its
 //! own: none given, another proposal's or payment's challenge, another

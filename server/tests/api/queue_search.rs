@@ -1,4 +1,4 @@
-//! Finding and acting in bulk (issue 13, item 6): the queue searched by
+//! Finding and acting in bulk: the queue searched by
 //! payee, currency and amount range, agent, invoice id and dates, sorted by
 //! amount and expiry, through `GET /api/v1/queue` and the console page's own
 //! data endpoint (same parser); bulk decisions through `POST /bulk/decision`,

@@ -1,4 +1,4 @@
-//! Reaching approvers (issue 29 items 1 and 2, docs/NOTIFICATIONS.md):
+//! Reaching approvers (docs/NOTIFICATIONS.md):
 //! Web Push to each device of whoever may approve, checked by a push
 //! service stand-in that verifies the VAPID signature with `py_vapid` and
 //! decrypts with `http_ece` (`e2e/push_service.py`); email through a real

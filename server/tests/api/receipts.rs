@@ -1,4 +1,4 @@
-//! Signed receipts (issue 26 item 1, docs/EVIDENCE.md), black-box: each
+//! Signed receipts (docs/EVIDENCE.md), black-box: each
 //! consequential step of a payment leaves a receipt in its audit entry,
 //! an ES256 JWS by a receipt key the JWKS publishes, naming the previous
 //! receipt of the same payment by digest.

@@ -1,4 +1,4 @@
-//! Slack-style interactive approvals (issue 5, SPEC §11), against a fake
+//! Slack-style interactive approvals (SPEC §11), against a fake
 //! Slack on loopback: the announced message, approve / reject / dual
 //! approval through buttons, each way the signature check fails, each
 //! refusal after it, the outbox across a crash, and the SSRF guard.
@@ -485,7 +485,7 @@ async fn slack_ids_are_linked_with_the_cli_and_the_admin_page() {
 
 #[tokio::test]
 async fn a_lapsed_approval_is_announced_again_to_the_approvers() {
-    // Issue 27 item 2: an approval the agent did not redeem in time lapses;
+    // An approval the agent did not redeem in time lapses;
     // the approvers hear of it where they are, with the buttons again.
     let slack = FakeSlack::start().await;
     let config =

@@ -1,4 +1,4 @@
-//! The transparency log (issue 26 item 2, docs/EVIDENCE.md), black-box:
+//! The transparency log (docs/EVIDENCE.md), black-box:
 //! every audit entry becomes a leaf under a signed checkpoint; inclusion
 //! and consistency proofs verify against roots this test computes itself
 //! from the audit rows; `countersign log monitor` accepts growth and fails

@@ -1,4 +1,4 @@
-//! Upgrades (issue 30 item 3, docs/DEPLOY.md "Upgrades"): a database that
+//! Upgrades (docs/DEPLOY.md "Upgrades"): a database that
 //! the previous release filled through its API (`scripts/upgrade-fixture.sh`
 //! made `tests/fixtures/upgrade/<commit>/` with that release's binary) is
 //! migrated by today's binary, on SQLite and on PostgreSQL; every row of its
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::helpers::*;
 
-/// The release the fixture comes from: `main` at the end of session 13.
+/// The release the fixture comes from: `main` at commit 59d4763.
 const PREVIOUS_RELEASE: &str = "59d4763";
 /// The demo agent's key (the fixture serves the demo tenant).
 const DEMO_AGENT: &str = "cs_test_demo0payout0bot0key000000000000";

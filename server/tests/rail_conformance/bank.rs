@@ -178,3 +178,37 @@ async fn a_statement_and_an_older_status_report_are_read_too() {
     assert_eq!(rejected.status, RailStatus::Failed);
     assert_eq!(rejected.failure.map(|f| f.decline), Some(Decline::InsufficientFunds));
 }
+
+/// A payee whose bank details leave the beneficiaries file after its
+/// payment was accepted holds back its own batch only: the next batch goes
+/// out, and the held one once the details are back.
+#[tokio::test]
+async fn a_batch_whose_payee_lost_its_details_holds_back_only_itself() {
+    use countersign::rail::CreateOutcome;
+    let Some(python) = checkers_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::connect(&Backend::Sqlite { data_dir: dir.path().join("data") }).await.unwrap();
+    let settings = BankFileRail { cut_every_secs: 1, ..settings(dir.path()) };
+    let rail = BankFiles::new("bank", Some("acme".into()), settings, db, Default::default()).unwrap();
+    let h = BankHarness { rail, python, dir, reject: Default::default() };
+    let held = h.order(1_000);
+    assert!(matches!(h.rail.create_transfer(&held.as_order()).await, CreateOutcome::Accepted(_)));
+    let without_northwind = BENEFICIARIES
+        .split("[[beneficiary]]")
+        .filter(|b| !b.contains("ba_northwind0007"))
+        .collect::<Vec<_>>()
+        .join("[[beneficiary]]");
+    std::fs::write(h.dir.path().join("beneficiaries.toml"), &without_northwind).unwrap();
+    h.rail.sync().await.unwrap();
+    assert_eq!(h.count(&held).await, 0, "not written without the payee's details");
+
+    let other = Order { destination: "ba_closed0001".into(), ..h.order(2_000) };
+    assert!(matches!(h.rail.create_transfer(&other.as_order()).await, CreateOutcome::Accepted(_)));
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_eq!(h.count(&other).await, 1, "the next batch goes out");
+    assert_eq!(h.count(&held).await, 0);
+
+    std::fs::write(h.dir.path().join("beneficiaries.toml"), BENEFICIARIES).unwrap();
+    assert_eq!(h.count(&held).await, 1, "written once its details are back");
+    bank_answers(&h.python, h.dir.path(), &[]);
+}

@@ -1,4 +1,4 @@
-//! Signed receipts (issue 26 item 1, docs/EVIDENCE.md): at each
+//! Signed receipts (docs/EVIDENCE.md): at each
 //! consequential step of a payment, the audit entry that records it carries
 //! a receipt, an ES256 compact JWS by the receipt key (`kid` in the JWKS
 //! beside the token keys), over what the entry says plus the digest of the

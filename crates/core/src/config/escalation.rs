@@ -1,5 +1,5 @@
 //! `[tenants.<id>]`'s approval groups and the rules that use them
-//! (issue 29 items 3 and 5, docs/NOTIFICATIONS.md, docs/POLICY.md): named
+//! (docs/NOTIFICATIONS.md, docs/POLICY.md): named
 //! groups; per amount band, the approvals required from groups
 //! (`group_approval`); and when to remind the eligible approvers and when
 //! to escalate to a group (`escalation`). Escalation never approves: a
@@ -218,6 +218,7 @@ pub(super) fn check_group_rules(
 pub(super) fn check(
     tenant: &str,
     groups: &BTreeMap<String, Vec<String>>,
+    idp_granted: &[&str],
     rules: &[EscalationRule],
 ) -> Result<(), (String, String)> {
     let key = |rest: &str| format!("tenants.{tenant}.{rest}");
@@ -225,8 +226,13 @@ pub(super) fn check(
         if name.trim().is_empty() || name.len() > 64 || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err((key("approval_groups"), format!("`{name}` is not a group name (1–64 characters, no spaces)")));
         }
-        if members.is_empty() || members.iter().any(|m| m.trim().is_empty()) {
-            return Err((key(&format!("approval_groups.{name}")), "must list at least one username".into()));
+        // A group the identity provider's groups fill may list nobody here.
+        if (members.is_empty() && !idp_granted.contains(&name.as_str())) || members.iter().any(|m| m.trim().is_empty())
+        {
+            return Err((
+                key(&format!("approval_groups.{name}")),
+                "must list at least one username (or be granted by an idp_groups entry)".into(),
+            ));
         }
     }
     for (i, rule) in rules.iter().enumerate() {
@@ -335,7 +341,7 @@ mod tests {
     fn bad_rules_name_their_key() {
         let groups: BTreeMap<String, Vec<String>> = [("treasury".to_owned(), vec!["ben".to_owned()])].into();
         let bad = |rules: &[EscalationRule], groups: &BTreeMap<String, Vec<String>>| {
-            check("acme", groups, rules).unwrap_err().0
+            check("acme", groups, &[], rules).unwrap_err().0
         };
         assert_eq!(bad(&[rule(Some("usd"), 0, Some(1), None)], &groups), "tenants.acme.escalation[0].currency");
         assert_eq!(bad(&[rule(None, 5, Some(1), None)], &groups), "tenants.acme.escalation[0].from_minor");
@@ -348,6 +354,6 @@ mod tests {
         assert_eq!(bad(&twice, &groups), "tenants.acme.escalation[1].from_minor");
         let empty: BTreeMap<String, Vec<String>> = [("treasury".to_owned(), vec![])].into();
         assert_eq!(bad(&[], &empty), "tenants.acme.approval_groups.treasury");
-        assert!(check("acme", &groups, &[rule(Some("USD"), 100, Some(1), Some(2))]).is_ok());
+        assert!(check("acme", &groups, &[], &[rule(Some("USD"), 100, Some(1), Some(2))]).is_ok());
     }
 }

@@ -51,6 +51,8 @@ pub struct Settings {
     pub currency_caps_minor: BTreeMap<String, u64>,
     pub policy: PolicyConfig,
     pub slack: SlackSettings,
+    /// Microsoft Teams approvals through a Bot Framework bot (`crate::teams`).
+    pub teams: TeamsSettings,
     /// The default rail: the bundled simulator, or a rail speaking its API.
     pub rail: RailSettings,
     /// More rails, by name (`[rails.NAME]`: Stripe, bank files…), which
@@ -76,6 +78,11 @@ pub struct Settings {
     pub reports: ReportSettings,
     /// Email and Web Push to approvers (`crate::notify`).
     pub notifications: NotifySettings,
+    /// Every tenant's loaded policies (`tenants.<id>.policy` and
+    /// `.observe`, then the confirmed policy changes): not a key of the
+    /// file, filled in by `load` and at start.
+    #[serde(skip)]
+    pub policies: crate::policy::PolicyBook,
 }
 
 /// `[passkeys]`: who must hold a passkey, and when a new one counts.
@@ -186,6 +193,12 @@ pub struct OidcProvider {
     /// be a role name itself: viewer, approver, admin).
     #[serde(default)]
     pub role_values: BTreeMap<String, String>,
+    /// A claim of the ID token listing the user's groups at the provider
+    /// (a string or an array of strings); when set, each sign-in records
+    /// them and the tenant's `idp_groups` setting says what they grant,
+    /// exactly as for groups pushed by SCIM (docs/PEOPLE.md).
+    #[serde(default)]
+    pub groups_claim: Option<String>,
 }
 
 impl OidcProvider {
@@ -216,6 +229,25 @@ pub struct TenantSettings {
     /// default rail (`[rail]`). Open payments stay on the rail they were
     /// submitted to.
     pub rail: Option<String>,
+    /// What membership of an identity provider's group grants (the group's
+    /// SCIM `displayName`, exactly): roles and approval groups, never an
+    /// approval limit (docs/PEOPLE.md).
+    pub idp_groups: BTreeMap<String, IdpGroupGrant>,
+    /// A Cedar policy file that decides instead of the TOML rules
+    /// (`[policy]`); relative to the config file. docs/POLICY.md, "Cedar".
+    pub policy: Option<PathBuf>,
+    /// A candidate Cedar policy observed beside the enforced one: its
+    /// differences are recorded, never enforced. docs/POLICY.md, "Observe mode".
+    pub observe: Option<PathBuf>,
+}
+
+/// What being in one identity provider's group grants.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IdpGroupGrant {
+    pub roles: Vec<crate::domain::Role>,
+    /// Names of the tenant's `approval_groups`.
+    pub approval_groups: Vec<String>,
 }
 
 impl Default for TenantSettings {
@@ -226,6 +258,9 @@ impl Default for TenantSettings {
             escalation: Vec::new(),
             group_approval: Vec::new(),
             rail: None,
+            idp_groups: BTreeMap::new(),
+            policy: None,
+            observe: None,
         }
     }
 }
@@ -407,6 +442,76 @@ impl SlackSettings {
     }
 }
 
+/// `[teams]`: approvals from Microsoft Teams through a Bot Framework bot
+/// (docs/NOTIFICATIONS.md, "Approving from Microsoft Teams").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TeamsSettings {
+    /// The bot's Microsoft App ID: the audience of the Bot Framework's
+    /// tokens, and the client id the bot gets its own token with. Unset:
+    /// every inbound activity is refused and nothing is posted.
+    pub app_id: Option<String>,
+    /// The App ID's client secret (Entra ID), for the bot's own token.
+    #[serde(skip_serializing)]
+    pub app_password: Option<SecretString>,
+    /// The Bot Framework's OpenID metadata document; its `jwks_uri` names
+    /// the keys inbound tokens are signed with.
+    pub openid_metadata_url: String,
+    /// The `iss` of inbound tokens.
+    pub issuer: String,
+    /// Where the bot gets its own token (client credentials).
+    pub token_url: String,
+    /// The scope of the bot's own token.
+    pub token_scope: String,
+    /// The only hosts cards are sent to (a conversation's `serviceUrl`):
+    /// exact names, or with a leading `.` any subdomain.
+    pub allowed_hosts: Vec<String>,
+    /// Per tenant, the conversation (a channel) its waiting payments are
+    /// posted to.
+    pub channels: BTreeMap<String, TeamsChannel>,
+    /// Per currency: above this amount (minor units) Approve only links to
+    /// the console, and an approve press is refused.
+    pub max_direct_approve_minor: BTreeMap<String, u64>,
+    /// One outbound request, connect to last byte.
+    pub timeout_ms: u64,
+    /// The longest wait between two delivery attempts.
+    pub max_backoff_secs: u64,
+}
+
+/// A Teams conversation the bot posts to: its Bot Connector URL and id, as
+/// the bot was told when it was added to the channel.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TeamsChannel {
+    pub service_url: String,
+    pub conversation_id: String,
+}
+
+impl Default for TeamsSettings {
+    fn default() -> Self {
+        TeamsSettings {
+            app_id: None,
+            app_password: None,
+            openid_metadata_url: "https://login.botframework.com/v1/.well-known/openidconfiguration".into(),
+            issuer: "https://api.botframework.com".into(),
+            token_url: "https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token".into(),
+            token_scope: "https://api.botframework.com/.default".into(),
+            allowed_hosts: vec!["smba.trafficmanager.net".into(), ".botframework.com".into()],
+            channels: BTreeMap::new(),
+            max_direct_approve_minor: BTreeMap::new(),
+            timeout_ms: 5_000,
+            max_backoff_secs: 300,
+        }
+    }
+}
+
+impl TeamsSettings {
+    /// The conversation `tenant`'s waiting payments are posted to, if any.
+    pub fn channel_for(&self, tenant: &str) -> Option<&TeamsChannel> {
+        self.app_id.as_ref().and(self.channels.get(tenant))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RailSettings {
@@ -463,6 +568,7 @@ impl Default for Settings {
             currency_caps_minor: caps.allowed().map(|c| (c.code().to_owned(), caps.cap(c).expect("allowed"))).collect(),
             policy: PolicyConfig::default(),
             slack: SlackSettings::default(),
+            teams: TeamsSettings::default(),
             rail: RailSettings::default(),
             rails: BTreeMap::new(),
             metrics: MetricsSettings::default(),
@@ -477,6 +583,7 @@ impl Default for Settings {
             tracing: TracingSettings::default(),
             reports: ReportSettings::default(),
             notifications: NotifySettings::default(),
+            policies: crate::policy::PolicyBook::default(),
         }
     }
 }
@@ -497,6 +604,7 @@ const SETTINGS_KEYS: &[&str] = &[
     "currency_caps_minor",
     "policy",
     "slack",
+    "teams",
     "rail",
     "rails",
     "metrics",
@@ -576,7 +684,33 @@ impl Settings {
         let mut settings: Settings = figment.extract().map_err(|e| ConfigError(one_line(&e)))?;
         settings.read_secret_files()?;
         settings.validate()?;
+        settings.load_policies(file.and_then(Path::parent))?;
         Ok(settings)
+    }
+
+    /// Reads and validates every tenant's Cedar policy files (relative
+    /// paths from `base`, the config file's folder). One that does not
+    /// validate stops the start with Cedar's error located in its file.
+    pub fn load_policies(&mut self, base: Option<&Path>) -> Result<(), ConfigError> {
+        use crate::policy::{Engine, TenantPolicy};
+        let book = crate::policy::PolicyBook::default();
+        for (id, tenant) in &self.tenants {
+            let read = |key: &str, path: &Option<PathBuf>| -> Result<Option<Engine>, ConfigError> {
+                let Some(path) = path else { return Ok(None) };
+                let full = match base {
+                    Some(dir) if path.is_relative() => dir.join(path),
+                    _ => path.clone(),
+                };
+                Engine::from_file(&full).map(Some).map_err(|e| ConfigError(format!("key `tenants.{id}.{key}`: {e}")))
+            };
+            let enforced = read("policy", &tenant.policy)?;
+            let observed = read("observe", &tenant.observe)?;
+            if enforced.is_some() || observed.is_some() {
+                book.set(id, TenantPolicy { enforced: enforced.unwrap_or(Engine::Rules), observed });
+            }
+        }
+        self.policies = book;
+        Ok(())
     }
 
     /// Reads each `client_secret_file` into its `client_secret`. The error

@@ -92,6 +92,7 @@ impl Settings {
             }
         }
         self.validate_slack()?;
+        self.validate_teams()?;
         self.validate_oidc()?;
         self.policy.validate().map_err(|(key, why)| ConfigError(format!("key `policy.{key}`: {why}")))
     }
@@ -125,6 +126,43 @@ impl Settings {
                     &format!("rails.{name}"),
                     "a bank-file rail is one debtor account: one tenant may use it, not several",
                 );
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn validate_teams(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("key `{key}`: {why}")));
+        let teams = &self.teams;
+        if teams.timeout_ms == 0 || teams.max_backoff_secs == 0 {
+            return bad("teams", "timeout_ms and max_backoff_secs must be greater than zero");
+        }
+        if teams.app_id.as_ref().is_some_and(|id| id.trim().is_empty()) {
+            return bad("teams.app_id", "the bot's Microsoft App ID must not be empty");
+        }
+        if teams.allowed_hosts.iter().any(|h| h.trim().is_empty() || h.contains(['/', ':', '@'])) {
+            return bad("teams.allowed_hosts", "each entry is a bare host name such as smba.trafficmanager.net");
+        }
+        let allow = crate::outbound::Allowlist::named(&teams.allowed_hosts, "names a host not in teams.allowed_hosts");
+        for (tenant, channel) in &teams.channels {
+            if let Err(why) = allow.check(&channel.service_url) {
+                return bad(&format!("teams.channels.{tenant}.service_url"), why);
+            }
+            if channel.conversation_id.trim().is_empty() {
+                return bad(&format!("teams.channels.{tenant}.conversation_id"), "must not be empty");
+            }
+        }
+        for (key, url) in
+            [("teams.openid_metadata_url", &teams.openid_metadata_url), ("teams.token_url", &teams.token_url)]
+        {
+            let loopback_http = url.starts_with("http://127.0.0.1") || url.starts_with("http://localhost");
+            if !(url.starts_with("https://") || loopback_http) || url::Url::parse(url).is_err() {
+                return bad(key, "must be an https URL (plain http only to a loopback address)");
+            }
+        }
+        for code in teams.max_direct_approve_minor.keys() {
+            if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+                return bad(&format!("teams.max_direct_approve_minor.{code}"), "an upper-case ISO 4217 code");
             }
         }
         Ok(())
@@ -239,7 +277,20 @@ impl Settings {
                     "no provider in oidc.providers lists this tenant: nobody could sign in",
                 );
             }
-            if let Err((key, why)) = super::escalation::check(tenant, &t.approval_groups, &t.escalation)
+            for (name, grant) in &t.idp_groups {
+                if name.trim().is_empty() || name.chars().count() > 256 || name.chars().any(char::is_control) {
+                    return bad(&format!("tenants.{tenant}.idp_groups"), "a group name is 1-256 characters");
+                }
+                if let Some(missing) = grant.approval_groups.iter().find(|g| !t.approval_groups.contains_key(*g)) {
+                    return bad(
+                        &format!("tenants.{tenant}.idp_groups.{name}.approval_groups"),
+                        &format!("`{missing}` is not one of this tenant's approval_groups"),
+                    );
+                }
+            }
+            let granted: Vec<&str> =
+                t.idp_groups.values().flat_map(|g| g.approval_groups.iter().map(String::as_str)).collect();
+            if let Err((key, why)) = super::escalation::check(tenant, &t.approval_groups, &granted, &t.escalation)
                 .and_then(|()| super::escalation::check_group_rules(tenant, &t.approval_groups, &t.group_approval))
             {
                 return bad(&key, &why);

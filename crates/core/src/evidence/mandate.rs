@@ -1,4 +1,4 @@
-//! The approval as a payment mandate (issue 26 item 5, docs/EVIDENCE.md
+//! The approval as a payment mandate (docs/EVIDENCE.md
 //! "The mandate"): the approval token's claims restated as an OAuth Rich
 //! Authorization Request `authorization_details` object (RFC 9396), signed
 //! by the receipt key, so a rail or a bank that checks mandates can verify

@@ -1,4 +1,4 @@
-//! A payment's proof bundle (issue 26 items 3–5, docs/EVIDENCE.md "The
+//! A payment's proof bundle (docs/EVIDENCE.md "The
 //! proof bundle"): one JSON document with the request, its approvals and
 //! their passkey assertions, the approval token, the operation's receipts
 //! and its audit entries as leaves of the transparency log with inclusion

@@ -138,7 +138,7 @@ async fn pages_cover_the_range_once_in_order_with_each_rounds_decisions() {
         };
         insert_approval(&mut c, &approve("p_05", "usr_maya", 1, 30)).await.unwrap();
         insert_approval(&mut c, &approve("p_05", "usr_gone", 1, 40)).await.unwrap();
-        // p_07's first round lapsed; only round 2 counts.
+        // p_07's first approval round lapsed; only its second counts.
         insert_approval(&mut c, &approve("p_07", "usr_gone", 1, 25)).await.unwrap();
         insert_approval(&mut c, &approve("p_07", "usr_maya", 2, 50)).await.unwrap();
         query("UPDATE proposals SET approval_round = 2 WHERE id = 'p_07'").execute(&mut *c).await.unwrap();

@@ -1,4 +1,4 @@
-//! Reaching the people who can approve (issue 29, docs/NOTIFICATIONS.md):
+//! Reaching the people who can approve (docs/NOTIFICATIONS.md):
 //! email and Web Push, beside the Slack channel message.
 //!
 //! - [`announce`] queues one `fanout` row in the transaction that makes a

@@ -1,4 +1,4 @@
-//! Quiet hours (issue 29 item 3): a person's "22:00-07:00" in their own IANA
+//! Quiet hours: a person's "22:00-07:00" in their own IANA
 //! time zone, during which reminders and arrival notices are not sent to
 //! them by push or email. Only an escalation goes through.
 

@@ -598,7 +598,7 @@ async fn review(
 /// The pass claims its operations in one write and writes the next checks
 /// of those still open in one more, whatever their number (one write each
 /// before, with its `fsync`, on SQLite's one writer: docs/BENCHMARKS.md
-/// "Session 31"). Their rail reads and outcomes go one at a time, as in
+/// "Commit latency"). Their rail reads and outcomes go one at a time, as in
 /// [`reconcile_one`].
 pub async fn reconcile_due(
     state: &(impl Store + Clock + Config + Notifier + Payments + crate::approval::receipts::Receipts),

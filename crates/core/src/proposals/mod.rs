@@ -2,8 +2,10 @@
 //! the CLI call these; these call `domain`, `policy` and `store`.
 
 pub mod intake;
+mod observe;
 mod view;
 
+use observe::{observe, ObservedDecision};
 pub use view::*;
 
 use chrono::{DateTime, Duration, Utc};
@@ -71,6 +73,7 @@ pub async fn propose(
           + Notifier
           + Batching
           + Outbound
+          + crate::teams::TeamsOutbound
           + crate::approval::receipts::Receipts
           + crate::notify::Reaching),
     agent: &AgentPrincipal,
@@ -94,14 +97,16 @@ async fn propose_inner(
           + Notifier
           + Batching
           + Outbound
+          + crate::teams::TeamsOutbound
           + crate::approval::receipts::Receipts
           + crate::notify::Reaching),
     agent: &AgentPrincipal,
     body: &Value,
     now: DateTime<Utc>,
 ) -> Result<Proposed, ProposeError> {
-    let job = prepare(state, agent, body, now).await?;
+    let mut job = prepare(state, agent, body, now).await?;
     let (id, run_id, hash) = (job.id.clone(), job.run_id.clone(), job.hash.to_string());
+    let observed = job.observed.take();
     let Some(row) = state.intake().store(state, job).await? else {
         let mut conn = state.db().reader().await?;
         let existing = store::proposals::find_duplicate(&mut conn, &agent.tenant_id, &agent.agent_id, &run_id, &hash)
@@ -110,8 +115,12 @@ async fn propose_inner(
         drop(conn);
         return Ok(Proposed::Existing(owned_view(state, agent, &existing).await?));
     };
+    if let Some(observed) = &observed {
+        observe(state, observed).await;
+    }
     state.changes().publish(&id);
     crate::slack::outbox::wake_for(state, &agent.tenant_id);
+    crate::teams::wake_for(state, &agent.tenant_id);
     crate::notify::wake_for(state, &agent.tenant_id);
     if row.policy.auto_approver().is_some() {
         // Approved by policy in the same transaction: read back its approval and token.
@@ -131,6 +140,8 @@ pub struct Assessed {
     pub run_id: String,
     pub decision: Decision,
     pub id: String,
+    /// The observed candidate's digest and decision (observe mode).
+    pub observed: Option<(String, Decision)>,
 }
 
 /// Everything before storing: parse, canonicalize, hash, evaluate policy. A
@@ -141,8 +152,38 @@ pub(crate) async fn prepare(
     body: &Value,
     now: DateTime<Utc>,
 ) -> Result<NewProposalJob, ProposeError> {
-    let Assessed { canonical, payee_trusted, hash, run_id, decision, id } = assess(state, agent, body, now).await?;
+    if let Some(left) = &agent.offboarding_of {
+        // The person it acts for was deactivated (`people::lifecycle`):
+        // nothing is proposed until an admin reassigns its acts_for.
+        let message = format!(
+            "Agent {} acts for a person who was deactivated ({left}); it can propose and commit nothing until an \
+             admin reassigns its acts_for.",
+            agent.agent_id
+        );
+        let entry = AuditEntry {
+            tenant_id: Some(agent.tenant_id.clone()),
+            actor: agent.actor(),
+            action: "proposal.denied".into(),
+            proposal_id: None,
+            request_hash: None,
+            data: serde_json::json!({"rule": "acts_for_deactivated", "offboarding_of": left}),
+        };
+        store::audit::append_alone(&state.db().write, &entry).await?;
+        return Err(ProposeError::Denied(Decision::denied_by("acts_for_deactivated", message)));
+    }
+    let Assessed { canonical, payee_trusted, hash, run_id, decision, id, observed } =
+        assess(state, agent, body, now).await?;
     let summary = audit_summary(&canonical, &run_id, &decision);
+    let observed = ObservedDecision {
+        tenant_id: agent.tenant_id.clone(),
+        id: id.clone(),
+        hash: hash.to_string(),
+        amount_minor: canonical.amount_minor,
+        currency: canonical.currency.code().to_owned(),
+        at: now,
+        decision: decision.clone(),
+        observed,
+    };
 
     if decision.outcome == Outcome::Denied {
         let mut tx = state.db().begin().await?;
@@ -159,9 +200,21 @@ pub(crate) async fn prepare(
         )
         .await?;
         tx.commit().await?;
+        observe(state, &observed).await;
         return Err(ProposeError::Denied(decision));
     }
-    Ok(NewProposalJob { agent: agent.clone(), canonical, payee_trusted, hash, run_id, decision, id, now, summary })
+    Ok(NewProposalJob {
+        agent: agent.clone(),
+        canonical,
+        payee_trusted,
+        hash,
+        run_id,
+        decision,
+        id,
+        now,
+        summary,
+        observed: Some(observed),
+    })
 }
 
 /// Parses, canonicalizes, hashes and evaluates policy (with the tenant's
@@ -181,48 +234,80 @@ pub async fn assess(
     };
     let hash = canonical.hash();
     let id = store::new_id("prop", now);
-    let decision = evaluate(state, agent, &canonical, payee_trusted);
-    let decision = match (&payee, decision.outcome) {
-        (Some(payee), outcome) if outcome != Outcome::Denied => {
-            payables_at_intake(state, &canonical, payee, decision).await?
+    let settings = state.settings();
+    let policies = settings.policies.for_tenant(&agent.tenant_id);
+    let subject = crate::risk::Subject {
+        id: &id,
+        tenant_id: &agent.tenant_id,
+        kind: canonical.kind,
+        payee_id: canonical.destination.id.expose(),
+        invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
+        amount_minor: canonical.amount_minor,
+        currency: canonical.currency,
+        created_at: now,
+    };
+    // A Cedar policy may read the risk signals: computed before it decides.
+    let mut signals =
+        if policies.reads_risk_signals() { Some(crate::risk::signals(state, &subject).await?) } else { None };
+    let codes: Vec<&'static str> = signals.iter().flatten().map(|s| s.code).collect();
+    let input = PolicyInput::of(&id, &canonical, payee_trusted, &agent.scope, &codes);
+    let with_groups =
+        |d: Decision| settings.with_group_rule(&agent.tenant_id, canonical.currency, canonical.amount_minor, d);
+    let decision = with_groups(policies.enforced.evaluate(&settings.policy, &input));
+    let mut observed =
+        policies.observed.as_ref().map(|o| (o.digest(), with_groups(o.evaluate(&settings.policy, &input))));
+    // The accounts-payable controls, beside policy (`crate::payables`): on
+    // the enforced decision and the observed one alike, so that observe
+    // mode records only what the candidate policy changes.
+    let decision = payables_after_policy(state, &canonical, payee.as_ref(), decision).await?;
+    if let Some((digest, d)) = observed.take() {
+        observed = Some((digest, payables_after_policy(state, &canonical, payee.as_ref(), d).await?));
+    }
+    if settings.risk.extra_approval && signals.is_none() && decision.outcome != Outcome::Denied {
+        signals = Some(crate::risk::signals(state, &subject).await?);
+    }
+    let extra = |d: Decision| match &signals {
+        Some(signals) if settings.risk.extra_approval && d.outcome != Outcome::Denied => {
+            crate::risk::with_extra_approval(&settings.risk, d, signals)
         }
-        _ => decision,
+        _ => d,
     };
-    let decision = if state.settings().risk.extra_approval && decision.outcome != Outcome::Denied {
-        let subject = crate::risk::Subject {
-            id: &id,
-            tenant_id: &agent.tenant_id,
-            kind: canonical.kind,
-            payee_id: canonical.destination.id.expose(),
-            invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
-            amount_minor: canonical.amount_minor,
-            currency: canonical.currency,
-            created_at: now,
-        };
-        let signals = crate::risk::signals(state, &subject).await?;
-        crate::risk::with_extra_approval(&state.settings().risk, decision, &signals)
-    } else {
-        decision
-    };
-    Ok(Assessed { canonical, payee_trusted, hash, run_id: request.run_id().as_str().to_owned(), decision, id })
+    let decision = extra(decision);
+    let observed = observed.map(|(digest, d)| (digest, extra(d)));
+    Ok(Assessed {
+        canonical,
+        payee_trusted,
+        hash,
+        run_id: request.run_id().as_str().to_owned(),
+        decision,
+        id,
+        observed,
+    })
 }
 
-/// Policy's decision for a canonical request, with the tenant's group rule
-/// (the one evaluation intake, split payments and batches share).
+/// The enforced policy's decision for a canonical request, with the
+/// tenant's group rule (what split payments ask of a total; no risk
+/// signals: those are the proposal's own).
 pub fn evaluate(state: &impl Config, agent: &AgentPrincipal, canonical: &CanonicalRequest, trusted: bool) -> Decision {
-    let decision = policy::evaluate(
-        &state.settings().policy,
-        &PolicyInput {
-            kind: canonical.kind,
-            amount_minor: canonical.amount_minor,
-            currency: canonical.currency,
-            purpose: canonical.purpose_code,
-            source_account: &canonical.source_account,
-            payee_trusted: trusted,
-            agent: &agent.scope,
-        },
-    );
-    state.settings().with_group_rule(&agent.tenant_id, canonical.currency, canonical.amount_minor, decision)
+    let settings = state.settings();
+    let policies = settings.policies.for_tenant(&agent.tenant_id);
+    let input = PolicyInput::of("", canonical, trusted, &agent.scope, &[]);
+    let decision = policies.enforced.evaluate(&settings.policy, &input);
+    settings.with_group_rule(&agent.tenant_id, canonical.currency, canonical.amount_minor, decision)
+}
+
+/// [`payables_at_intake`] for a transfer to a registered payee whose
+/// decision is not already a refusal.
+async fn payables_after_policy(
+    state: &(impl Store + Config),
+    canonical: &CanonicalRequest,
+    payee: Option<&store::directory::PayeeEntry>,
+    decision: Decision,
+) -> Result<Decision, ProposeError> {
+    match payee {
+        Some(payee) if decision.outcome != Outcome::Denied => payables_at_intake(state, canonical, payee, decision).await,
+        _ => Ok(decision),
+    }
 }
 
 /// The accounts-payable checks of a transfer at intake (`crate::payables`),
@@ -271,6 +356,8 @@ pub struct NewProposalJob {
     id: String,
     now: DateTime<Utc>,
     summary: Value,
+    /// Observe mode's candidate decision, recorded once the proposal is stored.
+    observed: Option<ObservedDecision>,
 }
 
 impl NewProposalJob {
@@ -460,6 +547,12 @@ impl NewProposalJob {
                 card.groups = crate::policy::describe_groups(&decision.groups);
                 card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
                 crate::slack::outbox::announce(state, tx, &card, now).await?;
+            }
+            if crate::teams::posts_for(state, &agent.tenant_id) {
+                let mut card = crate::teams::card(state, id, canonical, hash.as_str(), decision.required_approvals);
+                card.groups = crate::policy::describe_groups(&decision.groups);
+                card.signals = crate::risk::signals(state, &crate::risk::Subject::of(&row)).await?;
+                crate::teams::announce(state, tx, &card, None, now).await?;
             }
             crate::notify::announce(state, tx, &row, now).await?;
             return Ok(row);

@@ -260,6 +260,8 @@ pub(super) async fn apply_agent(
         purposes: a.purposes.iter().map(|p| p.as_str().to_owned()).collect(),
     };
     let outcome = directory::upsert_agent(conn, &spec).await.map_err(|e| conflict(e, &a.entry))?;
+    // A new principal thaws an agent frozen because its last one left.
+    crate::freeze::thaw_if_reassigned(conn, &spec.tenant_id, &spec.id, actor, None).await?;
     let data = json!({
         "agent_id": spec.id,
         "acts_for": spec.acts_for,

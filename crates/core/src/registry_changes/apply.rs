@@ -109,6 +109,35 @@ pub(super) async fn apply(
                 store::directory::set_key_holder(conn, tenant, &id, &holder).await?;
             }
         }
+        Stored::ScimToken { id, label, token_sha256, proposed_by } => {
+            let row = store::people::NewScimToken {
+                id: &id,
+                tenant_id: tenant,
+                token_sha256: &token_sha256,
+                label: &label,
+                created_by: &proposed_by,
+                confirmed_by: Some(&admin.user_id),
+                now,
+            };
+            store::people::insert_token(conn, &row).await?;
+            append(conn, admin, "scim.token.issued", json!({"token_id": id, "label": label})).await?;
+        }
+        Stored::RevokeScimToken { id } => {
+            if store::people::revoke_token(conn, tenant, &id, now).await? {
+                append(conn, admin, "scim.token.revoked", json!({"token_id": id})).await?;
+            }
+        }
+        Stored::Reassign { agent, acts_for } => {
+            let user = store::directory::user_by_username(conn, &acts_for)
+                .await?
+                .filter(|u| u.tenant_id == tenant && u.active)
+                .ok_or_else(|| ChangeError::Invalid(format!("acts_for: there is no active user {acts_for} here")))?;
+            if !store::people::set_acts_for(conn, tenant, &agent, &user.id).await? {
+                return Err(ChangeError::Invalid(format!("there is no agent {agent} here")));
+            }
+            append(conn, admin, "registry.agent.reassigned", json!({"agent_id": agent, "acts_for": user.id})).await?;
+            crate::freeze::thaw_if_reassigned(conn, tenant, &agent, &actor, Some(&admin.user_id)).await?;
+        }
         Stored::Payee { id, legal_name, trusted } => {
             provision::add_payee_in(conn, tenant, &id, &legal_name, trusted, &actor).await?;
         }
@@ -160,6 +189,9 @@ pub(super) async fn apply(
         // Applied with its call-back by `confirm_account_change` only.
         Stored::PayeeAccount { .. } => {
             return Err(ChangeError::Invalid("a change of bank account needs the call-back that verified it".into()));
+        }
+        Stored::Policy { .. } => {
+            // Stored by `confirm` with the change's id (`policy_change::apply`).
         }
         Stored::PasskeyRemoval { passkey_id, .. } => {
             let passkey = store::passkeys::get_in(&mut *conn, tenant, &passkey_id)

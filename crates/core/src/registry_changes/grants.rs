@@ -107,9 +107,32 @@ pub(super) async fn grants(
                 )]),
             }
         }
+        Stored::ScimToken { label, .. } => Some(vec![format!(
+            "Issue a SCIM token for {label}: it creates, changes, deactivates and deletes the users and groups of \
+             this tenant, and its groups grant the roles and approval groups the configuration maps them to"
+        )]),
+        // Revoking only ever takes authority away.
+        Stored::RevokeScimToken { .. } => None,
+        Stored::Reassign { agent, acts_for } => {
+            let existing = store::directory::agent(&mut *conn, tenant, agent)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no agent {agent} here")))?;
+            let user = user_here(store::directory::user_by_username(&mut *conn, acts_for).await?)
+                .filter(|u| u.active)
+                .ok_or_else(|| ChangeError::Invalid(format!("acts_for: there is no active user {acts_for} here")))?;
+            if existing.acts_for == user.id {
+                return Err(ChangeError::Invalid(format!("agent {agent} already acts for {acts_for}")));
+            }
+            let mut lines = vec![format!("Let agent {agent} act for {acts_for} (its key stays)")];
+            if let Some((_, reason, _)) = store::people::offboarding_freeze(&mut *conn, tenant, agent).await? {
+                lines.push(format!("This lifts its freeze ({reason}): it can propose and commit again"));
+            }
+            Some(lines)
+        }
         Stored::Delegation { delegator, delegate, starts_at, ends_at, .. } => {
             delegation_lines(settings, tenant, (delegator, delegate), (starts_at, ends_at))
         }
+        Stored::Policy { .. } => Some(super::policy_change::lines(settings, tenant, stored)),
         Stored::PasskeyRemoval { username, passkey_id } => {
             let Some(passkey) = store::passkeys::get_in(&mut *conn, tenant, passkey_id).await? else {
                 return Err(ChangeError::Invalid("that passkey is no longer registered".into()));

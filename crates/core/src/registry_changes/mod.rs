@@ -56,6 +56,7 @@ pub use crate::actors::Admin;
 
 mod apply;
 mod grants;
+pub mod policy_change;
 pub use grants::delegation_lines;
 mod stranded;
 
@@ -126,6 +127,29 @@ pub enum Request {
         from: String,
         to: String,
     },
+    /// A SCIM token for the tenant's identity provider (docs/PEOPLE.md):
+    /// shown once to the admin who proposes it, working once another
+    /// admin confirms.
+    ScimToken {
+        label: String,
+    },
+    /// Revoke a SCIM token: applies at once.
+    RevokeScimToken {
+        id: String,
+    },
+    /// Point an agent at another person, its key kept (an agent frozen
+    /// because the person it acted for left is thawed by this).
+    Reassign {
+        agent: String,
+        acts_for: String,
+    },
+    /// A tenant's payment policy (`policy::MODE_ENFORCE` or `MODE_OBSERVE`):
+    /// a Cedar text, or empty for the config's own. Waits for a second
+    /// admin, who is shown its backtest (`policy_change`).
+    Policy {
+        mode: String,
+        text: String,
+    },
 }
 
 /// Exactly what a change applies (stored as JSON; secrets as hashes).
@@ -173,6 +197,22 @@ enum Stored {
         frozen: bool,
         reason: String,
     },
+    /// A SCIM token: its id, label and the SHA-256 of its secret.
+    ScimToken {
+        id: String,
+        label: String,
+        token_sha256: String,
+        /// The admin it was shown to.
+        proposed_by: String,
+    },
+    RevokeScimToken {
+        id: String,
+    },
+    /// An agent's new principal (a username), its key kept.
+    Reassign {
+        agent: String,
+        acts_for: String,
+    },
     /// A delegation (`crate::delegation`) that lets its delegate count for
     /// approval groups they are not in: by usernames, its instants as stored.
     Delegation {
@@ -189,6 +229,13 @@ enum Stored {
         to: String,
         legal_name: String,
     },
+    /// A tenant's policy, enforced or observed (`policy_change`).
+    Policy {
+        mode: String,
+        /// Empty: the config's own.
+        text: String,
+        digest: String,
+    },
 }
 
 impl Stored {
@@ -203,6 +250,10 @@ impl Stored {
             Stored::Freeze { .. } => "freeze",
             Stored::Delegation { .. } => "delegation",
             Stored::PayeeAccount { .. } => "payee_account",
+            Stored::ScimToken { .. } => "scim_token",
+            Stored::RevokeScimToken { .. } => "scim_token_revocation",
+            Stored::Reassign { .. } => "agent_reassignment",
+            Stored::Policy { .. } => "policy",
         }
     }
 
@@ -218,17 +269,22 @@ impl Stored {
             Stored::PayeeAccount { from, .. } => from,
             Stored::Freeze { agent, .. } => agent.as_deref().unwrap_or(TENANT_SUBJECT),
             Stored::Delegation { id, .. } => id,
+            Stored::ScimToken { id, .. } | Stored::RevokeScimToken { id } => id,
+            Stored::Reassign { agent, .. } => agent,
+            Stored::Policy { mode, .. } => mode,
         }
     }
 
     /// The kinds of change about the same subject as this one.
     fn family(&self) -> &'static [&'static str] {
         match self {
-            Stored::Agent { .. } => &["agent"],
+            Stored::Agent { .. } | Stored::Reassign { .. } => &["agent", "agent_reassignment"],
+            Stored::ScimToken { .. } | Stored::RevokeScimToken { .. } => &["scim_token", "scim_token_revocation"],
             Stored::Payee { .. } => &["payee"],
             Stored::PayeeAccount { .. } => &["payee_account"],
             Stored::Freeze { .. } => &["freeze"],
             Stored::Delegation { .. } => &["delegation"],
+            Stored::Policy { .. } => &["policy"],
             _ => &["user", "slack_link", "passkey_enrolment", "passkey_removal"],
         }
     }
@@ -279,6 +335,8 @@ pub enum Submitted {
 pub struct Confirmed {
     pub message: String,
     pub secret: Option<OneTimeSecret>,
+    /// A policy change's backtest, run again as it was confirmed.
+    pub backtest: Option<crate::policy::backtest::Report>,
 }
 
 /// A secret shown once: what it is, for whom, and itself.
@@ -446,6 +504,44 @@ pub async fn submit(
                 .map_err(ChangeError::Invalid)?;
             (Stored::PayeeAccount { from, to, legal_name }, None)
         }
+        Request::ScimToken { label } => {
+            let label = label.trim().to_owned();
+            if label.is_empty() || label.chars().count() > 100 || label.chars().any(char::is_control) {
+                return Err(ChangeError::Invalid(
+                    "label: name the identity provider, in at most 100 characters".into(),
+                ));
+            }
+            let token = crate::people::scim::generate_token();
+            let stored = Stored::ScimToken {
+                id: store::new_id("scim", now),
+                label,
+                token_sha256: crate::domain::key_sha256(&token).into_string(),
+                proposed_by: admin.user_id.clone(),
+            };
+            (stored, Some(token))
+        }
+        Request::RevokeScimToken { id } => {
+            let tokens = store::people::tokens_of(&state.db().read, &tenant).await?;
+            if !tokens.iter().any(|t| t.id == id && t.revoked_at.is_none()) {
+                return Err(ChangeError::Invalid("there is no such SCIM token here".into()));
+            }
+            (Stored::RevokeScimToken { id }, None)
+        }
+        Request::Reassign { agent, acts_for } => {
+            let mut conn = state.db().reader().await?;
+            store::directory::agent(&mut conn, &tenant, &agent)
+                .await?
+                .ok_or_else(|| ChangeError::Invalid(format!("there is no agent {agent} here")))?;
+            drop(conn);
+            let user = tenant_user(state, &tenant, &acts_for)
+                .await
+                .map_err(|_| ChangeError::Invalid(format!("acts_for: there is no user {acts_for} here")))?;
+            if !user.active {
+                return Err(ChangeError::Invalid(format!("acts_for: {acts_for} is deactivated")));
+            }
+            (Stored::Reassign { agent, acts_for }, None)
+        }
+        Request::Policy { mode, text } => return policy_change::submit(state, admin, mode, text, now).await,
     };
     let lines = {
         let mut conn = state.db().reader().await?;
@@ -478,6 +574,14 @@ pub async fn submit(
         Stored::PayeeAccount { .. } => "Another admin must call the payee back at a number you already had, and \
                                         record the call, before the new account is paid."
             .into(),
+        Stored::ScimToken { label, .. } => {
+            format!("The SCIM token for {label} works once another admin confirms it; it was shown only to you, now.")
+        }
+        Stored::RevokeScimToken { .. } => "Another admin must confirm the revocation.".into(),
+        Stored::Reassign { agent, acts_for } => {
+            format!("Another admin must confirm that agent {agent} acts for {acts_for} from now on.")
+        }
+        Stored::Policy { .. } => unreachable!("policy changes are submitted by policy_change"),
     };
     Ok(Submitted::Pending { id, message, agent_key })
 }
@@ -552,8 +656,21 @@ async fn propose(
     lines: Vec<String>,
     now: DateTime<Utc>,
 ) -> Result<String, ChangeError> {
+    propose_with(state, admin, stored, lines, None, now).await
+}
+
+/// [`propose`], with what else the confirming admin is shown stored beside
+/// the lines (a policy change's backtest, under `backtest`).
+async fn propose_with(
+    state: &impl Store,
+    admin: &Admin,
+    stored: &Stored,
+    lines: Vec<String>,
+    backtest: Option<serde_json::Value>,
+    now: DateTime<Utc>,
+) -> Result<String, ChangeError> {
     let mut tx = state.db().begin().await?;
-    let id = propose_in(&mut tx, admin, stored, lines, now).await?;
+    let id = propose_in(&mut tx, admin, stored, lines, backtest, now).await?;
     tx.commit().await?;
     Ok(id)
 }
@@ -576,7 +693,7 @@ pub async fn propose_delegation(
         starts_at: store::ts(row.starts_at),
         ends_at: store::ts(row.ends_at),
     };
-    propose_in(tx, delegator, &stored, lines, now).await.map_err(|e| match e {
+    propose_in(tx, delegator, &stored, lines, None, now).await.map_err(|e| match e {
         ChangeError::Store(e) => e,
         other => unreachable!("storing a change fails only in the store: {other}"),
     })
@@ -587,11 +704,16 @@ async fn propose_in(
     admin: &Admin,
     stored: &Stored,
     lines: Vec<String>,
+    backtest: Option<serde_json::Value>,
     now: DateTime<Utc>,
 ) -> Result<String, ChangeError> {
     let id = store::new_id("chg", now);
     let change = serde_json::to_string(stored).expect("changes serialize");
-    let summary = json!({ "lines": lines }).to_string();
+    let summary = match &backtest {
+        None => json!({ "lines": lines }),
+        Some(backtest) => json!({ "lines": lines, "backtest": backtest }),
+    }
+    .to_string();
     let shown_subject = shown_subject(stored.kind(), stored.subject());
     store::registry_changes::insert(
         tx,
@@ -696,6 +818,7 @@ async fn confirm_recording(
         }
         _ => apply(&mut tx, state, admin, &stored, now).await?,
     };
+    policy_change::apply(&mut tx, admin, id, &row.proposed_by, &stored, now).await?;
     let superseded = store::registry_changes::supersede_others(&mut tx, &row, now).await?;
     append(
         &mut tx,
@@ -706,7 +829,8 @@ async fn confirm_recording(
     )
     .await?;
     tx.commit().await?;
-    Ok(Confirmed { message: format!("Change confirmed: {}.", summary_lines(&row).join("; ")), secret })
+    let backtest = policy_change::confirmed(state, &admin.tenant_id, &stored).await?;
+    Ok(Confirmed { message: format!("Change confirmed: {}.", summary_lines(&row).join("; ")), secret, backtest })
 }
 
 /// Any admin of the tenant (the proposer too: a withdrawal) rejects a pending change.
@@ -787,6 +911,8 @@ pub struct PendingChange {
     pub proposed_at: String,
     /// Why this viewer cannot confirm it, if they cannot.
     pub blocker: Option<String>,
+    /// A policy change's backtest, as run when it was proposed.
+    pub backtest: Option<crate::policy::backtest::Report>,
 }
 
 fn sentence(text: &str) -> String {
@@ -814,6 +940,7 @@ pub async fn pending(state: &(impl Store + Clock + Config), admin: &Admin) -> Re
         }
         listed.push(PendingChange {
             lines: summary_lines(&row),
+            backtest: policy_change::stored_backtest(&row.summary),
             id: row.id,
             kind: row.kind,
             proposed_by: row.proposed_by,
@@ -859,6 +986,10 @@ mod tests {
             time_zone: None,
             quiet_hours: None,
             active: true,
+            idp_roles: Vec::new(),
+            idp_approval_groups: Vec::new(),
+            deactivated_at: None,
+            deleted_at: None,
             oidc: None,
             approval_limits_minor: limits.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
         }

@@ -4,7 +4,7 @@
 use crate::domain::Role;
 use std::collections::BTreeMap;
 
-use super::{new_id, query, scalar, ts, Conn, Flag, Json, Pool, Result, Roles, Row, Unsigned};
+use super::{new_id, query, scalar, ts, Conn, Flag, Json, OptTimestamp, Pool, Result, Roles, Row, Unsigned};
 use chrono::{DateTime, Utc};
 
 /// Whether a row was created or changed by an upsert.
@@ -97,6 +97,20 @@ pub struct User {
     pub quiet_hours: Option<String>,
     #[sqlx(try_from = "Flag")]
     pub active: bool,
+    /// The roles the identity provider's groups grant them (`people::groups`;
+    /// migration 0031). `roles` already includes them: those are the roles
+    /// the registry gave plus these.
+    #[sqlx(try_from = "Roles")]
+    pub idp_roles: Vec<Role>,
+    /// The tenant's approval groups the identity provider's groups put them in.
+    #[sqlx(try_from = "Json<Vec<String>>")]
+    pub idp_approval_groups: Vec<String>,
+    /// When they were deactivated (offboarding), while they are.
+    #[sqlx(try_from = "OptTimestamp")]
+    pub deactivated_at: Option<DateTime<Utc>>,
+    /// Deleted by SCIM: the row stays for what names it, the username is freed.
+    #[sqlx(try_from = "OptTimestamp")]
+    pub deleted_at: Option<DateTime<Utc>>,
     /// Rows of their own (`approval_limits`), read with the user's.
     #[sqlx(skip)]
     pub approval_limits_minor: BTreeMap<String, u64>,
@@ -253,6 +267,11 @@ fn select_users(pg: bool, filter: &'static str) -> String {
 /// column (`USD:100000;EUR:5000`).
 fn user_with_limits(row: &Row) -> Result<User> {
     let mut user: User = row.decode()?;
+    for role in &user.idp_roles {
+        if !user.roles.contains(role) {
+            user.roles.push(*role);
+        }
+    }
     let joined: Option<String> = row.try_get("approval_limits_joined")?;
     for limit in joined.as_deref().unwrap_or_default().split(';').filter(|l| !l.is_empty()) {
         let parsed = limit.rsplit_once(':').and_then(|(currency, minor)| Some((currency, minor.parse::<u64>().ok()?)));
@@ -310,6 +329,10 @@ pub struct Agent {
     /// The user its current key was shown to on the console (migration
     /// 0018); `None` when the operator made it (CLI, provisioning file).
     pub key_holder: Option<String>,
+    /// Frozen because the person it acted for was deactivated: that
+    /// user's id (migration 0031). Read only by [`agent_by_key_hash`].
+    #[sqlx(default)]
+    pub offboarding_of: Option<String>,
 }
 
 pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
@@ -375,8 +398,14 @@ pub async fn set_key_holder(conn: &mut Conn, tenant: &str, agent: &str, user_id:
 
 /// The active agent whose key hashes to `key_sha256`.
 pub async fn agent_by_key_hash(pool: &Pool, key_sha256: &str) -> Result<Option<Agent>> {
-    let row =
-        query("SELECT * FROM agents WHERE key_sha256 = ? AND active = 1").bind(key_sha256).fetch_optional(pool).await?;
+    let row = query(
+        "SELECT a.*, (SELECT f.offboarding_of FROM freezes f WHERE f.scope = 'agent' AND f.tenant_id = a.tenant_id
+             AND f.agent_id = a.id AND f.offboarding_of IS NOT NULL) AS offboarding_of
+         FROM agents a WHERE a.key_sha256 = ? AND a.active = 1",
+    )
+    .bind(key_sha256)
+    .fetch_optional(pool)
+    .await?;
     row.as_ref().map(Row::decode).transpose()
 }
 
@@ -606,6 +635,12 @@ struct Budget {
 /// The user a Slack user id is linked to, if any.
 pub async fn user_by_slack_id(pool: &Pool, slack_user_id: &str) -> Result<Option<User>> {
     one_user(&mut *pool.acquire().await?, "u.slack_user_id = ?", &[slack_user_id]).await
+}
+
+/// The user a Teams user (Entra ID object id) is linked to, if any.
+pub async fn user_by_teams_id(pool: &Pool, aad_object_id: &str) -> Result<Option<User>> {
+    let filter = "u.id = (SELECT user_id FROM teams_links WHERE aad_object_id = ?)";
+    one_user(&mut *pool.acquire().await?, filter, &[aad_object_id]).await
 }
 
 /// Sets (or with `None` clears) a user's Slack user id. Returns whether the

@@ -24,7 +24,7 @@
 //! Linked when the command was planned, any write of the process in
 //! between (reconciliation's, the intake's, the log's) made its guard fail
 //! and its caller redo the transaction step by step — a commit in fifty
-//! that way under reconciliation (docs/BENCHMARKS.md, "Session 30").
+//! that way under reconciliation (docs/BENCHMARKS.md, "Commit latency").
 //!
 //! sqlx's connection thread stops running a command's statements as soon
 //! as nobody reads its answer. A command that opens its own transaction

@@ -30,6 +30,8 @@ pub mod oidc;
 pub mod operations;
 pub mod outbox;
 pub mod passkeys;
+pub mod people;
+pub mod policies;
 pub mod priority;
 pub mod proposals;
 pub mod reach;
@@ -37,6 +39,7 @@ pub mod registry_changes;
 pub mod risk;
 pub mod sessions;
 pub mod slack;
+pub mod teams;
 pub mod tlog;
 pub mod webhooks;
 
@@ -448,7 +451,7 @@ pub const WRITER_AUTOCHECKPOINT: u32 = 10_000;
 /// often, so that each copy, and the sync of the file that ends it, is
 /// small. A commit's own sync waits behind a large one on the disk and its
 /// threads behind the copy on the CPUs (250 ms put the commit's p99 about
-/// a millisecond higher: docs/BENCHMARKS.md, "Session 30"). With nothing
+/// a millisecond higher: docs/BENCHMARKS.md, "Commit latency"). With nothing
 /// new in the WAL a checkpoint writes and syncs nothing.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(40);
 

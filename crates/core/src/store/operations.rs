@@ -351,7 +351,7 @@ pub async fn claim(conn: &mut Conn, id: &str, now: DateTime<Utc>, until: DateTim
 /// Claims the open operations `ids` for a reconciliation pass until
 /// `until`, each unless another process holds it at `now`, in one write:
 /// the ids claimed. ([`claim`] for one; a pass claimed each with its own
-/// write and its own `fsync` before, docs/BENCHMARKS.md "Session 31".)
+/// write and its own `fsync` before, docs/BENCHMARKS.md "Commit latency".)
 pub async fn claim_all(
     conn: &mut Conn,
     ids: &[&str],

@@ -1,5 +1,5 @@
-//! What the durable outboxes share (Slack's `slack_outbox` and the
-//! `notifications` table): the same bookkeeping columns (`status`,
+//! What the durable outboxes share (Slack's `slack_outbox`, Teams'
+//! `teams_outbox` and the `notifications` table): the same bookkeeping columns (`status`,
 //! `attempts`, `next_attempt_at`, `last_error`, `created_at`,
 //! `finished_at`), and the same three moves on them: claim the due rows for
 //! this instance, end a row, schedule its next attempt.
@@ -19,6 +19,7 @@ pub trait Queued {
 pub enum Table {
     Slack,
     Notifications,
+    Teams,
 }
 
 impl Table {
@@ -26,6 +27,7 @@ impl Table {
         match self {
             Table::Slack => "slack_outbox",
             Table::Notifications => "notifications",
+            Table::Teams => "teams_outbox",
         }
     }
 }

@@ -7,7 +7,7 @@
 //! disk, and on this project's two-core machines every thread queues for a
 //! CPU: a background write or burst of reads that starts while a commit is
 //! between its authorization and its outcome makes the commit wait behind
-//! it (docs/BENCHMARKS.md, "Session 31"). The passes lose nothing by
+//! it (docs/BENCHMARKS.md, "Commit latency"). The passes lose nothing by
 //! starting a few milliseconds later; an agent waiting on its payment does.
 //!
 //! A commit holds a [`Foreground`] for its whole use case. A pass calls

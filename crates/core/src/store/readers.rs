@@ -4,7 +4,7 @@
 //! is a round trip between that thread and ours; and its pool pings every
 //! connection it gets back before anyone may use it again — one more round
 //! trip per statement run on the pool, as costly as a short query on this
-//! machine (docs/BENCHMARKS.md, "Session 23"). A read-only connection has
+//! machine (docs/BENCHMARKS.md, "Commit latency"). A read-only connection has
 //! nothing to flush when it comes back: a statement dropped half-read is
 //! reset by the connection's thread as soon as it sees the answer is no
 //! longer wanted, and readers never open transactions. So here a

@@ -139,3 +139,24 @@ pub async fn supersede_subject(
 struct Superseded {
     id: String,
 }
+
+/// Every pending change of `tenant` proposed by `user` is withdrawn
+/// (`superseded`, with `note`): its proposer left (offboarding).
+pub async fn supersede_proposed_by(
+    conn: &mut Conn,
+    tenant: &str,
+    user: &str,
+    note: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>> {
+    Ok(scalar(
+        "UPDATE registry_changes SET status = 'superseded', decided_at = ?, note = ?
+         WHERE tenant_id = ? AND proposed_by = ? AND status = 'pending' RETURNING id",
+    )
+    .bind(ts(now))
+    .bind(note)
+    .bind(tenant)
+    .bind(user)
+    .fetch_all(conn)
+    .await?)
+}

@@ -237,7 +237,7 @@ impl Growth<'_> {
     /// changes), the root computed and signed, and the writes go to the one
     /// writer as one command guarded by the log's size (`store::guarded`):
     /// the writer is held for one round trip, not ten (docs/BENCHMARKS.md,
-    /// "Session 31").
+    /// "Commit latency").
     async fn write_at_once(&self, db: &super::Db) -> Result<bool> {
         let (size, new_size) = (self.size, self.new_size());
         let (grown, root) = {

@@ -1,4 +1,4 @@
-//! The transparency log (issue 26, docs/EVIDENCE.md): every audit entry is
+//! The transparency log (docs/EVIDENCE.md): every audit entry is
 //! a leaf of an append-only Merkle tree (RFC 9162 section 2.1), leaf `i`
 //! being audit entry `seq = i + 1` (its hashed body, the bytes its chain
 //! hash covers). A sequencer in every instance appends the entries written
@@ -39,7 +39,7 @@ pub trait Log {
 /// always a new entry, and going on until there was none made one
 /// transaction and one signed checkpoint per intake batch — about a hundred
 /// a second, each holding SQLite's one writer (measured, docs/BENCHMARKS.md
-/// "Session 26"), where the design is one a second.
+/// "Intake throughput"), where the design is one a second.
 pub async fn catch_up(state: &(impl Store + Clock + Log)) -> crate::store::Result<u64> {
     // PostgreSQL: entries whose linking after their commit failed (or whose
     // process ended first) are linked here before they are logged.

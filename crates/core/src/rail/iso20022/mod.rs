@@ -135,7 +135,7 @@ impl BankFiles {
     pub async fn cut(&self, now: DateTime<Utc>) -> Result<Vec<String>, SyncError> {
         let mut written = Vec::new();
         for batch in bank::unwritten_batches(&self.db.read, &self.name).await? {
-            written.push(self.write_batch(&batch.id, &batch.file_name, batch.created_at, now).await?);
+            self.write_or_hold(&batch.id, &batch.file_name, batch.created_at, now, &mut written).await?;
         }
         let every = chrono::Duration::seconds(self.settings.cut_every_secs as i64);
         let last = bank::last_batch_at(&self.db.read, &self.name).await?;
@@ -152,9 +152,31 @@ impl BankFiles {
         let taken = bank::assign_batch(&mut tx, &self.name, &id, &file_name, &keys, now).await?;
         tx.commit().await?;
         if taken > 0 {
-            written.push(self.write_batch(&id, &file_name, now, now).await?);
+            self.write_or_hold(&id, &file_name, now, now, &mut written).await?;
         }
         Ok(written)
+    }
+
+    /// [`BankFiles::write_batch`]; a batch that cannot be written because a
+    /// payee's details left the beneficiaries file holds only itself back
+    /// (logged: the next pass tries again).
+    async fn write_or_hold(
+        &self,
+        id: &str,
+        file_name: &str,
+        created: DateTime<Utc>,
+        now: DateTime<Utc>,
+        written: &mut Vec<String>,
+    ) -> Result<(), SyncError> {
+        match self.write_batch(id, file_name, created, now).await {
+            Ok(file) => written.push(file),
+            Err(SyncError::MissingBeneficiary(e2e)) => tracing::error!(
+                rail = %self.name, batch = id, end_to_end_id = %e2e,
+                "bank file not written: a payee of the batch has no bank details any more; restore them"
+            ),
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     /// Writes batch `id`'s file (the same bytes every time) and marks its

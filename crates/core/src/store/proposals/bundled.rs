@@ -41,7 +41,7 @@ const BUNDLE_SELECT: &str = "SELECT p.*, COALESCE(py.trusted, 0) AS payee_truste
      LEFT JOIN payees py ON py.tenant_id = p.tenant_id AND py.id = p.payee_id
      LEFT JOIN operations o ON o.proposal_id = p.id
      LEFT JOIN approval_tokens t ON t.proposal_id = p.id AND t.round = p.approval_round
-     LEFT JOIN approvals a ON a.proposal_id = p.id AND a.round = p.approval_round
+     LEFT JOIN approvals a ON a.proposal_id = p.id AND a.round = p.approval_round AND a.withdrawn_at IS NULL
      WHERE p.tenant_id = ";
 
 /// Writes the statement that reads the proposal `id` of `tenant` as a

@@ -549,7 +549,7 @@ pub async fn approvals_of(pool: &Pool, ids: &[&str]) -> Result<Vec<ApprovalRow>>
     }
     let mut q = Builder::new(
         "SELECT a.* FROM approvals a JOIN proposals p ON p.id = a.proposal_id AND a.round = p.approval_round
-         WHERE a.proposal_id IN (",
+         WHERE a.withdrawn_at IS NULL AND a.proposal_id IN (",
     );
     q.push_list(ids.iter().copied());
     q.push(") ORDER BY a.at, a.approver_id");
@@ -560,7 +560,8 @@ pub async fn approvals_of(pool: &Pool, ids: &[&str]) -> Result<Vec<ApprovalRow>>
 /// Approvals (decision `approve`) of one round, in the order given.
 pub async fn approvals_in_round(conn: &mut Conn, id: &str, round: i64) -> Result<Vec<ApprovalRow>> {
     let rows = query(
-        "SELECT * FROM approvals WHERE proposal_id = ? AND round = ? AND decision = 'approve' ORDER BY at, approver_id",
+        "SELECT * FROM approvals WHERE proposal_id = ? AND round = ? AND decision = 'approve' AND withdrawn_at IS NULL
+         ORDER BY at, approver_id",
     )
     .bind(id)
     .bind(round)
@@ -773,7 +774,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// prop_1's approval token jti_1, of round 1, issued and expiring `at`.
+    /// prop_1's approval token jti_1, of the first approval round, issued and expiring `at`.
     pub(crate) fn token_1(at: DateTime<Utc>) -> TokenRow {
         TokenRow {
             jti: "jti_1".into(),

@@ -8,6 +8,15 @@ use std::collections::BTreeMap;
 
 use crate::domain::{Currency, ProposalKind, PurposeCode, SourceAccount};
 
+pub mod backtest;
+pub mod cedar;
+pub mod convert;
+mod engine;
+pub mod examples;
+pub use engine::{
+    short, Confirmed, Engine, PolicyBook, PolicyError, TenantPolicy, MODE_ENFORCE, MODE_OBSERVE, REFRESH_EVERY,
+};
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PolicyConfig {
@@ -124,13 +133,47 @@ pub struct AgentScope {
 /// The facts a decision is made on.
 #[derive(Debug, Clone)]
 pub struct PolicyInput<'a> {
+    pub tenant_id: &'a str,
+    /// The proposal's id (the Cedar resource); any id for a proposal not made yet.
+    pub proposal_id: &'a str,
     pub kind: ProposalKind,
     pub amount_minor: u64,
     pub currency: Currency,
     pub purpose: PurposeCode,
     pub source_account: &'a SourceAccount,
+    pub payee_id: &'a str,
     pub payee_trusted: bool,
+    pub invoice_id: Option<&'a str>,
     pub agent: &'a AgentScope,
+    /// The risk signals' codes (`crate::risk`), where they were computed.
+    pub risk_signals: &'a [&'static str],
+}
+
+impl<'a> PolicyInput<'a> {
+    /// The facts of a canonical request: a reversal never goes to a
+    /// trusted payee.
+    pub fn of(
+        id: &'a str,
+        canonical: &'a crate::domain::CanonicalRequest,
+        payee_trusted: bool,
+        agent: &'a AgentScope,
+        risk_signals: &'a [&'static str],
+    ) -> PolicyInput<'a> {
+        PolicyInput {
+            tenant_id: &canonical.tenant_id,
+            proposal_id: id,
+            kind: canonical.kind,
+            amount_minor: canonical.amount_minor,
+            currency: canonical.currency,
+            purpose: canonical.purpose_code,
+            source_account: &canonical.source_account,
+            payee_id: canonical.destination.id.expose(),
+            payee_trusted: payee_trusted && canonical.kind == ProposalKind::Transfer,
+            invoice_id: canonical.invoice_id.as_ref().map(|i| i.as_str()),
+            agent,
+            risk_signals,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -296,9 +339,12 @@ impl Decision {
         }
     }
 
-    /// The rule id an auto-approval is attributed to (`policy:<rule>`).
+    /// The rule id an auto-approval is attributed to (`policy:<rule>`):
+    /// the rule that approved, listed last (`auto_approve_trusted_payee`
+    /// under the TOML rules, the approving policy's `@id` under Cedar).
     pub fn auto_approver(&self) -> Option<String> {
-        (self.outcome == Outcome::AutoApproved).then(|| format!("policy:{RULE_AUTO_APPROVE}"))
+        (self.outcome == Outcome::AutoApproved)
+            .then(|| format!("policy:{}", self.reasons.last().map_or(RULE_AUTO_APPROVE, |r| r.rule.as_str())))
     }
 }
 
@@ -460,13 +506,18 @@ mod tests {
         evaluate(
             &PolicyConfig::default(),
             &PolicyInput {
+                tenant_id: "acme",
+                proposal_id: "prop_1",
                 kind: ProposalKind::Transfer,
                 amount_minor: amount,
                 currency: Currency::parse("USD").unwrap(),
                 purpose,
                 source_account: &source,
+                payee_id: "acct_acme0000000001",
                 payee_trusted: trusted,
+                invoice_id: None,
                 agent: &agent,
+                risk_signals: &[],
             },
         )
     }
