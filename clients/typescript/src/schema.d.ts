@@ -27,6 +27,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's enforced and observed policies and observe mode's newest
+         *     differences (admins).
+         */
+        get: operations["getPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/policy/backtest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replays the tenant's recorded proposals under a candidate policy and
+         *     says what would have changed, with totals by currency (admins; changes
+         *     nothing). A candidate that does not validate is 422 naming `policy`,
+         *     with Cedar's error and its line and column.
+         */
+        post: operations["backtestPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/policy/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Proposes a policy for the tenant, enforced or observed (four-eyes:
+         *     another admin confirms). Validated against the schema (422 naming
+         *     `policy`, Cedar's error located, when it does not) and backtested over
+         *     90 days.
+         */
+        post: operations["proposePolicyChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/policy/changes/{id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirms another admin's policy change: it is enforced (or observed)
+         *     from now on, on every instance within seconds. The proposer cannot
+         *     confirm their own (403); a change proposed against a policy that has
+         *     changed since is `superseded` (409).
+         */
+        post: operations["confirmPolicyChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/bulk/step-up": {
         parameters: {
             query?: never;
@@ -1070,6 +1156,56 @@ export interface components {
             timeout_ms: number;
             user_verification: string;
         };
+        /** @description A candidate policy and how far back to replay it. */
+        BacktestBody: {
+            /** @description The candidate Cedar policy (validated against the schema). */
+            policy: string;
+            /** @description `90d` (the default), `12h`, `2w`. */
+            since?: string | null;
+        };
+        /** @description One proposal decided differently (the first few are kept as examples). */
+        BacktestExample: {
+            amount: string;
+            change: string;
+            proposal_id: string;
+            /** @description The candidate's rules that decided it. */
+            rules: string[];
+        };
+        /** @description What a candidate would have changed. */
+        BacktestReport: {
+            candidate: string;
+            /** Format: int64 */
+            changed: number;
+            /** @description Per change (`auto_approved -> needs_approval`), per currency. */
+            changes: {
+                [key: string]: {
+                    [key: string]: components["schemas"]["BacktestTally"];
+                };
+            };
+            /** Format: int64 */
+            elapsed_ms: number;
+            /** @description The enforced policy it was compared with, and the candidate. */
+            enforced: string;
+            examples: components["schemas"]["BacktestExample"][];
+            /** @description Whether the candidate may read risk signals (not replayed). */
+            reads_risk_signals: boolean;
+            /** Format: int64 */
+            replayed: number;
+            since: string;
+            tenant_id: string;
+        };
+        /** @description Count and total of one change in one currency. */
+        BacktestTally: {
+            /** @description The total formatted in the currency ("1,234.00 USD"). */
+            amount: string;
+            /**
+             * Format: int64
+             * @description In minor units of the currency.
+             */
+            amount_minor: number;
+            /** Format: int64 */
+            count: number;
+        };
         /** @description `POST /api/v1/bulk/step-up`'s body. */
         BulkStepUpRequest: {
             /**
@@ -1487,6 +1623,19 @@ export interface components {
              */
             vapid_public_key: string;
         };
+        /** @description One proposal the observed candidate would have decided differently. */
+        Observation: {
+            amount: string;
+            at: string;
+            /** @description `auto_approved -> needs_approval`, `needs_approval -> refused`, … */
+            change: string;
+            /** @description The rules of each decision. */
+            enforced_rules: string[];
+            observed_rules: string[];
+            /** @description Empty when the enforced policy refused it (not stored). */
+            proposal_id: string;
+            request_hash: string;
+        };
         /**
          * @description Where an operation (the payment of a committed proposal) stands.
          *     `Pending`, `Accepted` and `Unknown` are open (reconciliation looks at
@@ -1618,6 +1767,33 @@ export interface components {
             /** @description Pass as `cursor` for the next page; `null` on the last page. */
             next_cursor: string | null;
         };
+        /** @description A policy change to propose. */
+        PolicyChangeBody: {
+            /**
+             * @description `enforce` or `observe`.
+             * @example enforce
+             */
+            mode: string;
+            /** @description The Cedar policy; empty for the config's own. */
+            policy: string;
+        };
+        /** @description A confirmed policy change and its backtest, run again as it was confirmed. */
+        PolicyChangeConfirmed: {
+            backtest?: null | components["schemas"]["BacktestReport"];
+            change_id: string;
+            message: string;
+            status: string;
+        };
+        /**
+         * @description A proposed policy change: its id and the backtest its confirming admin
+         *     is shown.
+         */
+        PolicyChangeProposed: {
+            backtest?: null | components["schemas"]["BacktestReport"];
+            change_id: string;
+            message: string;
+            status: string;
+        };
         /** @description The policy decision and every rule that fired. */
         PolicyDecision: {
             /**
@@ -1644,6 +1820,15 @@ export interface components {
             message: string;
             /** @example dual_approval */
             rule: string;
+        };
+        /** @description What decides for the tenant, and what observe mode saw. */
+        PolicyStatus: {
+            /** @description "the TOML rules ([policy])" or "Cedar policy sha256:…". */
+            enforced: string;
+            /** @description The newest differences (at most 100). */
+            observations: components["schemas"]["Observation"][];
+            /** @description The observed candidate, if one is. */
+            observed?: string | null;
         };
         /** @description A proof: the hashes, base64, in the order RFC 9162 section 2.1 gives. */
         Proof: {
@@ -2091,6 +2276,450 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Jwks"];
+                };
+            };
+        };
+    };
+    getPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policies and the differences. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyStatus"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    backtestPolicy: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BacktestBody"];
+            };
+        };
+        responses: {
+            /** @description What would have changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BacktestReport"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    proposePolicyChange: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyChangeBody"];
+            };
+        };
+        responses: {
+            /** @description Waiting for a second admin. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyChangeProposed"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    confirmPolicyChange: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path: {
+                /** @description The change's id (`chg_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Applied. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyChangeConfirmed"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description The object's current status does not allow this; `current_status` (also in `details`) names it. */
+            409: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_state";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
                 };
             };
         };
