@@ -305,7 +305,9 @@ async fn payables_after_policy(
     decision: Decision,
 ) -> Result<Decision, ProposeError> {
     match payee {
-        Some(payee) if decision.outcome != Outcome::Denied => payables_at_intake(state, canonical, payee, decision).await,
+        Some(payee) if decision.outcome != Outcome::Denied => {
+            payables_at_intake(state, canonical, payee, decision).await
+        }
         _ => Ok(decision),
     }
 }
