@@ -32,8 +32,8 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use countersign::slack::interaction::{Action, ButtonValue, Interaction, LINK_ACTIONS};
-use countersign::slack::signature::{verify, WINDOW_SECS};
+use countersign::notify::slack::interaction::{Action, ButtonValue, Interaction, LINK_ACTIONS};
+use countersign::notify::slack::signature::{verify, WINDOW_SECS};
 use libfuzzer_sys::fuzz_target;
 use secrecy::SecretString;
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@ use app::views::{DeliveryRow, FreezeRow, WebhookRow};
 use crate::store;
 
 /// A webhook and its log as the admin page shows them.
-pub fn webhook_row(w: crate::webhooks::Overview) -> WebhookRow {
+pub fn webhook_row(w: crate::notify::webhooks::Overview) -> WebhookRow {
     WebhookRow {
         agent_id: w.agent_id,
         target: w.target,

@@ -1,4 +1,4 @@
-//! The Bot Framework adapter of Teams approvals (`countersign_core::teams`):
+//! The Bot Framework adapter of Teams approvals (`countersign_core::notify::teams`):
 //!
 //! - **Inbound keys.** The OpenID metadata document (`teams.openid_metadata_url`)
 //!   names the JWKS (`jwks_uri`); both are read on the first activity and
@@ -19,9 +19,9 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use countersign_core::config::TeamsSettings;
-use countersign_core::outbound::PostError;
-use countersign_core::teams::token::{self, Expect, KeySet, Refusal, Verified};
-use countersign_core::teams::{Connector, Method, Outgoing, SendError};
+use countersign_core::notify::outbound::PostError;
+use countersign_core::notify::teams::token::{self, Expect, KeySet, Refusal, Verified};
+use countersign_core::notify::teams::{Connector, Method, Outgoing, SendError};
 
 /// How long the key set is trusted before it is read again.
 const KEYS_FOR: Duration = Duration::from_secs(24 * 3600);

@@ -9,6 +9,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use crate::config::{Overrides, Settings};
+use crate::notify::webhooks;
+use crate::platform::provision;
 use crate::store::Db;
 
 #[derive(Parser, Debug)]
@@ -172,7 +174,7 @@ pub struct TenantAdd {
     #[arg(long)]
     pub name: String,
     /// Daily budget per currency in minor units, e.g. --budget USD=5000000 (repeatable).
-    #[arg(long = "budget", value_parser = crate::provision::parse_currency_amount)]
+    #[arg(long = "budget", value_parser = provision::parse_currency_amount)]
     pub budgets: Vec<(String, u64)>,
 }
 
@@ -240,7 +242,7 @@ pub struct UserAdd {
     #[arg(long = "role", required = true)]
     pub roles: Vec<String>,
     /// Approval limit per currency in minor units, e.g. --limit USD=500000 (repeatable).
-    #[arg(long = "limit", value_parser = crate::provision::parse_currency_amount)]
+    #[arg(long = "limit", value_parser = provision::parse_currency_amount)]
     pub limits: Vec<(String, u64)>,
     #[arg(long)]
     pub slack_user_id: Option<String>,
@@ -434,19 +436,17 @@ async fn webhook(settings: &Settings, command: WebhookCommand) -> anyhow::Result
     let db = Db::connect(&settings.backend()?).await?;
     let outcome = match &command {
         WebhookCommand::Set { agent, url } => {
-            let now = crate::clock::system_now();
-            crate::webhooks::set(&db, &settings.webhooks, &agent.tenant, &agent.id, url, "cli", now).await.map(Some)
+            let now = crate::platform::clock::system_now();
+            webhooks::set(&db, &settings.webhooks, &agent.tenant, &agent.id, url, "cli", now).await.map(Some)
         }
         WebhookCommand::Rotate(agent) => {
-            let now = crate::clock::system_now();
-            crate::webhooks::rotate(&db, &agent.tenant, &agent.id, "cli", now).await.map(Some)
+            let now = crate::platform::clock::system_now();
+            webhooks::rotate(&db, &agent.tenant, &agent.id, "cli", now).await.map(Some)
         }
-        WebhookCommand::Remove(agent) => {
-            crate::webhooks::remove(&db, &agent.tenant, &agent.id, "cli").await.map(|()| None)
-        }
+        WebhookCommand::Remove(agent) => webhooks::remove(&db, &agent.tenant, &agent.id, "cli").await.map(|()| None),
         WebhookCommand::Log(agent) => {
-            for delivery in crate::webhooks::log(&db, &agent.tenant, &agent.id).await? {
-                println!("{}", crate::webhooks::describe(&delivery));
+            for delivery in webhooks::log(&db, &agent.tenant, &agent.id).await? {
+                println!("{}", webhooks::describe(&delivery));
             }
             Ok(None)
         }
@@ -505,12 +505,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Apply { file } => {
             let db = Db::connect(&settings.backend()?).await?;
-            let summary = crate::provision::apply_file(&db, &settings, &file).await?;
+            let summary = provision::apply_file(&db, &settings, &file).await?;
             println!("{summary}");
         }
         Command::Tenant { command: TenantCommand::Add(a) } => {
             let db = Db::connect(&settings.backend()?).await?;
-            crate::provision::add_tenant(&db, &settings, &a.id, &a.name, &to_map(&a.budgets)).await?;
+            provision::add_tenant(&db, &settings, &a.id, &a.name, &to_map(&a.budgets)).await?;
             println!("tenant {} saved", a.id);
         }
         Command::User { command: UserCommand::Add(a) } => {
@@ -523,13 +523,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 }
             };
             let db = Db::connect(&settings.backend()?).await?;
-            let id = crate::provision::add_user(
+            let id = provision::add_user(
                 &db,
                 &settings,
-                crate::provision::NewUser {
+                provision::NewUser {
                     tenant: a.tenant,
                     username: a.username.clone(),
-                    credential: crate::provision::NewCredential::Password(password),
+                    credential: provision::NewCredential::Password(password),
                     roles: a.roles,
                     limits: to_map(&a.limits),
                     slack_user_id: a.slack_user_id,
@@ -563,13 +563,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 eprintln!("error: tenant {} has no active user {}", a.tenant, a.username);
                 return Ok(2);
             };
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             let mut tx = db.begin().await?;
-            let code = crate::passkeys::admin::issue_code(
+            let code = crate::people::passkeys::admin::issue_code(
                 &mut tx,
                 &settings,
                 (&a.tenant, &user.id),
-                crate::passkeys::admin::Issuer::Operator,
+                crate::people::passkeys::admin::Issuer::Operator,
                 now,
             )
             .await?;
@@ -583,10 +583,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Agent { command: AgentCommand::Add(a) } => {
             let db = Db::connect(&settings.backend()?).await?;
-            let key = crate::provision::add_agent(
+            let key = provision::add_agent(
                 &db,
                 &settings,
-                crate::provision::NewAgent {
+                provision::NewAgent {
                     tenant: a.tenant,
                     id: a.id.clone(),
                     acts_for: a.acts_for,
@@ -603,12 +603,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Agent { command: AgentCommand::Webhook { command } } => return webhook(&settings, command).await,
         Command::Payee { command: PayeeCommand::Add(a) } => {
             let db = Db::connect(&settings.backend()?).await?;
-            crate::provision::add_payee(&db, &a.tenant, &a.id, &a.legal_name, a.trusted, "cli").await?;
+            provision::add_payee(&db, &a.tenant, &a.id, &a.legal_name, a.trusted, "cli").await?;
             println!("payee {} saved", crate::domain::mask_account(&a.id));
         }
         Command::Demo => {
             let (state, _trigger) = crate::startup::offline_state(settings).await?;
-            let summary = crate::demo::load(&state).await?;
+            let summary = crate::platform::demo::load(&state).await?;
             println!("{summary}");
         }
         Command::Reconcile { operation } => return reconcile(settings, operation.as_deref()).await,
@@ -633,7 +633,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             crate::rail::sim::run(listen, &db, options).await?;
         }
         Command::Keys { command: KeysCommand::Compromised { kid } } => {
-            match crate::approval::keys::KeyStore::mark_compromised(&settings.data_dir, &kid)? {
+            match crate::decision::approval::keys::KeyStore::mark_compromised(&settings.data_dir, &kid)? {
                 Some(new) => println!("key {kid} marked compromised; it was active: new signing key {new} is active"),
                 None => println!("key {kid} marked compromised; tokens it signed are refused from now on"),
             }
@@ -641,10 +641,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Keys { command: KeysCommand::Rotate { receipts } } => {
             crate::store::ensure_private_dir(&settings.data_dir)?;
             if receipts {
-                let kid = crate::approval::keys::KeyStore::rotate_receipts(&settings.data_dir)?;
+                let kid = crate::decision::approval::keys::KeyStore::rotate_receipts(&settings.data_dir)?;
                 println!("new receipt key {kid} is active; earlier keys remain published for verification");
             } else {
-                let kid = crate::approval::keys::KeyStore::rotate(&settings.data_dir)?;
+                let kid = crate::decision::approval::keys::KeyStore::rotate(&settings.data_dir)?;
                 println!("new signing key {kid} is active; earlier keys remain published for verification");
             }
         }
@@ -679,8 +679,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Audit { command: AuditCommand::VerifyApprovals } => {
             let db = Db::connect(&settings.backend()?).await?;
-            let rp = crate::passkeys::webauthn::RelyingParty::from_public_url(&settings.public_url);
-            let report = crate::passkeys::step_up::verify_kept(&db.read, rp.as_ref()).await?;
+            let rp = crate::people::passkeys::webauthn::RelyingParty::from_public_url(&settings.public_url);
+            let report = crate::people::passkeys::step_up::verify_kept(&db.read, rp.as_ref()).await?;
             for failure in &report.failures {
                 eprintln!("FAILED {failure}");
             }
@@ -701,7 +701,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
 /// `countersign reconcile [--operation ID]`: one pass, one line per operation.
 /// Operations the rail could not settle yet stay open and are counted.
 async fn reconcile(settings: Settings, operation: Option<&str>) -> anyhow::Result<i32> {
-    use crate::operations::{reconcile_one, Reconciled};
+    use crate::commit::operations::{reconcile_one, Reconciled};
     if crate::startup::configured_rail_url(&settings).is_none() {
         anyhow::bail!(
             "no rail to reconcile against: set rail.url, or start `countersign serve` (it runs the bundled simulator)"
@@ -740,7 +740,7 @@ async fn reconcile(settings: Settings, operation: Option<&str>) -> anyhow::Resul
 /// `countersign agent deactivate|activate --tenant T --id ID`.
 async fn set_agent_active(settings: &Settings, a: &AgentRef, active: bool) -> anyhow::Result<()> {
     let db = Db::connect(&settings.backend()?).await?;
-    crate::provision::set_agent_active(&db, &a.tenant, &a.id, active, "cli").await.map_err(anyhow::Error::msg)?;
+    provision::set_agent_active(&db, &a.tenant, &a.id, active, "cli").await.map_err(anyhow::Error::msg)?;
     println!(
         "agent {} {}",
         a.id,

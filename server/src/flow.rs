@@ -1,7 +1,7 @@
 //! The reviewer's way through the queue: which proposal comes next after a
 //! decision, and how many wait for this reviewer (the count in the page
 //! titles). "Waiting for you" is what the console's Approve button offers:
-//! awaiting a decision, and [`may_approve`](crate::approvals::may_approve)
+//! awaiting a decision, and [`may_approve`](crate::decision::approval::approve::may_approve)
 //! holds for you now (the one rule `decide` enforces). Those whose approval
 //! lapsed (the agent did not commit in time) come first, then the pending
 //! ones, each oldest first: a lapsed approval is a payment someone already
@@ -9,9 +9,9 @@
 
 use app::views::{ConsoleError, Viewer};
 
-use crate::deps::Store;
+use crate::decision::eligibility::Tenancy;
 use crate::domain::ProposalStatus;
-use crate::eligibility::Tenancy;
+use crate::platform::deps::Store;
 use crate::store;
 
 /// A failure to read what a console page shows: logged, and the page says
@@ -53,7 +53,7 @@ async fn waiting(
             for row in rows.iter().filter(|r| Some(r.id.as_str()) != except) {
                 // Approvals as this reviewer: theirs is the one that matters.
                 let mine = if row.approved { vec![user_id] } else { Vec::new() };
-                let given = crate::delegation::Given { people: mine.clone(), counted: mine };
+                let given = crate::decision::delegation::Given { people: mine.clone(), counted: mine };
                 if tenancy.check(user_id, &row.into(), &given).is_ok() {
                     first.get_or_insert_with(|| row.id.clone());
                     count += 1;
@@ -78,7 +78,7 @@ async fn waiting(
 /// The proposal to show a reviewer after they decided on `decided`: the
 /// oldest other one waiting for their approval, if any.
 pub async fn next_after(
-    state: &(impl Store + crate::config::Config + crate::clock::Clock),
+    state: &(impl Store + crate::config::Config + crate::platform::clock::Clock),
     tenant: &str,
     user_id: &str,
     decided: &str,
@@ -101,9 +101,9 @@ pub(crate) async fn waiting_count(state: &impl Store, tenancy: &Tenancy, viewer:
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[allow(unused_imports)]
-    use crate::deps::*;
     use crate::domain::ProposalStatus;
+    #[allow(unused_imports)]
+    use crate::platform::deps::*;
     use crate::store::proposals::{ApprovalRow, ListFilters, ListOrder, Listing};
     use serde_json::json;
 
@@ -111,7 +111,7 @@ mod tests {
     /// read whole (lapsed ones first), its approvals read apart, each checked
     /// by [`Tenancy::check`].
     async fn waiting_read_whole(
-        state: &(impl Store + crate::config::Config + crate::clock::Clock),
+        state: &(impl Store + crate::config::Config + crate::platform::clock::Clock),
         tenant: &str,
         user_id: &str,
         except: Option<&str>,
@@ -137,7 +137,7 @@ mod tests {
             .filter(|row| Some(row.id.as_str()) != except)
             .filter(|row| {
                 let mine: Vec<ApprovalRow> = approvals.iter().filter(|a| a.proposal_id == row.id).cloned().collect();
-                tenancy.check(user_id, &(*row).into(), &crate::delegation::Given::of(&mine)).is_ok()
+                tenancy.check(user_id, &(*row).into(), &crate::decision::delegation::Given::of(&mine)).is_ok()
             })
             .map(|row| row.id.clone())
             .collect()
@@ -146,7 +146,7 @@ mod tests {
     #[tokio::test]
     async fn the_count_and_the_next_one_are_what_may_approve_says_of_each_whole_proposal() {
         let dir = tempfile::tempdir().unwrap();
-        let (state, _trigger, agent, users) = crate::demo::loaded_for_test(dir.path()).await;
+        let (state, _trigger, agent, users) = crate::platform::demo::loaded_for_test(dir.path()).await;
         let id_of = |name: &str| users.iter().find(|u| u.username == name).unwrap().id.clone();
 
         // Amounts within everyone's limits, above ada's (1,000.00), above
@@ -160,9 +160,9 @@ mod tests {
             let body = json!({"run_id": format!("flow-{i}"), "amount_minor": amount, "currency": currency,
                 "source_account": "acct_demo000000001234", "destination": "ba_northwind0007",
                 "reference": "Invoice", "purpose_code": "vendor"});
-            match crate::proposals::propose(&state, &agent, &body, state.now()).await.unwrap() {
-                crate::proposals::Proposed::Created(v) => ids.push(v.id),
-                crate::proposals::Proposed::Existing(v) => panic!("{} existed", v.id),
+            match crate::intake::proposals::propose(&state, &agent, &body, state.now()).await.unwrap() {
+                crate::intake::proposals::Proposed::Created(v) => ids.push(v.id),
+                crate::intake::proposals::Proposed::Existing(v) => panic!("{} existed", v.id),
             }
         }
         // ana approved the first (this round) and the second (an earlier

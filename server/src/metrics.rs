@@ -2,13 +2,13 @@
 //! bearer token, docs/CONFIG.md): requests by route, method and status with
 //! their latency, and the duration and outcome of the use cases that matter
 //! (propose, decide, commit, reconcile; recorded by the core,
-//! `countersign_core::metrics`). Everything goes through the `metrics`
+//! `countersign_core::platform::metrics`). Everything goes through the `metrics`
 //! facade into the process's one Prometheus recorder
 //! (`metrics-exporter-prometheus`), which renders the text. No label ever
 //! holds a tenant, a user, an id or an amount: routes are templates
 //! (`/api/v1/proposals/{id}`).
 
-pub use countersign_core::metrics::record_gauges;
+pub use countersign_core::platform::metrics::record_gauges;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -43,14 +43,16 @@ impl Metrics {
                 .and_then(|b| {
                     b.set_buckets_for_metric(
                         metrics_exporter_prometheus::Matcher::Full(
-                            countersign_core::metrics::NOTIFICATION_DELAY.into(),
+                            countersign_core::platform::metrics::NOTIFICATION_DELAY.into(),
                         ),
                         &HUMAN_BUCKETS,
                     )
                 })
                 .and_then(|b| {
                     b.set_buckets_for_metric(
-                        metrics_exporter_prometheus::Matcher::Full(countersign_core::metrics::DECISION_DELAY.into()),
+                        metrics_exporter_prometheus::Matcher::Full(
+                            countersign_core::platform::metrics::DECISION_DELAY.into(),
+                        ),
                         &DECISION_BUCKETS,
                     )
                 })
@@ -63,7 +65,7 @@ impl Metrics {
             metrics::describe_counter!(REQUESTS, "HTTP requests answered, by route template, method and status.");
             metrics::describe_histogram!(REQUEST_SECONDS, "Time to answer, by route template and method.");
             metrics::describe_histogram!(
-                countersign_core::metrics::USE_CASE_SECONDS,
+                countersign_core::platform::metrics::USE_CASE_SECONDS,
                 "Duration of propose, decide, commit and reconcile, by outcome."
             );
             describe_business();
@@ -128,9 +130,9 @@ pub struct RouteMetrics {
     counters: [OnceLock<metrics::Counter>; STATUSES.len()],
 }
 
-/// The help lines of the business metrics (`countersign_core::metrics`).
+/// The help lines of the business metrics (`countersign_core::platform::metrics`).
 fn describe_business() {
-    use countersign_core::metrics as m;
+    use countersign_core::platform::metrics as m;
     metrics::describe_histogram!(
         m::NOTIFICATION_DELAY,
         "From a proposal's creation to its approvers' first notification delivered, by channel (email, push)."
@@ -204,8 +206,8 @@ mod tests {
     #[tokio::test]
     async fn use_cases_record_their_outcome() {
         let m = Metrics::shared();
-        let ok: Result<u8, ()> = countersign_core::metrics::use_case("test-case", async { Ok(1) }).await;
-        let err: Result<u8, ()> = countersign_core::metrics::use_case("test-case", async { Err(()) }).await;
+        let ok: Result<u8, ()> = countersign_core::platform::metrics::use_case("test-case", async { Ok(1) }).await;
+        let err: Result<u8, ()> = countersign_core::platform::metrics::use_case("test-case", async { Err(()) }).await;
         assert_eq!((ok, err), (Ok(1), Err(())));
         let text = m.render();
         assert!(text.contains("countersign_use_case_duration_seconds_count{use_case=\"test-case\",outcome=\"ok\"} 1"));

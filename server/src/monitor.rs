@@ -9,8 +9,8 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use std::path::Path;
 
-use crate::tlog::merkle::{self, Hash};
-use crate::tlog::note::{Checkpoint, NoteError, NoteVerifier};
+use crate::evidence::tlog::merkle::{self, Hash};
+use crate::evidence::tlog::note::{Checkpoint, NoteError, NoteVerifier};
 
 /// What a run found.
 #[derive(Debug, Clone, PartialEq, Eq)]

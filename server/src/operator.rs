@@ -12,7 +12,7 @@ use clap::{Args, Subcommand};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::Settings;
-use crate::exports::{Format, Payments, Range, Writer};
+use crate::evidence::exports::{Format, Payments, Range, Writer};
 use crate::store::Db;
 
 #[derive(Subcommand, Debug)]
@@ -156,7 +156,7 @@ fn passphrase(file: Option<&PathBuf>) -> anyhow::Result<SecretString> {
 }
 
 pub async fn backup(settings: &Settings, args: BackupArgs) -> anyhow::Result<i32> {
-    use crate::backup::Protection;
+    use crate::platform::backup::Protection;
     if args.to.exists() {
         anyhow::bail!("{} exists: name a new file", args.to.display());
     }
@@ -165,9 +165,9 @@ pub async fn backup(settings: &Settings, args: BackupArgs) -> anyhow::Result<i32
     } else {
         Protection::Recipients(args.recipients)
     };
-    let now = crate::store::ts(crate::clock::system_now());
+    let now = crate::store::ts(crate::platform::clock::system_now());
     eprintln!("backing up {} …", settings.data_dir.display());
-    let manifest = crate::backup::backup(settings, &args.to, &protection, &now).await?;
+    let manifest = crate::platform::backup::backup(settings, &args.to, &protection, &now).await?;
     let size = std::fs::metadata(&args.to).map(|m| m.len()).unwrap_or(0);
     if manifest.backend == "postgres" {
         println!(
@@ -187,15 +187,15 @@ pub async fn backup(settings: &Settings, args: BackupArgs) -> anyhow::Result<i32
 }
 
 pub async fn restore(settings: &Settings, args: RestoreArgs) -> anyhow::Result<i32> {
-    use crate::backup::Unlock;
+    use crate::platform::backup::Unlock;
     let unlock = match args.identity {
         Some(path) => Unlock::IdentityFile(path),
         None => Unlock::Passphrase(passphrase(args.passphrase_file.as_ref())?),
     };
     let key = match &args.log_key {
-        Some(text) => {
-            Some(crate::tlog::note::NoteVerifier::parse(text).map_err(|e| anyhow::anyhow!("--log-key: {e}"))?)
-        }
+        Some(text) => Some(
+            crate::evidence::tlog::note::NoteVerifier::parse(text).map_err(|e| anyhow::anyhow!("--log-key: {e}"))?,
+        ),
         None => None,
     };
     let checkpoint = match &args.checkpoint {
@@ -205,9 +205,9 @@ pub async fn restore(settings: &Settings, args: RestoreArgs) -> anyhow::Result<i
         ),
         None => None,
     };
-    let pin = crate::backup::LogPin { key, checkpoint };
+    let pin = crate::platform::backup::LogPin { key, checkpoint };
     eprintln!("checking {} …", args.from.display());
-    match crate::backup::restore(settings, &args.from, &unlock, &pin).await {
+    match crate::platform::backup::restore(settings, &args.from, &unlock, &pin).await {
         Ok(r) => {
             println!(
                 "restored into {}: audit trail intact ({} entries), transparency log verified ({} leaves), backup of {}",
@@ -230,7 +230,7 @@ pub async fn export(settings: &Settings, command: ExportCommand) -> anyhow::Resu
     let range = Range::parse(Some(&from), to.as_deref()).map_err(|e| anyhow::anyhow!("--{} {}", e.field, e.reason))?;
     let format = Format::parse(&format).ok_or_else(|| anyhow::anyhow!("--format is csv or json"))?;
     let db = Db::connect(&settings.backend()?).await?;
-    crate::exports::audit(&db.write, &tenant, "cli", range, format).await?;
+    crate::evidence::exports::audit(&db.write, &tenant, "cli", range, format).await?;
     let mut sink: Box<dyn Write> = match &out {
         Some(path) => Box::new(std::io::BufWriter::new(std::fs::File::create(path)?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
@@ -255,10 +255,10 @@ pub async fn export(settings: &Settings, command: ExportCommand) -> anyhow::Resu
 pub async fn report(settings: &Settings, command: ReportCommand) -> anyhow::Result<i32> {
     let ReportCommand::Reconciliation { out } = command;
     let db = Db::connect(&settings.backend()?).await?;
-    let now = crate::clock::system_now();
-    let report = crate::exports::reconciliation_report(&db.read, now).await?;
-    let path = out.unwrap_or_else(|| crate::exports::report_path(&settings.reports_dir(), now.date_naive()));
-    crate::exports::write_report(&path, &report)?;
+    let now = crate::platform::clock::system_now();
+    let report = crate::evidence::exports::reconciliation_report(&db.read, now).await?;
+    let path = out.unwrap_or_else(|| crate::evidence::exports::report_path(&settings.reports_dir(), now.date_naive()));
+    crate::evidence::exports::write_report(&path, &report)?;
     println!("{} operation(s) unknown or needing review: report written to {}", report.open, path.display());
     Ok(0)
 }
@@ -278,7 +278,7 @@ pub async fn explain_policy(
     let body: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{} is not JSON: {e}", file.display()))?;
     let (state, _trigger) = crate::startup::offline_state(settings).await?;
-    match crate::policy_explain::explain(&state, tenant, agent, &body, state.now()).await {
+    match crate::decision::policy::explain::explain(&state, tenant, agent, &body, state.now()).await {
         Ok(text) => {
             print!("{text}");
             Ok(0)
@@ -319,9 +319,9 @@ impl FreezeScope {
 pub async fn set_freeze(settings: Settings, scope: &FreezeScope, frozen: bool, reason: &str) -> anyhow::Result<i32> {
     let db = Db::connect(&settings.backend()?).await?;
     let scope = scope.scope();
-    let now = crate::clock::system_now();
+    let now = crate::platform::clock::system_now();
     let mut tx = db.begin().await?;
-    let changed = crate::freeze::set(&mut tx, &scope, frozen, "cli", reason, None, now).await?;
+    let changed = crate::intake::freeze::set(&mut tx, &scope, frozen, "cli", reason, None, now).await?;
     tx.commit().await?;
     match (frozen, changed) {
         (true, true) => println!("frozen: {}; commits are refused before the rail is called", scope.describe()),
@@ -405,7 +405,7 @@ pub async fn user_lifecycle(
         return Ok(2);
     };
     let by = By { actor: "cli".into(), via: Via::Cli };
-    let now = crate::clock::system_now();
+    let now = crate::platform::clock::system_now();
     if deactivate {
         match lifecycle::deactivate(&state, tenant, &user.id, &by, now).await {
             Ok(done) => println!(
@@ -448,7 +448,9 @@ pub async fn probe(url: &str) -> anyhow::Result<i32> {
 /// a Teams user by Entra ID object id; 2 with the reason when refused.
 pub async fn link_teams(settings: &Settings, tenant: &str, username: &str, aad: Option<&str>) -> anyhow::Result<i32> {
     let db = Db::connect(&settings.backend()?).await?;
-    if let Err(why) = crate::teams::link(&db, tenant, username, aad, "cli", crate::clock::system_now()).await {
+    if let Err(why) =
+        crate::notify::teams::link(&db, tenant, username, aad, "cli", crate::platform::clock::system_now()).await
+    {
         eprintln!("error: {why}");
         return Ok(2);
     }
@@ -463,7 +465,7 @@ pub async fn link_teams(settings: &Settings, tenant: &str, username: &str, aad: 
 /// a Slack user id; 2 with the reason when refused.
 pub async fn link_slack(settings: &Settings, tenant: &str, username: &str, slack: Option<&str>) -> anyhow::Result<i32> {
     let db = Db::connect(&settings.backend()?).await?;
-    if let Err(why) = crate::provision::link_slack(&db, tenant, username, slack, "cli").await {
+    if let Err(why) = crate::platform::provision::link_slack(&db, tenant, username, slack, "cli").await {
         eprintln!("error: {why}");
         return Ok(2);
     }

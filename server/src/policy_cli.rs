@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::config::Settings;
+use crate::decision::policy::{backtest, convert, examples, Engine};
 use crate::operator::PolicyCommand;
-use crate::policy::{backtest, convert, examples, Engine};
 
 pub async fn run(settings: Settings, command: PolicyCommand) -> anyhow::Result<i32> {
     match command {
@@ -36,7 +36,9 @@ pub async fn run(settings: Settings, command: PolicyCommand) -> anyhow::Result<i
                 Err(code) => return Ok(code),
             };
             let (state, _trigger) = crate::startup::offline_state(settings).await?;
-            let report = crate::policy_backtest::run(&state, &tenant, &candidate, state.now() - since).await?;
+            let report =
+                crate::decision::policy::backtest::recorded::run(&state, &tenant, &candidate, state.now() - since)
+                    .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

@@ -1,8 +1,8 @@
-//! The outbound port's implementation (`countersign_core::outbound`): one
+//! The outbound port's implementation (`countersign_core::notify::outbound`): one
 //! HTTP client for Slack messages and agent webhooks, never following a
 //! redirect, each post with its own timeout.
 
-use countersign_core::outbound::{Post, PostError, Poster};
+use countersign_core::notify::outbound::{Post, PostError, Poster};
 
 /// Posts with a client of its own (one per server: a client's pooled
 /// connections belong to the runtime that opened them).

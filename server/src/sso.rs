@@ -43,8 +43,8 @@ use std::time::Instant;
 use subtle::ConstantTimeEq;
 
 use crate::config::{OidcProvider, Settings};
-use crate::deps::{Clock, Config, Store};
 use crate::domain::{ReturnPath, Role};
+use crate::platform::deps::{Clock, Config, Store};
 use crate::store::{self, directory::User, oidc::PendingLogin, StoreError};
 
 /// How long a browser has to come back from the provider.
@@ -533,7 +533,7 @@ fn random_hex() -> String {
     hex::encode(bytes)
 }
 
-pub use crate::digest::sha256_hex;
+pub use crate::platform::digest::sha256_hex;
 
 #[cfg(test)]
 mod tests {

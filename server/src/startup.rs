@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use tokio::net::TcpListener;
 
 use crate::config::Settings;
-use crate::shutdown::Shutdown;
+use crate::platform::shutdown::Shutdown;
 use crate::state::{AppState, Shared};
 use crate::store::{self, Db};
 
@@ -30,23 +30,23 @@ pub fn configured_rail_url(settings: &Settings) -> Option<String> {
 /// The signing keys in `data_dir`, made private (0700) first on every
 /// backend: on PostgreSQL no database file does it, yet the directory still
 /// holds the keys and the bundled simulator's ledger.
-fn open_keys(settings: &Settings) -> anyhow::Result<crate::approval::keys::KeyStore> {
+fn open_keys(settings: &Settings) -> anyhow::Result<crate::decision::approval::keys::KeyStore> {
     let data_dir = &settings.data_dir;
     store::ensure_private_dir(data_dir)
         .map_err(|source| store::OpenError::DataDir { path: data_dir.display().to_string(), source })?;
-    Ok(crate::approval::keys::KeyStore::open_or_create(data_dir)?)
+    Ok(crate::decision::approval::keys::KeyStore::open_or_create(data_dir)?)
 }
 
 /// The shared state for a command that does not serve (no rail calls unless
 /// a rail is configured or a server's simulator is running).
-pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate::shutdown::Trigger)> {
+pub async fn offline_state(settings: Settings) -> anyhow::Result<(Shared, crate::platform::shutdown::Trigger)> {
     let db = Db::connect(&settings.backend()?).await?;
     crate::store::policies::refresh(&db.read, &settings.policies).await?;
     let keys = open_keys(&settings)?;
     // Port 9 (discard) on loopback: any call fails fast as "unknown", never as a decline.
     let url = configured_rail_url(&settings).unwrap_or_else(|| "http://127.0.0.1:9".into());
     let rails = crate::rail::build(&settings, &url, &db)?;
-    let (trigger, shutdown) = crate::shutdown::channel();
+    let (trigger, shutdown) = crate::platform::shutdown::channel();
     Ok((AppState::new(db, settings, keys, rails, shutdown)?, trigger))
 }
 
@@ -56,7 +56,7 @@ pub struct Bound {
     addr: std::net::SocketAddr,
     listener: TcpListener,
     state: Shared,
-    trigger: crate::shutdown::Trigger,
+    trigger: crate::platform::shutdown::Trigger,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     simulator: Option<tokio::task::JoinHandle<()>>,
     /// The in-process rail simulator's URL, when `rail.url` is not set.
@@ -70,7 +70,7 @@ pub struct Bound {
 /// and installs no signal handler: the caller decides when to stop.
 pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     if demo {
-        crate::demo::escalation_defaults(&mut settings);
+        crate::platform::demo::escalation_defaults(&mut settings);
     }
     let db = Db::connect(&settings.backend()?).await?;
     // What the identity provider's groups grant, under the mapping now configured.
@@ -98,14 +98,14 @@ pub async fn bind(mut settings: Settings, demo: bool) -> anyhow::Result<Bound> {
     let listener = listen(settings.listen).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.listen))?;
     let addr = listener.local_addr()?;
 
-    let (trigger, shutdown) = crate::shutdown::channel();
+    let (trigger, shutdown) = crate::platform::shutdown::channel();
     let state = AppState::new(db.clone(), settings, keys, rails, shutdown.clone())?;
     if state.hooks.any() {
         tracing::warn!(hooks = ?state.hooks, "TEST HOOKS ARE SET: never run a deployment like this");
     }
     let mut demo_summary = None;
     if demo && store::directory::count_tenants(&db.read).await? == 0 {
-        demo_summary = Some(crate::demo::load(&state).await?.to_string());
+        demo_summary = Some(crate::platform::demo::load(&state).await?.to_string());
     }
     if simulator.is_some() && db.is_postgres() {
         tracing::warn!(
@@ -183,16 +183,16 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
         tasks.push(tokio::spawn(async move { store::checkpoints(&dir, &priority, &shutdown).await }));
     }
     tasks.extend([
-        tokio::spawn(crate::expiry::run(state.clone(), shutdown.clone())),
-        tokio::spawn(crate::operations::run(state.clone(), shutdown.clone())),
-        tokio::spawn(crate::slack::outbox::run(state.clone(), shutdown.clone())),
-        tokio::spawn(crate::teams::outbox::run(state.clone(), shutdown.clone())),
-        tokio::spawn(crate::notifications::run(state.clone(), shutdown.clone())),
-        tokio::spawn(crate::webhooks::run(state.clone(), shutdown.clone())),
-        tokio::spawn(crate::changes::follow(state.clone(), shutdown.clone())),
-        crate::proposals::intake::spawn(state.clone(), shutdown.clone()),
-        tokio::spawn(crate::tlog::run(state.clone(), shutdown.clone())),
-        tokio::spawn(crate::exports::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::decision::expiry::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::commit::operations::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::notify::slack::outbox::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::notify::teams::outbox::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::notify::worker::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::notify::webhooks::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::platform::changes::follow(state.clone(), shutdown.clone())),
+        crate::intake::proposals::group_commit::spawn(state.clone(), shutdown.clone()),
+        tokio::spawn(crate::evidence::tlog::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::evidence::exports::run(state.clone(), shutdown.clone())),
         tokio::spawn(metrics_upkeep(state.clone(), shutdown.clone())),
         tokio::spawn(policy_refresh(state.clone(), shutdown.clone())),
     ]);
@@ -204,7 +204,7 @@ fn background(state: &Shared, shutdown: &Shutdown) -> Vec<tokio::task::JoinHandl
 async fn policy_refresh(state: Shared, shutdown: Shutdown) {
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(crate::policy::REFRESH_EVERY) => {
+            _ = tokio::time::sleep(crate::decision::policy::REFRESH_EVERY) => {
                 if let Err(error) = crate::store::policies::refresh(&state.db.read, &state.settings.policies).await {
                     tracing::warn!(%error, "reading the confirmed policies failed; the ones in force stay");
                 }

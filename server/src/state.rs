@@ -1,6 +1,6 @@
 //! What every request handler and background task of the server shares:
 //! the core's [`Services`] (database, settings, clock, keys, ports… — the
-//! capabilities the use cases name, `countersign_core::deps`), and what only
+//! capabilities the use cases name, `countersign_core::platform::deps`), and what only
 //! the HTTP side needs (sign-in throttling, the trusted proxies, single
 //! sign-on, the metrics recorder). `AppState` provides every capability
 //! through its `Services`, and derefs to it for their fields.
@@ -8,19 +8,19 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::approval::keys::KeyStore;
-use crate::client_ip::TrustedProxies;
 use crate::config::Settings;
-use crate::services::Services;
-use crate::shutdown::Shutdown;
+use crate::decision::approval::keys::KeyStore;
+use crate::people::client_ip::TrustedProxies;
+use crate::platform::services::Services;
+use crate::platform::shutdown::Shutdown;
 use crate::store::Db;
 
-pub use crate::{hooks::TestHooks, rail::InFlight};
+pub use crate::{platform::hooks::TestHooks, rail::InFlight};
 
 pub struct AppState {
     pub core: Services,
     /// Failed sign-in counters.
-    pub throttle: crate::throttle::Throttle,
+    pub throttle: crate::people::throttle::Throttle,
     /// The proxies whose forwarding headers name the client.
     pub proxies: TrustedProxies,
     /// Request and use-case metrics (`GET /metrics`).
@@ -47,7 +47,7 @@ impl AppState {
         let proxies = TrustedProxies::parse(&settings.console.trusted_proxies).unwrap_or_default();
         let agent_limits = crate::agent_limits::AgentLimits::new(&settings.agent_api);
         let bot = crate::bot_framework::BotFramework::new(&settings.teams)?;
-        let ports: (crate::rail::Rails, Arc<dyn crate::outbound::Poster>) =
+        let ports: (crate::rail::Rails, Arc<dyn crate::notify::outbound::Poster>) =
             (rails, Arc::new(crate::poster::HttpPoster::new()?));
         Ok(Arc::new(AppState {
             core: Services::new(db, settings, keys, ports, shutdown)?,
@@ -84,13 +84,13 @@ impl crate::sso::SingleSignOn for AppState {
     }
 }
 
-impl crate::teams::BotConnector for AppState {
-    fn connector(&self) -> &dyn crate::teams::Connector {
+impl crate::notify::teams::BotConnector for AppState {
+    fn connector(&self) -> &dyn crate::notify::teams::Connector {
         &self.bot
     }
 }
 
-impl crate::services::HasServices for AppState {
+impl crate::platform::services::HasServices for AppState {
     fn services(&self) -> &Services {
         &self.core
     }

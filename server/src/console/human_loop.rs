@@ -4,8 +4,8 @@
 use app::views::{ChannelSpread, ConsoleError, DayCount, HumanLoopPage, Viewer};
 
 use super::{unavailable, ConsoleService};
-use crate::clock::Clock;
-use crate::human_loop::{self, Spread};
+use crate::evidence::human_loop::{self, Spread};
+use crate::platform::clock::Clock;
 
 fn spread(s: Spread) -> ChannelSpread {
     ChannelSpread { channel: s.channel, count: s.count, median_secs: s.median_secs, p90_secs: s.p90_secs }

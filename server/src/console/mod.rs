@@ -17,10 +17,10 @@ use app::views::{
     ReasonLine, RelatedLine, ResolvePage, SignalLine, TimelineLine, UserRow, Viewer,
 };
 
+pub(crate) use crate::decision::eligibility::Tenancy;
+use crate::decision::queue::{ListQuery, QueueParams};
 use crate::domain::{mask_account, mask_account_tagged, words, Currency, ProposalStatus};
-pub(crate) use crate::eligibility::Tenancy;
-use crate::queue::{ListQuery, QueueParams};
-use crate::risk;
+use crate::intake::risk;
 use crate::state::Shared;
 use crate::store::{
     self,
@@ -63,12 +63,12 @@ const LAPSED_SHOWN: u32 = 25;
 const OPERATIONS_LIMIT: u32 = 200;
 
 /// The approvals (not rejections) of the current round, as the rules read them.
-fn approved_by(view: &crate::proposals::ProposalView) -> crate::delegation::Given<'_> {
-    crate::delegation::Given::of_views(&view.approvals)
+fn approved_by(view: &crate::intake::proposals::ProposalView) -> crate::decision::delegation::Given<'_> {
+    crate::decision::delegation::Given::of_views(&view.approvals)
 }
 
 fn waiting(row: &ProposalRow) -> bool {
-    crate::approvals::awaits_decision(row.status)
+    crate::decision::approval::approve::awaits_decision(row.status)
 }
 
 /// A stored amount in its currency's words ("1,250.00 USD"); the bare
@@ -166,7 +166,7 @@ impl ConsoleService {
         // own read connection.
         let waiting_ids: Vec<&str> = rows.iter().filter(|r| waiting(r)).map(|r| r.id.as_str()).collect();
         let (views, signals_of, mut reach) = tokio::try_join!(
-            async { crate::proposals::views(&self.state, rows.clone()).await.map_err(unavailable) },
+            async { crate::intake::proposals::views(&self.state, rows.clone()).await.map_err(unavailable) },
             async { risk::signals_while_waiting(&self.state, &rows).await.map_err(unavailable) },
             reach::of(&self.state, &tenancy, &waiting_ids),
         )?;
@@ -216,7 +216,7 @@ impl ConsoleService {
         let state = &self.state;
         let pairs: Vec<(String, String)> =
             serde_urlencoded::from_str(query.trim_start_matches('?')).unwrap_or_default();
-        let ids = crate::approvals::listed_ids(&pairs);
+        let ids = crate::decision::approval::approve::listed_ids(&pairs);
         let mut outcomes: HashMap<String, String> = HashMap::new();
         for (_, value) in pairs.iter().filter(|(k, _)| k == "outcome") {
             // A fixed code (the page words it); anything else is dropped.
@@ -229,11 +229,11 @@ impl ConsoleService {
         let listed: Vec<&str> = ids.iter().map(String::as_str).collect();
         let rows = store::proposals::get_many(&state.db.read, &viewer.tenant_id, &listed).await.map_err(unavailable)?;
         let unknown = ids.len() - rows.len();
-        let views = crate::proposals::views(state, rows.clone()).await.map_err(unavailable)?;
+        let views = crate::intake::proposals::views(state, rows.clone()).await.map_err(unavailable)?;
         let tenancy = self.tenancy(&viewer.tenant_id).await?;
         let mut totals: std::collections::BTreeMap<String, (Currency, u64)> = std::collections::BTreeMap::new();
         let signals_of = risk::signals_while_waiting(state, &rows).await.map_err(unavailable)?;
-        let pairs = crate::duplicates::pairs(&rows);
+        let pairs = crate::intake::duplicates::pairs(&rows);
         let mut items = Vec::with_capacity(rows.len());
         for ((row, view), signals) in rows.iter().zip(views).zip(signals_of) {
             let c = &row.request;
@@ -279,7 +279,8 @@ impl ConsoleService {
         let c = row.request.clone();
         // Every round, so an expired round's approvals stay in view.
         let every_round = store::proposals::approvals_all_rounds(&state.db.read, &row.id).await.map_err(unavailable)?;
-        let view = crate::proposals::view_given_rounds(state, row.clone(), &every_round).await.map_err(unavailable)?;
+        let view =
+            crate::intake::proposals::view_given_rounds(state, row.clone(), &every_round).await.map_err(unavailable)?;
         let operation = view.operation.as_ref();
         let tenancy = self.tenancy(&viewer.tenant_id).await?;
         let name_of = |id: &str| tenancy.name_of(id);
@@ -443,13 +444,13 @@ impl ConsoleService {
 
     /// The resolution page: the operation, and what the rail holds for it now.
     async fn resolution_page(&self, viewer: &Viewer, id: String) -> Result<ResolvePage, ConsoleError> {
-        use crate::operations::ResolveError;
-        let who = crate::operations::Resolver {
+        use crate::commit::operations::ResolveError;
+        let who = crate::commit::operations::Resolver {
             user_id: viewer.user_id.clone(),
             tenant_id: viewer.tenant_id.clone(),
             roles: viewer.roles.clone(),
         };
-        let (op, records, rail_error) = match crate::operations::rail_candidates(&self.state, &who, &id).await {
+        let (op, records, rail_error) = match crate::commit::operations::rail_candidates(&self.state, &who, &id).await {
             Ok((op, candidates)) => (op, candidates, None),
             Err(ResolveError::RailUnavailable) => {
                 let op = store::operations::get(&self.state.db.read, &id)
@@ -546,28 +547,28 @@ impl ConsoleService {
 
         let agents = store::directory::agents_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let payees = store::directory::payees_of(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
-        let webhooks = crate::webhooks::overview(&state.db, &viewer.tenant_id).await.map_err(unavailable)?;
+        let webhooks = crate::notify::webhooks::overview(&state.db, &viewer.tenant_id).await.map_err(unavailable)?;
         let freezes = store::freezes::of_tenant(&state.db.read, &viewer.tenant_id).await.map_err(unavailable)?;
         let flash = match session {
             Some(s) => s.remove::<String>(ADMIN_FLASH).await.ok().flatten(),
             None => None,
         };
-        let admin = crate::registry_changes::Admin {
+        let admin = crate::decision::registry_changes::Admin {
             user_id: viewer.user_id.clone(),
             username: viewer.username.clone(),
             tenant_id: viewer.tenant_id.clone(),
             roles: viewer.roles.clone(),
         };
-        let passkeys = crate::passkeys::admin::list(state, &admin, state.now())
+        let passkeys = crate::people::passkeys::admin::list(state, &admin, state.now())
             .await
             .map_err(unavailable)?
             .into_iter()
             .map(|listed| {
                 let p = listed.passkey;
-                let print = crate::passkeys::registry::key_fingerprint(&p);
+                let print = crate::people::passkeys::registry::key_fingerprint(&p);
                 PasskeyAdminRow {
                     username: names.get(&p.user_id).cloned().unwrap_or_else(|| p.user_id.clone()),
-                    fingerprint: crate::passkeys::registry::short(&print).to_owned(),
+                    fingerprint: crate::people::passkeys::registry::short(&print).to_owned(),
                     created_at: store::ts(p.created_at),
                     usable_from: (!p.usable_at(state.now())).then(|| p.usable_from.map(store::ts)).flatten(),
                     confirmed_by: p
@@ -586,7 +587,7 @@ impl ConsoleService {
                 }
             })
             .collect();
-        let pending_changes = crate::registry_changes::pending(state, &admin)
+        let pending_changes = crate::decision::registry_changes::pending(state, &admin)
             .await
             .map_err(unavailable)?
             .into_iter()

@@ -8,7 +8,7 @@ use app::views::{ConsoleError, ObservationRow, PendingChangeRow, PolicyPage, Vie
 use serde::Serialize;
 
 use super::{unavailable, ConsoleService};
-use crate::policy::Engine;
+use crate::decision::policy::Engine;
 use crate::state::Shared;
 
 /// Session keys: the page's one-time message, the last backtest's lines and
@@ -36,8 +36,8 @@ impl ConsoleService {
             ),
             None => (None, Vec::new(), None),
         };
-        let candidate = candidate.unwrap_or_else(|| crate::policy::convert::to_cedar(&state.settings.policy));
-        let admin = crate::registry_changes::Admin {
+        let candidate = candidate.unwrap_or_else(|| crate::decision::policy::convert::to_cedar(&state.settings.policy));
+        let admin = crate::decision::registry_changes::Admin {
             user_id: viewer.user_id.clone(),
             username: viewer.username.clone(),
             tenant_id: viewer.tenant_id.clone(),
@@ -52,7 +52,7 @@ impl ConsoleService {
                 .map(|u| (u.id, u.username))
                 .collect();
         drop(conn);
-        let pending = crate::registry_changes::pending(state, &admin)
+        let pending = crate::decision::registry_changes::pending(state, &admin)
             .await
             .map_err(unavailable)?
             .into_iter()
@@ -117,7 +117,7 @@ pub struct PolicyStatus {
 }
 
 fn rules_of(json: &str) -> Vec<String> {
-    serde_json::from_str::<crate::policy::Decision>(json)
+    serde_json::from_str::<crate::decision::policy::Decision>(json)
         .map(|d| d.reasons.into_iter().map(|r| r.rule).collect())
         .unwrap_or_default()
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use app::views::{ConsoleError, NotifiedLine, ReachLine};
 
-use crate::eligibility::Tenancy;
+use crate::decision::eligibility::Tenancy;
 use crate::flow::unavailable;
 use crate::state::Shared;
 use crate::store::{self, reach::Channel, reach::Kind};
@@ -25,7 +25,7 @@ pub(super) async fn of(
     // Two statements, read at once.
     let (escalations, told) = tokio::try_join!(
         store::escalations::of(&state.db.read, ids),
-        store::reach::told_about(&state.db.read, ids, crate::notifications::QUIET),
+        store::reach::told_about(&state.db.read, ids, crate::notify::worker::QUIET),
     )
     .map_err(unavailable)?;
     for e in escalations {

@@ -2,8 +2,8 @@
 //! are still missing and from whom, what stops a proposal from ever being
 //! approved, and why an operation waits for reconciliation or a human.
 
-use crate::policy::GroupNeed;
-use crate::risk::{self, Signal};
+use crate::decision::policy::GroupNeed;
+use crate::intake::risk::{self, Signal};
 use crate::store::{
     operations::{OpStatus, OperationRow},
     proposals::ProposalRow,
@@ -25,7 +25,7 @@ pub(super) fn still_needed(missing: usize, eligible: &[&str], currency: &str, gr
     if groups.is_empty() {
         return needed;
     }
-    format!("{needed} Still needed from named groups: {}.", crate::policy::describe_groups(groups))
+    format!("{needed} Still needed from named groups: {}.", crate::decision::policy::describe_groups(groups))
 }
 
 fn approvals_needed(missing: usize, eligible: &[&str], currency: &str) -> String {
@@ -89,7 +89,7 @@ pub(super) fn why(op: &OperationRow, now: chrono::DateTime<chrono::Utc>) -> Stri
 pub(super) fn twins(signals: &[Signal]) -> Vec<app::views::TwinLine> {
     signals
         .iter()
-        .filter(|s| s.code == crate::duplicates::RULE)
+        .filter(|s| s.code == crate::intake::duplicates::RULE)
         .flat_map(|s| &s.related)
         .filter(|t| crate::domain::is_proposal_id(&t.id))
         .map(|t| app::views::TwinLine {
@@ -98,7 +98,7 @@ pub(super) fn twins(signals: &[Signal]) -> Vec<app::views::TwinLine> {
             amount: super::stored_amount(t.amount_minor, &t.currency),
             agent_id: t.agent_id.clone(),
             created_at: crate::store::ts(t.created_at),
-            approved_or_paid: crate::duplicates::approved_or_paid(t.status),
+            approved_or_paid: crate::intake::duplicates::approved_or_paid(t.status),
         })
         .collect()
 }

@@ -12,8 +12,8 @@ use tower_sessions::Session;
 
 use super::error::ApiError;
 use super::session::CurrentUser;
+use crate::decision::registry_changes::{self, AgentForm, ChangeError, PayeeForm, Request, Submitted, UserForm};
 use crate::domain::Role;
-use crate::registry_changes::{self, AgentForm, ChangeError, PayeeForm, Request, Submitted, UserForm};
 use crate::state::Shared;
 
 /// Session key of the admin page's one-time message (never a secret: a
@@ -341,7 +341,7 @@ pub async fn admin_confirm_passkey(
     AdminUser(admin): AdminUser,
     Path(id): Path<String>,
 ) -> Response {
-    let outcome = crate::passkeys::admin::confirm(&state, &admin.admin(), &id, state.now())
+    let outcome = crate::people::passkeys::admin::confirm(&state, &admin.admin(), &id, state.now())
         .await
         .map(|p| format!("Passkey “{}” confirmed: it can approve payments now.", p.name))
         .map_err(|e| e.to_string());
@@ -406,10 +406,10 @@ pub async fn admin_redeliver_webhook(
     AdminUser(admin): AdminUser,
     Path(id): Path<String>,
 ) -> Response {
-    let outcome = match crate::webhooks::redeliver(&state.db, &admin.admin(), &id, state.now()).await {
+    let outcome = match crate::notify::webhooks::redeliver(&state.db, &admin.admin(), &id, state.now()).await {
         Ok(queued) => Ok(queued.message()),
         Err(e) => {
-            if let crate::webhooks::RedeliverError::Store(cause) = &e {
+            if let crate::notify::webhooks::RedeliverError::Store(cause) = &e {
                 tracing::error!(error = %cause, "a webhook redelivery could not be queued");
             }
             Err(e.to_string())

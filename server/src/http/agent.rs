@@ -1,5 +1,5 @@
 //! The agent API (SPEC §9): thin handlers that parse, call one use case in
-//! `crate::proposals`, and map the result.
+//! `crate::intake::proposals`, and map the result.
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -15,8 +15,8 @@ use super::extract::{AgentAuth, JsonBody, ReadOnlyAgentAuth};
 use super::openapi::error_responses;
 use crate::commit::CommitError;
 use crate::domain::{FieldError, ProposalStatus};
-use crate::idempotency::{self, IdempotencyKey, KeyError, Keyed, Recorded, Unfinished};
-use crate::proposals::{self, ActionError, AgentPrincipal, PolledView, ProposalView, ProposeError, Proposed};
+use crate::intake::idempotency::{self, IdempotencyKey, KeyError, Keyed, Recorded, Unfinished};
+use crate::intake::proposals::{self, ActionError, AgentPrincipal, PolledView, ProposalView, ProposeError, Proposed};
 use crate::state::Shared;
 
 /// The longest `?wait=` a status poll may hold.
@@ -87,7 +87,7 @@ error_responses!(CreateErrors: InvalidJson, Unauthenticated, PolicyDenied, Idemp
 /// (`sha256:` + hex SHA-256 of its RFC 8785 form) and evaluates policy. The
 /// result is auto-approved, pending approval, or refused with 403
 /// `policy_denied` (nothing is stored but the audit entry). With an
-/// `Idempotency-Key`, through the protocol of `crate::idempotency`.
+/// `Idempotency-Key`, through the protocol of `crate::intake::idempotency`.
 #[utoipa::path(
     post,
     path = "/api/v1/proposals",
@@ -365,8 +365,9 @@ pub async fn list(
     AgentAuth(agent): AgentAuth,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<Page>, ApiError> {
-    let query = crate::queue::ListQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
-        .map_err(ApiError::Validation)?;
+    let query =
+        crate::decision::queue::ListQuery::for_agent(params.status.as_deref(), params.limit, params.cursor.as_deref())
+            .map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &agent.tenant_id, Some(&agent.agent_id)).await?;
     let data = proposals::views(&state, rows).await?;
     Ok(Json(Page { data, next_cursor }))

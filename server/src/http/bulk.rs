@@ -12,8 +12,11 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 use super::openapi::error_responses;
-use crate::approvals::{self, DecideError, Verdict};
-use crate::passkeys::step_up::{self, Asker, StepUp, StepUpOptions};
+use crate::decision::approval::{
+    self,
+    approve::{DecideError, Verdict},
+};
+use crate::people::passkeys::step_up::{self, Asker, StepUp, StepUpOptions};
 use crate::state::Shared;
 
 use super::console::{step_up_fields, CsrfHeader};
@@ -28,7 +31,7 @@ fn bulk_page(ids: &[String], extra: &[(&str, String)]) -> Response {
     Redirect::to(&format!("/bulk?{}", serde_urlencoded::to_string(pairs).unwrap_or_default())).into_response()
 }
 
-pub use crate::approvals::listed_ids;
+pub use crate::decision::approval::approve::listed_ids;
 
 /// Fields: `id` (repeated, at most 50), `decision` (`approve`|`reject`),
 /// `reason` (to reject), `csrf_token` (checked by the CSRF layer), and to
@@ -78,11 +81,11 @@ pub async fn bulk_form(
             }
         }
     }
-    let results = match approvals::decide_many(&state, &approver, &ids, &verdict, state.now()).await {
+    let results = match approval::approve::decide_many(&state, &approver, &ids, &verdict, state.now()).await {
         Ok(results) => results,
         // Nothing was decided: the page pairs the twins until one is dropped.
-        Err(approvals::BulkRefusal::Twins(_)) => return bulk_page(&ids, &[("error", "duplicate_pair".into())]),
-        Err(approvals::BulkRefusal::Store(e)) => return ApiError::from(e).into_response(),
+        Err(approval::approve::BulkRefusal::Twins(_)) => return bulk_page(&ids, &[("error", "duplicate_pair".into())]),
+        Err(approval::approve::BulkRefusal::Store(e)) => return ApiError::from(e).into_response(),
     };
     let outcomes: Vec<(&str, String)> = results
         .iter()
@@ -140,8 +143,8 @@ pub async fn step_up_json(
     JsonBody { value }: JsonBody,
 ) -> Result<(StatusCode, Json<StepUpOptions>), ApiError> {
     let BulkStepUpBody { ids } = typed(value)?;
-    if ids.len() > crate::approvals::BULK_MAX {
-        let why = format!("list at most {} proposals", crate::approvals::BULK_MAX);
+    if ids.len() > crate::decision::approval::approve::BULK_MAX {
+        let why = format!("list at most {} proposals", crate::decision::approval::approve::BULK_MAX);
         return Err(ApiError::Validation(vec![crate::domain::FieldError::new("ids", "invalid_value", why)]));
     }
     let fields: Vec<(String, String)> = ids.into_iter().map(|id| ("id".to_owned(), id)).collect();

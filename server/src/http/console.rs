@@ -15,13 +15,13 @@ use super::extract::ApiQuery;
 use super::extract::{typed, JsonBody};
 use super::openapi::error_responses;
 use super::session::{self, client_address, CurrentUser, SignInError};
-use crate::approvals::{self, DecideError, Verdict};
+use crate::commit::operations::{Resolution, ResolveError};
+use crate::decision::approval::approve::{self, DecideError, Verdict};
+use crate::decision::queue::{ListQuery, QueueParams};
 use crate::domain::Role;
 use crate::domain::{FieldError, ProposalStatus, ReturnPath};
-use crate::operations::{Resolution, ResolveError};
-use crate::passkeys::step_up::{self, Asker, StepUp, StepUpAnswer, StepUpError, StepUpOptions};
-use crate::proposals::{self, ProposalView};
-use crate::queue::{ListQuery, QueueParams};
+use crate::intake::proposals::{self, ProposalView};
+use crate::people::passkeys::step_up::{self, Asker, StepUp, StepUpAnswer, StepUpError, StepUpOptions};
 use crate::state::Shared;
 
 impl From<DecideError> for ApiError {
@@ -313,7 +313,7 @@ pub async fn queue(
     let query = ListQuery::parse(&p).map_err(ApiError::Validation)?;
     let (rows, next_cursor) = query.run(&state, &user.user.tenant_id, None).await?;
     let views = proposals::views(&state, rows.clone()).await?;
-    let signals_of = crate::risk::signals_while_waiting(&state, &rows).await?;
+    let signals_of = crate::intake::risk::signals_while_waiting(&state, &rows).await?;
     let mut data = Vec::with_capacity(views.len());
     for (proposal, signals) in views.into_iter().zip(signals_of) {
         let risk_signals = signals.into_iter().map(|s| RiskSignal { code: s.code, message: s.message }).collect();
@@ -366,7 +366,7 @@ pub async fn decide_json(
     approver.step_up = step_up.map(StepUp::One);
     approver.not_duplicate = not_duplicate_reason;
     approver.on_behalf_of = on_behalf_of.filter(|_| verdict == Verdict::Approve);
-    let view = approvals::decide(&state, &approver, &id, verdict, state.now()).await?;
+    let view = approve::decide(&state, &approver, &id, verdict, state.now()).await?;
     Ok(Json(view))
 }
 
@@ -444,7 +444,7 @@ pub async fn resolve_json(
 ) -> Result<Json<ProposalView>, ApiError> {
     let ResolutionBody { outcome, rail_reference, reason } = typed(value)?;
     let resolution = resolution(outcome, rail_reference, reason);
-    let op = crate::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await?;
+    let op = crate::commit::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await?;
     let view = proposals::load_view(&state, &user.user.tenant_id, &op.proposal_id).await?.ok_or(ApiError::NotFound)?;
     Ok(Json(view))
 }
@@ -504,7 +504,7 @@ pub async fn rail_records_json(
     user: CurrentUser,
     Path(OperationPath { id }): Path<OperationPath>,
 ) -> Result<Json<RailRecords>, ApiError> {
-    let (op, candidates) = crate::operations::rail_candidates(&state, &user.resolver(), &id).await?;
+    let (op, candidates) = crate::commit::operations::rail_candidates(&state, &user.resolver(), &id).await?;
     let data = candidates
         .into_iter()
         .map(|c| RailRecord {
@@ -550,7 +550,7 @@ pub async fn resolve_form(
         _ => return again("invalid"),
     };
     let resolution = resolution(outcome, form.rail_reference, form.reason);
-    match crate::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await {
+    match crate::commit::operations::resolve(&state, &user.resolver(), &id, resolution, state.now()).await {
         Ok(op) => Redirect::to(&format!("/operations?result={}", op.status.as_str())).into_response(),
         Err(ResolveError::BadInput(field, _)) => again(field),
         Err(ResolveError::InvalidState(_)) => again("invalid_state"),
@@ -697,7 +697,7 @@ pub async fn decide_form(
     let verdict = verdict(decision, form.reason);
     approver.on_behalf_of = form.on_behalf_of.clone().filter(|n| !n.is_empty() && verdict == Verdict::Approve);
     let approving = verdict == Verdict::Approve;
-    match approvals::decide(&state, &approver, &id, verdict, state.now()).await {
+    match approve::decide(&state, &approver, &id, verdict, state.now()).await {
         Ok(view) => {
             let done = match (approving, view.status) {
                 (true, ProposalStatus::Approved) => "approved",

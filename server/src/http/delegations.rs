@@ -1,5 +1,5 @@
 //! Delegation while away (`/api/v1/me/delegations`): console session and
-//! CSRF as every console route; the use cases are `crate::delegation`.
+//! CSRF as every console route; the use cases are `crate::decision::delegation`.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -11,7 +11,10 @@ use super::error::ApiError;
 use super::extract::{typed, JsonBody};
 use super::openapi::error_responses;
 use super::session::CurrentUser;
-use crate::delegate::{self as delegation, Ask, DelegationError, DelegationView, Made};
+use crate::decision::delegation::{
+    self as delegation,
+    manage::{Ask, DelegationError, DelegationView, Made},
+};
 use crate::domain::FieldError;
 use crate::state::Shared;
 
@@ -56,7 +59,8 @@ pub struct DelegationList {
 )]
 pub async fn list(State(state): State<Shared>, user: CurrentUser) -> Result<Json<DelegationList>, ApiError> {
     let admin = user.user.roles.contains(&crate::domain::Role::Admin);
-    let delegations = delegation::listed(&state, &user.user.tenant_id, &user.user.id, admin, state.now()).await?;
+    let delegations =
+        delegation::manage::listed(&state, &user.user.tenant_id, &user.user.id, admin, state.now()).await?;
     Ok(Json(DelegationList { delegations }))
 }
 
@@ -122,7 +126,7 @@ pub async fn create(
         starts_at: instant("starts_at", &body.starts_at)?,
         ends_at: instant("ends_at", &body.ends_at)?,
     };
-    let made = delegation::create(&state, &user.admin(), ask, state.now()).await?;
+    let made = delegation::manage::create(&state, &user.admin(), ask, state.now()).await?;
     let made = match made {
         Made::Active(delegation) => DelegationMade { delegation, lines: Vec::new() },
         Made::Pending { view, lines } => DelegationMade { delegation: view, lines },
@@ -155,5 +159,5 @@ pub async fn end(
     user: CurrentUser,
     Path(DelegationPath { id }): Path<DelegationPath>,
 ) -> Result<Json<DelegationView>, ApiError> {
-    Ok(Json(delegation::end(&state, &user.admin(), &id, state.now()).await?))
+    Ok(Json(delegation::manage::end(&state, &user.admin(), &id, state.now()).await?))
 }

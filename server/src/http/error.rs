@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::decision::policy::{Decision, Reason};
 use crate::domain::{FieldError, ProposalStatus};
-use crate::policy::{Decision, Reason};
 
 tokio::task_local! {
     /// The id of the request being served, for error bodies and logs (the

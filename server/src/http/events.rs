@@ -30,7 +30,7 @@ use super::error::ApiError;
 use super::extract::{KeyDigest, ReadOnlyAgentAuth};
 use super::openapi::error_responses;
 use crate::domain::ProposalStatus;
-use crate::proposals::{self, AgentPrincipal};
+use crate::intake::proposals::{self, AgentPrincipal};
 use crate::state::Shared;
 use crate::store;
 

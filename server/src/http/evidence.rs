@@ -12,7 +12,7 @@ use super::extract::ReadOnlyAgentAuth;
 use super::openapi::error_responses;
 use super::session::CurrentUser;
 use crate::domain::{FieldError, Role};
-use crate::evidence::export::{self, EvidenceError, Export};
+use crate::evidence::bundle::{self, EvidenceError, Export};
 use crate::evidence::{Bundle, Disclose};
 use crate::state::Shared;
 
@@ -99,7 +99,7 @@ async fn bundle(
     agent: Option<&str>,
     export: Export,
 ) -> Result<Json<Bundle>, ApiError> {
-    match export::bundle(&**state, tenant, id, agent, export, state.now()).await {
+    match bundle::bundle(&**state, tenant, id, agent, export, state.now()).await {
         Ok(bundle) => Ok(Json(bundle)),
         Err(EvidenceError::NotFound) => Err(ApiError::NotFound),
         Err(EvidenceError::TreeSize(why)) => {

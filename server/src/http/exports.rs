@@ -1,6 +1,6 @@
 //! Exports for finance on the console (docs/DEPLOY.md "Exports for
 //! finance"): a tenant's payments in a date range as CSV or JSON, streamed
-//! a page at a time (`crate::exports`), to admins and auditors.
+//! a page at a time (`crate::evidence::exports`), to admins and auditors.
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -13,7 +13,7 @@ use super::extract::ApiQuery;
 use super::openapi::error_responses;
 use super::session::CurrentUser;
 use crate::domain::{FieldError, Role};
-use crate::exports::{Format, Payments, Range, Writer};
+use crate::evidence::exports::{Format, Payments, Range, Writer};
 use crate::state::Shared;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -64,7 +64,7 @@ pub async fn payments(
     let format =
         Format::parse(params.format.as_deref().unwrap_or("csv")).ok_or_else(|| invalid("format", "is csv or json"))?;
     let tenant = user.user.tenant_id.clone();
-    crate::exports::audit(&state.db.write, &tenant, &user.actor(), range, format).await?;
+    crate::evidence::exports::audit(&state.db.write, &tenant, &user.actor(), range, format).await?;
 
     let disposition = format!("attachment; filename=\"payments-{tenant}-{}.{}\"", range.label(), format.extension());
     let body = Body::from_stream(stream(state, Payments::new(&tenant, range), Writer::new(format)));

@@ -9,7 +9,7 @@ use std::fmt;
 
 use super::error::ApiError;
 use crate::domain::FieldError;
-use crate::proposals::AgentPrincipal;
+use crate::intake::proposals::AgentPrincipal;
 use crate::state::Shared;
 use crate::store;
 
@@ -82,7 +82,7 @@ impl FromRequestParts<Shared> for ReadOnlyAgentAuth {
             let agent = store::directory::agent_by_key_hash(&state.db.read, &digest).await?;
             agent.map(|a| std::sync::Arc::new(AgentPrincipal::from(a))).ok_or(ApiError::Unauthenticated)
         };
-        let agent = crate::cache::read_through(caches.as_ref().map(|c| c.agents), &digest, load).await?;
+        let agent = crate::platform::cache::read_through(caches.as_ref().map(|c| c.agents), &digest, load).await?;
         super::observe::record_principal(&parts.extensions, &agent.tenant_id, || agent.actor());
         state.agent_limits.take(&agent.tenant_id, &agent.agent_id).map_err(ApiError::RetryAfter)?;
         Ok(ReadOnlyAgentAuth(agent, KeyDigest(digest)))

@@ -15,9 +15,9 @@ use super::error::ApiError;
 use super::extract::ApiQuery;
 use super::openapi::error_responses;
 use crate::domain::FieldError;
+use crate::evidence::tlog::merkle::Hash;
 use crate::state::Shared;
 use crate::store::tlog as stored;
-use crate::tlog::merkle::Hash;
 
 /// The log's identity and key.
 #[derive(Serialize, utoipa::ToSchema)]

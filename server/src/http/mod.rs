@@ -5,7 +5,7 @@ pub mod admin;
 pub mod agent;
 pub mod bulk;
 pub mod connections;
-pub use countersign_core::client_ip;
+pub use countersign_core::people::client_ip;
 pub mod console;
 pub mod csrf;
 pub mod delegations;

@@ -16,8 +16,8 @@ use super::error::ApiError;
 use super::extract::{typed, JsonBody};
 use super::openapi::error_responses;
 use super::session::{self, client_address};
-use crate::passkeys::sign_in::{self, SignInError};
-use crate::passkeys::step_up::{StepUpAnswer, StepUpOptions};
+use crate::people::passkeys::sign_in::{self, SignInError};
+use crate::people::passkeys::step_up::{StepUpAnswer, StepUpOptions};
 use crate::state::Shared;
 
 /// The amr of a session a passkey started (never `passkey`: that is an

@@ -15,10 +15,10 @@ use super::extract::{typed, JsonBody};
 use super::openapi::error_responses;
 use super::session::CurrentUser;
 use crate::domain::FieldError;
-use crate::passkeys::registry::{
+use crate::people::passkeys::registry::{
     self, Answer, AuthorizationOptions, Holder, PasskeyView, RegistrationOptions, RegistryError,
 };
-use crate::passkeys::step_up::StepUpAnswer;
+use crate::people::passkeys::step_up::StepUpAnswer;
 use crate::state::Shared;
 
 fn holder(user: &CurrentUser) -> Holder<'_> {

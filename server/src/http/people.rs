@@ -17,8 +17,8 @@ use tower_sessions::Session;
 use super::admin::{AdminUser, ADMIN_FLASH};
 use super::error::ApiError;
 use super::session::CurrentUser;
+use crate::decision::registry_changes::{self, Request, Submitted};
 use crate::people::lifecycle::{self, By, Via};
-use crate::registry_changes::{self, Request, Submitted};
 use crate::state::Shared;
 use crate::store;
 

@@ -17,10 +17,10 @@ use super::extract::{typed, JsonBody};
 use super::openapi::error_responses;
 use super::session::CurrentUser;
 use crate::console::policy::{policy_status, PolicyStatus};
+use crate::decision::policy::backtest::{self, Report};
+use crate::decision::policy::Engine;
+use crate::decision::registry_changes::{self, ChangeError, Request, Submitted};
 use crate::domain::{FieldError, Role};
-use crate::policy::backtest::{self, Report};
-use crate::policy::Engine;
-use crate::registry_changes::{self, ChangeError, Request, Submitted};
 use crate::state::Shared;
 
 impl From<ChangeError> for ApiError {
@@ -112,7 +112,9 @@ pub async fn backtest(
         .map_err(|why| ApiError::Validation(vec![FieldError::new("since", "invalid_value", why)]))?;
     let candidate = Engine::from_text("policy", &body.policy)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("policy", "invalid_value", e.to_string())]))?;
-    let report = crate::policy_backtest::run(&state, &user.user.tenant_id, &candidate, state.now() - since).await?;
+    let report =
+        crate::decision::policy::backtest::recorded::run(&state, &user.user.tenant_id, &candidate, state.now() - since)
+            .await?;
     Ok(Json(report))
 }
 
@@ -240,8 +242,13 @@ pub async fn policy_form(
                 (Err(why), _) => format!("Not run: since {why}"),
                 (_, Err(why)) => format!("Not run: the policy does not validate: {why}"),
                 (Ok(back), Ok(candidate)) => {
-                    match crate::policy_backtest::run(&state, &admin.user.tenant_id, &candidate, state.now() - back)
-                        .await
+                    match crate::decision::policy::backtest::recorded::run(
+                        &state,
+                        &admin.user.tenant_id,
+                        &candidate,
+                        state.now() - back,
+                    )
+                    .await
                     {
                         Ok(report) => {
                             let _ = session.insert(POLICY_BACKTEST, report.lines()).await;

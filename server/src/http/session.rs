@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use tower_sessions::Session;
 
 use super::error::ApiError;
+use crate::people::throttle::Refusal;
 use crate::state::{AppState, Shared};
 use crate::store::{self, directory::User};
-use crate::throttle::Refusal;
 
 /// Key of the console data inside the tower session.
 pub const SESSION_KEY: &str = "console";
@@ -60,8 +60,8 @@ impl CurrentUser {
         }
     }
 
-    pub fn resolver(&self) -> crate::operations::Resolver {
-        crate::operations::Resolver {
+    pub fn resolver(&self) -> crate::commit::operations::Resolver {
+        crate::commit::operations::Resolver {
             user_id: self.user.id.clone(),
             tenant_id: self.user.tenant_id.clone(),
             roles: self.user.roles.clone(),
@@ -73,8 +73,8 @@ impl CurrentUser {
         super::observe::record_principal(extensions, &self.user.tenant_id, || self.actor());
     }
 
-    pub fn admin(&self) -> crate::registry_changes::Admin {
-        crate::registry_changes::Admin {
+    pub fn admin(&self) -> crate::decision::registry_changes::Admin {
+        crate::decision::registry_changes::Admin {
             user_id: self.user.id.clone(),
             username: self.user.username.clone(),
             tenant_id: self.user.tenant_id.clone(),
@@ -82,8 +82,8 @@ impl CurrentUser {
         }
     }
 
-    pub fn approver(&self, via: &'static str) -> crate::approvals::Approver {
-        crate::approvals::Approver {
+    pub fn approver(&self, via: &'static str) -> crate::decision::approval::approve::Approver {
+        crate::decision::approval::approve::Approver {
             user_id: self.user.id.clone(),
             tenant_id: self.user.tenant_id.clone(),
             roles: self.user.roles.clone(),
@@ -318,7 +318,7 @@ pub async fn sign_in(
     };
     let ok = match state.passwords.verify(password.to_owned(), hash).await {
         Ok(ok) => ok,
-        Err(crate::password::Busy) => {
+        Err(crate::people::password::Busy) => {
             tracing::warn!("sign-in refused: the password gate's queue is full");
             return Err(SignInError::Throttled(Duration::from_secs(1)));
         }

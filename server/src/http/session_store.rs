@@ -59,7 +59,7 @@ pub struct ConsoleSessionStore {
     /// Each session as this instance last read or wrote it.
     known: Arc<Mutex<HashMap<Id, Known>>>,
     /// The server's clock (sessions expire on it).
-    clock: crate::clock::SystemClock,
+    clock: crate::platform::clock::SystemClock,
 }
 
 /// A session's data and expiry as stored.
@@ -73,7 +73,7 @@ struct Known {
 const KNOWN_LIMIT: usize = 10_000;
 
 impl ConsoleSessionStore {
-    pub fn new(db: Db, idle_timeout: chrono::Duration, clock: crate::clock::SystemClock) -> Self {
+    pub fn new(db: Db, idle_timeout: chrono::Duration, clock: crate::platform::clock::SystemClock) -> Self {
         let refresh = (idle_timeout / 20).min(chrono::Duration::minutes(1));
         ConsoleSessionStore { db, refresh, known: Arc::default(), clock }
     }

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use super::error::ApiError;
 use crate::domain::FieldError;
-use crate::slack::{interaction::Interaction, signature};
-use crate::slack_press as press;
+use crate::notify::slack::press;
+use crate::notify::slack::{interaction::Interaction, signature};
 use crate::state::Shared;
 
 /// Slack's payloads are small; anything larger is refused unread.

@@ -17,9 +17,9 @@ use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 use crate::domain::FieldError;
+use crate::notify::teams::activity::{Activity, Kind};
+use crate::notify::teams::token::{self, Refusal};
 use crate::state::Shared;
-use crate::teams::activity::{Activity, Kind};
-use crate::teams::token::{self, Refusal};
 
 /// Activities are small; anything larger is refused unread.
 pub const MAX_BODY: usize = 256 * 1024;
@@ -54,7 +54,7 @@ pub async fn messages(State(state): State<Shared>, headers: HeaderMap, body: Byt
         Err(e) => return ApiError::from(e).into_response(),
     }
     match &activity.kind {
-        Kind::CardAction(press) => match crate::teams_press::handle(&*state, &activity, press).await {
+        Kind::CardAction(press) => match crate::notify::teams::press::handle(&*state, &activity, press).await {
             Ok(answer) => Json(answer.invoke).into_response(),
             Err(e) => ApiError::from(e).into_response(),
         },

@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 use tower::ServiceExt as _;
 use tracing::Instrument;
 
-use crate::shutdown::Shutdown;
+use crate::platform::shutdown::Shutdown;
 use serde_json::Value as Json;
 
 mod payables;

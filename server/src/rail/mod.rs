@@ -32,7 +32,8 @@ pub fn build(settings: &Settings, default_url: &str, db: &Db) -> anyhow::Result<
     let config = http_config(default_url, r.api_key.clone(), r.connect_timeout_ms, r.total_timeout_ms);
     let default = simulator::SimulatorRail::with_window(config, window)?;
     let mut named: BTreeMap<String, Arc<dyn Rail>> = BTreeMap::new();
-    let clock = crate::clock::SystemClock::skewed(crate::hooks::TestHooks::from_env().clock_skew_secs);
+    let clock =
+        crate::platform::clock::SystemClock::skewed(crate::platform::hooks::TestHooks::from_env().clock_skew_secs);
     for (name, rail) in &settings.rails {
         let built: Arc<dyn Rail> = match rail {
             NamedRail::Simulator(r) => Arc::new(simulator::SimulatorRail::with_window(

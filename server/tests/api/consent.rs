@@ -5,8 +5,8 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use countersign::passkeys::soft::SoftKey;
-use countersign::passkeys::webauthn::{FLAG_UP, FLAG_UV};
+use countersign::people::passkeys::soft::SoftKey;
+use countersign::people::passkeys::webauthn::{FLAG_UP, FLAG_UV};
 use reqwest::header::{COOKIE, SET_COOKIE};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -122,7 +122,7 @@ async fn holding_a_passkey_another_is_added_only_with_its_assertion() {
     let authorization = &options["authorization"];
     assert_eq!(authorization["challenge_id"], options["challenge_id"]);
     assert_eq!(authorization["allow_credentials"], json!([URL_SAFE_NO_PAD.encode(&own.credential_id)]));
-    let expected = countersign::passkeys::add_challenge(
+    let expected = countersign::people::passkeys::add_challenge(
         &ana.user_id(),
         options["challenge_id"].as_str().unwrap(),
         &URL_SAFE_NO_PAD.decode(options["challenge"].as_str().unwrap()).unwrap(),
@@ -186,8 +186,11 @@ async fn removing_a_passkey_needs_an_assertion_so_a_thief_cannot_drop_the_step_u
     field_refused(&send(ana.authed(Method::DELETE, &path).json(&json!({}))).await, "authorization");
     let options = send(ana.authed(Method::POST, &format!("{path}/removal-challenges"))).await;
     assert_eq!(options.status, 201, "{}", options.text);
-    let expected =
-        countersign::passkeys::remove_challenge(&ana.user_id(), &passkey, &removal_nonce(&server, &options.body).await);
+    let expected = countersign::people::passkeys::remove_challenge(
+        &ana.user_id(),
+        &passkey,
+        &removal_nonce(&server, &options.body).await,
+    );
     assert_eq!(options.body["challenge"], URL_SAFE_NO_PAD.encode(expected), "bound to the user and the passkey");
     let mut thief = SoftKey::new();
     let forged = json!({"authorization": sign_options(&mut thief, &options.body)});
@@ -285,7 +288,7 @@ async fn an_enrolment_code_takes_two_admins_and_the_one_shown_it_cannot_cut_the_
     let code: String = shown.text[start..].chars().take_while(|c| *c != '<').collect();
     let stored: Vec<String> =
         one("SELECT code_sha256 FROM passkey_enrolments").fetch_all(&server.db().await).await.unwrap();
-    assert_eq!(stored, [countersign::passkeys::registry::enrolment_sha256(&code)], "only the digest is kept");
+    assert_eq!(stored, [countersign::people::passkeys::registry::enrolment_sha256(&code)], "only the digest is kept");
 
     let key = SoftKey::new();
     let options = challenge(&ben).await;
@@ -309,7 +312,7 @@ async fn adding_and_removing_a_passkey_is_told_to_its_holder_and_audited_with_it
     let ana = sign_in(&server, "ana").await;
     let (mut key, made) = enrol(&server, &ana).await;
     let passkey = made.body["id"].as_str().unwrap().to_owned();
-    let print = countersign::passkeys::fingerprint(&key.sec1());
+    let print = countersign::people::passkeys::fingerprint(&key.sec1());
     assert_eq!(made.body["fingerprint"], print);
 
     let registered: String = one("SELECT data FROM audit_log WHERE action = 'passkey.registered'")
@@ -515,8 +518,12 @@ async fn verify_approvals_checks_each_assertion_against_the_registration_in_the_
     let mut forger = SoftKey::new();
     let row = query("SELECT * FROM approval_assertions").fetch_one(&db).await.unwrap();
     let (nonce, hash): (String, String) = (row.get("nonce"), row.get("request_hash"));
-    let challenge =
-        countersign::passkeys::step_up_challenge(&hash, &id, &ana.user_id(), &URL_SAFE_NO_PAD.decode(&nonce).unwrap());
+    let challenge = countersign::people::passkeys::step_up_challenge(
+        &hash,
+        &id,
+        &ana.user_id(),
+        &URL_SAFE_NO_PAD.decode(&nonce).unwrap(),
+    );
     let a = forger.assert_with(&challenge, "webauthn.get", PUBLIC_URL, "console.example", FLAG_UP | FLAG_UV);
     query(
         "UPDATE approval_assertions SET passkey_id = 'pk_forged', public_key = ?, credential_id = ?,

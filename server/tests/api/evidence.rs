@@ -7,7 +7,7 @@
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
-use countersign::tlog::note::{Checkpoint, NoteSigner, NoteVerifier};
+use countersign::evidence::tlog::note::{Checkpoint, NoteSigner, NoteVerifier};
 use serde_json::{json, Value};
 
 use crate::console_client::*;

@@ -51,7 +51,7 @@ async fn payments_export_as_csv_and_json_with_approvers_operations_and_no_accoun
     let disposition = r.header("content-disposition").unwrap();
     assert!(disposition.starts_with("attachment; filename=\"payments-acme-"), "{disposition}");
     let (header, rows) = csv_rows(&r.text);
-    assert_eq!(header, countersign::exports::COLUMNS);
+    assert_eq!(header, countersign::evidence::exports::COLUMNS);
     let ids: Vec<&str> = rows.iter().map(|r| r["proposal_id"].as_str()).collect();
     assert_eq!(ids, [paid.as_str(), approved.as_str(), rejected.as_str()], "acme's, oldest first");
     let row = |id: &str| rows.iter().find(|r| r["proposal_id"] == id).unwrap();

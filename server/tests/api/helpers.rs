@@ -105,7 +105,9 @@ pub async fn apply_user(server: &TestServer, tenant: &str, username: &str, roles
     let overrides = Overrides { listen: None, data_dir: Some(server.data_dir()) };
     let settings = Settings::load(Some(&server.config), &overrides).expect("settings");
     let db = countersign::store::Db::connect(&settings.backend().expect("backend")).await.expect("the database");
-    countersign::provision::apply_toml(&db, &settings, "user.toml", &toml).await.expect("the user is applied");
+    countersign::platform::provision::apply_toml(&db, &settings, "user.toml", &toml)
+        .await
+        .expect("the user is applied");
     db.close().await;
 }
 
@@ -517,7 +519,7 @@ fn postgres_template(server: &str, with_fixture: bool) -> &'static str {
                 let db = countersign::store::Db::connect(&backend).await.expect("migrate the template database");
                 if with_fixture {
                     let settings = countersign::config::Settings::default();
-                    countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE)
+                    countersign::platform::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE)
                         .await
                         .expect("apply the fixture to the template");
                 }
@@ -704,7 +706,7 @@ async fn serve_in_process(
     let bound = async {
         if apply_fixture {
             let db = countersign::store::Db::connect(&settings.backend()?).await?;
-            countersign::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE).await?;
+            countersign::platform::provision::apply_toml(&db, &settings, "fixture.toml", FIXTURE).await?;
             db.close().await;
         }
         countersign::startup::bind(settings, false).await
@@ -731,7 +733,7 @@ fn log_warnings() {
     ONCE.call_once(|| {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(
-                "warn,countersign_core::provision=error,countersign::startup=error",
+                "warn,countersign_core::platform::provision=error,countersign::startup=error",
             ))
             .with_writer(std::io::stderr)
             .try_init();

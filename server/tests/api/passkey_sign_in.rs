@@ -5,7 +5,7 @@
 //! handle, a key still cooling off, a deactivated user; another site's
 //! page is refused before that.
 
-use countersign::passkeys::soft::SoftKey;
+use countersign::people::passkeys::soft::SoftKey;
 use reqwest::header::ORIGIN;
 use serde_json::{json, Value};
 

@@ -1,13 +1,13 @@
 //! A user's passkeys over the console API: register (challenge, then the
 //! browser's answer with what allows it), list, remove; each way a
 //! registration can be refused. A software authenticator
-//! (`countersign::passkeys::soft`) plays the browser. What a stolen session
+//! (`countersign::people::passkeys::soft`) plays the browser. What a stolen session
 //! cannot do with passkeys is in `consent.rs`.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use countersign::passkeys::soft::SoftKey;
-use countersign::passkeys::webauthn::{FLAG_AT, FLAG_UP, FLAG_UV};
+use countersign::people::passkeys::soft::SoftKey;
+use countersign::people::passkeys::webauthn::{FLAG_AT, FLAG_UP, FLAG_UV};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -45,7 +45,7 @@ pub async fn enrolment_code(server: &TestServer, username: &str) -> String {
     .bind(format!("pke_{code}"))
     .bind(tenant)
     .bind(user)
-    .bind(countersign::passkeys::registry::enrolment_sha256(&code))
+    .bind(countersign::people::passkeys::registry::enrolment_sha256(&code))
     .execute(&db)
     .await
     .unwrap();
@@ -145,7 +145,7 @@ async fn a_passkey_is_registered_listed_and_removed_audited() {
     let audited = audited.join(" | ");
     assert!(audited.contains("passkey.registered") && audited.contains("passkey.removed"), "{audited}");
     assert!(audited.contains(&id) && audited.contains("Laptop"), "{audited}");
-    let print = countersign::passkeys::fingerprint(&key.sec1());
+    let print = countersign::people::passkeys::fingerprint(&key.sec1());
     assert!(audited.contains(&print), "the key's fingerprint is audited: {audited}");
     let key_text = URL_SAFE_NO_PAD.encode(&key.credential_id);
     assert!(!audited.contains(&key_text), "no key material in the audit: {audited}");

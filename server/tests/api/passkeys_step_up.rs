@@ -6,8 +6,8 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use countersign::passkeys::soft::SoftKey;
-use countersign::passkeys::step_up_challenge;
+use countersign::people::passkeys::soft::SoftKey;
+use countersign::people::passkeys::step_up_challenge;
 use reqwest::Method;
 use serde_json::{json, Value};
 

@@ -1,6 +1,6 @@
 //! A local Bot Framework on loopback, built on `wiremock`: it serves an
 //! OpenID metadata document and its JWKS (the local issuer's RSA key, made
-//! for the tests: `crates/core/src/teams/testdata/`), grants the bot its
+//! for the tests: `crates/core/src/notify/teams/testdata/`), grants the bot its
 //! own token (client credentials) and records every card the bot posts or
 //! replaces through the Bot Connector API (refusing any without that
 //! token). Tokens for inbound activities are signed here, RS256 with the
@@ -29,10 +29,10 @@ pub const STRANGER_AAD: &str = "6f1c2d3e-4a5b-4c6d-8e7f-00000000ffff";
 /// The card the presses below are made on.
 pub const CARD_ACTIVITY: &str = "1:posted-card";
 
-const ISSUER_PEM: &str = include_str!("../../../crates/core/src/teams/testdata/issuer.pem");
-const FORGER_PEM: &str = include_str!("../../../crates/core/src/teams/testdata/forger.pem");
-const ISSUER_PUBLIC_PEM: &str = include_str!("../../../crates/core/src/teams/testdata/issuer.pub.pem");
-const PUBLIC: &str = include_str!("../../../crates/core/src/teams/testdata/public.json");
+const ISSUER_PEM: &str = include_str!("../../../crates/core/src/notify/teams/testdata/issuer.pem");
+const FORGER_PEM: &str = include_str!("../../../crates/core/src/notify/teams/testdata/forger.pem");
+const ISSUER_PUBLIC_PEM: &str = include_str!("../../../crates/core/src/notify/teams/testdata/issuer.pub.pem");
+const PUBLIC: &str = include_str!("../../../crates/core/src/notify/teams/testdata/public.json");
 
 pub struct FakeBotFramework {
     pub base: String,

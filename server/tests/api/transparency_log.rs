@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::helpers::*;
 use countersign::domain::merkle::{verify_consistency, verify_inclusion, Hash};
-use countersign::tlog::note::{Checkpoint, NoteSigner, NoteVerifier};
+use countersign::evidence::tlog::note::{Checkpoint, NoteSigner, NoteVerifier};
 
 /// An audit row's leaf bytes as the contract defines them: the canonical
 /// JSON of its number, time, content and the previous entry's hash.

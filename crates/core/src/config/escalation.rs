@@ -58,7 +58,7 @@ pub struct GroupRule {
     #[serde(default)]
     pub from_minor: u64,
     /// The approvals each group must give; one person counts for one group.
-    pub require: Vec<crate::policy::GroupNeed>,
+    pub require: Vec<crate::decision::policy::GroupNeed>,
 }
 
 /// A rule that applies from an amount, in a currency or any.
@@ -143,7 +143,12 @@ impl super::Settings {
 
     /// The approvals `tenant`'s group rule requires of a payment of
     /// `amount_minor` `currency` (empty: no rule covers it).
-    pub fn group_needs(&self, tenant: &str, currency: &str, amount_minor: u64) -> &[crate::policy::GroupNeed] {
+    pub fn group_needs(
+        &self,
+        tenant: &str,
+        currency: &str,
+        amount_minor: u64,
+    ) -> &[crate::decision::policy::GroupNeed] {
         self.tenants
             .get(tenant)
             .and_then(|t| rule_for(&t.group_approval, currency, amount_minor))
@@ -157,10 +162,10 @@ impl super::Settings {
         tenant: &str,
         currency: crate::domain::Currency,
         amount_minor: u64,
-        decision: crate::policy::Decision,
-    ) -> crate::policy::Decision {
+        decision: crate::decision::policy::Decision,
+    ) -> crate::decision::policy::Decision {
         let needs = self.group_needs(tenant, currency.code(), amount_minor);
-        crate::policy::with_groups(decision, needs, &currency.format_minor(amount_minor))
+        crate::decision::policy::with_groups(decision, needs, &currency.format_minor(amount_minor))
     }
 }
 
@@ -324,7 +329,7 @@ mod tests {
         let rule = |group: &str, count: u8| GroupRule {
             currency: Some("USD".into()),
             from_minor: 5_000_000,
-            require: vec![crate::policy::GroupNeed { group: group.into(), count }],
+            require: vec![crate::decision::policy::GroupNeed { group: group.into(), count }],
         };
         let bad = |rules: &[GroupRule]| check_group_rules("acme", &groups, rules).unwrap_err().0;
         assert_eq!(bad(&[rule("board", 1)]), "tenants.acme.group_approval[0].require[0].group");

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use crate::decision::policy::PolicyConfig;
 use crate::domain::{Currency, CurrencyRules};
-use crate::policy::PolicyConfig;
 
 pub mod escalation;
 mod operations;
@@ -51,7 +51,7 @@ pub struct Settings {
     pub currency_caps_minor: BTreeMap<String, u64>,
     pub policy: PolicyConfig,
     pub slack: SlackSettings,
-    /// Microsoft Teams approvals through a Bot Framework bot (`crate::teams`).
+    /// Microsoft Teams approvals through a Bot Framework bot (`crate::notify::teams`).
     pub teams: TeamsSettings,
     /// The default rail: the bundled simulator, or a rail speaking its API.
     pub rail: RailSettings,
@@ -66,7 +66,7 @@ pub struct Settings {
     pub mcp: McpSettings,
     /// Single sign-on with OpenID Connect (`crate::sso`).
     pub oidc: OidcSettings,
-    /// Passkeys (`crate::passkeys`).
+    /// Passkeys (`crate::people::passkeys`).
     pub passkeys: PasskeySettings,
     /// Per-tenant settings (`[tenants.<id>]`).
     pub tenants: BTreeMap<String, TenantSettings>,
@@ -82,7 +82,7 @@ pub struct Settings {
     /// `.observe`, then the confirmed policy changes): not a key of the
     /// file, filled in by `load` and at start.
     #[serde(skip)]
-    pub policies: crate::policy::PolicyBook,
+    pub policies: crate::decision::policy::PolicyBook,
 }
 
 /// `[passkeys]`: who must hold a passkey, and when a new one counts.
@@ -265,7 +265,7 @@ impl Default for TenantSettings {
     }
 }
 
-/// Agent webhooks (`countersign agent webhook set`, `crate::webhooks`).
+/// Agent webhooks (`countersign agent webhook set`, `crate::notify::webhooks`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WebhookSettings {
@@ -286,7 +286,7 @@ impl Default for WebhookSettings {
     }
 }
 
-/// The risk signals shown on every proposal (`crate::risk`).
+/// The risk signals shown on every proposal (`crate::intake::risk`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RiskSettings {
@@ -583,7 +583,7 @@ impl Default for Settings {
             tracing: TracingSettings::default(),
             reports: ReportSettings::default(),
             notifications: NotifySettings::default(),
-            policies: crate::policy::PolicyBook::default(),
+            policies: crate::decision::policy::PolicyBook::default(),
         }
     }
 }
@@ -692,8 +692,8 @@ impl Settings {
     /// paths from `base`, the config file's folder). One that does not
     /// validate stops the start with Cedar's error located in its file.
     pub fn load_policies(&mut self, base: Option<&Path>) -> Result<(), ConfigError> {
-        use crate::policy::{Engine, TenantPolicy};
-        let book = crate::policy::PolicyBook::default();
+        use crate::decision::policy::{Engine, TenantPolicy};
+        let book = crate::decision::policy::PolicyBook::default();
         for (id, tenant) in &self.tenants {
             let read = |key: &str, path: &Option<PathBuf>| -> Result<Option<Engine>, ConfigError> {
                 let Some(path) = path else { return Ok(None) };

@@ -22,7 +22,7 @@ impl Settings {
         if self.console.idle_timeout_secs == 0 || self.console.absolute_timeout_secs == 0 {
             return bad("console", "session timeouts must be greater than zero");
         }
-        if let Err(why) = crate::client_ip::TrustedProxies::parse(&self.console.trusted_proxies) {
+        if let Err(why) = crate::people::client_ip::TrustedProxies::parse(&self.console.trusted_proxies) {
             return bad("console.trusted_proxies", &why);
         }
         if self.idempotency.retention_hours <= 24 {
@@ -143,7 +143,8 @@ impl Settings {
         if teams.allowed_hosts.iter().any(|h| h.trim().is_empty() || h.contains(['/', ':', '@'])) {
             return bad("teams.allowed_hosts", "each entry is a bare host name such as smba.trafficmanager.net");
         }
-        let allow = crate::outbound::Allowlist::named(&teams.allowed_hosts, "names a host not in teams.allowed_hosts");
+        let allow =
+            crate::notify::outbound::Allowlist::named(&teams.allowed_hosts, "names a host not in teams.allowed_hosts");
         for (tenant, channel) in &teams.channels {
             if let Err(why) = allow.check(&channel.service_url) {
                 return bad(&format!("teams.channels.{tenant}.service_url"), why);
@@ -182,7 +183,7 @@ impl Settings {
         if slack.allowed_hosts.iter().any(|h| h.trim().is_empty() || h.contains(['/', ':', '@'])) {
             return bad("slack.allowed_hosts", "each entry is a bare host name such as hooks.slack.com");
         }
-        let allow = crate::outbound::Allowlist::new(&slack.allowed_hosts);
+        let allow = crate::notify::outbound::Allowlist::new(&slack.allowed_hosts);
         let urls = slack.webhook_url.iter().map(|u| ("slack.webhook_url".to_owned(), u));
         let per_tenant = slack.webhook_urls.iter().map(|(t, u)| (format!("slack.webhook_urls.{t}"), u));
         for (key, url) in urls.chain(per_tenant) {

@@ -8,8 +8,11 @@
 //! Account numbers appear as salted commitments ([`commitment`]); the
 //! exporter may disclose them ([`Disclose`]).
 
-pub mod export;
+pub mod bundle;
+pub mod exports;
+pub mod human_loop;
 pub mod mandate;
+pub mod tlog;
 pub mod verify;
 
 use std::collections::BTreeMap;

@@ -11,10 +11,10 @@ use p256::ecdsa::{Signature, VerifyingKey};
 use serde_json::{Map, Value};
 
 use super::{commitment, Bundle, FORMAT};
-use crate::approval::receipts::{self, RECEIPT_TYP};
+use crate::decision::approval::receipts::{self, RECEIPT_TYP};
 use crate::domain::merkle::{leaf_hash, verify_inclusion, Hash};
+use crate::evidence::tlog::note::{Checkpoint, NoteVerifier};
 use crate::store::passkeys::AssertionRow;
-use crate::tlog::note::{Checkpoint, NoteVerifier};
 
 /// The first check that failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -98,7 +98,7 @@ pub fn verify(bundle: &Bundle, pinned: &Pinned) -> Result<Passed, Failure> {
 
     let checkpoint = log_key.open(&bundle.log.checkpoint).map_err(|e| fail(3, e.to_string()))?;
     let issuer = url::Url::parse(&bundle.issuer).map_err(|_| fail(3, "the issuer is not a URL"))?;
-    if checkpoint.origin != crate::tlog::note::origin_of(&issuer) {
+    if checkpoint.origin != crate::evidence::tlog::note::origin_of(&issuer) {
         return Err(fail(3, format!("the log {} is not the issuer's", checkpoint.origin)));
     }
     if checkpoint.size != bundle.log.tree_size {
@@ -197,7 +197,7 @@ fn leaves(bundle: &Bundle, checkpoint: &Checkpoint) -> Result<Vec<Leaf>, Failure
         }
         // Neighbours in the log chain as the audit trail does.
         if let Some(prev) = out.last().filter(|prev| prev.index + 1 == leaf.index) {
-            let expected = crate::digest::sha256_prefixed(&prev.bytes);
+            let expected = crate::platform::digest::sha256_prefixed(&prev.bytes);
             if body.get("prev_hash").and_then(Value::as_str) != Some(expected.as_str()) {
                 return Err(at("its prev_hash is not the hash of the leaf before it".into()));
             }
@@ -277,7 +277,7 @@ pub fn jws_payload(compact: &str) -> Option<Value> {
 }
 
 fn decode_part(part: &str) -> Option<Value> {
-    crate::approval::token::decode_json_object(part).map(Value::Object)
+    crate::decision::approval::token::decode_json_object(part).map(Value::Object)
 }
 
 fn check_receipts(bundle: &Bundle, own: &[&Leaf]) -> Result<usize, Failure> {
@@ -366,7 +366,7 @@ fn check_request(bundle: &Bundle, created: &Leaf, own: &[&Leaf]) -> Result<(), F
     }
     if bundle.disclosed.len() == 2 {
         let bytes = crate::domain::jcs::to_vec(&full).map_err(|e| fail(7, format!("the request: {e}")))?;
-        let hash = crate::digest::sha256_prefixed(&bytes);
+        let hash = crate::platform::digest::sha256_prefixed(&bytes);
         if hash != bundle.request_hash {
             return Err(fail(7, "the disclosed request does not hash to the request hash"));
         }
@@ -436,7 +436,7 @@ fn check_approvals(bundle: &Bundle, leaves: &[Leaf]) -> Result<usize, Failure> {
             .find(|l| l.action() == "passkey.registered" && l.data()["passkey_id"] == pk.passkey_id.as_str())
             .ok_or_else(|| at(format!("passkey {} has no registration among the leaves", pk.passkey_id)))?;
         let key = URL_SAFE_NO_PAD.decode(&pk.public_key).map_err(|_| at("the public key is not base64url".into()))?;
-        let print = crate::passkeys::fingerprint(&key);
+        let print = crate::people::passkeys::fingerprint(&key);
         if print != pk.fingerprint || registered.data()["fingerprint"] != print.as_str() {
             return Err(at("the public key is not the one registered".into()));
         }
@@ -469,7 +469,8 @@ fn check_approvals(bundle: &Bundle, leaves: &[Leaf]) -> Result<usize, Failure> {
             signature: pk.signature.clone(),
             created_at: chrono::DateTime::UNIX_EPOCH,
         };
-        crate::passkeys::step_up::reverify(&row).map_err(|e| at(format!("the assertion does not verify: {e}")))?;
+        crate::people::passkeys::step_up::reverify(&row)
+            .map_err(|e| at(format!("the assertion does not verify: {e}")))?;
         signed += 1;
     }
     Ok(signed)
@@ -482,7 +483,8 @@ fn check_token(bundle: &Bundle, own: &[&Leaf]) -> Result<Option<Value>, Failure>
         }
         return Ok(None);
     };
-    let claims = verify_jws(token, &bundle.keys.tokens, crate::approval::token::TOKEN_TYP).map_err(|e| fail(10, e))?;
+    let claims =
+        verify_jws(token, &bundle.keys.tokens, crate::decision::approval::token::TOKEN_TYP).map_err(|e| fail(10, e))?;
     for (claim, want) in [("pid", &bundle.proposal_id), ("tid", &bundle.tenant_id), ("rh", &bundle.request_hash)] {
         if claims.get(claim).and_then(Value::as_str) != Some(want.as_str()) {
             return Err(fail(10, format!("the token's {claim} is not the bundle's")));

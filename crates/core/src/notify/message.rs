@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::risk::Signal;
+use crate::intake::risk::Signal;
 use crate::store::proposals::ProposalRow;
 use crate::store::reach::Kind;
 

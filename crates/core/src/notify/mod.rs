@@ -4,7 +4,7 @@
 //! - [`announce`] queues one `fanout` row in the transaction that makes a
 //!   proposal wait for a decision, and one more due shortly before it
 //!   expires ([`NotifySettings::expiry_warning_secs`](crate::config::NotifySettings)).
-//! - `crate::notifications::run` delivers (a sibling module, so this one
+//! - `crate::notify::worker::run` delivers (a sibling module, so this one
 //!   stays below the use cases that announce): a `fanout` row is expanded,
 //!   when due, into one row per recipient and channel, for the people who
 //!   may approve the proposal *then* (eligibility as `decide` enforces it,
@@ -20,14 +20,19 @@
 pub mod account;
 pub mod email;
 pub mod message;
+pub mod outbound;
 pub mod push;
 pub mod quiet;
+pub mod slack;
+pub mod teams;
+pub mod webhooks;
+pub mod worker;
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::approval::keys::{KeyError, KeyStore};
 use crate::config::{Config, Settings};
-use crate::outbound::Allowlist;
+use crate::decision::approval::keys::{KeyError, KeyStore};
+use crate::notify::outbound::Allowlist;
 use crate::store;
 use crate::store::reach::{self as outbox, Channel, Kind, NewNotification};
 
@@ -129,7 +134,7 @@ pub fn vapid_subject(settings: &Settings) -> String {
 /// Queues the notifications of `row`, which just started waiting for a
 /// decision: its approvers now, again before it expires, and as its
 /// tenant's escalation rule says (a reminder; the escalation itself is
-/// stored here and done by `crate::escalation::escalate_due`, notified or
+/// stored here and done by `crate::decision::escalation::escalate_due`, notified or
 /// not). Call it inside the transaction that stores the change, then
 /// [`wake`] after the commit.
 pub async fn announce(
@@ -177,7 +182,7 @@ pub async fn announce(
 /// reach anyone: `Arrived` for one whose approval lapsed unredeemed (it waits
 /// for a decision again; its reminder before expiry was queued when it first
 /// arrived), `Escalated` for one just escalated to its backup group
-/// (`crate::escalation`). Inside the transaction that stores the change.
+/// (`crate::decision::escalation`). Inside the transaction that stores the change.
 pub async fn announce_now(
     state: &(impl Config + Reaching),
     conn: &mut store::Conn,

@@ -10,8 +10,8 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::approval::keys::KeyStore;
-use crate::outbound::{Allowlist, Post, Poster};
+use crate::decision::approval::keys::KeyStore;
+use crate::notify::outbound::{Allowlist, Post, Poster};
 use crate::store::reach::Subscription;
 
 /// How long a VAPID JWT is valid (RFC 8292 allows at most 24 hours).

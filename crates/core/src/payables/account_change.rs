@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::config::Config;
+use crate::decision::policy::{Decision, Outcome, Reason};
 use crate::domain::mask_account_tagged;
-use crate::policy::{Decision, Outcome, Reason};
 use crate::store::{self, directory::PayeeEntry, Conn, Store};
 
 /// A payment to an account that was replaced is refused under this rule.
@@ -120,7 +120,7 @@ pub fn first_payment(state: &impl Config, payee: &PayeeEntry, paid_since: bool, 
     let required = state.settings().payables.account_change_approvals.max(1);
     let mut raised = decision;
     raised.outcome = Outcome::NeedsApproval;
-    raised.reasons.retain(|r| r.rule != crate::policy::RULE_AUTO_APPROVE);
+    raised.reasons.retain(|r| r.rule != crate::decision::policy::RULE_AUTO_APPROVE);
     raised.required_approvals = raised.required_approvals.max(required);
     let from = payee.replaces.as_deref().map(mask_account_tagged).unwrap_or_else(|| "another account".into());
     raised.reasons.push(Reason {
@@ -323,7 +323,7 @@ mod tests {
         let auto = Decision {
             outcome: Outcome::AutoApproved,
             required_approvals: 0,
-            reasons: vec![Reason { rule: crate::policy::RULE_AUTO_APPROVE.into(), message: String::new() }],
+            reasons: vec![Reason { rule: crate::decision::policy::RULE_AUTO_APPROVE.into(), message: String::new() }],
             groups: Vec::new(),
         };
         let raised = first_payment(&state, &entry(true), false, auto.clone());

@@ -20,8 +20,8 @@
 
 use crate::config::payables::UnregisteredInvoices;
 use crate::config::Config;
+use crate::decision::policy::Decision;
 use crate::domain::{mask_account_tagged, CanonicalRequest, Currency, ProposalKind};
-use crate::policy::Decision;
 use crate::store::invoices::{InvoiceKey, InvoiceRow};
 use crate::store::operations::{HeldInvoice, OpStatus, OperationRow};
 use crate::store::{self, proposals::ProposalRow, Store};

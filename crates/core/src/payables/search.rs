@@ -9,8 +9,8 @@ use base64::Engine;
 use serde::Serialize;
 
 use super::UntrustedText;
-use crate::actors::AgentPrincipal;
 use crate::domain::{mask_account_tagged, Currency, InvoiceId, PayeeId};
+use crate::people::actors::AgentPrincipal;
 use crate::store::{self, directory::PayeeEntry, invoices::InvoiceRow, Store};
 
 /// The most items one page holds.

@@ -17,8 +17,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::decision::policy::{Decision, Outcome, Reason};
 use crate::domain::Currency;
-use crate::policy::{Decision, Outcome, Reason};
 use crate::store::risk::Earlier;
 
 /// The rule a raised decision names.
@@ -69,7 +69,7 @@ pub fn raise(
     }
     let mut raised = current.clone();
     raised.outcome = Outcome::NeedsApproval;
-    raised.reasons.retain(|r| r.rule != crate::policy::RULE_AUTO_APPROVE);
+    raised.reasons.retain(|r| r.rule != crate::decision::policy::RULE_AUTO_APPROVE);
     raised.required_approvals = current.required_approvals.max(for_total.required_approvals).max(1);
     if groups {
         raised.groups = for_total.groups.clone();
@@ -85,7 +85,7 @@ pub fn raise(
         (n, false) => format!(
             "{n} approval{} ({})",
             if n == 1 { "" } else { "s" },
-            crate::policy::describe_groups(&raised.groups)
+            crate::decision::policy::describe_groups(&raised.groups)
         ),
     };
     raised.reasons.push(Reason {
@@ -103,8 +103,8 @@ pub fn raise(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decision::policy::GroupNeed;
     use crate::domain::ProposalStatus;
-    use crate::policy::GroupNeed;
 
     fn part(id: &str, amount: u64) -> Earlier {
         Earlier {
@@ -118,7 +118,11 @@ mod tests {
     }
 
     fn decision(outcome: Outcome, n: u8) -> Decision {
-        let rule = if outcome == Outcome::AutoApproved { crate::policy::RULE_AUTO_APPROVE } else { "single_approval" };
+        let rule = if outcome == Outcome::AutoApproved {
+            crate::decision::policy::RULE_AUTO_APPROVE
+        } else {
+            "single_approval"
+        };
         Decision {
             outcome,
             required_approvals: n,

@@ -30,9 +30,9 @@
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use crate::changes::Notifier;
 use crate::config::Config;
-use crate::outbound::Outbound;
+use crate::notify::outbound::Outbound;
+use crate::platform::changes::Notifier;
 use crate::store::audit::AuditEntry;
 use crate::store::{self, Conn, Store};
 
@@ -116,7 +116,7 @@ pub fn after(state: &(impl Notifier + Outbound + crate::notify::Reaching), done:
         state.changes().publish(id);
     }
     if !done.approvals_lapsed.is_empty() {
-        crate::slack::outbox::wake(state);
+        crate::notify::slack::outbox::wake(state);
         crate::notify::wake(state);
     }
 }
@@ -147,8 +147,14 @@ pub async fn deactivate_in(
         store::people::stop_reaching(&mut *tx, user_id, now).await?;
     let passkeys = store::people::remove_passkeys(&mut *tx, tenant, user_id).await?;
     for passkey in &passkeys {
-        crate::passkeys::registry::removed_in(&mut *tx, passkey, &by.actor, json!({"offboarding": user_id}), now)
-            .await?;
+        crate::people::passkeys::registry::removed_in(
+            &mut *tx,
+            passkey,
+            &by.actor,
+            json!({"offboarding": user_id}),
+            now,
+        )
+        .await?;
     }
     done.passkeys_removed = passkeys.len();
     store::people::expire_enrolments(&mut *tx, user_id, now).await?;
@@ -168,7 +174,7 @@ pub async fn deactivate_in(
     for approved in store::people::approved_with(&mut *tx, tenant, user_id).await? {
         let data = json!({"from": "approved", "to": "approval_expired", "approver_deactivated": user_id});
         let key = (approved.id.as_str(), approved.tenant_id.as_str(), approved.request_hash.as_str());
-        if crate::expiry::lapse(state, &mut *tx, key, &by.actor, data, now).await?.is_some() {
+        if crate::decision::expiry::lapse(state, &mut *tx, key, &by.actor, data, now).await?.is_some() {
             done.approvals_lapsed.push(approved.id);
         }
     }

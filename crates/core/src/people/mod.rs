@@ -3,6 +3,11 @@
 //! and coming back (`lifecycle`), and what the identity provider's groups
 //! grant (`groups`).
 
+pub mod actors;
+pub mod client_ip;
 pub mod groups;
 pub mod lifecycle;
+pub mod passkeys;
+pub mod password;
 pub mod scim;
+pub mod throttle;

@@ -40,7 +40,7 @@ pub struct AuditEntry {
 }
 
 fn entry_hash(seq: i64, at: &str, e: &AuditEntry, prev_hash: &str) -> String {
-    crate::digest::sha256_prefixed(body_bytes(seq, at, e, prev_hash))
+    crate::platform::digest::sha256_prefixed(body_bytes(seq, at, e, prev_hash))
 }
 
 /// The bytes an entry's hash covers: the canonical JSON (RFC 8785) of its
@@ -174,7 +174,7 @@ pub async fn append_all(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
 /// committed: by [`crate::store::Tx::commit`] for a transaction, at once on
 /// a connection outside one (the insert has committed by itself).
 async fn append_pending(conn: &mut Conn, entries: &[AuditEntry]) -> Result<()> {
-    let at = ts(crate::clock::system_now());
+    let at = ts(crate::platform::clock::system_now());
     let mut q = Builder::new(
         "INSERT INTO audit_pending (at, tenant_id, actor, action, proposal_id, request_hash, data) VALUES ",
     );
@@ -285,7 +285,7 @@ async fn link_locked(conn: &mut sqlx::PgConnection, own: &[AuditEntry]) -> Resul
         let taken = entries.len() as i64;
         // The caller's own entries after the last batch of waiting ones.
         if taken < LINK_BATCH {
-            let at = ts(crate::clock::system_now());
+            let at = ts(crate::platform::clock::system_now());
             for entry in own.take().unwrap_or_default() {
                 entries.push((at.clone(), entry.clone()));
             }
@@ -340,7 +340,7 @@ async fn insert(conn: &mut Conn, seq: i64, prev: &str, entries: &[AuditEntry], g
 
 /// Writes [`insert`]'s statement into `q`; returns the head it leaves.
 fn push_insert(q: &mut Builder<'_>, seq: i64, prev: &str, entries: &[AuditEntry], guarded: bool) -> (i64, String) {
-    let at = ts(crate::clock::system_now());
+    let at = ts(crate::platform::clock::system_now());
     let head = push_linked(q, seq, prev, entries.iter().map(|e| (at.as_str(), e)));
     if guarded {
         q.push(" WHERE (SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1) = ").push_bind(prev.to_owned());
@@ -536,7 +536,7 @@ pub async fn verify(pool: &Pool) -> Result<Verification> {
     }
     // PostgreSQL: entries are linked right after their transaction commits;
     // one still waiting long after is one the chain does not cover yet.
-    let cutoff = ts(crate::clock::system_now() - LINK_GRACE);
+    let cutoff = ts(crate::platform::clock::system_now() - LINK_GRACE);
     let stale: i64 =
         super::scalar("SELECT COUNT(*) FROM audit_pending WHERE at < ?").bind(cutoff).fetch_one(pool).await?;
     if stale > 0 {
@@ -605,7 +605,7 @@ impl Leaf {
     /// Whether the recorded hash is the hash of the body (an edited entry's
     /// is not).
     pub fn is_intact(&self) -> bool {
-        crate::digest::sha256_prefixed(&self.bytes) == self.hash
+        crate::platform::digest::sha256_prefixed(&self.bytes) == self.hash
     }
 }
 
@@ -763,7 +763,7 @@ mod tests {
         // after one another instance committed but had not linked yet.
         let waiting =
             "INSERT INTO audit_pending (at, tenant_id, actor, action, data) VALUES (?, 'acme', 'cli', 'waiting', '{}')";
-        query(waiting).bind(ts(crate::clock::system_now())).execute(&db.write).await.unwrap();
+        query(waiting).bind(ts(crate::platform::clock::system_now())).execute(&db.write).await.unwrap();
         let mut tx = db.begin().await.unwrap();
         append(&mut tx, &entry("fourth")).await.unwrap();
         let inside: i64 = crate::store::scalar("SELECT COUNT(*) FROM audit_log").fetch_one(&mut tx).await.unwrap();
@@ -793,9 +793,9 @@ mod tests {
         append(&mut db.writer().await.unwrap(), &entry("a")).await.unwrap();
         let pending =
             "INSERT INTO audit_pending (at, tenant_id, actor, action, data) VALUES (?, 'acme', 'cli', ?, '{}')";
-        query(pending).bind(ts(crate::clock::system_now())).bind("fresh").execute(&db.write).await.unwrap();
+        query(pending).bind(ts(crate::platform::clock::system_now())).bind("fresh").execute(&db.write).await.unwrap();
         assert_eq!(verify(&db.read).await.unwrap(), Verification::Intact { entries: 1 }, "within the grace");
-        let old = ts(crate::clock::system_now() - LINK_GRACE - chrono::Duration::seconds(5));
+        let old = ts(crate::platform::clock::system_now() - LINK_GRACE - chrono::Duration::seconds(5));
         query(pending).bind(old).bind("old").execute(&db.write).await.unwrap();
         match verify(&db.read).await.unwrap() {
             Verification::Broken { seq: 2, problem } => assert!(problem.contains("not linked"), "{problem}"),

@@ -1,5 +1,5 @@
 //! The change log that triggers fill (migration 0006) and the server follows
-//! to keep its read caches true (`crate::changes::follow`).
+//! to keep its read caches true (`crate::platform::changes::follow`).
 
 use super::{query, scalar, Builder, Int, Pool, Result, Row};
 

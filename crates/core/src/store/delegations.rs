@@ -1,4 +1,4 @@
-//! Delegations while away (`crate::delegation`, migration 0025): who may
+//! Delegations while away (`crate::decision::delegation`, migration 0025): who may
 //! approve for whom, between two instants.
 
 use chrono::{DateTime, Utc};

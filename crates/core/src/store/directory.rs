@@ -28,7 +28,7 @@ pub async fn upsert_tenant(conn: &mut Conn, id: &str, name: &str) -> Result<Upse
             query("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)")
                 .bind(id)
                 .bind(name)
-                .bind(ts(crate::clock::system_now()))
+                .bind(ts(crate::platform::clock::system_now()))
                 .execute(&mut *conn)
                 .await?;
             Ok(Upsert::Created)
@@ -185,7 +185,7 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
             (id, if changed + relinked > 0 { Upsert::Updated } else { Upsert::Unchanged })
         }
         None => {
-            let id = new_id("usr", crate::clock::system_now());
+            let id = new_id("usr", crate::platform::clock::system_now());
             let link = spec.oidc.clone().flatten();
             query(
                 "INSERT INTO users (id, tenant_id, username, password_hash, roles, slack_user_id, active, created_at,
@@ -198,7 +198,7 @@ pub async fn upsert_user(conn: &mut Conn, spec: &UserSpec) -> Result<Option<(Str
             .bind(&spec.password_hash)
             .bind(&roles)
             .bind(&spec.slack_user_id)
-            .bind(ts(crate::clock::system_now()))
+            .bind(ts(crate::platform::clock::system_now()))
             .bind(link.as_ref().map(|l| &l.issuer))
             .bind(link.as_ref().map(|l| &l.subject))
             .execute(&mut *conn)
@@ -354,7 +354,7 @@ pub async fn upsert_agent(conn: &mut Conn, spec: &AgentSpec) -> Result<Upsert> {
         .bind(&spec.acts_for)
         .bind(&sources)
         .bind(&purposes)
-        .bind(ts(crate::clock::system_now()))
+        .bind(ts(crate::platform::clock::system_now()))
         .execute(&mut *conn)
         .await?;
         return Ok(Upsert::Created);
@@ -440,7 +440,7 @@ pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
             .bind(&p.legal_name)
             .bind(p.trusted)
             .bind(renamed)
-            .bind(ts(crate::clock::system_now()))
+            .bind(ts(crate::platform::clock::system_now()))
             .bind(&p.tenant_id)
             .bind(&p.id)
             .execute(&mut *conn)
@@ -453,7 +453,7 @@ pub async fn upsert_payee(conn: &mut Conn, p: &Payee) -> Result<Upsert> {
                 .bind(&p.id)
                 .bind(&p.legal_name)
                 .bind(p.trusted)
-                .bind(ts(crate::clock::system_now()))
+                .bind(ts(crate::platform::clock::system_now()))
                 .execute(&mut *conn)
                 .await?;
             Ok(Upsert::Created)

@@ -1,5 +1,5 @@
 //! When each waiting proposal is reminded about and escalated
-//! (`crate::escalation`, migration 0024): a row only for proposals a
+//! (`crate::decision::escalation`, migration 0024): a row only for proposals a
 //! tenant's `[[escalation]]` rule covers.
 
 use chrono::{DateTime, Utc};

@@ -1,4 +1,4 @@
-//! What the finance exports read (`crate::exports`): a tenant's proposals
+//! What the finance exports read (`crate::evidence::exports`): a tenant's proposals
 //! created in a time range, one page at a time in `(created_at, id)` order
 //! (index `proposals_by_created`, migration 0022), with their payee,
 //! operation and the approvals of their current round; and the operations

@@ -138,7 +138,7 @@ mod tests {
     #[tokio::test]
     async fn a_freeze_blocks_what_it_covers_until_lifted() {
         for db in crate::store::test_pg::each_backend("a_freeze_blocks_what_it_covers_until_lifted").await {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             let mut tx = db.begin().await.unwrap();
             let agent = Scope::Agent { tenant: "acme".into(), agent: "bot".into() };
             assert_eq!(blocking(&mut tx, "acme", "bot").await.unwrap(), None);

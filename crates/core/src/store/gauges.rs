@@ -1,5 +1,5 @@
 //! What `GET /metrics` reads from the database at each scrape
-//! (`crate::metrics::record_gauges`): the whole deployment's backlog, the
+//! (`crate::platform::metrics::record_gauges`): the whole deployment's backlog, the
 //! same on every instance.
 
 use chrono::{DateTime, Utc};

@@ -459,7 +459,11 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(40);
 /// [`CHECKPOINT_EVERY`], on a connection of its own, until `shutdown`
 /// (`serve` runs it). A passive checkpoint waits for no reader or writer:
 /// commits go on while it copies and syncs the file.
-pub async fn checkpoints(data_dir: &Path, priority: &priority::Priority, shutdown: &crate::shutdown::Shutdown) {
+pub async fn checkpoints(
+    data_dir: &Path,
+    priority: &priority::Priority,
+    shutdown: &crate::platform::shutdown::Shutdown,
+) {
     use sqlx::Connection;
     let path = data_dir.join("countersign.db");
     let conn = match sqlx::SqliteConnection::connect_with(&sqlite_options(&path)).await {
@@ -471,7 +475,7 @@ pub async fn checkpoints(data_dir: &Path, priority: &priority::Priority, shutdow
     };
     // Lent to each tick (one at a time: `every` awaits a tick before the next).
     let conn = tokio::sync::Mutex::new(conn);
-    crate::shutdown::every(CHECKPOINT_EVERY, shutdown, || async {
+    crate::platform::shutdown::every(CHECKPOINT_EVERY, shutdown, || async {
         // Its copy and its sync, between commits rather than under one.
         priority.yield_to_foreground().await;
         if let Err(e) = checkpoint(&mut *conn.lock().await).await {
@@ -552,7 +556,7 @@ pub mod probe {
         pub async fn run(self, tx: &mut super::Tx) {
             super::query("INSERT INTO change_log (kind, proposal_id, at) VALUES ('proposal', ?, ?)")
                 .bind(self.0)
-                .bind(super::ts(crate::clock::system_now()))
+                .bind(super::ts(crate::platform::clock::system_now()))
                 .execute(tx)
                 .await
                 .unwrap();
@@ -593,7 +597,7 @@ mod tests {
         let written = 1500 * 3900;
         assert!(size() < written, "the writer did not checkpoint: the pages wait in the WAL ({} bytes)", size());
 
-        let (trigger, shutdown) = crate::shutdown::channel();
+        let (trigger, shutdown) = crate::platform::shutdown::channel();
         let task = tokio::spawn({
             let dir = dir.path().to_owned();
             async move { checkpoints(&dir, &Default::default(), &shutdown).await }

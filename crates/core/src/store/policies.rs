@@ -124,7 +124,7 @@ pub async fn history(
     pool: &Pool,
     tenant: &str,
     since: DateTime<Utc>,
-) -> Result<Vec<crate::policy::backtest::Recorded>> {
+) -> Result<Vec<crate::decision::policy::backtest::Recorded>> {
     let rows = query(
         "SELECT p.id, p.agent_id, p.canonical_request, COALESCE(py.trusted, 0) AS payee_trusted
            FROM proposals p
@@ -139,7 +139,7 @@ pub async fn history(
     rows.iter()
         .map(|r| {
             let row: HistoryRow = Row::decode(r)?;
-            Ok(crate::policy::backtest::Recorded {
+            Ok(crate::decision::policy::backtest::Recorded {
                 id: row.id,
                 agent_id: row.agent_id,
                 request: row.request,
@@ -152,11 +152,11 @@ pub async fn history(
 /// Lays the confirmed policies over the config's in `book` (at start, and
 /// every `policy::REFRESH_EVERY` so that a change confirmed on another
 /// instance reaches this one).
-pub async fn refresh(pool: &Pool, book: &crate::policy::PolicyBook) -> Result<()> {
-    let rows: Vec<crate::policy::Confirmed> = latest(pool)
+pub async fn refresh(pool: &Pool, book: &crate::decision::policy::PolicyBook) -> Result<()> {
+    let rows: Vec<crate::decision::policy::Confirmed> = latest(pool)
         .await?
         .into_iter()
-        .map(|r| crate::policy::Confirmed {
+        .map(|r| crate::decision::policy::Confirmed {
             id: r.id,
             tenant_id: r.tenant_id,
             mode: r.mode,

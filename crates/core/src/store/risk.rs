@@ -1,4 +1,4 @@
-//! What the risk signals read (`crate::risk`): a payee's registry dates and
+//! What the risk signals read (`crate::intake::risk`): a payee's registry dates and
 //! the proposals made to it before. Indexes: migrations 0010 and 0011.
 //!
 //! A page of proposals (the queue, the bulk page) asks the same questions of

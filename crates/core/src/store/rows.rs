@@ -25,8 +25,8 @@ use sqlx::{Database, Decode, FromRow, Postgres, Sqlite, Type, TypeInfo, ValueRef
 use super::parse_ts;
 use super::reach::{Channel, Kind};
 use super::slack::Target;
+use crate::decision::policy::Decision;
 use crate::domain::{CanonicalRequest, OpStatus, ProposalStatus, Role};
-use crate::policy::Decision;
 use std::str::FromStr;
 
 /// A row struct either backend's rows decode into (any `#[derive(sqlx::FromRow)]`

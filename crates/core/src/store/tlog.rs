@@ -445,7 +445,7 @@ mod tests {
         for db in
             crate::store::test_pg::each_backend("audit_entries_become_leaves_under_checkpoints_of_each_size").await
         {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             assert_eq!(append(&db, &sign, 10, now).await.unwrap(), Appended::Nothing, "{}", db.backend);
             assert_eq!(latest(&db.read).await.unwrap(), None);
             let mut sizes = Vec::new();
@@ -491,7 +491,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_planned_before_the_log_grew_writes_nothing() {
         for db in crate::store::test_pg::each_backend("a_write_planned_before_the_log_grew_writes_nothing").await {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             write(&db, 0, 5).await;
             let leaves = reference_leaves(&db).await;
             assert!(
@@ -526,7 +526,7 @@ mod tests {
     #[tokio::test]
     async fn an_edited_or_missing_entry_is_never_logged() {
         for db in crate::store::test_pg::each_backend("an_edited_or_missing_entry_is_never_logged").await {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             write(&db, 0, 5).await;
             assert_eq!(append(&db, &sign, 100, now).await.unwrap(), Appended::Grew { size: 5, appended: 5 });
             write(&db, 5, 10).await;
@@ -565,7 +565,7 @@ mod tests {
             tasks.push(tokio::spawn(async move { write(&writer, i * 100, i * 100 + 60).await }));
             tasks.push(tokio::spawn(async move {
                 for _ in 0..40 {
-                    append(&db, &sign, 7, crate::clock::system_now()).await.unwrap();
+                    append(&db, &sign, 7, crate::platform::clock::system_now()).await.unwrap();
                     tokio::task::yield_now().await;
                 }
             }));
@@ -573,7 +573,7 @@ mod tests {
         for t in tasks {
             t.await.unwrap();
         }
-        while append(&a, &sign, 1000, crate::clock::system_now()).await.unwrap() != Appended::Nothing {}
+        while append(&a, &sign, 1000, crate::platform::clock::system_now()).await.unwrap() != Appended::Nothing {}
         let leaves = reference_leaves(&a).await;
         assert_eq!(leaves.len(), 120);
         let last = root(&a.read, 120).await.unwrap().unwrap();

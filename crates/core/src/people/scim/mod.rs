@@ -23,10 +23,10 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 
 use super::lifecycle::{self, By, LifecycleError, Via};
-use crate::changes::Notifier;
-use crate::clock::Clock;
 use crate::config::Config;
-use crate::outbound::Outbound;
+use crate::notify::outbound::Outbound;
+use crate::platform::changes::Notifier;
+use crate::platform::clock::Clock;
 use crate::store::audit::AuditEntry;
 use crate::store::people::{GroupRow, NewScimUser, ScimUserRow};
 use crate::store::{self, Conn, Store, StoreError};

@@ -52,7 +52,7 @@ pub struct BankFiles {
     tenant: Option<String>,
     settings: Settings,
     db: Db,
-    clock: crate::clock::SystemClock,
+    clock: crate::platform::clock::SystemClock,
     directory: Mutex<Loaded>,
     /// One sync at a time in this process.
     syncing: tokio::sync::Mutex<()>,
@@ -84,7 +84,7 @@ impl BankFiles {
         tenant: Option<String>,
         settings: Settings,
         db: Db,
-        clock: crate::clock::SystemClock,
+        clock: crate::platform::clock::SystemClock,
     ) -> Result<BankFiles, DirectoryError> {
         let modified = std::fs::metadata(&settings.beneficiaries).and_then(|m| m.modified()).ok();
         let directory = Arc::new(Directory::load(&settings.beneficiaries)?);

@@ -7,8 +7,8 @@ use super::{
     query, scalar, ts, Builder, Conn, Flag, Int, Json, Known, OptTimestamp, Pool, Result, Row, StoreError, Timestamp,
     Unsigned,
 };
+use crate::decision::policy::Decision;
 use crate::domain::{CanonicalRequest, Currency, ProposalStatus};
-use crate::policy::Decision;
 
 mod bundled;
 pub use bundled::{bundle, push_bundle, ProposalBundle};
@@ -743,7 +743,7 @@ pub(crate) mod tests {
         for db in &dbs {
             let mut c = db.write.acquire().await.unwrap();
             registry(&mut c).await;
-            insert(&mut c, &sample(crate::clock::system_now())).await.unwrap();
+            insert(&mut c, &sample(crate::platform::clock::system_now())).await.unwrap();
         }
         dbs
     }
@@ -837,7 +837,9 @@ pub(crate) mod tests {
         for db in setup("get_many_reads_the_listed_proposals").await {
             let mut c = db.write.acquire().await.unwrap();
             for id in ["prop_2", "prop_3"] {
-                insert(&mut c, &NewProposal { id, run_id: id, ..sample(crate::clock::system_now()) }).await.unwrap();
+                insert(&mut c, &NewProposal { id, run_id: id, ..sample(crate::platform::clock::system_now()) })
+                    .await
+                    .unwrap();
             }
             drop(c);
             let ids = |rows: Vec<ProposalRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
@@ -855,7 +857,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn pending_for_reads_what_may_approve_checks_and_the_approvers_own_approval() {
         for db in setup("pending_for_reads_what_may_approve_checks").await {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             let mut c = db.write.acquire().await.unwrap();
             let made = [
                 ("prop_2", ProposalStatus::PendingApproval, 500, "EUR"),
@@ -927,7 +929,7 @@ pub(crate) mod tests {
             insert_approval(&mut c, &approval("usr_a", 1, "2026-01-01T00:00:01.000Z")).await.unwrap();
             let at = crate::store::parse_ts("2026-01-01T00:00:03.000Z").unwrap();
             insert_token(&mut c, &token_1(at)).await.unwrap();
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             operations::insert(&mut c, &operation_1(now, now)).await.unwrap().expect("recorded");
             drop(c);
             let (bundled, separate) = both(&db).await;
@@ -975,7 +977,8 @@ pub(crate) mod tests {
     async fn insert_reports_the_same_request_in_the_same_run() {
         for db in setup("insert_reports_the_same_request_in_the_same_run").await {
             let mut c = db.write.acquire().await.unwrap();
-            let mut p = NewProposal { id: "prop_2", required_approvals: 1, ..sample(crate::clock::system_now()) };
+            let mut p =
+                NewProposal { id: "prop_2", required_approvals: 1, ..sample(crate::platform::clock::system_now()) };
             assert!(insert(&mut c, &p).await.unwrap().is_none(), "prop_1 holds this request in this run");
             assert_eq!(
                 find_duplicate(&mut c, "t", "bot", "run", "sha256:00").await.unwrap().as_deref(),
@@ -1035,7 +1038,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn an_operation_is_claimed_by_one_caller_until_released_or_lapsed() {
         for db in setup("an_operation_is_claimed_by_one_caller_until_released_or_lapsed").await {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             let mut c = db.write.acquire().await.unwrap();
             insert_token(&mut c, &token_1(now)).await.unwrap();
             let lease = chrono::Duration::seconds(15);
@@ -1100,7 +1103,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn an_invoice_is_held_by_one_operation_until_it_fails() {
         for db in setup("an_invoice_is_held_by_one_operation_until_it_fails").await {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             let mut c = db.write.acquire().await.unwrap();
             let held = operations::HeldInvoice { payee_id: "ba_x", invoice_id: "INV-1" };
             let other_payee = operations::HeldInvoice { payee_id: "ba_y", invoice_id: "INV-1" };
@@ -1136,7 +1139,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn a_pass_claims_its_operations_in_one_write_and_reschedules_them_in_another() {
         for db in setup("a_pass_claims_its_operations_in_one_write_and_reschedules_them_in_another").await {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             let lease = chrono::Duration::seconds(15);
             let mut c = db.write.acquire().await.unwrap();
             for (n, claimed_until) in [(1, now + lease), (2, now), (3, now), (4, now)] {
@@ -1201,7 +1204,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn insert_many_keeps_the_first_of_identical_requests() {
         for db in setup("insert_many_keeps_the_first_of_identical_requests").await {
-            let now = crate::clock::system_now();
+            let now = crate::platform::clock::system_now();
             let with = |id: &'static str, hash: &'static str| NewProposal { id, request_hash: hash, ..sample(now) };
             let batch = [
                 with("prop_2", "sha256:02"),
