@@ -759,7 +759,7 @@ export interface paths {
          *     (`sha256:` + hex SHA-256 of its RFC 8785 form) and evaluates policy. The
          *     result is auto-approved, pending approval, or refused with 403
          *     `policy_denied` (nothing is stored but the audit entry). With an
-         *     `Idempotency-Key`, through the protocol of `crate::idempotency`.
+         *     `Idempotency-Key`, through the protocol of `crate::intake::idempotency`.
          */
         post: operations["createProposal"];
         delete?: never;
