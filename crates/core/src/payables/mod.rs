@@ -17,7 +17,7 @@
 //! - [`account_change`]: a payee's bank account changes only once a second
 //!   person records the call-back that verified it, and the first payment
 //!   after it needs `payables.account_change_approvals` approvals.
-//! - batches: several payments proposed, reviewed and approved as one,
+//! - [`batches`]: several payments proposed, reviewed and approved as one,
 //!   each line paid and reconciled as a payment of its own.
 //!
 //! Like `duplicates` and `risk`, each raises `required_approvals` and adds a
@@ -25,6 +25,7 @@
 //! of them.
 
 pub mod account_change;
+pub mod batches;
 pub mod import;
 pub mod invoices;
 pub mod search;
