@@ -1,4 +1,4 @@
--- Batches (crates/core/src/payables/batches, docs/API.md "Batches"): an
+-- Batches (crates/core/src/batches, docs/API.md "Batches"): an
 -- agent proposes several payments (a payroll, a vendor run) that people
 -- review and approve as one. Lines that fail their checks are held back
 -- with their reasons; a reviewer may hold back more. Approvers approve the

@@ -9,11 +9,11 @@
 #![recursion_limit = "256"]
 
 pub use countersign_core::{
-    actors, approval, approvals, backup, cache, changes, client_ip, clock, commit, config, delegate, delegation, demo,
-    deps, digest, domain, duplicates, eligibility, escalation, evidence, expiry, exports, freeze, hooks, human_loop,
-    idempotency, notifications, notify, operations, outbound, passkeys, password, payables, people, policy,
-    policy_backtest, policy_explain, proposals, provision, queue, registry_changes, risk, services, shutdown, slack,
-    slack_press, store, teams, teams_press, throttle, tlog, webhooks,
+    actors, approval, approvals, backup, batches, cache, changes, client_ip, clock, commit, config, delegate,
+    delegation, demo, deps, digest, domain, duplicates, eligibility, escalation, evidence, expiry, exports, freeze,
+    hooks, human_loop, idempotency, notifications, notify, operations, outbound, passkeys, password, payables, people,
+    policy, policy_backtest, policy_explain, proposals, provision, queue, registry_changes, risk, services, shutdown,
+    slack, slack_press, store, teams, teams_press, throttle, tlog, webhooks,
 };
 
 pub mod admin_view;

@@ -14,6 +14,7 @@ pub mod actors;
 pub mod approval;
 pub mod approvals;
 pub mod backup;
+pub mod batches;
 pub mod cache;
 pub mod changes;
 pub mod client_ip;

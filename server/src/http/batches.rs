@@ -1,11 +1,12 @@
-//! Batches over HTTP (`crate::payables::batches`, docs/PAYABLES.md
+//! Batches over HTTP (`crate::batches`, docs/PAYABLES.md
 //! "Batches"): the agent proposes, reads, cancels and commits a batch under
 //! `/api/v1/batches`; people list and read batches, hold a line back and
 //! approve or reject under `/api/v1/console/batches` (session and CSRF like
 //! every console mutation). Thin handlers: parse, call one use case, map.
 
-use axum::extract::{Path, State};
+use axum::extract::{Form, Path, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
@@ -14,8 +15,8 @@ use super::extract::{typed, AgentAuth, ApiQuery, JsonBody};
 use super::openapi::error_responses;
 use super::session::CurrentUser;
 use crate::approvals::Verdict;
+use crate::batches::{self, BatchError, BatchView, Proposed};
 use crate::domain::FieldError;
-use crate::payables::batches::{self, BatchError, BatchView, Proposed};
 use crate::state::Shared;
 
 impl From<BatchError> for ApiError {
@@ -380,4 +381,66 @@ pub async fn decide(
     }
     let approver = user.approver("api");
     Ok(Json(batches::decide(&state, &approver, &id, verdict, batch_hash.as_deref(), state.now()).await?))
+}
+
+/// The console page's forms: `POST /batches/{id}/hold` (`line`, `reason`)
+/// and `POST /batches/{id}/decide` (`decision`, `batch_hash` or `reason`),
+/// each back to the batch's page with the outcome (CSRF checked by the
+/// forms' guard, as for every console form).
+#[derive(Debug, Deserialize)]
+pub struct HoldForm {
+    line: i64,
+    reason: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DecideForm {
+    decision: String,
+    batch_hash: Option<String>,
+    reason: Option<String>,
+}
+
+/// Where a form's outcome sends the reviewer: the batch's page, with a
+/// fixed code (never reflected text).
+fn back(id: &str, outcome: Result<&'static str, BatchError>) -> Response {
+    let code = match outcome {
+        Ok(done) => return Redirect::to(&format!("/batches/{id}?result={done}")).into_response(),
+        Err(BatchError::Changed { .. }) => "changed",
+        Err(BatchError::BadReason { .. } | BatchError::Validation(_)) => "reason",
+        Err(BatchError::InvalidState(_)) => "invalid_state",
+        Err(BatchError::NotAnApprover) => "forbidden",
+        Err(BatchError::Denied(_)) => "denied",
+        Err(BatchError::NotFound) => "not_found",
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    Redirect::to(&format!("/batches/{id}?error={code}")).into_response()
+}
+
+pub async fn hold_form(
+    State(state): State<Shared>,
+    user: Option<CurrentUser>,
+    Path(id): Path<String>,
+    Form(form): Form<HoldForm>,
+) -> Response {
+    let Some(user) = user else { return Redirect::to("/login").into_response() };
+    let approver = user.approver("console");
+    let done = batches::hold(&state, &approver, &id, form.line, &form.reason, state.now()).await;
+    back(&id, done.map(|_| "held"))
+}
+
+pub async fn decide_form(
+    State(state): State<Shared>,
+    user: Option<CurrentUser>,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    let Some(user) = user else { return Redirect::to("/login").into_response() };
+    let approver = user.approver("console");
+    let (verdict, done) = match form.decision.as_str() {
+        "approve" => (Verdict::Approve, "approved"),
+        "reject" => (Verdict::Reject { reason: form.reason.unwrap_or_default() }, "rejected"),
+        _ => return back(&id, Err(BatchError::BadReason { field: "decision", why: "approve or reject" })),
+    };
+    let decided = batches::decide(&state, &approver, &id, verdict, form.batch_hash.as_deref(), state.now()).await;
+    back(&id, decided.map(|_| done))
 }

@@ -45,7 +45,7 @@ pub enum ApiError {
     InvalidState(ProposalStatus),
     #[error("the operation is {0}")]
     OperationState(&'static str),
-    /// A batch (or its line) in this status (`crate::payables::batches`).
+    /// A batch (or its line) in this status (`crate::batches`).
     #[error("the batch is {0}")]
     BatchState(&'static str),
     /// An approval named a batch hash that is no longer the batch's.

@@ -170,6 +170,8 @@ fn router(state: Shared) -> Router {
         .route("/proposals/{id}/decision", post(console::decide_form))
         .route("/bulk/decision", post(bulk::bulk_form))
         .route("/operations/{id}/resolve", post(console::resolve_form))
+        .route("/batches/{id}/hold", post(batches::hold_form))
+        .route("/batches/{id}/decide", post(batches::decide_form))
         .route("/admin/users", post(admin::admin_add_user))
         .route("/admin/agents", post(admin::admin_add_agent))
         .route("/admin/payees", post(admin::admin_add_payee))

@@ -328,6 +328,23 @@ fn own(operation: Option<&OperationRow>) -> Own {
     }
 }
 
+/// The match the console shows beside a payment not recorded as a proposal
+/// yet (a batch's line): its invoice as it stands now. `None` when it names
+/// none.
+pub async fn for_request(state: &impl Store, canonical: &CanonicalRequest) -> store::Result<Option<InvoiceMatch>> {
+    let Some(number) = canonical.invoice_id.as_ref().filter(|_| canonical.kind == ProposalKind::Transfer) else {
+        return Ok(None);
+    };
+    let payment = Payment {
+        payee_id: canonical.destination.id.expose(),
+        legal_name: &canonical.destination.legal_name,
+        amount_minor: canonical.amount_minor,
+        currency: canonical.currency,
+    };
+    let (owed, elsewhere) = lookup(&state.db().read, &canonical.tenant_id, payment.payee_id, number.as_str()).await?;
+    Ok(Some(check(number.as_str(), owed.as_ref(), &elsewhere, payment, Own::Nothing)))
+}
+
 /// The match the console shows beside a stored proposal: its invoice as it
 /// stands now, checked against the payee as it stands now. `None` when it
 /// names no invoice.
