@@ -128,15 +128,16 @@ fn Totals(title: &'static str, id: &'static str, lines: Vec<BatchTotalLine>) -> 
     let rows = lines
         .into_iter()
         .map(|t| {
-            let count = format!("{} payment{}", t.lines, if t.lines == 1 { "" } else { "s" });
-            view! { <tr><th scope="row">{t.label}</th><td class="num">{t.amount}</td><td class="muted small">{count}</td></tr> }
+            let count = format!(" ({} payment{})", t.lines, if t.lines == 1 { "" } else { "s" });
+            view! {
+                <li><span class="total-label">{t.label}</span>" "<strong class="num">{t.amount}</strong>
+                <span class="muted small">{count}</span></li>
+            }
         })
         .collect_view();
     view! {
-        <table class="list totals" id=id>
-            <caption>{title}</caption>
-            <tbody>{rows}</tbody>
-        </table>
+        <h2 class="small">{title}</h2>
+        <ul class="plain totals" id=id>{rows}</ul>
     }
 }
 
@@ -199,9 +200,9 @@ fn Review(batch: BatchReview) -> impl IntoView {
             <Totals title="Totals by payee" id="totals-payee" lines=batch.by_payee.clone()/>
             <p class="muted small">"Batch hash "<code class="hash">{batch.batch_hash.clone()}</code></p>
         </article>
-        {decide}
         <h2>"Lines"</h2>
-        <ol class="plain batch-lines">{lines}</ol>
+        <ul class="plain batch-lines">{lines}</ul>
+        {decide}
     }
 }
 
@@ -220,7 +221,7 @@ fn Line(line: BatchLineItem, id: String, csrf: String, can_hold: bool) -> impl I
                 <p class=format!("verdict verdict-{}", m.verdict) data-verdict=m.verdict.clone()>
                     {format!("{mark} {}", m.summary)}
                 </p>
-                {(!failing.is_empty()).then(|| view! { <p class="small">{failing.join(" ")}</p> })}
+                {(m.verdict == "mismatch" && !failing.is_empty()).then(|| view! { <p class="small">{failing.join(" ")}</p> })}
             }
             .into_any()
         }

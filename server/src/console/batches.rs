@@ -102,7 +102,7 @@ impl ConsoleService {
             lines.push(BatchLineItem {
                 line: l.line,
                 status: l.status.clone(),
-                payee: l.legal_name.clone().unwrap_or_else(|| "Unreadable line".into()),
+                payee: l.legal_name.clone().unwrap_or_else(|| "Not read as a payment".into()),
                 masked_account: l.masked_account.clone().unwrap_or_default(),
                 amount: l.amount.clone().unwrap_or_default(),
                 invoice_id: l.invoice_id.clone(),
