@@ -449,3 +449,54 @@ async fn a_line_for_an_invoice_paid_meanwhile_is_held_back_and_never_paid() {
     assert_eq!(paid_x3, 1, "invoice X-3 paid once");
     let _ = p;
 }
+
+#[tokio::test]
+async fn two_commits_of_one_batch_at_the_same_moment_pay_each_line_once() {
+    let (server, rail) = with_rail("").await;
+    let mut batches = Vec::new();
+    for _ in 0..3 {
+        batches.push(approved_batch(&server).await);
+    }
+    for (id, token) in &batches {
+        let (a, b) =
+            tokio::join!(commit_as(&server, ACME_BOT_KEY, id, token), commit_as(&server, ACME_BOT_KEY, id, token));
+        assert_eq!((a.status, b.status), (200, 200), "both answer the batch: {} / {}", a.text, b.text);
+        let b = read(&server, ACME_BOT_KEY, id).await.body;
+        assert_eq!(statuses(&b), ["committed", "committed"], "{b}");
+        for l in b["lines"].as_array().unwrap() {
+            server.wait_status(l["payment"]["proposal_id"].as_str().unwrap(), "succeeded", 15).await;
+        }
+    }
+    assert_eq!(rail.transfers().await.len(), 6, "each line of each batch paid once");
+    assert_eq!(server.scalar("SELECT COUNT(*) FROM operations").await, 6);
+    assert_eq!(server.audit_actions_where("batch.committed").await.len(), 3, "one commit each");
+}
+
+#[tokio::test]
+async fn only_an_approver_of_the_tenant_decides_and_a_cancelled_batch_is_decided_by_nobody() {
+    let server = TestServer::start().await;
+    let b = proposed(&server, &batch(vec![line(2_000, ACME_PAYEE, &fresh_run())])).await;
+    let id = b["id"].as_str().unwrap();
+    let hash = b["batch_hash"].as_str().unwrap();
+    let vic = Console::sign_in(&server, "vic").await;
+    approve(&vic, id, hash).await.assert_error(403, "forbidden");
+    let gus = Console::sign_in(&server, "gus").await;
+    approve(&gus, id, hash).await.assert_error(404, "not_found");
+    let r = send(
+        Console::sign_in(&server, "ben")
+            .await
+            .bare(Method::POST, &format!("/api/v1/console/batches/{id}/approvals"))
+            .json(&json!({"decision": "approve", "batch_hash": hash})),
+    )
+    .await;
+    assert!(r.status == 403 || r.status == 401, "no Origin, no CSRF token: {}", r.text);
+    // Another agent cannot withdraw it; its own can, and then nobody decides.
+    let cancel = |key: &'static str| send(server.post_json(&format!("/api/v1/batches/{id}/cancel"), key, &json!({})));
+    cancel(ACME_OTHER_KEY).await.assert_error(404, "not_found");
+    let r = cancel(ACME_BOT_KEY).await;
+    assert_eq!((r.status, r.body["status"].as_str()), (200, Some("cancelled")), "{}", r.text);
+    let ben = Console::sign_in(&server, "ben").await;
+    approve(&ben, id, hash).await.assert_error(409, "invalid_state");
+    hold(&ben, id, 1, "too late").await.assert_error(409, "invalid_state");
+    assert_eq!(server.audit_actions_where("batch.cancelled").await.len(), 1);
+}

@@ -95,7 +95,15 @@ pub async fn commit(
             recheck(state, agent, &batch, &lines, &claims).await?;
             let mut tx = state.db().begin().await?;
             if !store::batches::use_token(&mut tx, &batch.id, &claims.jti, now).await? {
-                return Err(BatchError::Token("already_used"));
+                drop(tx);
+                // Another commit of this batch with this token got there
+                // first: this one goes on as its retry (each line is
+                // recorded once, whoever records it).
+                let now_stored = store::batches::get(read, &agent.tenant_id, id).await?;
+                if !now_stored.is_some_and(|b| b.status == "committed" && b.token_jti.as_deref() == Some(&claims.jti)) {
+                    return Err(BatchError::Token("already_used"));
+                }
+                return Box::pin(pay_lines(state, agent, &batch, &lines, (&claims, token))).await;
             }
             let data = json!({"batch_id": batch.id, "jti": claims.jti, "lines": unpaid(&lines).len()});
             store::audit::append(
@@ -116,6 +124,26 @@ pub async fn commit(
         "committed" => {}
         other => return Err(BatchError::InvalidState(status_word(other))),
     }
+    pay_lines(state, agent, &batch, &lines, (&claims, token)).await
+}
+
+/// Steps 4 and 5 for the lines not recorded yet; the batch as it stands then.
+async fn pay_lines(
+    state: &(impl Store
+          + crate::clock::Clock
+          + Config
+          + Keys
+          + Notifier
+          + Payments
+          + Hooks
+          + crate::approval::receipts::Receipts),
+    agent: &AgentPrincipal,
+    batch: &BatchRow,
+    lines: &[LineRow],
+    (claims, token): (&ApprovalClaims, &str),
+) -> Result<BatchView, BatchError> {
+    let read = &state.db().read;
+    let id = batch.id.as_str();
     let approvals: Vec<store::batches::BatchApprovalRow> = store::batches::approvals(read, &batch.id)
         .await?
         .into_iter()
@@ -123,16 +151,16 @@ pub async fn commit(
         .collect();
     let kid = kid_of(token);
     let mut recorded = Vec::new();
-    for line in unpaid(&lines) {
+    for line in unpaid(lines) {
         let Some(included) = Included::of(line) else { continue };
-        match record_line(state, agent, &batch, (line, &included), (&claims, token, &kid), &approvals, state.now())
+        match record_line(state, agent, batch, (line, &included), (claims, token, &kid), &approvals, state.now())
             .await?
         {
             Ok(done) => {
                 state.changes().publish(&done.1.id);
                 recorded.push(done);
             }
-            Err(reasons) => hold_at_commit(state, &batch, line.line, reasons, state.now()).await?,
+            Err(reasons) => hold_at_commit(state, batch, line.line, reasons, state.now()).await?,
         }
     }
     state.changes().publish(&batch.id);
