@@ -292,6 +292,24 @@ async fn record_line(
         let words: Vec<String> = now_decision.reasons.iter().map(|r| r.message.clone()).collect();
         return Ok(Err(because("policy_denied", words.join(" "))));
     }
+    // What is read of the registries is read before the transaction: a
+    // transaction never waits for another connection of the pool (another
+    // commit of the batch, recording this line, may hold the rest).
+    // An account that a verified change of bank account replaced since the
+    // approval is no longer paid.
+    let payee_id = c.destination.id.expose();
+    let entry = store::directory::payee_entry(&state.db().read, &batch.tenant_id, payee_id).await?;
+    if let Some(refused) = entry.as_ref().and_then(crate::payables::account_change::replaced) {
+        return Ok(Err(refused.reasons.into_iter().map(|r| super::reason(&r.rule, r.message)).collect()));
+    }
+    // The invoice as it stands now; a registered one's open balance is
+    // reserved in the transaction.
+    let registered = match crate::payables::invoices::at_commit_of(state, &batch.tenant_id, payee_id, c).await? {
+        Ok(registered) => registered,
+        Err(refused) => {
+            return Ok(Err(refused.reasons.into_iter().map(|r| super::reason(&r.rule, r.message)).collect()))
+        }
+    };
     let id = store::new_id("prop", now);
     let run_id = format!("{}:{}", batch.run_id, line.line);
     let hash = c.hash().to_string();
@@ -366,17 +384,6 @@ async fn record_line(
     if !store::operations::reserve(&mut tx, &batch.tenant_id, c.currency.code(), &day, c.amount_minor).await? {
         return Ok(Err(because("daily_budget", "Today's budget (UTC) would be exceeded by this line.")));
     }
-    // An account that a verified change of bank account replaced since the
-    // approval is no longer paid.
-    if let Some(refused) = crate::payables::account_change::replaced_now(state, &row).await? {
-        return Ok(Err(refused.reasons.into_iter().map(|r| super::reason(&r.rule, r.message)).collect()));
-    }
-    let registered = match crate::payables::invoices::at_commit(state, &row).await? {
-        Ok(registered) => registered,
-        Err(refused) => {
-            return Ok(Err(refused.reasons.into_iter().map(|r| super::reason(&r.rule, r.message)).collect()))
-        }
-    };
     if let Some(invoice) = registered {
         let key = store::invoices::InvoiceKey {
             tenant_id: &batch.tenant_id,
