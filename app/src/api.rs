@@ -8,8 +8,8 @@ use leptos::server_fn::codec::GetUrl;
 
 use crate::codec::MiniJson;
 use crate::views::{
-    AdminData, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, PolicyPage, ProposalDetail, QueuePage,
-    ResolvePage,
+    AdminData, BatchList, BatchReview, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, PolicyPage,
+    ProposalDetail, QueuePage, ResolvePage,
 };
 
 #[cfg(feature = "ssr")]
@@ -91,6 +91,18 @@ pub async fn load_operations() -> Result<OperationsPage, ServerFnError> {
 pub async fn load_resolution(id: String) -> Result<ResolvePage, ServerFnError> {
     let (port, viewer) = context()?;
     port.0.resolution(&viewer, id).await.map_err(failure)
+}
+
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "batches")]
+pub async fn load_batches() -> Result<BatchList, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.batches(&viewer).await.map_err(failure)
+}
+
+#[server(input = GetUrl, output = MiniJson, prefix = "/console", endpoint = "batch")]
+pub async fn load_batch(id: String) -> Result<BatchReview, ServerFnError> {
+    let (port, viewer) = context()?;
+    port.0.batch(&viewer, id).await.map_err(failure)
 }
 
 /// How many pending proposals the signed-in user may approve now; zero when

@@ -8,8 +8,8 @@ pub use ssr::*;
 #[cfg(feature = "ssr")]
 mod ssr {
     use crate::views::{
-        AdminData, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, PolicyPage, ProposalDetail, QueuePage,
-        ResolvePage, Viewer,
+        AdminData, BatchList, BatchReview, BulkPage, ConsoleError, HumanLoopPage, OperationsPage, PolicyPage,
+        ProposalDetail, QueuePage, ResolvePage, Viewer,
     };
     use std::future::Future;
     use std::pin::Pin;
@@ -35,6 +35,10 @@ mod ssr {
         fn operations<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, OperationsPage>;
         /// An operation needing review and the rail's records for it (admins).
         fn resolution<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ResolvePage>;
+        /// The batches waiting for a decision, and the recent others.
+        fn batches<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, BatchList>;
+        /// A batch's review page.
+        fn batch<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, BatchReview>;
         /// How many pending proposals the viewer may approve now (capped; the
         /// page titles show it).
         fn waiting_count<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, u32>;

@@ -11,6 +11,7 @@ use crate::pages::{
     account::AccountPage,
     admin::AdminPage,
     approve::ApprovePage,
+    batch::{BatchPage, BatchesPage},
     bulk::BulkDecisionPage,
     home::HomePage,
     human_loop::HumanLoopPage,
@@ -133,6 +134,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id/approve") view=ApprovePage ssr=SsrMode::Async/>
                     <Route path=path!("/bulk") view=BulkDecisionPage ssr=SsrMode::Async/>
+                    <Route path=path!("/batches") view=BatchesPage ssr=SsrMode::Async/>
+                    <Route path=path!("/batches/:id") view=BatchPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations") view=OperationsPage ssr=SsrMode::Async/>
                     <Route path=path!("/operations/:id/resolve") view=ResolveOperationPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>
@@ -153,6 +156,7 @@ fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
         view! {
             <nav class="who">
                 <a href="/">"Queue"</a>
+                <a href="/batches" id="batches-link">"Batches"</a>
                 <a href="/operations">"Operations"</a>
                 {admin}
                 <a href="/account" id="account-link">

@@ -649,6 +649,80 @@ pub struct ResolvePage {
     pub rail_error: Option<String>,
 }
 
+/// One total of a batch's included lines: in a currency, or to a payee in
+/// a currency.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct BatchTotalLine {
+    /// "USD", or "Northwind Traders GmbH (ba_…0007)".
+    pub label: String,
+    /// "12,500.00 USD".
+    pub amount: String,
+    pub lines: u32,
+}
+
+/// One line of a batch as the review page shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct BatchLineItem {
+    pub line: i64,
+    /// `included`, `held` or `committed`.
+    pub status: String,
+    pub payee: String,
+    pub masked_account: String,
+    pub amount: String,
+    pub invoice_id: Option<String>,
+    /// The invoice it names, checked against the registry as it stands now.
+    pub invoice: Option<InvoiceMatchLine>,
+    /// Why it is held back, in sentences (empty when included).
+    pub held_reasons: Vec<String>,
+    /// "the checks at intake", "a reviewer", "the checks at commit".
+    pub held_by: Option<String>,
+    /// Once committed: the line's own proposal and its status.
+    pub proposal_id: Option<String>,
+    pub payment_status: Option<String>,
+}
+
+/// A batch's review page: totals first, then every line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct BatchReview {
+    pub id: String,
+    pub status: String,
+    pub agent_id: String,
+    /// The agent's label: untrusted text.
+    pub label: Option<String>,
+    /// What an approval names (`batch_hash` of the decision form).
+    pub batch_hash: String,
+    pub round: i64,
+    pub required_approvals: u32,
+    /// Who approved this round, by username.
+    pub approved_by: Vec<String>,
+    /// The decision's reasons, in sentences.
+    pub reasons: Vec<String>,
+    pub by_currency: Vec<BatchTotalLine>,
+    pub by_payee: Vec<BatchTotalLine>,
+    pub lines: Vec<BatchLineItem>,
+    /// The viewer may approve, reject or hold lines back now.
+    pub can_decide: bool,
+    pub created_at: String,
+}
+
+/// One batch in the list of batches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct BatchSummary {
+    pub id: String,
+    pub status: String,
+    pub label: Option<String>,
+    /// "3 payments, 1 held back: 1,250.00 USD".
+    pub summary: String,
+    pub created_at: String,
+}
+
+/// The batches waiting for a decision, and those approved or committed lately.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, miniserde::Serialize, miniserde::Deserialize)]
+pub struct BatchList {
+    pub waiting: Vec<BatchSummary>,
+    pub recent: Vec<BatchSummary>,
+}
+
 /// What can go wrong loading a page's data. The message is fixed per kind:
 /// nothing internal reaches the browser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

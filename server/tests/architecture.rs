@@ -81,7 +81,8 @@ const CONCERNS: &[&str] = &["intake", "decision", "platform"];
 /// `notify`) and the modules it groups, and a module's use cases that sit
 /// above its rules (`approval::approve` decides with the tokens and keys
 /// beside it; a policy's `explain` and recorded backtest read the
-/// proposals the policy decides).
+/// proposals the policy decides; a payables' batch builds on proposals,
+/// approvals and the commit, which read the rest of `payables`).
 const NESTED: &[&str] = &[
     "commit::operations",
     "decision::approval::approve",
@@ -98,6 +99,7 @@ const NESTED: &[&str] = &[
     "notify::teams::press",
     "notify::webhooks",
     "notify::worker",
+    "payables::batches",
     "people::actors",
     "people::client_ip",
     "people::passkeys",

@@ -2,6 +2,7 @@ pub mod account;
 pub mod admin;
 mod admin_user;
 pub mod approve;
+pub mod batch;
 pub mod bulk;
 pub mod home;
 pub mod human_loop;

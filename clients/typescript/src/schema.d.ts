@@ -113,6 +113,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Propose a batch of payments
+         * @description Each line is checked as a proposal is (schema, payee registry, policy,
+         *     the invoice registry, a replaced bank account), plus the batch's own
+         *     checks (two lines for one invoice, an invoice another live or paid
+         *     proposal stands for). A line that fails is *held back* with its reasons
+         *     (`status: held`); the others are included. The batch always waits for
+         *     people (never approved by policy alone): as many approvals as its most
+         *     demanding line needs and as its total in each currency would need as one
+         *     payment. 201 new; 200 when the same batch (same body) was already sent
+         *     in this run. 403 `policy_denied` when no line passes (nothing stored but
+         *     the audit entry).
+         */
+        post: operations["proposeBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one batch
+         * @description Its status, batch hash, decision, totals by currency and payee, every
+         *     line (included, held back with why, or committed with its payment: the
+         *     line's proposal, operation status and rail reference), the decisions on
+         *     it, and while `approved` its one `approval_token`.
+         */
+        get: operations["getBatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/batches/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw a batch
+         * @description While it waits for approval or is approved and not committed.
+         */
+        post: operations["cancelBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/batches/{id}/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pay an approved batch
+         * @description The token is checked as a proposal's is, with `pid` the batch id and
+         *     `rh` the batch hash (stored, and recomputed from the stored lines), and
+         *     `jti` the batch's current token; every approver is rechecked against the
+         *     batch's total in each currency. Then each included line becomes a
+         *     proposal of its own with its own operation, rail idempotency key, budget
+         *     reservation and invoice reservation, recorded before its rail call and
+         *     reconciled like any payment; a line whose checks fail now is held back
+         *     (`held_by: commit`), the others go on. A retried commit never sends a
+         *     recorded line again: it answers with the batch as it stands.
+         */
+        post: operations["commitBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/bulk/step-up": {
         parameters: {
             query?: never;
@@ -131,6 +231,91 @@ export interface paths {
          *     refused.
          */
         post: operations["startBulkStepUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/console/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's batches */
+        get: operations["listBatches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/console/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one batch (console) */
+        get: operations["getBatchForReview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/console/batches/{id}/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve or reject a batch
+         * @description Approving names the `batch_hash` you reviewed: if a line was held back
+         *     since, the hash differs and the approval is refused (409
+         *     `invalid_state`; review it again). Who may approve is the single
+         *     proposal's rule asked of the batch as a whole: the approver role, never
+         *     the person the agent acts for or its key holder, a limit in each
+         *     currency covering the batch's total, one approval per person and round.
+         *     When the last approval is given, the batch is `approved` and one token is
+         *     minted for it.
+         */
+        post: operations["decideBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/console/batches/{id}/lines/{line}/hold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hold a line of a batch back
+         * @description An approver takes one included line out of a batch waiting for approval,
+         *     with a reason. The batch changes: a new `batch_hash`, its decision
+         *     recomputed, and a new round of approvals (approvals given on the old
+         *     hash no longer count). Holding back the last included line rejects the
+         *     batch.
+         */
+        post: operations["holdBatchLine"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1206,6 +1391,162 @@ export interface components {
             /** Format: int64 */
             count: number;
         };
+        /** @description The batch object of the API. */
+        Batch: {
+            /** Format: date-time */
+            approval_expires_at: string | null;
+            /**
+             * @description One token for the whole batch (`pid` = the batch id, `rh` = the
+             *     batch hash); only while `approved`, only to the owning agent.
+             */
+            approval_token: string | null;
+            /** Format: uri */
+            approval_url: string;
+            approvals: components["schemas"]["BatchApprovalView"][];
+            /**
+             * @description Over the included lines' request hashes: what approvers approve and
+             *     the approval token's `rh` binds.
+             */
+            batch_hash: components["schemas"]["RequestHash"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            id: string;
+            /**
+             * @description The agent's own label ("March payroll"); shown to people as
+             *     untrusted text.
+             */
+            label: string | null;
+            lines: components["schemas"]["BatchLine"][];
+            policy: components["schemas"]["PolicyDecision"];
+            /** Format: int64 */
+            round: number;
+            run_id: components["schemas"]["RunId"];
+            /**
+             * @description `pending_approval`, `approved`, `approval_expired`, `rejected`,
+             *     `cancelled`, `expired`, `committed`.
+             * @example pending_approval
+             */
+            status: string;
+            totals: components["schemas"]["Totals"];
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A decision on a batch. */
+        BatchApprovalView: {
+            approver_id: string;
+            /** Format: date-time */
+            at: string;
+            /** @description The batch hash it was given on. */
+            batch_hash: string;
+            /**
+             * @example approve
+             * @example reject
+             */
+            decision: string;
+            reason: string | null;
+            /** Format: int64 */
+            round: number;
+            via: string;
+        };
+        /** @description The body of a batch's commit: exactly `{"approval_token": "<string>"}`. */
+        BatchCommitRequest: {
+            /** @description The batch's `approval_token`. */
+            approval_token: string;
+        };
+        /**
+         * @description `{"decision": "approve", "batch_hash": "sha256:…"}` or
+         *     `{"decision": "reject", "reason": "…"}`.
+         */
+        BatchDecisionRequest: {
+            /**
+             * @description To approve: the batch hash you reviewed. An approval naming another
+             *     (the batch changed since) is 409 `invalid_state`.
+             */
+            batch_hash?: string | null;
+            decision: components["schemas"]["BatchDecisionWord"];
+            /** @description Required to reject. */
+            reason?: string | null;
+        };
+        /** @enum {string} */
+        BatchDecisionWord: "approve" | "reject";
+        /** @description One line of a batch. */
+        BatchLine: {
+            amount: string | null;
+            /** Format: int64 */
+            amount_minor: number | null;
+            currency: string | null;
+            /** @description Who held it back: `checks` (at intake), `reviewer`, `commit`. */
+            held_by: string | null;
+            held_reasons: components["schemas"]["BatchLineReason"][];
+            invoice_id: string | null;
+            legal_name: string | null;
+            /**
+             * Format: int64
+             * @description 1-based, as submitted.
+             */
+            line: number;
+            masked_account: string | null;
+            payee_id: null | components["schemas"]["PayeeId"];
+            payment: null | components["schemas"]["BatchLinePayment"];
+            request_hash: null | components["schemas"]["RequestHash"];
+            /**
+             * @description `included`, `held` (back: `held`'s reasons) or `committed` (paid as
+             *     `payment.proposal_id`).
+             * @example included
+             * @example held
+             * @example committed
+             */
+            status: string;
+        };
+        /** @description A line's payment, once the batch is committed. */
+        BatchLinePayment: {
+            error_code: string | null;
+            operation_id: string | null;
+            operation_status: null | components["schemas"]["OpStatus"];
+            /**
+             * @description The line's own proposal (its status, operation and reconciliation
+             *     are those of any payment: `GET /api/v1/proposals/{id}`).
+             */
+            proposal_id: string;
+            rail_reference: string | null;
+            status: components["schemas"]["ProposalStatus"];
+        };
+        /** @description A line's place and why it is held back. */
+        BatchLineReason: {
+            message: string;
+            /**
+             * @example invoice_mismatch
+             * @example duplicate_invoice
+             * @example validation_failed
+             */
+            rule: string;
+        };
+        /** @description A page of batches for the console. */
+        BatchPage: {
+            /** @description Oldest first, at most 50. */
+            data: components["schemas"]["Batch"][];
+        };
+        /**
+         * @description `POST /api/v1/batches`'s body (documentation; the handler reads it as
+         *     JSON and names every bad field).
+         */
+        BatchRequest: {
+            /** @description The agent's label, shown to people as untrusted text. */
+            label?: string | null;
+            /**
+             * @description 1 to 500 payments, each a proposal body without `run_id` or `kind`
+             *     (transfers only).
+             */
+            lines: Record<string, never>[];
+            /**
+             * @description The agent run the batch belongs to (at most 120 characters of
+             *     `[A-Za-z0-9_.:-]`); each line's proposal is `run_id:line`.
+             * @example payroll-2026-03
+             */
+            run_id: string;
+        };
         /** @description `POST /api/v1/bulk/step-up`'s body. */
         BulkStepUpRequest: {
             /**
@@ -1292,6 +1633,17 @@ export interface components {
          * @example USD
          */
         Currency: string;
+        /** @description Totals of the included lines in one currency. */
+        CurrencyTotal: {
+            /** @description `12,500.00 USD`. */
+            amount: string;
+            /** Format: int64 */
+            amount_minor: number;
+            /** @example USD */
+            currency: string;
+            /** Format: int32 */
+            lines: number;
+        };
         /** @description `POST /api/v1/proposals/{id}/approvals`'s body. */
         DecisionRequest: {
             decision: components["schemas"]["ApprovalDecision"];
@@ -1456,6 +1808,11 @@ export interface components {
              * @example treasury
              */
             group: string;
+        };
+        /** @description `{"reason": "…"}`: why the line is held back. */
+        HoldLineRequest: {
+            /** @description Required; at most 500 characters, no control characters. */
+            reason: string;
         };
         /** @description What an import did. */
         ImportReport: {
@@ -1766,6 +2123,19 @@ export interface components {
             data: components["schemas"]["PayeeEntry"][];
             /** @description Pass as `cursor` for the next page; `null` on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Totals of the included lines to one payee in one currency. */
+        PayeeTotal: {
+            amount: string;
+            /** Format: int64 */
+            amount_minor: number;
+            /** @example USD */
+            currency: string;
+            legal_name: string;
+            /** Format: int32 */
+            lines: number;
+            masked_account: string;
+            payee_id: components["schemas"]["PayeeId"];
         };
         /** @description A policy change to propose. */
         PolicyChangeBody: {
@@ -2205,6 +2575,11 @@ export interface components {
             auth: string;
             /** @description The browser's P-256 public key, base64url. */
             p256dh: string;
+        };
+        /** @description The batch's totals, over its included lines. */
+        Totals: {
+            by_currency: components["schemas"]["CurrencyTotal"][];
+            by_payee: components["schemas"]["PayeeTotal"][];
         };
         /** @description A payment proposal (SPEC §3). */
         TransferProposalRequest: {
@@ -2724,6 +3099,572 @@ export interface operations {
             };
         };
     };
+    proposeBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchRequest"];
+            };
+        };
+        responses: {
+            /** @description The same batch, sent before in this run. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description The new batch. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description Policy, the daily budget or an approver's limit does not allow it (now: policy is checked again at approval and commit); `details` lists the rules that fired. A proposal denied at creation is not stored, only audited. */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "policy_denied";
+                        };
+                    };
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The batch id (`bat_…`). Another tenant's batch (or, for an agent,
+                 *     another agent's) is 404, as if it did not exist.
+                 * @example bat_01hx2v9k3m
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    cancelBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The batch id (`bat_…`). Another tenant's batch (or, for an agent,
+                 *     another agent's) is 404, as if it did not exist.
+                 * @example bat_01hx2v9k3m
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancelled batch. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description The object's current status does not allow this; `current_status` (also in `details`) names it. */
+            409: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_state";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    commitBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The batch id (`bat_…`). Another tenant's batch (or, for an agent,
+                 *     another agent's) is 404, as if it did not exist.
+                 * @example bat_01hx2v9k3m
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchCommitRequest"];
+            };
+        };
+        responses: {
+            /** @description The batch with each line's payment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description `approval_token_invalid`: The approval token does not authorize this commit; `reason` names the check that failed: signature, unknown `kid` or one marked compromised, `alg` or `typ`, `iss`/`aud`, outside `nbf`/`exp`, a token for another proposal, tenant or agent, a request hash mismatch, or already used for another operation. `unauthenticated`: Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "approval_token_invalid" | "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description Policy, the daily budget or an approver's limit does not allow it (now: policy is checked again at approval and commit); `details` lists the rules that fired. A proposal denied at creation is not stored, only audited. */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "policy_denied";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description The object's current status does not allow this; `current_status` (also in `details`) names it. */
+            409: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_state";
+                        };
+                    };
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
     startBulkStepUp: {
         parameters: {
             query?: never;
@@ -2843,6 +3784,553 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listBatches: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `pending_approval` (default), `approved`, `approval_expired`,
+                 *     `rejected`, `cancelled`, `expired` or `committed`.
+                 */
+                status?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batches in that status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchPage"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getBatchForReview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The batch id (`bat_…`). Another tenant's batch (or, for an agent,
+                 *     another agent's) is 404, as if it did not exist.
+                 * @example bat_01hx2v9k3m
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch (never with its token). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    decideBatch: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path: {
+                /**
+                 * @description The batch id (`bat_…`). Another tenant's batch (or, for an agent,
+                 *     another agent's) is 404, as if it did not exist.
+                 * @example bat_01hx2v9k3m
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchDecisionRequest"];
+            };
+        };
+        responses: {
+            /** @description The batch after the decision. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). `policy_denied`: Policy, the daily budget or an approver's limit does not allow it (now: policy is checked again at approval and commit); `details` lists the rules that fired. A proposal denied at creation is not stored, only audited. */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden" | "policy_denied";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description The object's current status does not allow this; `current_status` (also in `details`) names it. */
+            409: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_state";
+                        };
+                    };
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description An internal error; the body is generic and the cause is logged under `request_id`. */
+            500: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    holdBatchLine: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The `csrf_token` returned by `POST /api/v1/session`. */
+                "X-CSRF-Token": string;
+            };
+            path: {
+                /** @description The batch id (`bat_…`). */
+                id: string;
+                /** @description The line's number, 1-based, as submitted. */
+                line: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HoldLineRequest"];
+            };
+        };
+        responses: {
+            /** @description The batch as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description The body is not valid JSON (or repeats a member name). */
+            400: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_json";
+                        };
+                    };
+                };
+            };
+            /** @description Missing, unknown or revoked credential, or an expired session; at sign-in, a wrong username or password (the same answer for both). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+            };
+            /** @description This credential may not do that: a missing or wrong `X-CSRF-Token`, a role that does not allow it, or segregation of duties (the human the agent acts for, or the same person twice in a dual approval). */
+            403: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description No such object for this tenant (another tenant's objects are never revealed). */
+            404: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description The object's current status does not allow this; `current_status` (also in `details`) names it. */
+            409: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_state";
+                        };
+                    };
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description The body is not `application/json` (`text/csv` for an invoice import). */
+            415: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `details` names every offending field or query parameter (unknown, missing, wrong type, out of range), or, for an invoice import, every bad row (`line`, `column`, `message`). */
+            422: {
+                headers: {
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The id of this request, also `error.request_id`. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "rate_limited";
                         };
                     };
                 };

@@ -28,6 +28,7 @@ use crate::store::{
     proposals::ProposalRow,
 };
 
+mod batches;
 mod human_loop;
 mod invoices;
 pub mod policy;
@@ -689,6 +690,14 @@ impl ConsolePort for ConsoleService {
 
     fn resolution<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, ResolvePage> {
         Box::pin(self.resolution_page(viewer, id))
+    }
+
+    fn batches<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, app::views::BatchList> {
+        Box::pin(self.batch_list(viewer))
+    }
+
+    fn batch<'a>(&'a self, viewer: &'a Viewer, id: String) -> PortFuture<'a, app::views::BatchReview> {
+        Box::pin(self.batch_review(viewer, id))
     }
 
     fn waiting_count<'a>(&'a self, viewer: &'a Viewer) -> PortFuture<'a, u32> {

@@ -45,6 +45,12 @@ pub enum ApiError {
     InvalidState(ProposalStatus),
     #[error("the operation is {0}")]
     OperationState(&'static str),
+    /// A batch (or its line) in this status (`crate::payables::batches`).
+    #[error("the batch is {0}")]
+    BatchState(&'static str),
+    /// An approval named a batch hash that is no longer the batch's.
+    #[error("the batch changed since you reviewed it (a line was held back; its hash is now {1}): review it again")]
+    BatchChanged(&'static str, String),
     #[error("a request with this Idempotency-Key is still being processed")]
     IdempotencyKeyInUse,
     #[error("the request is invalid")]
@@ -105,7 +111,7 @@ impl ApiError {
             Unauthenticated | SlackRequestRefused(_) | TeamsRequestRefused(_) => ErrorCode::Unauthenticated,
             Forbidden | ForbiddenBecause(_) => ErrorCode::Forbidden,
             NotFound => ErrorCode::NotFound,
-            InvalidState(_) | OperationState(_) => ErrorCode::InvalidState,
+            InvalidState(_) | OperationState(_) | BatchState(_) | BatchChanged(..) => ErrorCode::InvalidState,
             IdempotencyKeyInUse => ErrorCode::IdempotencyKeyInUse,
             Validation(_) | ImportRejected(_) => ErrorCode::ValidationFailed,
             UnknownDestination(_) => ErrorCode::UnknownDestination,
@@ -127,7 +133,9 @@ impl ApiError {
             ApiError::ImportRejected(rows) => rows.iter().cloned().map(ErrorDetail::Row).collect(),
             ApiError::PolicyDenied(decision) => decision.reasons.iter().cloned().map(ErrorDetail::Rule).collect(),
             ApiError::InvalidState(status) => vec![ErrorDetail::CurrentStatus { current_status: status.as_str() }],
-            ApiError::OperationState(status) => vec![ErrorDetail::CurrentStatus { current_status: status }],
+            ApiError::OperationState(status) | ApiError::BatchState(status) | ApiError::BatchChanged(status, _) => {
+                vec![ErrorDetail::CurrentStatus { current_status: status }]
+            }
             ApiError::ApprovalTokenInvalid(reason)
             | ApiError::SlackRequestRefused(reason)
             | ApiError::TeamsRequestRefused(reason)

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod agent;
+pub mod batches;
 pub mod bulk;
 pub mod connections;
 pub use countersign_core::people::client_ip;
@@ -169,6 +170,8 @@ fn router(state: Shared) -> Router {
         .route("/proposals/{id}/decision", post(console::decide_form))
         .route("/bulk/decision", post(bulk::bulk_form))
         .route("/operations/{id}/resolve", post(console::resolve_form))
+        .route("/batches/{id}/hold", post(batches::hold_form))
+        .route("/batches/{id}/decide", post(batches::decide_form))
         .route("/admin/users", post(admin::admin_add_user))
         .route("/admin/agents", post(admin::admin_add_agent))
         .route("/admin/payees", post(admin::admin_add_payee))
@@ -281,6 +284,10 @@ where
         .routes(guarded(routes!(evidence::console)))
         .routes(guarded(routes!(exports::payments)))
         .routes(guarded(routes!(payables::import_invoices)))
+        .routes(guarded(routes!(batches::list)))
+        .routes(guarded(routes!(batches::console_get)))
+        .routes(guarded(routes!(batches::hold)))
+        .routes(guarded(routes!(batches::decide)))
         .routes(guarded(routes!(passkeys::start)))
         .routes(guarded(routes!(passkeys::register, passkeys::list)))
         .routes(guarded(routes!(passkeys::remove)))
@@ -329,6 +336,10 @@ pub(crate) fn agent_api() -> OpenApiRouter<Shared> {
         .routes(routes!(payables::invoices))
         .routes(routes!(payables::invoice))
         .routes(routes!(payables::payees))
+        .routes(routes!(batches::propose))
+        .routes(routes!(batches::get))
+        .routes(routes!(batches::cancel))
+        .routes(routes!(batches::commit))
 }
 
 /// The console's icon: a check mark on the accent colour, plain SVG.

@@ -44,6 +44,10 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/invoices"),
     ("GET", "/api/v1/invoices/{payee}/{number}"),
     ("GET", "/api/v1/payees"),
+    ("POST", "/api/v1/batches"),
+    ("GET", "/api/v1/batches/{id}"),
+    ("POST", "/api/v1/batches/{id}/cancel"),
+    ("POST", "/api/v1/batches/{id}/commit"),
     ("GET", "/openapi.json"),
 ];
 
@@ -63,6 +67,10 @@ pub const CONSOLE_ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/console/proposals/{id}/evidence"),
     ("GET", "/api/v1/console/exports/payments"),
     ("POST", "/api/v1/console/invoices/import"),
+    ("GET", "/api/v1/console/batches"),
+    ("GET", "/api/v1/console/batches/{id}"),
+    ("POST", "/api/v1/console/batches/{id}/lines/{line}/hold"),
+    ("POST", "/api/v1/console/batches/{id}/approvals"),
     ("POST", "/api/v1/me/passkeys/challenges"),
     ("POST", "/api/v1/me/passkeys"),
     ("GET", "/api/v1/me/passkeys"),

@@ -20,6 +20,7 @@ mod approval_groups;
 mod approval_tokens;
 mod audit;
 mod backup;
+mod batches;
 mod business_metrics;
 mod cancel;
 mod cedar_policy;

@@ -468,7 +468,11 @@ async fn refused_copy(
 }
 
 /// The authorization's audit entry (its receipt is added when appended).
-fn authorization(row: &ProposalRow, op: &NewOperation<'_>, committed: &crate::evidence::Commitments) -> AuditEntry {
+pub(crate) fn authorization(
+    row: &ProposalRow,
+    op: &NewOperation<'_>,
+    committed: &crate::evidence::Commitments,
+) -> AuditEntry {
     AuditEntry {
         tenant_id: Some(row.tenant_id.clone()),
         actor: format!("agent:{}", row.agent_id),

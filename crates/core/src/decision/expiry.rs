@@ -70,6 +70,12 @@ async fn sweep(
         Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
     }
     pause().await;
+    match crate::payables::batches::expire_due(&**state, now).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(moved = n, "expired batches and lapsed batch approvals"),
+        Err(e) => tracing::error!(error = %e, "batch expiry sweep failed"),
+    }
+    pause().await;
     match expire_approvals(&**state, now).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(expired = n, "approvals expired unredeemed"),

@@ -265,28 +265,33 @@ pub async fn at_commit<'a>(
     state: &(impl Store + Config),
     row: &'a ProposalRow,
 ) -> store::Result<Result<Option<HeldInvoice<'a>>, Decision>> {
-    let c = &row.request;
+    at_commit_of(state, &row.tenant_id, &row.payee_id, &row.request).await
+}
+
+/// [`at_commit`] for a payment's canonical request to `payee_id`, before
+/// its proposal is stored (a batch's line, read before its transaction).
+pub async fn at_commit_of<'a>(
+    state: &(impl Store + Config),
+    tenant_id: &str,
+    payee_id: &'a str,
+    c: &'a CanonicalRequest,
+) -> store::Result<Result<Option<HeldInvoice<'a>>, Decision>> {
     let Some(number) = c.invoice_id.as_ref().filter(|_| c.kind == ProposalKind::Transfer) else {
         return Ok(Ok(None));
     };
     let read = &state.db().read;
     // The payee as it stands now: its legal name may have changed since.
-    let legal_name = match store::directory::payee(read, &row.tenant_id, &row.payee_id).await? {
+    let legal_name = match store::directory::payee(read, tenant_id, payee_id).await? {
         Some(payee) => payee.legal_name,
         None => c.destination.legal_name.clone(),
     };
-    let payment = Payment {
-        payee_id: &row.payee_id,
-        legal_name: &legal_name,
-        amount_minor: c.amount_minor,
-        currency: c.currency,
-    };
-    let (owed, elsewhere) = lookup(read, &row.tenant_id, &row.payee_id, number.as_str()).await?;
+    let payment = Payment { payee_id, legal_name: &legal_name, amount_minor: c.amount_minor, currency: c.currency };
+    let (owed, elsewhere) = lookup(read, tenant_id, payee_id, number.as_str()).await?;
     let found = check(number.as_str(), owed.as_ref(), &elsewhere, payment, Own::Nothing);
     if let Some(refused) = refusal(state, &found) {
         return Ok(Err(refused));
     }
-    Ok(Ok(owed.is_some().then(|| HeldInvoice { payee_id: &row.payee_id, invoice_id: number.as_str() })))
+    Ok(Ok(owed.is_some().then(|| HeldInvoice { payee_id, invoice_id: number.as_str() })))
 }
 
 /// Why the commit's reservation was refused, in a sentence, read after it
@@ -326,6 +331,23 @@ fn own(operation: Option<&OperationRow>) -> Own {
         },
         _ => Own::Nothing,
     }
+}
+
+/// The match the console shows beside a payment not recorded as a proposal
+/// yet (a batch's line): its invoice as it stands now. `None` when it names
+/// none.
+pub async fn for_request(state: &impl Store, canonical: &CanonicalRequest) -> store::Result<Option<InvoiceMatch>> {
+    let Some(number) = canonical.invoice_id.as_ref().filter(|_| canonical.kind == ProposalKind::Transfer) else {
+        return Ok(None);
+    };
+    let payment = Payment {
+        payee_id: canonical.destination.id.expose(),
+        legal_name: &canonical.destination.legal_name,
+        amount_minor: canonical.amount_minor,
+        currency: canonical.currency,
+    };
+    let (owed, elsewhere) = lookup(&state.db().read, &canonical.tenant_id, payment.payee_id, number.as_str()).await?;
+    Ok(Some(check(number.as_str(), owed.as_ref(), &elsewhere, payment, Own::Nothing)))
 }
 
 /// The match the console shows beside a stored proposal: its invoice as it

@@ -17,14 +17,17 @@
 //! - [`account_change`]: a payee's bank account changes only once a second
 //!   person records the call-back that verified it, and the first payment
 //!   after it needs `payables.account_change_approvals` approvals.
-//! - batches: several payments proposed, reviewed and approved as one,
-//!   each line paid and reconciled as a payment of its own.
+//! - batches (`crate::payables::batches`, beside this module because they build on
+//!   proposals, approvals and commit, which depend on it): several payments
+//!   proposed, reviewed and approved as one, each line paid and reconciled
+//!   as a payment of its own.
 //!
 //! Like `duplicates` and `risk`, each raises `required_approvals` and adds a
 //! reason, or refuses with a rule of its own; the policy engine knows none
 //! of them.
 
 pub mod account_change;
+pub mod batches;
 pub mod import;
 pub mod invoices;
 pub mod search;

@@ -12,6 +12,7 @@
 
 pub mod audit;
 pub mod bank;
+pub mod batches;
 pub mod change_log;
 pub mod delegations;
 pub mod devices;
