@@ -253,6 +253,8 @@ async fn resource_type(Base(base): Base, _: ScimAuth, Path(id): Path<String>) ->
 /// requests and answer the same way; only the use cases they call differ.
 const USERS: bool = false;
 const GROUPS: bool = true;
+const PUT: bool = false;
+const PATCH: bool = true;
 
 async fn list<const G: bool>(
     State(state): State<Shared>,
@@ -298,7 +300,8 @@ async fn read<const G: bool>(
     Ok(fresh_or(&headers, projected(&params, found)?))
 }
 
-async fn replace<const G: bool>(
+/// `PUT` (`P` false) or `PATCH` (`P` true) of one resource.
+async fn change<const G: bool, const P: bool>(
     State(state): State<Shared>,
     Base(base): Base,
     ScimAuth(caller): ScimAuth,
@@ -309,27 +312,11 @@ async fn replace<const G: bool>(
     let body = body(&headers, &bytes)?;
     let m = if_match(&headers);
     let write = (id.as_str(), &body, m.as_deref());
-    let done = match G {
-        GROUPS => scim::replace_group(&state, &caller, write, &base).await?,
-        USERS => scim::replace_user(&state, &caller, write, &base).await?,
-    };
-    Ok(resource_response(StatusCode::OK, done))
-}
-
-async fn patch<const G: bool>(
-    State(state): State<Shared>,
-    Base(base): Base,
-    ScimAuth(caller): ScimAuth,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    bytes: Bytes,
-) -> Result<Response, Refusal> {
-    let body = body(&headers, &bytes)?;
-    let m = if_match(&headers);
-    let write = (id.as_str(), &body, m.as_deref());
-    let done = match G {
-        GROUPS => scim::patch_group(&state, &caller, write, &base).await?,
-        USERS => scim::patch_user(&state, &caller, write, &base).await?,
+    let done = match (G, P) {
+        (GROUPS, PATCH) => scim::patch_group(&state, &caller, write, &base).await?,
+        (GROUPS, PUT) => scim::replace_group(&state, &caller, write, &base).await?,
+        (USERS, PATCH) => scim::patch_user(&state, &caller, write, &base).await?,
+        (USERS, PUT) => scim::replace_user(&state, &caller, write, &base).await?,
     };
     Ok(resource_response(StatusCode::OK, done))
 }
@@ -374,8 +361,8 @@ pub fn router() -> Router<Shared> {
         .route(
             &at("/Users/{id}"),
             get(read::<USERS>)
-                .put(replace::<USERS>)
-                .patch(patch::<USERS>)
+                .put(change::<USERS, PUT>)
+                .patch(change::<USERS, PATCH>)
                 .delete(delete::<USERS>)
                 .fallback(not_allowed),
         )
@@ -383,8 +370,8 @@ pub fn router() -> Router<Shared> {
         .route(
             &at("/Groups/{id}"),
             get(read::<GROUPS>)
-                .put(replace::<GROUPS>)
-                .patch(patch::<GROUPS>)
+                .put(change::<GROUPS, PUT>)
+                .patch(change::<GROUPS, PATCH>)
                 .delete(delete::<GROUPS>)
                 .fallback(not_allowed),
         )
