@@ -249,17 +249,28 @@ async fn resource_type(Base(base): Base, _: ScimAuth, Path(id): Path<String>) ->
     }
 }
 
-async fn list_users(
+/// Which resource a handler serves: Users and Groups take the same
+/// requests and answer the same way; only the use cases they call differ.
+const USERS: bool = false;
+const GROUPS: bool = true;
+const PUT: bool = false;
+const PATCH: bool = true;
+
+async fn list<const G: bool>(
     State(state): State<Shared>,
     Base(base): Base,
     ScimAuth(caller): ScimAuth,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, Refusal> {
     let q = list_query(&params)?;
-    Ok(document(scim::list_users(&state, &caller, &q, &base).await?))
+    let page = match G {
+        GROUPS => scim::list_groups(&state, &caller, &q, &base).await?,
+        USERS => scim::list_users(&state, &caller, &q, &base).await?,
+    };
+    Ok(document(page))
 }
 
-async fn create_user(
+async fn create<const G: bool>(
     State(state): State<Shared>,
     Base(base): Base,
     ScimAuth(caller): ScimAuth,
@@ -267,10 +278,14 @@ async fn create_user(
     bytes: Bytes,
 ) -> Result<Response, Refusal> {
     let body = body(&headers, &bytes)?;
-    Ok(resource_response(StatusCode::CREATED, scim::create_user(&state, &caller, &body, &base).await?))
+    let made = match G {
+        GROUPS => scim::create_group(&state, &caller, &body, &base).await?,
+        USERS => scim::create_user(&state, &caller, &body, &base).await?,
+    };
+    Ok(resource_response(StatusCode::CREATED, made))
 }
 
-async fn get_user(
+async fn read<const G: bool>(
     State(state): State<Shared>,
     Base(base): Base,
     ScimAuth(caller): ScimAuth,
@@ -278,11 +293,15 @@ async fn get_user(
     Query(params): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Response, Refusal> {
-    let found = scim::get_user(&state, &caller, &id, &base).await?;
+    let found = match G {
+        GROUPS => scim::get_group(&state, &caller, &id, &base).await?,
+        USERS => scim::get_user(&state, &caller, &id, &base).await?,
+    };
     Ok(fresh_or(&headers, projected(&params, found)?))
 }
 
-async fn replace_user(
+/// `PUT` (`P` false) or `PATCH` (`P` true) of one resource.
+async fn change<const G: bool, const P: bool>(
     State(state): State<Shared>,
     Base(base): Base,
     ScimAuth(caller): ScimAuth,
@@ -292,104 +311,28 @@ async fn replace_user(
 ) -> Result<Response, Refusal> {
     let body = body(&headers, &bytes)?;
     let m = if_match(&headers);
-    let done = scim::replace_user(&state, &caller, (&id, &body, m.as_deref()), &base).await?;
+    let write = (id.as_str(), &body, m.as_deref());
+    let done = match (G, P) {
+        (GROUPS, PATCH) => scim::patch_group(&state, &caller, write, &base).await?,
+        (GROUPS, PUT) => scim::replace_group(&state, &caller, write, &base).await?,
+        (USERS, PATCH) => scim::patch_user(&state, &caller, write, &base).await?,
+        (USERS, PUT) => scim::replace_user(&state, &caller, write, &base).await?,
+    };
     Ok(resource_response(StatusCode::OK, done))
 }
 
-async fn patch_user(
+async fn delete<const G: bool>(
     State(state): State<Shared>,
     Base(base): Base,
     ScimAuth(caller): ScimAuth,
     Path(id): Path<String>,
     headers: HeaderMap,
-    bytes: Bytes,
 ) -> Result<Response, Refusal> {
-    let body = body(&headers, &bytes)?;
     let m = if_match(&headers);
-    let done = scim::patch_user(&state, &caller, (&id, &body, m.as_deref()), &base).await?;
-    Ok(resource_response(StatusCode::OK, done))
-}
-
-async fn delete_user(
-    State(state): State<Shared>,
-    Base(base): Base,
-    ScimAuth(caller): ScimAuth,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, Refusal> {
-    scim::delete_user(&state, &caller, &id, if_match(&headers).as_deref(), &base).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-async fn list_groups(
-    State(state): State<Shared>,
-    Base(base): Base,
-    ScimAuth(caller): ScimAuth,
-    Query(params): Query<HashMap<String, String>>,
-) -> Result<Response, Refusal> {
-    let q = list_query(&params)?;
-    Ok(document(scim::list_groups(&state, &caller, &q, &base).await?))
-}
-
-async fn create_group(
-    State(state): State<Shared>,
-    Base(base): Base,
-    ScimAuth(caller): ScimAuth,
-    headers: HeaderMap,
-    bytes: Bytes,
-) -> Result<Response, Refusal> {
-    let body = body(&headers, &bytes)?;
-    Ok(resource_response(StatusCode::CREATED, scim::create_group(&state, &caller, &body, &base).await?))
-}
-
-async fn get_group(
-    State(state): State<Shared>,
-    Base(base): Base,
-    ScimAuth(caller): ScimAuth,
-    Path(id): Path<String>,
-    Query(params): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Result<Response, Refusal> {
-    let found = scim::get_group(&state, &caller, &id, &base).await?;
-    Ok(fresh_or(&headers, projected(&params, found)?))
-}
-
-async fn replace_group(
-    State(state): State<Shared>,
-    Base(base): Base,
-    ScimAuth(caller): ScimAuth,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    bytes: Bytes,
-) -> Result<Response, Refusal> {
-    let body = body(&headers, &bytes)?;
-    let m = if_match(&headers);
-    let done = scim::replace_group(&state, &caller, (&id, &body, m.as_deref()), &base).await?;
-    Ok(resource_response(StatusCode::OK, done))
-}
-
-async fn patch_group(
-    State(state): State<Shared>,
-    Base(base): Base,
-    ScimAuth(caller): ScimAuth,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    bytes: Bytes,
-) -> Result<Response, Refusal> {
-    let body = body(&headers, &bytes)?;
-    let m = if_match(&headers);
-    let done = scim::patch_group(&state, &caller, (&id, &body, m.as_deref()), &base).await?;
-    Ok(resource_response(StatusCode::OK, done))
-}
-
-async fn delete_group(
-    State(state): State<Shared>,
-    Base(base): Base,
-    ScimAuth(caller): ScimAuth,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, Refusal> {
-    scim::delete_group(&state, &caller, &id, if_match(&headers).as_deref(), &base).await?;
+    match G {
+        GROUPS => scim::delete_group(&state, &caller, &id, m.as_deref(), &base).await?,
+        USERS => scim::delete_user(&state, &caller, &id, m.as_deref(), &base).await?,
+    }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -414,15 +357,23 @@ pub fn router() -> Router<Shared> {
         .route(&at("/Schemas/{id}"), get(schema).fallback(not_allowed))
         .route(&at("/ResourceTypes"), get(resource_types).fallback(not_allowed))
         .route(&at("/ResourceTypes/{id}"), get(resource_type).fallback(not_allowed))
-        .route(&at("/Users"), get(list_users).post(create_user).fallback(not_allowed))
+        .route(&at("/Users"), get(list::<USERS>).post(create::<USERS>).fallback(not_allowed))
         .route(
             &at("/Users/{id}"),
-            get(get_user).put(replace_user).patch(patch_user).delete(delete_user).fallback(not_allowed),
+            get(read::<USERS>)
+                .put(change::<USERS, PUT>)
+                .patch(change::<USERS, PATCH>)
+                .delete(delete::<USERS>)
+                .fallback(not_allowed),
         )
-        .route(&at("/Groups"), get(list_groups).post(create_group).fallback(not_allowed))
+        .route(&at("/Groups"), get(list::<GROUPS>).post(create::<GROUPS>).fallback(not_allowed))
         .route(
             &at("/Groups/{id}"),
-            get(get_group).put(replace_group).patch(patch_group).delete(delete_group).fallback(not_allowed),
+            get(read::<GROUPS>)
+                .put(change::<GROUPS, PUT>)
+                .patch(change::<GROUPS, PATCH>)
+                .delete(delete::<GROUPS>)
+                .fallback(not_allowed),
         )
         .route(&at("/Bulk"), axum::routing::any(not_offered))
         .route(&at("/Me"), axum::routing::any(not_offered))

@@ -126,6 +126,39 @@ impl Http {
         Ok(Answer { status, body })
     }
 
+    /// Stripe's transfer reversal, which the simulator speaks too: `POST
+    /// /v1/transfers/{id}/reversals` (`amount` = the rest when `None`), our
+    /// key as `Idempotency-Key` and in the reversal's metadata. A 2xx answer
+    /// must be that transfer's reversal (of that amount): its id, or
+    /// unknown; any other answer is the caller's to map (`Ok(Err(answer))`).
+    pub async fn reverse_transfer(
+        &self,
+        transfer_id: &str,
+        idempotency_key: &str,
+        amount_minor: Option<u64>,
+        what: &'static str,
+    ) -> Result<Result<String, Answer>, UnknownCause> {
+        let mut form: Vec<(String, String)> =
+            amount_minor.map(|a| ("amount".into(), a.to_string())).into_iter().collect();
+        form.push((format!("metadata[{REVERSAL_KEY_METADATA}]"), idempotency_key.to_owned()));
+        let req = self
+            .client
+            .post(self.url(&["v1", "transfers", transfer_id, "reversals"]))
+            .header("Idempotency-Key", idempotency_key)
+            .form(&form);
+        let answer = self.exchange(req, what).await?;
+        if !answer.status.is_success() {
+            return Ok(Err(answer));
+        }
+        match reversal_from_slice(&answer.body, transfer_id, amount_minor) {
+            Some(id) => Ok(Ok(id)),
+            None => {
+                tracing::warn!(status = answer.status.as_u16(), what, "rail reversal answer unparseable");
+                Err(UnknownCause::BadResponse)
+            }
+        }
+    }
+
     /// A GET whose answer must be a 2xx JSON value (404: `None`).
     pub async fn get_json(
         &self,
@@ -227,6 +260,59 @@ pub fn is_loopback(url: &Url) -> bool {
     let Some(host) = url.host_str() else { return false };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A transfer reversal answered for `transfer_id` (and `amount`, when
+/// given): its id.
+fn reversal_from_slice(body: &[u8], transfer_id: &str, amount: Option<u64>) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Reversal {
+        id: String,
+        object: String,
+        amount: u64,
+        transfer: String,
+    }
+    serde_json::from_slice::<Reversal>(body)
+        .ok()
+        .filter(|r| {
+            id_ok(&r.id)
+                && r.object == "transfer_reversal"
+                && r.transfer == transfer_id
+                && amount.is_none_or(|a| a == r.amount)
+        })
+        .map(|r| r.id)
+}
+
+/// A listing of `transfer_id`'s reversals.
+pub fn reversals_from_value(value: serde_json::Value, transfer_id: &str) -> Result<Vec<RailReversal>, UnknownCause> {
+    #[derive(Deserialize)]
+    struct Listed {
+        id: String,
+        object: String,
+        amount: u64,
+        transfer: String,
+        #[serde(default)]
+        metadata: std::collections::BTreeMap<String, String>,
+    }
+    #[derive(Deserialize)]
+    struct List {
+        data: Vec<Listed>,
+    }
+    let list: List = serde_json::from_value(value).map_err(|_| UnknownCause::BadResponse)?;
+    list.data
+        .into_iter()
+        .map(|r| {
+            if r.object != "transfer_reversal" || !id_ok(&r.id) || r.transfer != transfer_id {
+                return Err(UnknownCause::BadResponse);
+            }
+            Ok(RailReversal {
+                id: r.id,
+                amount_minor: r.amount,
+                transfer: r.transfer,
+                key: r.metadata.get(REVERSAL_KEY_METADATA).cloned(),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use reqwest::header::HeaderMap;
 use serde::Deserialize;
 
 pub use super::http::RailConfigError;
-use super::http::{self, classify_error, currency_of, id_ok, key_ok, text_ok, ErrorClass, Http};
+use super::http::{self, classify_error, currency_of, id_ok, key_ok, reversals_from_value, text_ok, ErrorClass, Http};
 pub use countersign_core::rail::*;
 
 /// A rail speaking the simulator's API. Cheap to clone.
@@ -166,28 +166,11 @@ impl SimulatorRail {
             tracing::warn!("rail reversal refused before sending: invalid key or transfer id");
             return ReversalOutcome::Declined(Decline::RailRejected.into());
         }
-        let mut form: Vec<(String, String)> =
-            amount_minor.map(|a| ("amount".into(), a.to_string())).into_iter().collect();
-        form.push((format!("metadata[{REVERSAL_KEY_METADATA}]"), idempotency_key.to_owned()));
-        let req = self
-            .http
-            .client()
-            .post(self.http.url(&["v1", "transfers", transfer_id, "reversals"]))
-            .header("Idempotency-Key", idempotency_key)
-            .form(&form);
-        let answer = match self.http.exchange(req, "reverse").await {
-            Ok(a) => a,
+        let answer = match self.http.reverse_transfer(transfer_id, idempotency_key, amount_minor, "reverse").await {
+            Ok(Ok(reversal_id)) => return ReversalOutcome::Reversed { reversal_id },
+            Ok(Err(refused)) => refused,
             Err(cause) => return ReversalOutcome::Unknown(cause),
         };
-        if answer.status.is_success() {
-            return match reversal_from_slice(&answer.body, transfer_id, amount_minor) {
-                Some(id) => ReversalOutcome::Reversed { reversal_id: id },
-                None => {
-                    tracing::warn!(status = answer.status.as_u16(), "rail reversal answer unparseable");
-                    ReversalOutcome::Unknown(UnknownCause::BadResponse)
-                }
-            };
-        }
         match classify_error(&answer) {
             ErrorClass::Code(code) if code == "transfer_reversal_window_closed" => ReversalOutcome::TooLate,
             ErrorClass::Code(code) => ReversalOutcome::Declined(decline_for(&code).into()),
@@ -208,62 +191,6 @@ fn decline_for(code: &str) -> Decline {
         "limit_exceeded" => Decline::LimitExceeded,
         _ => Decline::RailRejected,
     }
-}
-
-/// A transfer reversal answered for `transfer_id` (and `amount`, when
-/// given): its id.
-pub(super) fn reversal_from_slice(body: &[u8], transfer_id: &str, amount: Option<u64>) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Reversal {
-        id: String,
-        object: String,
-        amount: u64,
-        transfer: String,
-    }
-    serde_json::from_slice::<Reversal>(body)
-        .ok()
-        .filter(|r| {
-            id_ok(&r.id)
-                && r.object == "transfer_reversal"
-                && r.transfer == transfer_id
-                && amount.is_none_or(|a| a == r.amount)
-        })
-        .map(|r| r.id)
-}
-
-/// A listing of `transfer_id`'s reversals.
-pub(super) fn reversals_from_value(
-    value: serde_json::Value,
-    transfer_id: &str,
-) -> Result<Vec<RailReversal>, UnknownCause> {
-    #[derive(Deserialize)]
-    struct Listed {
-        id: String,
-        object: String,
-        amount: u64,
-        transfer: String,
-        #[serde(default)]
-        metadata: std::collections::BTreeMap<String, String>,
-    }
-    #[derive(Deserialize)]
-    struct List {
-        data: Vec<Listed>,
-    }
-    let list: List = serde_json::from_value(value).map_err(|_| UnknownCause::BadResponse)?;
-    list.data
-        .into_iter()
-        .map(|r| {
-            if r.object != "transfer_reversal" || !id_ok(&r.id) || r.transfer != transfer_id {
-                return Err(UnknownCause::BadResponse);
-            }
-            Ok(RailReversal {
-                id: r.id,
-                amount_minor: r.amount,
-                transfer: r.transfer,
-                key: r.metadata.get(REVERSAL_KEY_METADATA).cloned(),
-            })
-        })
-        .collect()
 }
 
 fn transfer_from_value(value: serde_json::Value) -> Option<RailTransfer> {

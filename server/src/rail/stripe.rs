@@ -36,8 +36,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-use super::http::{classify_error, currency_of, id_ok, key_ok, text_ok, unix_time, ErrorClass, Http, RailConfigError};
-use super::simulator::{reversal_from_slice, reversals_from_value};
+use super::http::{
+    classify_error, currency_of, id_ok, key_ok, reversals_from_value, text_ok, unix_time, ErrorClass, Http,
+    RailConfigError,
+};
 use countersign_core::rail::*;
 
 /// Stripe's settings for one rail.
@@ -454,25 +456,12 @@ impl Rail for StripeRail {
             tracing::warn!("stripe reversal refused before sending: invalid key or transfer id");
             return ReversalOutcome::Declined(Decline::RailRejected.into());
         }
-        let mut form: Vec<(String, String)> =
-            amount_minor.map(|a| ("amount".into(), a.to_string())).into_iter().collect();
-        form.push((format!("metadata[{REVERSAL_KEY_METADATA}]"), idempotency_key.to_owned()));
-        let req = self
-            .http
-            .client()
-            .post(self.http.url(&["v1", "transfers", transfer_id, "reversals"]))
-            .header("Idempotency-Key", idempotency_key)
-            .form(&form);
-        let answer = match self.http.exchange(req, "stripe_reverse").await {
-            Ok(a) => a,
-            Err(cause) => return ReversalOutcome::Unknown(cause),
-        };
-        if answer.status.is_success() {
-            return match reversal_from_slice(&answer.body, transfer_id, amount_minor) {
-                Some(id) => ReversalOutcome::Reversed { reversal_id: id },
-                None => ReversalOutcome::Unknown(UnknownCause::BadResponse),
+        let answer =
+            match self.http.reverse_transfer(transfer_id, idempotency_key, amount_minor, "stripe_reverse").await {
+                Ok(Ok(reversal_id)) => return ReversalOutcome::Reversed { reversal_id },
+                Ok(Err(refused)) => refused,
+                Err(cause) => return ReversalOutcome::Unknown(cause),
             };
-        }
         if matches!(answer.status.as_u16(), 401 | 403) {
             return ReversalOutcome::Unknown(UnknownCause::ServerError(answer.status.as_u16()));
         }

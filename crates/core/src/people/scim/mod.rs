@@ -338,21 +338,22 @@ pub async fn patch_user(
     (id, body, if_match): (&str, &Value, Option<&str>),
     base: &str,
 ) -> Result<(Value, String), ScimError> {
-    write_user(
-        state,
-        caller,
-        (id, if_match),
-        |current| {
-            let mut json = current.clone();
-            if let Some(o) = json.as_object_mut() {
-                o.remove("meta");
-            }
-            patch::apply(&mut json, body)?;
-            resource::parse_user(&json)
-        },
-        base,
-    )
-    .await
+    write_user(state, caller, (id, if_match), |current| patched(current, body, resource::parse_user), base).await
+}
+
+/// A resource's JSON as it stands (`meta` apart) with a PATCH request's
+/// operations applied, parsed as the resource again.
+fn patched<T>(
+    current: &Value,
+    body: &Value,
+    parse: impl FnOnce(&Value) -> Result<T, ScimError>,
+) -> Result<T, ScimError> {
+    let mut json = current.clone();
+    if let Some(o) = json.as_object_mut() {
+        o.remove("meta");
+    }
+    patch::apply(&mut json, body)?;
+    parse(&json)
 }
 
 /// Reads the user, checks the version, makes the new state from the
@@ -568,21 +569,7 @@ pub async fn patch_group(
     (id, body, if_match): (&str, &Value, Option<&str>),
     base: &str,
 ) -> Result<(Value, String), ScimError> {
-    write_group(
-        state,
-        caller,
-        (id, if_match),
-        |current| {
-            let mut json = current.clone();
-            if let Some(o) = json.as_object_mut() {
-                o.remove("meta");
-            }
-            patch::apply(&mut json, body)?;
-            resource::parse_group(&json)
-        },
-        base,
-    )
-    .await
+    write_group(state, caller, (id, if_match), |current| patched(current, body, resource::parse_group), base).await
 }
 
 async fn write_group(
