@@ -142,6 +142,7 @@ async fn a_batch_holds_back_the_lines_that_fail_their_checks_and_totals_the_rest
     let created = server.audit_actions_where("batch.created").await;
     assert_eq!(created.len(), 1, "{created:?}");
     assert_eq!((created[0]["data"]["included"].as_u64(), created[0]["data"]["held"].as_u64()), (Some(3), Some(5)));
+    assert_eq!(created[0]["data"]["held_lines"][1], json!({"line": 5, "rules": ["unknown_destination"]}));
     let trail = serde_json::to_string(&created).unwrap();
     assert!(!trail.contains(ACME_PAYEE) && !trail.contains(ACME_SOURCE), "{trail}");
 
