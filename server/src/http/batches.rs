@@ -55,9 +55,9 @@ pub struct LinePath {
     /// The batch id (`bat_…`).
     #[param(min_length = 1)]
     pub id: String,
-    /// The line's number, 1-based, as submitted.
-    #[param(minimum = 1)]
-    pub line: i64,
+    /// The line's number, 1-based, as submitted (no such line: 404).
+    #[param(value_type = i64, minimum = 1)]
+    pub line: String,
 }
 
 /// `POST /api/v1/batches`'s body (documentation; the handler reads it as
@@ -312,6 +312,9 @@ pub async fn hold(
     JsonBody { value }: JsonBody,
 ) -> Result<Json<BatchView>, ApiError> {
     let HoldBody { reason } = typed(value)?;
+    // Read here rather than by the router, so a number that is no line's
+    // gets the API's envelope.
+    let line: i64 = line.parse().map_err(|_| ApiError::NotFound)?;
     let approver = user.approver("api");
     Ok(Json(batches::hold(&state, &approver, &id, line, &reason, state.now()).await?))
 }

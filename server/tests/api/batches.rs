@@ -95,12 +95,17 @@ async fn a_batch_holds_back_the_lines_that_fail_their_checks_and_totals_the_rest
         line(2_000, ACME_PAYEE, "B-1"),
         line(9_000, ACME_PAYEE, "INV-P"),
         json!("pay everyone twice"),
+        with(line(4_000, ACME_TRUSTED_PAYEE, "B-9"), json!({"currency": "EUR"})),
     ]);
     let b = proposed(&server, &body).await;
     assert!(b["id"].as_str().unwrap().starts_with("bat_"), "{b}");
     assert_eq!(b["status"], "pending_approval", "never approved by policy alone, small trusted lines or not: {b}");
     assert_eq!(b["label"], "Vendor run");
-    assert_eq!(statuses(&b), ["included", "included", "included", "held", "held", "held", "held", "held"], "{b}");
+    assert_eq!(
+        statuses(&b),
+        ["included", "included", "included", "held", "held", "held", "held", "held", "included"],
+        "{b}"
+    );
     assert_eq!(held_rules(&b, 3), ["validation_failed"]);
     assert_eq!(held_rules(&b, 4), ["unknown_destination"]);
     assert_eq!(held_rules(&b, 5), ["duplicate_invoice"], "a second line for one invoice: {b}");
@@ -113,25 +118,37 @@ async fn a_batch_holds_back_the_lines_that_fail_their_checks_and_totals_the_rest
     assert!(b["lines"][0]["masked_account"].as_str().unwrap().starts_with("ba_…0007"), "{b}");
     assert_eq!(b["lines"][0]["amount"], "120.00 USD");
 
-    // Totals over the included lines only: 200.00 USD, 120.00 to Northwind, 80.00 to Acme.
+    // Totals over the included lines only, per currency (never converted):
+    // 200.00 USD and 40.00 EUR; by payee, 120.00 USD to Northwind, 80.00 USD
+    // and 40.00 EUR to Acme.
     let t = &b["totals"];
+    let mut by_currency: Vec<Value> = t["by_currency"].as_array().unwrap().clone();
+    by_currency.sort_by_key(|c| c["currency"].as_str().unwrap().to_owned());
     assert_eq!(
-        t["by_currency"],
-        json!([{"currency": "USD", "amount_minor": 20_000, "amount": "200.00 USD", "lines": 3}])
+        by_currency,
+        [
+            json!({"currency": "EUR", "amount_minor": 4_000, "amount": "40.00 EUR", "lines": 1}),
+            json!({"currency": "USD", "amount_minor": 20_000, "amount": "200.00 USD", "lines": 3}),
+        ]
     );
-    let by_payee: Vec<(String, u64, u64)> = t["by_payee"]
+    let mut by_payee: Vec<(String, String, u64, u64)> = t["by_payee"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| {
-            (
-                p["legal_name"].as_str().unwrap().to_owned(),
-                p["amount_minor"].as_u64().unwrap(),
-                p["lines"].as_u64().unwrap(),
-            )
+            let text = |k: &str| p[k].as_str().unwrap().to_owned();
+            (text("legal_name"), text("currency"), p["amount_minor"].as_u64().unwrap(), p["lines"].as_u64().unwrap())
         })
         .collect();
-    assert_eq!(by_payee, [("Acme Supplies Ltd".into(), 8_000, 2), ("Northwind Traders GmbH".into(), 12_000, 1)]);
+    by_payee.sort();
+    assert_eq!(
+        by_payee,
+        [
+            ("Acme Supplies Ltd".into(), "EUR".into(), 4_000, 1),
+            ("Acme Supplies Ltd".into(), "USD".into(), 8_000, 2),
+            ("Northwind Traders GmbH".into(), "USD".into(), 12_000, 1),
+        ]
+    );
     assert!(b["policy"]["reasons"][0]["message"].as_str().unwrap().contains("never by policy alone"), "{b}");
     assert_eq!(b["approval_token"], Value::Null);
 
@@ -141,7 +158,8 @@ async fn a_batch_holds_back_the_lines_that_fail_their_checks_and_totals_the_rest
     // Audited once, with no full account number in the trail.
     let created = server.audit_actions_where("batch.created").await;
     assert_eq!(created.len(), 1, "{created:?}");
-    assert_eq!((created[0]["data"]["included"].as_u64(), created[0]["data"]["held"].as_u64()), (Some(3), Some(5)));
+    assert_eq!((created[0]["data"]["included"].as_u64(), created[0]["data"]["held"].as_u64()), (Some(4), Some(5)));
+    assert_eq!(created[0]["data"]["held_lines"][1], json!({"line": 5, "rules": ["unknown_destination"]}));
     let trail = serde_json::to_string(&created).unwrap();
     assert!(!trail.contains(ACME_PAYEE) && !trail.contains(ACME_SOURCE), "{trail}");
 
@@ -499,4 +517,38 @@ async fn only_an_approver_of_the_tenant_decides_and_a_cancelled_batch_is_decided
     approve(&ben, id, hash).await.assert_error(409, "invalid_state");
     hold(&ben, id, 1, "too late").await.assert_error(409, "invalid_state");
     assert_eq!(server.audit_actions_where("batch.cancelled").await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_line_to_an_account_replaced_after_approval_is_held_back_at_commit_and_the_rest_is_paid() {
+    let (server, rail) = with_rail("").await;
+    let (id, token) = approved_batch(&server).await;
+    // After the approval, a verified change of bank account replaces the
+    // account line 1 pays (two admins, the call-back recorded).
+    let ada = add_admin(&server, "acme", "ada").await;
+    let abe = add_admin(&server, "acme", "abe").await;
+    let r = ada.form("/admin/payees/account", &[("payee", ACME_PAYEE), ("new_account", "ba_northwind0099")]).await;
+    assert_eq!(r.status, 303, "{}", r.text);
+    let change = pending_change_ids(&server).await;
+    let call_back = [
+        ("spoke_to", "Jo Park"),
+        ("phone", "+49 30 1234 5678"),
+        ("number_source", "vendor master file"),
+        ("confirmed", "on"),
+    ];
+    abe.form(&format!("/admin/changes/{}/confirm", change[0]), &call_back).await;
+    assert!(abe.admin_flash().await.contains("Change confirmed"));
+
+    let r = commit_as(&server, ACME_BOT_KEY, &id, &token).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(statuses(&r.body), ["held", "committed"], "{}", r.text);
+    assert_eq!(r.body["lines"][0]["held_by"], "commit");
+    assert_eq!(held_rules(&r.body, 0), ["payee_account_replaced"], "{}", r.text);
+    server.wait_status(r.body["lines"][1]["payment"]["proposal_id"].as_str().unwrap(), "succeeded", 15).await;
+    let paid: Vec<String> =
+        rail.transfers().await.iter().map(|t| t["destination"].as_str().unwrap_or("").to_owned()).collect();
+    assert_eq!(paid, [ACME_TRUSTED_PAYEE], "the replaced account is never paid");
+    let held = server.audit_actions_where("batch.line_held").await;
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert!(!serde_json::to_string(&held).unwrap().contains(ACME_PAYEE), "accounts masked in the trail: {held:?}");
 }

@@ -289,7 +289,17 @@ pub async fn propose(
             }
         })
         .collect();
-    let held_count = rows.iter().filter(|l| l.status == "held").count();
+    // The trail names each held-back line and the rules that held it.
+    let held_lines: Vec<Value> = rows
+        .iter()
+        .filter(|l| l.status == "held")
+        .map(|l| {
+            let why: Vec<LineReason> =
+                l.held_reasons.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
+            json!({"line": l.line, "rules": why.iter().map(|w| w.rule.as_str()).collect::<Vec<_>>()})
+        })
+        .collect();
+    let held_count = held_lines.len();
     let totals: Vec<String> = per_currency(&owned).iter().map(|(c, t)| c.format_minor(*t)).collect();
     let ttl = Duration::seconds(state.settings().proposals.ttl_secs as i64);
     let mut tx = state.db().begin().await?;
@@ -318,7 +328,7 @@ pub async fn propose(
             proposal_id: None,
             request_hash: Some(hash.clone()),
             data: json!({"batch_id": id, "run_id": run.as_str(), "lines": rows.len(), "included": owned.len(),
-                         "held": held_count, "totals": totals, "policy": policy}),
+                         "held": held_count, "held_lines": held_lines, "totals": totals, "policy": policy}),
         },
     )
     .await?;
