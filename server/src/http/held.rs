@@ -69,7 +69,7 @@ where
                         // Nothing pipelined: hold no buffer while waiting.
                         buf = Vec::new();
                     }
-                    break (request, keep_alive);
+                    break (*request, keep_alive);
                 }
                 Parsed::Partial if buf.len() < MAX_HEAD => {}
                 Parsed::Partial | Parsed::Other => {
@@ -178,7 +178,7 @@ where
 
 enum Parsed {
     /// A complete long-poll head of `len` bytes.
-    Held { request: Request<Body>, len: usize, keep_alive: bool },
+    Held { request: Box<Request<Body>>, len: usize, keep_alive: bool },
     /// Not a whole head yet.
     Partial,
     /// Anything else: hyper's.
@@ -226,7 +226,7 @@ fn parse(buf: &[u8]) -> Parsed {
     *request.uri_mut() = uri;
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = map;
-    Parsed::Held { request, len, keep_alive }
+    Parsed::Held { request: Box::new(request), len, keep_alive }
 }
 
 /// `/api/v1/proposals/{id}?…wait=…`: the one route that holds requests.
