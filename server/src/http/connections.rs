@@ -6,7 +6,9 @@
 //! HTTP/1.1 long-poll pays for hyper's HTTP/1 connection, not for the
 //! larger of the two (what a generic "either protocol" connection costs
 //! every connection, about 1 KB more each, docs/BENCHMARKS.md "Concurrent long-polls").
-//! The bytes are peeked, not read, so nothing needs putting back.
+//! The bytes are peeked, not read, so nothing needs putting back. An
+//! HTTP/1.1 connection starts in `held.rs`, which serves long-polls without
+//! hyper's per-connection buffers and gives hyper the rest.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -56,9 +58,6 @@ where
         // The peer's address for `ConnectInfo`, per connection (wrapping the
         // router, not rebuilding it: what `into_make_service_with_connect_info` does).
         let service = tower::Layer::layer(&axum::Extension(ConnectInfo(peer)), app.clone());
-        let service = TowerToHyperService::new(
-            service.map_request(|req: hyper::Request<Incoming>| req.map(axum::body::Body::new)),
-        );
         let graceful = graceful.watcher();
         let mut closed = closing.subscribe();
         tokio::spawn(async move {
@@ -66,19 +65,19 @@ where
                 protocol = Protocol::of(&stream) => protocol,
                 _ = closed.changed() => Protocol::Gone,
             };
-            drop(closed);
             match protocol {
                 Protocol::Http2 => {
+                    drop(closed);
+                    let service = TowerToHyperService::new(
+                        service.map_request(|req: hyper::Request<Incoming>| req.map(axum::body::Body::new)),
+                    );
                     let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                         .serve_connection(TokioIo::new(stream), service);
-                    let _ = graceful.watch(conn).await;
+                    // Boxed: the task's own size is what a held HTTP/1.1 poll pays.
+                    let _ = Box::pin(graceful.watch(conn)).await;
                 }
-                Protocol::Http1 => {
-                    // No upgrades: nothing here speaks WebSocket.
-                    let conn =
-                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-                    let _ = graceful.watch(conn).await;
-                }
+                // Long-polls without hyper's connection, the rest by hyper.
+                Protocol::Http1 => super::held::serve(stream, service, graceful, closed).await,
                 Protocol::Gone => {}
             }
         });

@@ -15,6 +15,7 @@ pub mod events;
 pub mod evidence;
 pub mod exports;
 pub mod extract;
+mod held;
 pub mod log;
 pub mod mcp;
 pub mod observe;
