@@ -284,7 +284,9 @@ fn encode(headers: &HeaderMap, status: StatusCode, body: &[u8], keep_alive: &mut
     }
     if !wrote_date {
         out.extend_from_slice(b"date: ");
-        out.extend_from_slice(crate::platform::clock::system_now().format("%a, %d %b %Y %H:%M:%S GMT").to_string().as_bytes());
+        out.extend_from_slice(
+            crate::platform::clock::system_now().format("%a, %d %b %Y %H:%M:%S GMT").to_string().as_bytes(),
+        );
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
