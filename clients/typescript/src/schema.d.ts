@@ -4167,7 +4167,7 @@ export interface operations {
             path: {
                 /** @description The batch id (`bat_…`). */
                 id: string;
-                /** @description The line's number, 1-based, as submitted. */
+                /** @description The line's number, 1-based, as submitted (no such line: 404). */
                 line: number;
             };
             cookie?: never;
