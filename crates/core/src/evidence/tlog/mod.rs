@@ -56,7 +56,12 @@ pub async fn catch_up(state: &(impl Store + Clock + Log)) -> crate::store::Resul
         match crate::store::tlog::append(state.db(), &sign, BATCH, state.now()).await? {
             Appended::Grew { appended, .. } if appended == BATCH => continue,
             Appended::Grew { size, .. } => return Ok(size),
-            Appended::Nothing | Appended::Raced => return crate::store::tlog::size(&state.db().read).await,
+            // Another pass (this process's sequencer, or another instance)
+            // appended first, from entries it read before some of ours
+            // were written: go on from its tree, or an exporter that needs
+            // our entries logged would find them missing.
+            Appended::Raced => continue,
+            Appended::Nothing => return crate::store::tlog::size(&state.db().read).await,
             Appended::Refused { seq, size, problem } => {
                 // Never logged: the chain is broken there (`audit verify`
                 // names it too). Loud, once per pass, until an operator acts.
