@@ -156,7 +156,6 @@ fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
         view! {
             <nav class="who">
                 <a href="/">"Queue"</a>
-                <a href="/batches" id="batches-link">"Batches"</a>
                 <a href="/operations">"Operations"</a>
                 {admin}
                 <a href="/account" id="account-link">

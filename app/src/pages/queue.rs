@@ -49,7 +49,12 @@ pub fn QueuePage() -> impl IntoView {
     view! {
         <Title text="Approval queue"/>
         <section class="queue">
-            <h1>"Approval queue"</h1>
+            // Batches are reviewed on their own page; the link shares the
+            // heading's line, so a phone's header stays two lines.
+            <div class="queue-head">
+                <h1>"Approval queue"</h1>
+                <a href="/batches" id="batches-link">"Batches →"</a>
+            </div>
             <DecidedNotice queue_clear=true/>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {

@@ -552,3 +552,25 @@ async fn a_line_to_an_account_replaced_after_approval_is_held_back_at_commit_and
     assert_eq!(held.len(), 1, "{held:?}");
     assert!(!serde_json::to_string(&held).unwrap().contains(ACME_PAYEE), "accounts masked in the trail: {held:?}");
 }
+
+/// The human loop's page counts a batch's decision once, as its approver
+/// made it, never its lines' copies of it (made at commit, at once).
+#[tokio::test]
+async fn the_human_loop_counts_a_batch_decision_once_and_not_its_lines() {
+    let (server, _rail) = with_rail("").await;
+    apply_user(&server, "acme", "ada", &["admin"], 0).await;
+    let (id, token) = approved_batch(&server).await;
+    let r = commit_as(&server, ACME_BOT_KEY, &id, &token).await;
+    assert_eq!(statuses(&r.body), ["committed", "committed"], "{}", r.text);
+
+    let ada = Console::sign_in(&server, "ada").await;
+    let r = send(ada.authed(Method::GET, "/admin/loop")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let row = crate::human_loop::row_of(&r.text, &today);
+    assert_eq!(crate::human_loop::cell(row, "approvals"), "1", "one batch, one approval: {row}");
+    let times = &r.text[r.text.find(r#"id="decision-times""#).expect("the decision chart")..];
+    let label = times.split('>').next().unwrap();
+    assert!(label.contains(r#"aria-label="api: median "#), "ben approved through the console's JSON API: {label}");
+    assert!(!label.contains("batch:"), "the lines' copies are not decisions: {label}");
+}

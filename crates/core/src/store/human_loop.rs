@@ -28,13 +28,22 @@ pub struct Noticed {
     pub created_at: DateTime<Utc>,
 }
 
-/// People's decisions (not policy's) on the tenant's proposals since `since`.
+/// People's decisions (not policy's) on the tenant's proposals and batches since `since`.
 pub async fn decisions_since(pool: &Pool, tenant: &str, since: DateTime<Utc>) -> Result<Vec<Decided>> {
+    // A batch is decided once, by its approvers; its lines' approvals are
+    // that decision copied onto each line's proposal at commit (`via:
+    // batch`), not decisions of their own.
     let rows = query(
         "SELECT a.via, a.decision, a.at, p.created_at
          FROM approvals a JOIN proposals p ON p.id = a.proposal_id
-         WHERE p.tenant_id = ? AND a.at >= ? AND a.via <> 'policy'",
+         WHERE p.tenant_id = ? AND a.at >= ? AND a.via NOT IN ('policy', 'batch')
+         UNION ALL
+         SELECT a.via, a.decision, a.at, b.created_at
+         FROM batch_approvals a JOIN batches b ON b.id = a.batch_id
+         WHERE b.tenant_id = ? AND a.at >= ?",
     )
+    .bind(tenant)
+    .bind(ts(since))
     .bind(tenant)
     .bind(ts(since))
     .fetch_all(pool)
