@@ -8,7 +8,7 @@ bench: ## build release and run the benchmark suite (docs/BENCHMARKS.md)
 	scripts/bench.sh suite
 bench-hydrate: ## the queue's cold load in Chromium, 10 Mbit/s 40 ms, CPU x4, release build
 	scripts/bench.sh hydrate
-bench-pg: ## the same, intake and poll on PostgreSQL with two instances (a throwaway durable cluster)
+bench-pg: ## intake, poll and scale-out on PostgreSQL with one and two instances (a throwaway durable cluster)
 	scripts/bench.sh pg
 soak:  ## build release and run the 10-minute soak test (docs/BENCHMARKS.md)
 	scripts/bench.sh soak --minutes 10

@@ -6,7 +6,7 @@
 #   scripts/bench.sh suite --only poll,queue  # some of them
 #   scripts/bench.sh soak --minutes 10        # the soak test (make soak: 10 minutes)
 #   scripts/bench.sh hydrate [runs]           # the queue's cold load, slow link, CPU x4 (make bench-hydrate)
-#   scripts/bench.sh pg                       # intake and poll on PostgreSQL, two instances
+#   scripts/bench.sh pg                       # intake, poll and scale-out on PostgreSQL, two instances
 #                                             # (a durable throwaway cluster, make bench-pg)
 # Scratch databases and logs go to data/bench/ (emptied per benchmark).
 set -euo pipefail
@@ -34,7 +34,7 @@ if [ "$1" = pg ]; then
   pg_dir=$(mktemp -d -t countersign-bench-pg.XXXXXX)
   trap 'scripts/pg.sh stop "$pg_dir"' EXIT
   url=$(scripts/pg.sh start "$pg_dir" --durable)
-  set -- suite --postgres "$url" --only pg-intake,pg-poll "$@"
+  set -- suite --postgres "$url" --only pg-intake,pg-poll,pg-scale "$@"
   printf '\n==> countersign-bench %s\n' "$*"
   "$CARGO_TARGET_DIR/release/countersign-bench" --site-root target/site "$@"
   exit

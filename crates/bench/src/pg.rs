@@ -9,6 +9,13 @@
 //!   transaction, from as many connections as the client has.
 //! - **pg-poll**: the same requests as `poll`, against the same baseline
 //!   server (`countersign-bench baseline`).
+//! - **pg-scale**: the same requests as `intake`, each instance held to a
+//!   share of a core (`--instance-cpus`, a cgroup's CPU quota) as if it ran
+//!   on a machine of its own, the database not: two instances against one.
+//!   On one machine the unconfined instances share its cores with the
+//!   database, so a second one adds no CPU to use; held to a quota, what a
+//!   second instance adds shows whether the instances wait on each other
+//!   (docs/BENCHMARKS.md, "PostgreSQL, one and two instances").
 //!
 //! Run with a durable cluster (`scripts/pg.sh start DIR --durable`, as
 //! `scripts/bench.sh pg` does): the test cluster skips fsync.
@@ -32,6 +39,8 @@ use crate::suite::{Figure, LoadArgs};
 pub struct Deployment {
     pub dir: ServerDir,
     pub instances: Vec<Proc>,
+    /// Each instance's CPU quota, when held to one (pg-scale).
+    budgets: Vec<CpuBudget>,
     admin: PgPool,
     database: String,
     pub url: String,
@@ -63,7 +72,15 @@ impl Deployment {
         for p in &procs {
             println!("  instance: countersign serve (pid {}) on {}", p.pid, p.url);
         }
-        Ok(Deployment { dir, instances: procs, admin, database, url })
+        Ok(Deployment { dir, instances: procs, budgets: Vec::new(), admin, database, url })
+    }
+
+    /// Holds each instance to `cores` of CPU from now on.
+    pub fn confine(&mut self, cores: f64) -> anyhow::Result<()> {
+        for p in &self.instances {
+            self.budgets.push(CpuBudget::hold(p.pid, cores)?);
+        }
+        Ok(())
     }
 
     pub fn addrs(&self) -> Vec<SocketAddr> {
@@ -75,6 +92,8 @@ impl Deployment {
         for p in self.instances.drain(..) {
             p.stop().await;
         }
+        // Empty now: the cgroups can go.
+        self.budgets.clear();
     }
 
     pub async fn drop_database(mut self) -> anyhow::Result<()> {
@@ -173,6 +192,92 @@ pub async fn poll(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Result
         50.0,
         [base, one, two],
     )])
+}
+
+/// pg-scale: intake on one instance and on two, each held to `cores` of
+/// CPU; met when two instances take at least 1.6 times what one takes.
+pub async fn scale(env: &Env, load: &LoadArgs, admin_url: &str, cores: f64) -> anyhow::Result<Vec<Figure>> {
+    anyhow::ensure!(cores > 0.0, "--instance-cpus must be more than 0 (cores per instance)");
+    let mut d = Deployment::start(env, "pg-scale", admin_url, "", 2).await?;
+    d.confine(cores)?;
+    println!("  each instance held to {cores} cores (cgroup CPU quota); the database and the client are not");
+    let auth: Arc<str> = format!("Bearer {AGENT_KEY}").into();
+    let addrs = d.addrs();
+    let intake = |round: u32, on: Vec<SocketAddr>| {
+        let auth = auth.clone();
+        let spec = load.spec(on[0]);
+        let tag = on.len();
+        closed_loop_spread(on, spec, 201, move |addr, w, seq| {
+            let body = transfer(&format!("pg-scale-{tag}-{round}-{w}-{seq}"), 25_000, PAYEE, SOURCE);
+            post_json(addr, "/api/v1/proposals", &[("authorization", &auth)], body.to_string().into_bytes())
+        })
+    };
+    let (mut one, mut two) = (Vec::new(), Vec::new());
+    for round in 1..=load.rounds.max(1) {
+        let o = intake(round, addrs[..1].to_vec()).await?;
+        let t = intake(round, addrs.clone()).await?;
+        println!("  round {round}: one instance {}, two instances {}", o.short(), t.short());
+        one.push(o);
+        two.push(t);
+    }
+    d.drop_database().await?;
+    let (one, two) = (LoadReport::merge(one), LoadReport::merge(two));
+    println!("  one instance:  {one}");
+    println!("  two instances: {two}");
+    let times = two.per_sec() / one.per_sec().max(1.0);
+    Ok(vec![Figure::new(
+        "intake scale-out, PostgreSQL",
+        format!(
+            "two instances {:.0} proposals/s = {times:.2}x one instance's {:.0}, each held to {cores} cores",
+            two.per_sec(),
+            one.per_sec()
+        ),
+        "two instances ≥ 1.6x one",
+        times >= 1.6 && one.failed == 0 && two.failed == 0,
+    )])
+}
+
+/// A cgroup holding one process to a share of the CPU (cgroup v2's
+/// `cpu.max`, or v1's CFS quota); removed when dropped, once the process
+/// has left it. Needs a writable cgroup file system (root, or a delegated
+/// subtree).
+struct CpuBudget {
+    dir: std::path::PathBuf,
+}
+
+impl CpuBudget {
+    const PERIOD_US: u64 = 100_000;
+
+    fn hold(pid: u32, cores: f64) -> anyhow::Result<CpuBudget> {
+        let root = std::path::Path::new("/sys/fs/cgroup");
+        let v2 = root.join("cgroup.controllers").exists();
+        let parent = if v2 { root.to_path_buf() } else { root.join("cpu") };
+        let dir = parent.join(format!("countersign-bench-{pid}"));
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("creating {} (a CPU quota needs a writable cgroup file system)", dir.display()))?;
+        let budget = CpuBudget { dir };
+        let quota = ((cores * Self::PERIOD_US as f64) as u64).max(1_000);
+        if v2 {
+            budget.write("cpu.max", &format!("{quota} {}", Self::PERIOD_US))?;
+        } else {
+            budget.write("cpu.cfs_period_us", &Self::PERIOD_US.to_string())?;
+            budget.write("cpu.cfs_quota_us", &quota.to_string())?;
+        }
+        // Every thread of the process moves with it.
+        budget.write("cgroup.procs", &pid.to_string())?;
+        Ok(budget)
+    }
+
+    fn write(&self, file: &str, value: &str) -> anyhow::Result<()> {
+        let path = self.dir.join(file);
+        std::fs::write(&path, value).with_context(|| format!("writing {value:?} to {}", path.display()))
+    }
+}
+
+impl Drop for CpuBudget {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }
 
 /// The figure of a benchmark's rounds (`[baseline, one instance, two

@@ -12,19 +12,23 @@ use crate::stats::LoadSpec;
 pub const ALL: [&str; 10] =
     ["poll", "intake", "commit", "commit-stripe", "commit-bank", "longpoll", "queue", "wasm", "notify", "backtest"];
 /// The PostgreSQL benchmarks, run after those when `--postgres` is given.
-pub const ON_POSTGRES: [&str; 2] = ["pg-intake", "pg-poll"];
+pub const ON_POSTGRES: [&str; 3] = ["pg-intake", "pg-poll", "pg-scale"];
 
 #[derive(Args, Debug, Clone)]
 pub struct SuiteArgs {
     /// Only these benchmarks (comma-separated): poll, intake, commit, commit-stripe, commit-bank,
     /// longpoll, queue, wasm, notify, backtest,
-    /// and with `--postgres` pg-intake, pg-poll.
+    /// and with `--postgres` pg-intake, pg-poll, pg-scale.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// A PostgreSQL server (`postgres://…/DB`, DB used to create one fresh
-    /// database per benchmark): adds pg-intake and pg-poll, two instances each.
+    /// database per benchmark): adds pg-intake, pg-poll and pg-scale, two instances each.
     #[arg(long)]
     pub postgres: Option<String>,
+    /// pg-scale: the CPU each instance may use, in cores (a cgroup's quota),
+    /// as if each ran on a machine of its own.
+    #[arg(long, default_value_t = 0.25)]
+    pub instance_cpus: f64,
     #[command(flatten)]
     pub load: LoadArgs,
     /// Commits measured by `commit` (after 20 warm-up commits).
@@ -102,7 +106,7 @@ pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
                 known.contains(&name.as_str()),
                 "unknown benchmark `{name}` (one of {}{})",
                 known.join(", "),
-                if args.postgres.is_none() { "; pg-intake and pg-poll need --postgres" } else { "" }
+                if args.postgres.is_none() { "; pg-intake, pg-poll and pg-scale need --postgres" } else { "" }
             );
         }
         known.iter().copied().filter(|b| args.only.iter().any(|o| o == b)).collect()
@@ -149,6 +153,7 @@ pub async fn run(env: &Env, args: &SuiteArgs) -> anyhow::Result<i32> {
             "backtest" => crate::backtest::run(env, args.proposals).await,
             "pg-intake" => crate::pg::intake(env, &args.load, postgres).await,
             "pg-poll" => crate::pg::poll(env, &args.load, postgres).await,
+            "pg-scale" => crate::pg::scale(env, &args.load, postgres, args.instance_cpus).await,
             _ => unreachable!("checked above"),
         };
         match result {
@@ -180,6 +185,7 @@ fn bench_name(bench: &str) -> &'static str {
         "backtest" => "policy backtest, 100k recorded proposals (CLI, start to exit)",
         "pg-intake" => "intake throughput, PostgreSQL",
         "pg-poll" => "status poll throughput, PostgreSQL",
+        "pg-scale" => "intake scale-out, PostgreSQL",
         _ => "release hydrate wasm size",
     }
 }
