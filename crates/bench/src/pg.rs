@@ -199,7 +199,11 @@ pub async fn poll(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Result
 pub async fn scale(env: &Env, load: &LoadArgs, admin_url: &str, cores: f64) -> anyhow::Result<Vec<Figure>> {
     anyhow::ensure!(cores > 0.0, "--instance-cpus must be more than 0 (cores per instance)");
     let mut d = Deployment::start(env, "pg-scale", admin_url, "", 2).await?;
-    d.confine(cores)?;
+    if let Err(e) = d.confine(cores) {
+        // Nothing measured: the instances and their database go.
+        d.drop_database().await?;
+        return Err(e);
+    }
     println!("  each instance held to {cores} cores (cgroup CPU quota); the database and the client are not");
     let auth: Arc<str> = format!("Bearer {AGENT_KEY}").into();
     let addrs = d.addrs();
