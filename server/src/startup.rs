@@ -131,11 +131,17 @@ impl Bound {
         let Bound { listener, state, trigger, tasks, simulator, .. } = self;
         let db = state.db.clone();
         let app = crate::http::app(state);
-        crate::http::connections::serve(listener, app, async move {
-            stop.await;
-            tracing::info!("shutting down: finishing in-flight requests");
-            trigger.fire();
-        })
+        crate::http::connections::serve(
+            listener,
+            app,
+            async move {
+                stop.await;
+                tracing::info!("shutting down: finishing in-flight requests");
+            },
+            // After the connections know of the drain: a long-poll woken
+            // here is answered with `connection: close`.
+            move || trigger.fire(),
+        )
         .await;
         for task in tasks {
             let _ = task.await;

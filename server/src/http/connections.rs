@@ -30,8 +30,15 @@ const PREFACE_PATIENCE: Duration = Duration::from_secs(5);
 /// Serves `app` on `listener` until `stop` resolves, then stops accepting
 /// and waits for every connection to finish: an HTTP/1.1 connection after
 /// its request in flight, an HTTP/2 one after its open streams (GOAWAY).
-pub async fn serve<S>(listener: TcpListener, app: S, stop: impl std::future::Future<Output = ()>)
-where
+/// `draining` runs once every connection has been told of the drain, so
+/// what it wakes (held long-polls) is answered as part of it, with
+/// `connection: close`.
+pub async fn serve<S>(
+    listener: TcpListener,
+    app: S,
+    stop: impl std::future::Future<Output = ()>,
+    draining: impl FnOnce(),
+) where
     S: tower::Service<axum::extract::Request, Response = axum::response::Response, Error = Infallible>
         + Clone
         + Send
@@ -84,6 +91,7 @@ where
     }
     drop(listener);
     let _ = closing.send(());
+    draining();
     graceful.shutdown().await;
 }
 
@@ -171,9 +179,14 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, app, async {
-            let _ = stopped.await;
-        }));
+        let server = tokio::spawn(serve(
+            listener,
+            app,
+            async {
+                let _ = stopped.await;
+            },
+            || {},
+        ));
         let _silent = TcpStream::connect(addr).await.unwrap();
         let mut busy = TcpStream::connect(addr).await.unwrap();
         busy.write_all(b"GET /slow HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();

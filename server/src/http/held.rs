@@ -410,9 +410,14 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(super::super::connections::serve(listener, app(dropped), async {
-            let _ = stopped.await;
-        }));
+        let server = tokio::spawn(super::super::connections::serve(
+            listener,
+            app(dropped),
+            async {
+                let _ = stopped.await;
+            },
+            || {},
+        ));
         (addr, stop, server)
     }
 
@@ -567,6 +572,44 @@ mod tests {
         held.read_to_string(&mut answer).await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 200 OK") && answer.contains("connection: close\r\n"), "{answer}");
         assert_eq!(idle.read(&mut buf).await.unwrap(), 0, "the idle connection is closed");
+    }
+
+    /// What the server's shutdown does: the drain's own wake-up answers the
+    /// held poll (a 304 at once), and that answer must still say the
+    /// connection ends.
+    #[tokio::test]
+    async fn a_poll_woken_by_the_drain_itself_is_answered_with_connection_close() {
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let waiting = wake.clone();
+        let app = axum::Router::new().route(
+            "/api/v1/proposals/{id}",
+            axum::routing::get(move || {
+                let waiting = waiting.clone();
+                async move {
+                    waiting.notified().await;
+                    StatusCode::NOT_MODIFIED
+                }
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(super::super::connections::serve(
+            listener,
+            app,
+            async {
+                let _ = stopped.await;
+            },
+            move || wake.notify_waiters(),
+        ));
+        let mut held = TcpStream::connect(addr).await.unwrap();
+        held.write_all(b"GET /api/v1/proposals/a?wait=5 HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), server).await.expect("the drain ends").unwrap();
+        let mut answer = String::new();
+        held.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 304") && answer.contains("connection: close\r\n"), "{answer}");
     }
 
     #[test]
