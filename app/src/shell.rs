@@ -7,19 +7,67 @@ use leptos_router::{
 
 use crate::api::load_waiting_count;
 use crate::components::CsrfField;
+use crate::pages::{admin::AdminPage, home::HomePage, operations::OperationsPage, proposal::ProposalPage};
+// The server-only pages: the real ones on the server; in the browser, a
+// link to one loads it from the server (`FullLoad`), so their code is not
+// in the wasm.
+#[cfg(feature = "ssr")]
 use crate::pages::{
     account::AccountPage,
-    admin::AdminPage,
     approve::ApprovePage,
     batch::{BatchPage, BatchesPage},
     bulk::BulkDecisionPage,
-    home::HomePage,
     human_loop::HumanLoopPage,
     login::LoginPage,
-    operations::{OperationsPage, ResolveOperationPage},
-    proposal::ProposalPage,
+    operations::ResolveOperationPage,
+    policy::PolicyPage,
 };
+#[cfg(not(feature = "ssr"))]
+use in_browser::*;
+#[cfg(not(feature = "ssr"))]
+mod in_browser {
+    pub(super) use super::FullLoad as AccountPage;
+    pub(super) use super::FullLoad as ApprovePage;
+    pub(super) use super::FullLoad as BatchPage;
+    pub(super) use super::FullLoad as BatchesPage;
+    pub(super) use super::FullLoad as BulkDecisionPage;
+    pub(super) use super::FullLoad as HumanLoopPage;
+    pub(super) use super::FullLoad as LoginPage;
+    pub(super) use super::FullLoad as PolicyPage;
+    pub(super) use super::FullLoad as ResolveOperationPage;
+}
 use crate::views::Viewer;
+
+/// The pages sent without the console's WebAssembly: nothing on them
+/// changes after it is rendered (no live refresh, no preview as one
+/// types), so links and form posts are all they need, and the wasm that
+/// every page would otherwise carry is smaller by their code
+/// (docs/DECISIONS.md, "Pages that change nothing in the browser are
+/// server-only"). Route patterns of `App`; `:name` is one segment.
+pub const SERVER_ONLY: [&str; 9] = [
+    "/login",
+    "/proposals/:id/approve",
+    "/bulk",
+    "/batches",
+    "/batches/:id",
+    "/operations/:id/resolve",
+    "/account",
+    "/admin/loop",
+    "/admin/policy",
+];
+
+/// Whether the page at `path` is one of [`SERVER_ONLY`].
+pub fn server_only(path: &str) -> bool {
+    let path = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
+    SERVER_ONLY.iter().any(|pattern| {
+        let mut segments = path.split('/');
+        pattern.split('/').all(|want| match segments.next() {
+            Some(got) if want.starts_with(':') => !got.is_empty(),
+            Some(got) => got == want,
+            None => false,
+        }) && segments.next().is_none()
+    })
+}
 
 /// The script policy: only our own files and the hydration script carrying
 /// this response's nonce; WebAssembly may compile, nothing may `eval`.
@@ -39,6 +87,11 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             response.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
         }
     }
+    // A server-only page loads no wasm: nothing on it would hydrate.
+    #[cfg(feature = "ssr")]
+    let hydrate = use_context::<http::request::Parts>().is_none_or(|parts| !server_only(parts.uri.path()));
+    #[cfg(not(feature = "ssr"))]
+    let hydrate = true;
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -61,7 +114,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 {use_context::<Viewer>().map(|v| view! {
                     <meta name="countersign-idle-secs" content=v.idle_timeout_secs.to_string()/>
                 })}
-                <HydrationScripts options/>
+                {hydrate.then(|| view! { <HydrationScripts options/> })}
                 <MetaTags/>
             </head>
             <body>
@@ -141,11 +194,26 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin") view=AdminPage ssr=SsrMode::Async/>
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/loop") view=HumanLoopPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/policy") view=crate::pages::policy::PolicyPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/policy") view=PolicyPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>
     }
+}
+
+/// In the browser, a server-only page reached through the app's router (a
+/// link on a hydrated page): the server renders it, so load it from there.
+#[cfg(not(feature = "ssr"))]
+#[component]
+fn FullLoad() -> impl IntoView {
+    let url = leptos_router::hooks::use_url().get_untracked();
+    let search = if url.search().is_empty() { String::new() } else { format!("?{}", url.search()) };
+    let hash = match url.hash() {
+        "" => String::new(),
+        h if h.starts_with('#') => h.to_owned(),
+        h => format!("#{h}"),
+    };
+    let _ = window().location().assign(&format!("{}{search}{hash}", url.path()));
 }
 
 #[component]
@@ -179,5 +247,60 @@ fn TopBar(viewer: Option<Viewer>) -> impl IntoView {
             <a class="brand" href="/">"Countersign"</a>
             {who}
         </header>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_only_matches_its_routes_whole_and_nothing_else() {
+        for path in [
+            "/login",
+            "/login/",
+            "/proposals/prop_1/approve",
+            "/bulk",
+            "/batches",
+            "/batches/bat_1",
+            "/operations/op_1/resolve",
+            "/account",
+            "/admin/loop",
+            "/admin/policy",
+        ] {
+            assert!(server_only(path), "{path}");
+        }
+        for path in [
+            "/",
+            "",
+            "/proposals/prop_1",
+            "/proposals//approve",
+            "/operations",
+            "/admin",
+            "/admin/loopy",
+            "/batches/bat_1/lines",
+            "/login/x",
+            "/accounts",
+        ] {
+            assert!(!server_only(path), "{path}");
+        }
+    }
+
+    /// Each server-only pattern is one of the app's routes, as the router
+    /// writes it, so a renamed route cannot silently start hydrating.
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn every_server_only_pattern_is_a_route_of_the_app() {
+        let routes: Vec<String> =
+            leptos_axum::generate_route_list(App).into_iter().map(|r| r.path().to_owned()).collect();
+        for pattern in SERVER_ONLY {
+            // axum's spelling of a parameter: `{id}` for `:id`.
+            let axum: Vec<String> = pattern
+                .split('/')
+                .map(|s| s.strip_prefix(':').map_or_else(|| s.to_owned(), |name| format!("{{{name}}}")))
+                .collect();
+            let axum = axum.join("/");
+            assert!(routes.contains(&axum), "{axum} in {routes:?}");
+        }
     }
 }

@@ -146,6 +146,43 @@ async fn html_pages_allow_their_scripts_by_a_fresh_nonce() {
     }
 }
 
+/// Whether a page loads the console's wasm (the hydration script and its preloads).
+fn loads_the_wasm(r: &Reply) -> bool {
+    r.text.contains("countersign.js") || r.text.contains("countersign.wasm")
+}
+
+#[tokio::test]
+async fn server_only_pages_load_no_wasm_and_the_others_do() {
+    let server = TestServer::start().await;
+    let login = send(http_client().get(server.url("/login"))).await;
+    assert_eq!(login.status, 200, "{}", login.text);
+    assert!(!loads_the_wasm(&login), "the sign-in page is server-only: {}", login.text);
+    assert!(login.text.contains("/passkeys.js"), "its plain scripts stay: {}", login.text);
+    page_nonce("/login", &login);
+
+    // An approver who is also an admin sees every page.
+    let gus = Console::sign_in(&server, "gus").await;
+    let id = pending(&server).await;
+    for path in [
+        "/account".to_owned(),
+        "/batches".to_owned(),
+        "/bulk?status=pending".to_owned(),
+        "/admin/loop".to_owned(),
+        "/admin/policy".to_owned(),
+        format!("/proposals/{id}/approve"),
+    ] {
+        let r = send(gus.bare(Method::GET, &path)).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        assert!(!loads_the_wasm(&r), "{path} is server-only: {}", r.text);
+        assert!(r.text.contains("<main>"), "{path} is the console's page, rendered whole: {}", r.text);
+    }
+    for path in ["/".to_owned(), format!("/proposals/{id}"), "/operations".to_owned(), "/admin".to_owned()] {
+        let r = send(gus.bare(Method::GET, &path)).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        assert!(loads_the_wasm(&r), "{path} hydrates: {}", r.text);
+    }
+}
+
 #[tokio::test]
 async fn asset_requests_never_touch_the_session() {
     // A signed-in browser sends its cookie with every script and wasm request;
@@ -234,7 +271,8 @@ async fn pages_link_assets_by_a_content_version_cached_for_a_year() {
     std::fs::write(site.join("pkg/countersign.js"), "export default 1;\n").unwrap();
     std::fs::write(site.join("pkg/countersign.css"), "body{}\n").unwrap();
     let server = scratch.serve(&[("COUNTERSIGN_SITE_ROOT", site.to_str().unwrap())]).await;
-    let page = send(server.client.get(server.url("/login"))).await;
+    // The signed-out welcome: a page that hydrates, so it links the script too.
+    let page = send(server.client.get(server.url("/"))).await;
     let start = page.text.find("/pkg/").expect("an asset link");
     let version: String = page.text[start + 5..].chars().take_while(|c| c.is_ascii_hexdigit()).collect();
     assert_eq!(version.len(), 12, "{}", &page.text[start..start + 40]);
