@@ -160,18 +160,18 @@ async fn server_only_pages_load_no_wasm_and_the_others_do() {
     assert!(login.text.contains("/passkeys.js"), "its plain scripts stay: {}", login.text);
     page_nonce("/login", &login);
 
-    // An approver who is also an admin sees every page.
-    let gus = Console::sign_in(&server, "gus").await;
+    // An admin's pages, and an approver's confirmation of a payment within her limit.
+    let (gus, ana) = (Console::sign_in(&server, "gus").await, Console::sign_in(&server, "ana").await);
     let id = pending(&server).await;
-    for path in [
-        "/account".to_owned(),
-        "/batches".to_owned(),
-        "/bulk?status=pending".to_owned(),
-        "/admin/loop".to_owned(),
-        "/admin/policy".to_owned(),
-        format!("/proposals/{id}/approve"),
+    for (who, path) in [
+        (&gus, "/account".to_owned()),
+        (&gus, "/batches".to_owned()),
+        (&gus, "/bulk?status=pending".to_owned()),
+        (&gus, "/admin/loop".to_owned()),
+        (&gus, "/admin/policy".to_owned()),
+        (&ana, format!("/proposals/{id}/approve")),
     ] {
-        let r = send(gus.bare(Method::GET, &path)).await;
+        let r = send(who.bare(Method::GET, &path)).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text);
         assert!(!loads_the_wasm(&r), "{path} is server-only: {}", r.text);
         assert!(r.text.contains("<main>"), "{path} is the console's page, rendered whole: {}", r.text);
