@@ -104,19 +104,23 @@ impl Deployment {
     }
 }
 
+/// One closed-loop round of proposals spread over the instances `on`, each
+/// in a run of its own named from `prefix`, the round and the instance count.
+async fn proposals(load: &LoadArgs, prefix: &str, round: u32, on: Vec<SocketAddr>) -> anyhow::Result<LoadReport> {
+    let auth: Arc<str> = format!("Bearer {AGENT_KEY}").into();
+    let spec = load.spec(on[0]);
+    let run = format!("{prefix}-{}-{round}", on.len());
+    closed_loop_spread(on, spec, 201, move |addr, w, seq| {
+        let body = transfer(&format!("{run}-{w}-{seq}"), 25_000, PAYEE, SOURCE);
+        post_json(addr, "/api/v1/proposals", &[("authorization", &auth)], body.to_string().into_bytes())
+    })
+    .await
+}
+
 pub async fn intake(env: &Env, load: &LoadArgs, admin_url: &str) -> anyhow::Result<Vec<Figure>> {
     let d = Deployment::start(env, "pg-intake", admin_url, "", 2).await?;
-    let auth: Arc<str> = format!("Bearer {AGENT_KEY}").into();
     let addrs = d.addrs();
-    let intake = |round: u32, on: Vec<SocketAddr>| {
-        let auth = auth.clone();
-        let spec = load.spec(on[0]);
-        let tag = on.len();
-        closed_loop_spread(on, spec, 201, move |addr, w, seq| {
-            let body = transfer(&format!("pg-intake-{tag}-{round}-{w}-{seq}"), 25_000, PAYEE, SOURCE);
-            post_json(addr, "/api/v1/proposals", &[("authorization", &auth)], body.to_string().into_bytes())
-        })
-    };
+    let intake = |round: u32, on: Vec<SocketAddr>| proposals(load, "pg-intake", round, on);
     // A first round tells the size of what the server stores per proposal.
     let mut two = vec![intake(0, addrs.clone()).await?];
     let pool = PgPoolOptions::new().max_connections(load.connections as u32 + 1).connect(&d.url).await?;
@@ -205,17 +209,8 @@ pub async fn scale(env: &Env, load: &LoadArgs, admin_url: &str, cores: f64) -> a
         return Err(e);
     }
     println!("  each instance held to {cores} cores (cgroup CPU quota); the database and the client are not");
-    let auth: Arc<str> = format!("Bearer {AGENT_KEY}").into();
     let addrs = d.addrs();
-    let intake = |round: u32, on: Vec<SocketAddr>| {
-        let auth = auth.clone();
-        let spec = load.spec(on[0]);
-        let tag = on.len();
-        closed_loop_spread(on, spec, 201, move |addr, w, seq| {
-            let body = transfer(&format!("pg-scale-{tag}-{round}-{w}-{seq}"), 25_000, PAYEE, SOURCE);
-            post_json(addr, "/api/v1/proposals", &[("authorization", &auth)], body.to_string().into_bytes())
-        })
-    };
+    let intake = |round: u32, on: Vec<SocketAddr>| proposals(load, "pg-scale", round, on);
     let (mut one, mut two) = (Vec::new(), Vec::new());
     for round in 1..=load.rounds.max(1) {
         let o = intake(round, addrs[..1].to_vec()).await?;

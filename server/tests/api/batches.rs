@@ -163,8 +163,14 @@ async fn a_batch_holds_back_the_lines_that_fail_their_checks_and_totals_the_rest
     let trail = serde_json::to_string(&created).unwrap();
     assert!(!trail.contains(ACME_PAYEE) && !trail.contains(ACME_SOURCE), "{trail}");
 
-    // No line passes: refused, nothing stored but the audit entry.
-    let r = propose(&server, &batch(vec![line(0, ACME_PAYEE, "Z-1")])).await;
+    // No line passes, every one malformed: bad input, 422 naming each line, nothing kept.
+    let r = propose(&server, &batch(vec![line(0, ACME_PAYEE, "Z-1"), json!("not a line")])).await;
+    r.assert_error(422, "validation_failed");
+    assert_eq!(r.detail_fields(), ["lines[0]", "lines[1]"].iter().map(|s| s.to_string()).collect());
+    assert!(r.text.contains("Line 2: A line must be a JSON object."), "{}", r.text);
+    assert!(server.audit_actions_where("batch.denied").await.is_empty());
+    // No line passes, one refused by a check: an outcome, 403, nothing stored but the audit entry.
+    let r = propose(&server, &batch(vec![line(0, ACME_PAYEE, "Z-1"), line(1_000, "ba_nobody000001", "Z-2")])).await;
     r.assert_error(403, "policy_denied");
     assert_eq!(server.audit_actions_where("batch.denied").await.len(), 1);
     // The envelope itself: every bad field named.
@@ -573,4 +579,41 @@ async fn the_human_loop_counts_a_batch_decision_once_and_not_its_lines() {
     let label = times.split('>').next().unwrap();
     assert!(label.contains(r#"aria-label="api: median "#), "ben approved through the console's JSON API: {label}");
     assert!(!label.contains("batch:"), "the lines' copies are not decisions: {label}");
+}
+
+/// The value of one sample in a Prometheus exposition (0 when absent).
+fn sample(exposition: &str, name_and_labels: &str) -> f64 {
+    exposition.lines().find_map(|l| l.strip_prefix(name_and_labels)?.trim().parse().ok()).unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_batch_decision_counts_once_in_the_decision_metrics() {
+    const TOKEN: &str = "scrape-me-0123456789";
+    let scratch = Scratch::with_fixture(&format!("[metrics]\nbearer_token = \"{TOKEN}\"\n"));
+    scratch.apply_fixture().await;
+    // A process of its own: the metrics recorder is per process.
+    let server = scratch.serve(&[]).await;
+    let scrape = || async { send(server.client.get(server.url("/metrics")).bearer_auth(TOKEN)).await.text };
+    let approvals = r#"countersign_decisions_total{channel="api",verdict="approve"}"#;
+    let rejections = r#"countersign_decisions_total{channel="api",verdict="reject"}"#;
+    let delays = r#"countersign_decision_delay_seconds_count{channel="api"}"#;
+    let before = scrape().await;
+
+    let lines = || vec![line(15_000, ACME_PAYEE, &fresh_run()), line(7_500, ACME_TRUSTED_PAYEE, &fresh_run())];
+    let (paid, refused) = (proposed(&server, &batch(lines())).await, proposed(&server, &batch(lines())).await);
+    let ben = Console::sign_in(&server, "ben").await;
+    let r = approve(&ben, paid["id"].as_str().unwrap(), paid["batch_hash"].as_str().unwrap()).await;
+    assert_eq!(r.body["status"], "approved", "{}", r.text);
+    let body = json!({"decision": "reject", "reason": "not this week"});
+    let path = format!("/api/v1/console/batches/{}/approvals", refused["id"].as_str().unwrap());
+    let r = send(ben.authed(Method::POST, &path).json(&body)).await;
+    assert_eq!(r.body["status"], "rejected", "{}", r.text);
+    // A refused decision (the batch is decided already) is no decision.
+    let r = approve(&ben, paid["id"].as_str().unwrap(), paid["batch_hash"].as_str().unwrap()).await;
+    assert_ne!(r.status, 200, "{}", r.text);
+
+    let after = scrape().await;
+    assert_eq!(sample(&after, approvals) - sample(&before, approvals), 1.0, "one batch, two lines: {after}");
+    assert_eq!(sample(&after, rejections) - sample(&before, rejections), 1.0, "{after}");
+    assert_eq!(sample(&after, delays) - sample(&before, delays), 2.0, "{after}");
 }

@@ -29,7 +29,8 @@ pub async fn use_case<T, E>(name: &'static str, work: impl Future<Output = Resul
 
 /// Proposals created, by the status they were created in.
 pub const PROPOSALS: &str = "countersign_proposals_total";
-/// Decisions recorded, by channel (`console`, `api`, `slack`, …) and verdict.
+/// Decisions recorded, by channel (`console`, `api`, `slack`, …) and verdict;
+/// a batch's decision is one (never one per line).
 pub const DECISIONS: &str = "countersign_decisions_total";
 /// Commits answered, by outcome: the payment's status after the commit,
 /// or `refused`.
@@ -51,7 +52,7 @@ pub const TOKENS_EXPIRED_UNUSED: &str = "countersign_approval_tokens_expired_unu
 /// slack; not the reminders before expiry).
 pub const NOTIFICATION_DELAY: &str = "countersign_notification_delay_seconds";
 
-/// Proposal created → a person's decision, by channel.
+/// Proposal (or batch) created → a person's decision, by channel.
 pub const DECISION_DELAY: &str = "countersign_decision_delay_seconds";
 
 /// A person decided (`channel`: console, slack…) `took` after the proposal was created.

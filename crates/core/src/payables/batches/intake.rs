@@ -193,9 +193,26 @@ async fn invoice_twins(state: &impl Store, agent: &AgentPrincipal, read: &mut [R
     Ok(())
 }
 
+/// When every line was held back for its shape alone (none refused by a
+/// check): each line's field error, `lines[i]` for the line at index `i`.
+fn all_malformed(read: &[Read]) -> Option<Vec<FieldError>> {
+    read.iter()
+        .map(|r| {
+            let Read::Held(h) = r else { return None };
+            let why: Vec<LineReason> = h.held_reasons.as_deref().and_then(|r| serde_json::from_str(r).ok())?;
+            if why.is_empty() || why.iter().any(|w| w.rule != "validation_failed") {
+                return None;
+            }
+            let message = why.iter().map(|w| w.message.as_str()).collect::<Vec<_>>().join("; ");
+            Some(field(format!("lines[{}]", h.line - 1), "invalid_value", format!("Line {}: {message}", h.line)))
+        })
+        .collect()
+}
+
 /// Proposes a batch: every line checked, the failing ones held back, the
 /// batch stored pending approval (or the same batch of this run returned).
-/// Refused (403, nothing stored but the audit entry) when no line passes.
+/// Refused when no line passes: 422 when every line is malformed (nothing
+/// stored), else 403 (nothing stored but the audit entry).
 pub async fn propose(
     state: &(impl Store + Config + Notifier),
     agent: &AgentPrincipal,
@@ -227,6 +244,10 @@ pub async fn propose(
         .collect();
     let body_hash = digest(body);
     if included.is_empty() {
+        if let Some(errors) = all_malformed(&read) {
+            // Bad input, not an outcome: 422, kept nowhere (as for one proposal).
+            return Err(BatchError::Validation(errors));
+        }
         let reasons: Vec<Reason> = read
             .iter()
             .filter_map(|r| match r {

@@ -99,7 +99,8 @@ fn entry(batch: &BatchRow, actor: String, action: &str, data: serde_json::Value)
 }
 
 /// A person's decision on a batch: approve it (naming `seen`, the batch
-/// hash they reviewed) or reject it with a reason.
+/// hash they reviewed) or reject it with a reason. Counted in the decision
+/// metrics as one decision, as the human loop counts it.
 pub async fn decide(
     state: &(impl Store + Config + Keys + Notifier),
     approver: &Approver,
@@ -108,6 +109,28 @@ pub async fn decide(
     seen: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<BatchView, BatchError> {
+    let verdict_name = match verdict {
+        Verdict::Approve => "approve",
+        Verdict::Reject { .. } => "reject",
+    };
+    let result =
+        crate::platform::metrics::use_case("decide_batch", decide_inner(state, approver, id, verdict, seen, now)).await;
+    if let Ok((created, _)) = &result {
+        crate::platform::metrics::decision(approver.via, verdict_name);
+        crate::platform::metrics::decided_after(approver.via, (now - *created).to_std().unwrap_or_default());
+    }
+    result.map(|(_, view)| view)
+}
+
+/// [`decide`]: the batch's creation time (for the metrics) and its view.
+async fn decide_inner(
+    state: &(impl Store + Config + Keys + Notifier),
+    approver: &Approver,
+    id: &str,
+    verdict: Verdict,
+    seen: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(DateTime<Utc>, BatchView), BatchError> {
     let read = &state.db().read;
     let batch = store::batches::get(read, &approver.tenant_id, id).await?.ok_or(BatchError::NotFound)?;
     if !approver.roles.contains(&Role::Approver) {
@@ -142,7 +165,7 @@ pub async fn decide(
             .await?;
         tx.commit().await?;
         state.changes().publish(&batch.id);
-        return view(state, &approver.tenant_id, id, None).await;
+        return Ok((batch.created_at, view(state, &approver.tenant_id, id, None).await?));
     }
     let Some(seen) = seen.filter(|s| *s == batch.batch_hash) else {
         return Err(BatchError::Changed { status: status_word(&batch.status), hash: batch.batch_hash });
@@ -208,7 +231,7 @@ pub async fn decide(
     }
     tx.commit().await?;
     state.changes().publish(&batch.id);
-    view(state, &approver.tenant_id, id, None).await
+    Ok((batch.created_at, view(state, &approver.tenant_id, id, None).await?))
 }
 
 /// The last approval was given: the batch is approved and its one token
