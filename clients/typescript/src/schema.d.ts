@@ -132,8 +132,9 @@ export interface paths {
          *     people (never approved by policy alone): as many approvals as its most
          *     demanding line needs and as its total in each currency would need as one
          *     payment. 201 new; 200 when the same batch (same body) was already sent
-         *     in this run. 403 `policy_denied` when no line passes (nothing stored but
-         *     the audit entry).
+         *     in this run. When no line passes: 422 `validation_failed` when every
+         *     line is malformed (`details` names `lines[i]`, nothing stored), else 403
+         *     `policy_denied` (nothing stored but the audit entry).
          */
         post: operations["proposeBatch"];
         delete?: never;
