@@ -160,7 +160,8 @@ async fn server_only_pages_load_no_wasm_and_the_others_do() {
     assert!(login.text.contains("/passkeys.js"), "its plain scripts stay: {}", login.text);
     page_nonce("/login", &login);
 
-    // An admin's pages, and an approver's confirmation of a payment within her limit.
+    // An admin's pages (gus: globex's admin), and an approver's pages of
+    // a payment of her tenant within her limit (ana: acme's).
     let (gus, ana) = (Console::sign_in(&server, "gus").await, Console::sign_in(&server, "ana").await);
     let id = pending(&server).await;
     for (who, path) in [
@@ -176,8 +177,13 @@ async fn server_only_pages_load_no_wasm_and_the_others_do() {
         assert!(!loads_the_wasm(&r), "{path} is server-only: {}", r.text);
         assert!(r.text.contains("<main>"), "{path} is the console's page, rendered whole: {}", r.text);
     }
-    for path in ["/".to_owned(), format!("/proposals/{id}"), "/operations".to_owned(), "/admin".to_owned()] {
-        let r = send(gus.bare(Method::GET, &path)).await;
+    for (who, path) in [
+        (&ana, "/".to_owned()),
+        (&ana, format!("/proposals/{id}")),
+        (&gus, "/operations".to_owned()),
+        (&gus, "/admin".to_owned()),
+    ] {
+        let r = send(who.bare(Method::GET, &path)).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text);
         assert!(loads_the_wasm(&r), "{path} hydrates: {}", r.text);
     }
