@@ -201,8 +201,10 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// In the browser, a server-only page reached through the app's router (a
-/// link on a hydrated page): the server renders it, so load it from there.
+/// In the browser, a server-only page the app's router was sent to (not by
+/// a click, which `leave_server_only_links_to_the_browser` keeps from it:
+/// by `use_navigate`, as `LoadError` sends an ended session to sign-in):
+/// the server renders it, so load it from there.
 #[cfg(not(feature = "ssr"))]
 #[component]
 fn FullLoad() -> impl IntoView {

@@ -9,12 +9,18 @@ function uniqueInvoice() {
 test('times are in the reader\'s zone, with how long until the proposal expires', async ({ browser, request }) => {
   const context = await browser.newContext({ timezoneId: 'Asia/Kolkata' });
   const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
   await signIn(page, 'ben');
   const proposal = await propose(request, { amount_minor: 28_000, invoice_id: uniqueInvoice() });
   await page.goto(`/proposals/${proposal.id}`);
   const expires = page.locator('#expires time');
   // The server renders UTC; the browser then shows its own zone.
   await expect(expires).toContainText('UTC+5:30');
+  // Loaded whole, the page's scripts (the wasm, and the plain ones every
+  // page carries) run without an error.
+  await expect(page.locator('#reaching-approvers')).toBeVisible();
+  expect(errors).toEqual([]);
   await expect(expires).toContainText(/\(in 2[34] h\)/);
   await expect(expires).toHaveAttribute('datetime', proposal.expires_at);
   await context.close();

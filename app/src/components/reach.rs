@@ -43,7 +43,8 @@ pub fn ReachCard(reach: ReachLine, now: String) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <div id="reach" class="reach">
+        // Not `reach`: that is the account page's settings, which /reach.js drives.
+        <div id="reaching-approvers" class="reach">
             <h3>"Reaching approvers"</h3>
             <ul class="plain" id="reach-steps">{remind}{escalation}</ul>
             <ul class="plain" id="notified">{people}</ul>
