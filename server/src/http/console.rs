@@ -766,13 +766,25 @@ pub async fn load_viewer(
         }
         req.extensions_mut().insert(viewer);
         req.extensions_mut().insert(user);
-    } else if needs_sign_in(&req) {
+    } else if needs_sign_in(&req) || (req.uri().path() == "/" && session_ended(&req)) {
         // A deep link (a Slack message, a bookmark) opened signed out: sign
-        // in first, then land on it.
+        // in first, then land on it. So does the queue for a browser whose
+        // session ended (signed out everywhere, deactivated): the welcome is
+        // for those who never signed in.
         let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
         return Redirect::to(&crate::domain::login_href(path)).into_response();
     }
     next.run(req).await
+}
+
+/// Whether `req` carries a session cookie though nobody is signed in by it:
+/// the session it named has ended.
+fn session_ended(req: &axum::extract::Request) -> bool {
+    req.headers().get_all(axum::http::header::COOKIE).iter().filter_map(|v| v.to_str().ok()).any(|cookies| {
+        cookies
+            .split(';')
+            .any(|c| c.trim_start().strip_prefix(super::SESSION_COOKIE).is_some_and(|v| v.starts_with('=')))
+    })
 }
 
 /// Whether `req` reads a console page that only a signed-in user can see

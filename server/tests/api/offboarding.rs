@@ -271,6 +271,15 @@ async fn sign_out_everywhere_and_a_scripts_bare_sign_out() {
     assert_eq!((r.status, r.header("location")), (303, Some("/login")));
     assert_eq!(other.queue("").await.status, 401, "signed out everywhere");
     assert_eq!(one_tab.queue("").await.status, 401);
+    // The other tab's next page is the sign-in page, not the welcome for
+    // those who never signed in; a browser that never did sees the welcome.
+    let next = send(other.bare(Method::GET, "/")).await;
+    assert_eq!((next.status, next.header("location")), (303, Some("/login")), "{}", next.text);
+    let next = send(other.bare(Method::GET, "/?status=rejected")).await;
+    assert_eq!(next.header("location"), Some("/login?next=/%3Fstatus%3Drejected"), "{}", next.text);
+    let welcome = send(http_client().get(server.url("/"))).await;
+    assert_eq!(welcome.status, 200, "{}", welcome.text);
+    assert!(welcome.text.contains("id=\"home-sign-in\""), "{}", welcome.text);
     assert_eq!(server.audit_actions_where("session.ended_everywhere").await.len(), 1);
 
     // A script signs in with JSON and out with a bare DELETE (no content
