@@ -766,7 +766,7 @@ pub async fn load_viewer(
         }
         req.extensions_mut().insert(viewer);
         req.extensions_mut().insert(user);
-    } else if needs_sign_in(&req) || (req.uri().path() == "/" && session_ended(&req)) {
+    } else if needs_sign_in(&req) || (req.uri().path() == "/" && session::cookie_sent(req.headers())) {
         // A deep link (a Slack message, a bookmark) opened signed out: sign
         // in first, then land on it. So does the queue for a browser whose
         // session ended (signed out everywhere, deactivated): the welcome is
@@ -775,16 +775,6 @@ pub async fn load_viewer(
         return Redirect::to(&crate::domain::login_href(path)).into_response();
     }
     next.run(req).await
-}
-
-/// Whether `req` carries a session cookie though nobody is signed in by it:
-/// the session it named has ended.
-fn session_ended(req: &axum::extract::Request) -> bool {
-    req.headers().get_all(axum::http::header::COOKIE).iter().filter_map(|v| v.to_str().ok()).any(|cookies| {
-        cookies
-            .split(';')
-            .any(|c| c.trim_start().strip_prefix(super::SESSION_COOKIE).is_some_and(|v| v.starts_with('=')))
-    })
 }
 
 /// Whether `req` reads a console page that only a signed-in user can see

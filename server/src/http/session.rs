@@ -407,3 +407,14 @@ pub async fn sign_out(state: &AppState, session: &Session) -> Result<(), ApiErro
     }
     Ok(())
 }
+
+/// Whether the request carries a session cookie. For a request nobody is
+/// signed in by, the session it named has ended (signed out everywhere,
+/// deactivated, expired).
+pub fn cookie_sent(headers: &axum::http::HeaderMap) -> bool {
+    headers.get_all(axum::http::header::COOKIE).iter().filter_map(|v| v.to_str().ok()).any(|cookies| {
+        cookies
+            .split(';')
+            .any(|c| c.trim_start().strip_prefix(super::SESSION_COOKIE).is_some_and(|v| v.starts_with('=')))
+    })
+}
