@@ -54,6 +54,30 @@ pub enum Verdict {
     Reject { reason: String },
 }
 
+impl Verdict {
+    /// Its name in the decision metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::Reject { .. } => "reject",
+        }
+    }
+}
+
+/// A person's decision in the metrics: `verdict` by `approver` at `now`, on
+/// a proposal (or batch) created at `created`.
+pub(crate) fn record_decision(
+    approver: &Approver,
+    verdict: &'static str,
+    created: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) {
+    crate::platform::metrics::decision(approver.via, verdict);
+    if let Some(created) = created {
+        crate::platform::metrics::decided_after(approver.via, (now - created).to_std().unwrap_or_default());
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DecideError {
     #[error("no such proposal")]
@@ -367,17 +391,11 @@ pub async fn decide(
     verdict: Verdict,
     now: DateTime<Utc>,
 ) -> Result<ProposalView, DecideError> {
-    let verdict_name = match verdict {
-        Verdict::Approve => "approve",
-        Verdict::Reject { .. } => "reject",
-    };
+    let verdict_name = verdict.name();
     let result =
         crate::platform::metrics::use_case("decide", decide_inner(state, approver, proposal_id, verdict, now)).await;
     if let Ok(view) = &result {
-        crate::platform::metrics::decision(approver.via, verdict_name);
-        if let Some(created) = crate::store::parse_ts(&view.created_at) {
-            crate::platform::metrics::decided_after(approver.via, (now - created).to_std().unwrap_or_default());
-        }
+        record_decision(approver, verdict_name, crate::store::parse_ts(&view.created_at), now);
     }
     result
 }

@@ -12,7 +12,9 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::*;
-use crate::decision::approval::approve::{may_approve, Approvable, Approver, Candidate, Duties, Ineligible, Verdict};
+use crate::decision::approval::approve::{
+    may_approve, record_decision, Approvable, Approver, Candidate, Duties, Ineligible, Verdict,
+};
 use crate::decision::approval::keys::Keys;
 use crate::decision::approval::token::MintRequest;
 use crate::domain::{ProposalStatus, Role};
@@ -109,15 +111,11 @@ pub async fn decide(
     seen: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<BatchView, BatchError> {
-    let verdict_name = match verdict {
-        Verdict::Approve => "approve",
-        Verdict::Reject { .. } => "reject",
-    };
+    let verdict_name = verdict.name();
     let result =
         crate::platform::metrics::use_case("decide_batch", decide_inner(state, approver, id, verdict, seen, now)).await;
     if let Ok((created, _)) = &result {
-        crate::platform::metrics::decision(approver.via, verdict_name);
-        crate::platform::metrics::decided_after(approver.via, (now - *created).to_std().unwrap_or_default());
+        record_decision(approver, verdict_name, Some(*created), now);
     }
     result.map(|(_, view)| view)
 }
