@@ -199,7 +199,7 @@ fn all_malformed(read: &[Read]) -> Option<Vec<FieldError>> {
     read.iter()
         .map(|r| {
             let Read::Held(h) = r else { return None };
-            let why: Vec<LineReason> = h.held_reasons.as_deref().and_then(|r| serde_json::from_str(r).ok())?;
+            let why = LineReason::stored(h.held_reasons.as_deref());
             if why.is_empty() || why.iter().any(|w| w.rule != "validation_failed") {
                 return None;
             }
@@ -255,9 +255,8 @@ pub async fn propose(
                 Read::Included(_) => None,
             })
             .flat_map(|h| {
-                let why: Vec<LineReason> =
-                    h.held_reasons.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
-                why.into_iter()
+                LineReason::stored(h.held_reasons.as_deref())
+                    .into_iter()
                     .map(move |w| Reason { rule: w.rule, message: format!("Line {}: {}", h.line, w.message) })
             })
             .collect();
@@ -315,8 +314,7 @@ pub async fn propose(
         .iter()
         .filter(|l| l.status == "held")
         .map(|l| {
-            let why: Vec<LineReason> =
-                l.held_reasons.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
+            let why = LineReason::stored(l.held_reasons.as_deref());
             json!({"line": l.line, "rules": why.iter().map(|w| w.rule.as_str()).collect::<Vec<_>>()})
         })
         .collect();

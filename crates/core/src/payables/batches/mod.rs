@@ -122,6 +122,13 @@ pub struct LineReason {
     pub message: String,
 }
 
+impl LineReason {
+    /// A line's reasons as stored (`held_reasons`, JSON); none when absent.
+    pub fn stored(held_reasons: Option<&str>) -> Vec<LineReason> {
+        held_reasons.and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default()
+    }
+}
+
 /// Totals of the included lines in one currency.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CurrencyTotal {

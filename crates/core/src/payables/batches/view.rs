@@ -97,7 +97,7 @@ pub async fn view(
                     .held_by
                     .as_deref()
                     .map(|by| if by.starts_with("user:") { "reviewer" } else { by }.to_owned()),
-                held_reasons: l.held_reasons.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default(),
+                held_reasons: LineReason::stored(l.held_reasons.as_deref()),
                 payment,
             }
         })
